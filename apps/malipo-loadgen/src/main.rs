@@ -1,0 +1,48 @@
+//! `malipo-loadgen`: a small HTTP load generator for the Malipo API, driven by `bench/run.sh`.
+//!
+//! Every subcommand prints exactly one JSON object on stdout; diagnostics go to stderr.
+
+mod api;
+mod charges;
+mod lifecycle;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "malipo-loadgen",
+    about = "Load generator for the Malipo HTTP API (used by `just bench`)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create charges with N concurrent workers (closed loop, or open loop with --rate) and report
+    /// throughput and latency of the 200 responses.
+    Charges(charges::Args),
+    /// Create charges round-robin over several merchants, wait until all reach a final state and
+    /// report the created -> completed rate.
+    Lifecycle(lifecycle::Args),
+    /// Wait until the merchants have no pending or authorised charges left (drains background work
+    /// between measurements).
+    WaitIdle(lifecycle::WaitIdleArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let report = runtime.block_on(async {
+        match cli.command {
+            Command::Charges(args) => charges::run(args).await,
+            Command::Lifecycle(args) => lifecycle::run(args).await,
+            Command::WaitIdle(args) => lifecycle::wait_idle_command(args).await,
+        }
+    })?;
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(())
+}

@@ -1,0 +1,10 @@
+//! Authentication: organisations' credentials (OAuth 2.0 client credentials), scopes, secret
+//! hashing with Argon2id, and opaque bearer tokens stored only as SHA-256 digests.
+
+pub mod credential;
+pub mod scope;
+pub mod secret;
+
+pub use credential::{AccessToken, Credential, OrgKind, Organisation, Principal, TOKEN_LIFETIME_SECONDS};
+pub use scope::{Scope, Scopes, ScopeError};
+pub use secret::{generate_client_id, generate_secret, generate_token, token_digest, SecretHasher};

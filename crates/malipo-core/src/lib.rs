@@ -1,0 +1,14 @@
+//! Malipo's shared vocabulary: money in integer minor units, currencies, prefixed identifiers,
+//! modes, phone numbers and timestamps. Pure: no I/O, no framework types.
+
+pub mod id;
+pub mod mode;
+pub mod money;
+pub mod msisdn;
+pub mod time;
+
+pub use id::*;
+pub use mode::Mode;
+pub use money::{Currency, MinorUnit, MoneyError};
+pub use msisdn::{Msisdn, MsisdnError};
+pub use time::{Clock, SystemClock, Timestamp};

@@ -1,0 +1,242 @@
+//! `malipo ledger verify`: every invariant of the ledger, checked over a snapshot.
+
+use std::collections::{BTreeMap, HashMap};
+
+use malipo_core::{AccountId, Currency, MinorUnit, Mode, TransactionId};
+
+use crate::account::Account;
+use crate::chain::{chain_hash, GENESIS_HASH};
+use crate::journal::Journal;
+
+/// A stored journal with its place in the audit chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainedJournal {
+    /// Position in its ledger, from 1.
+    pub seq: i64,
+    /// The previous journal's hash (or [`GENESIS_HASH`]).
+    pub prev_hash: String,
+    /// This journal's hash.
+    pub hash: String,
+    /// The journal, with its lines as stored in postings.
+    pub journal: Journal,
+}
+
+/// Everything the verifier reads.
+#[derive(Clone, Debug, Default)]
+pub struct LedgerSnapshot {
+    /// All accounts.
+    pub accounts: Vec<Account>,
+    /// All journals with their postings as lines.
+    pub journals: Vec<ChainedJournal>,
+}
+
+/// One broken invariant.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Violation {
+    /// A journal's postings do not sum to zero, or it has fewer than two.
+    #[error("journal {0} does not balance")]
+    UnbalancedJournal(TransactionId),
+    /// A posting names an account that does not exist or is in another currency or mode.
+    #[error("journal {0} posts to account {1}, which is missing or in another ledger")]
+    ForeignAccount(TransactionId, AccountId),
+    /// An account's stored balance differs from the sum of its postings.
+    #[error("account {account}: stored balance {stored} but postings sum to {computed}")]
+    BalanceMismatch {
+        /// The account.
+        account: AccountId,
+        /// Its stored balance.
+        stored: i64,
+        /// The sum of its postings.
+        computed: i64,
+    },
+    /// An account that may not go negative is negative, or holds more than it has.
+    #[error("account {0} is below zero or holds more than its balance")]
+    NegativeBalance(AccountId),
+    /// The audit chain is broken at this journal.
+    #[error("audit chain of {mode}/{currency} broken at journal {journal} (seq {seq})")]
+    BrokenChain {
+        /// The ledger's mode.
+        mode: Mode,
+        /// The ledger's currency.
+        currency: Currency,
+        /// The first journal whose link does not hold.
+        journal: TransactionId,
+        /// Its position.
+        seq: i64,
+    },
+}
+
+/// Checks every invariant; an empty result means the ledger is sound.
+pub fn verify(snapshot: &LedgerSnapshot) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let accounts: HashMap<&AccountId, &Account> = snapshot.accounts.iter().map(|a| (&a.id, a)).collect();
+    let mut sums: HashMap<&AccountId, i128> = HashMap::new();
+    let mut chains: BTreeMap<(Mode, Currency), Vec<&ChainedJournal>> = BTreeMap::new();
+
+    for cj in &snapshot.journals {
+        let j = &cj.journal;
+        let total: i128 = j.lines.iter().map(|l| i128::from(l.amount.get())).sum();
+        if total != 0 || j.lines.len() < 2 {
+            violations.push(Violation::UnbalancedJournal(j.id.clone()));
+        }
+        for line in &j.lines {
+            match accounts.get(&line.account) {
+                Some(a) if a.currency == j.currency && a.mode == j.mode => {
+                    *sums.entry(&a.id).or_default() += i128::from(line.amount.get());
+                }
+                _ => violations.push(Violation::ForeignAccount(j.id.clone(), line.account.clone())),
+            }
+        }
+        chains.entry((j.mode, j.currency)).or_default().push(cj);
+    }
+
+    for a in &snapshot.accounts {
+        let computed = sums.get(&a.id).copied().unwrap_or(0);
+        if computed != i128::from(a.balance.get()) {
+            violations.push(Violation::BalanceMismatch {
+                account: a.id.clone(),
+                stored: a.balance.get(),
+                computed: i64::try_from(computed).unwrap_or(i64::MAX),
+            });
+        }
+        let negative = !a.kind.allows_negative() && (a.balance < MinorUnit::ZERO || a.held > a.balance);
+        if negative || a.held < MinorUnit::ZERO {
+            violations.push(Violation::NegativeBalance(a.id.clone()));
+        }
+    }
+
+    for ((mode, currency), mut chain) in chains {
+        chain.sort_by_key(|cj| cj.seq);
+        let mut prev = GENESIS_HASH.to_owned();
+        for (i, cj) in chain.iter().enumerate() {
+            let expected_seq = i64::try_from(i).unwrap_or(i64::MAX) + 1;
+            let ok = cj.seq == expected_seq
+                && cj.prev_hash == prev
+                && cj.hash == chain_hash(&cj.prev_hash, cj.seq, &cj.journal);
+            if !ok {
+                violations.push(Violation::BrokenChain {
+                    mode,
+                    currency,
+                    journal: cj.journal.id.clone(),
+                    seq: cj.seq,
+                });
+                break;
+            }
+            prev.clone_from(&cj.hash);
+        }
+    }
+    violations
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::account::AccountKind;
+    use crate::journal::{hold, release, JournalKind, JournalLine, LedgerError};
+    use malipo_core::Timestamp;
+    use proptest::prelude::*;
+
+    /// A minimal ledger that applies operations with the crate's rules, all-or-nothing.
+    struct Model {
+        snapshot: LedgerSnapshot,
+    }
+
+    impl Model {
+        fn new() -> Self {
+            let now = Timestamp::from_micros(0);
+            let mut accounts = vec![Account::open(None, Mode::Test, AccountKind::Issuance, Currency::KES, None, now)];
+            for kind in [AccountKind::Wallet, AccountKind::Wallet, AccountKind::Collection, AccountKind::Revenue] {
+                accounts.push(Account::open(None, Mode::Test, kind, Currency::KES, None, now));
+            }
+            Model { snapshot: LedgerSnapshot { accounts, journals: vec![] } }
+        }
+
+        fn post(&mut self, lines: Vec<(usize, i64)>) -> Result<(), LedgerError> {
+            let lines = lines
+                .into_iter()
+                .map(|(i, v)| JournalLine { account: self.snapshot.accounts[i].id.clone(), amount: MinorUnit::new(v) })
+                .collect();
+            let j = Journal::new(Mode::Test, Currency::KES, JournalKind::Transfer, "x", lines, Timestamp::from_micros(1))?;
+            let mut accounts = self.snapshot.accounts.clone();
+            for line in &j.lines {
+                let a = accounts.iter_mut().find(|a| a.id == line.account).ok_or(LedgerError::UnknownAccount(line.account.clone()))?;
+                j.apply_line(a, line.amount)?;
+            }
+            self.snapshot.accounts = accounts;
+            let seq = i64::try_from(self.snapshot.journals.len()).unwrap() + 1;
+            let prev = self.snapshot.journals.last().map_or(GENESIS_HASH.to_owned(), |c| c.hash.clone());
+            let hash = chain_hash(&prev, seq, &j);
+            self.snapshot.journals.push(ChainedJournal { seq, prev_hash: prev, hash, journal: j });
+            Ok(())
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Fund(usize, i64),
+        Move(usize, usize, i64),
+        Split(usize, usize, usize, i64, i64),
+        Hold(usize, i64),
+        Release(usize, i64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (1..5usize, 1..10_000i64).prop_map(|(a, v)| Op::Fund(a, v)),
+            (0..5usize, 0..5usize, 1..10_000i64).prop_map(|(a, b, v)| Op::Move(a, b, v)),
+            (1..5usize, 1..5usize, 1..5usize, 1..5_000i64, 0..500i64).prop_map(|(a, b, c, v, f)| Op::Split(a, b, c, v, f)),
+            (1..5usize, 1..10_000i64).prop_map(|(a, v)| Op::Hold(a, v)),
+            (1..5usize, 1..10_000i64).prop_map(|(a, v)| Op::Release(a, v)),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn random_operations_never_break_an_invariant(ops in proptest::collection::vec(op(), 1..60)) {
+            let mut m = Model::new();
+            for op in ops {
+                // Refusals are fine; what must never happen is a state that breaks an invariant.
+                let _ = match op {
+                    Op::Fund(a, v) => m.post(vec![(0, -v), (a, v)]),
+                    Op::Move(a, b, v) => m.post(vec![(a, -v), (b, v)]),
+                    Op::Split(a, b, c, v, f) => m.post(vec![(a, -(v + f)), (b, v), (c, f)]),
+                    Op::Hold(a, v) => hold(&mut m.snapshot.accounts[a], MinorUnit::new(v)),
+                    Op::Release(a, v) => release(&mut m.snapshot.accounts[a], MinorUnit::new(v)),
+                };
+                prop_assert_eq!(verify(&m.snapshot), vec![]);
+            }
+            let total: i64 = m.snapshot.accounts.iter().map(|a| a.balance.get()).sum();
+            prop_assert_eq!(total, 0, "no money created or lost");
+        }
+    }
+
+    #[test]
+    fn tampering_is_detected() {
+        let mut m = Model::new();
+        m.post(vec![(0, -500), (1, 500)]).unwrap();
+        m.post(vec![(1, -200), (3, 190), (4, 10)]).unwrap();
+        assert!(verify(&m.snapshot).is_empty());
+
+        let mut s = m.snapshot.clone();
+        s.accounts[1].balance = MinorUnit::new(301);
+        assert!(matches!(verify(&s)[..], [Violation::BalanceMismatch { stored: 301, computed: 300, .. }]));
+
+        let mut s = m.snapshot.clone();
+        s.journals[0].journal.lines[1].amount = MinorUnit::new(499);
+        let v = verify(&s);
+        assert!(v.contains(&Violation::UnbalancedJournal(s.journals[0].journal.id.clone())));
+        assert!(v.iter().any(|x| matches!(x, Violation::BrokenChain { seq: 1, .. })));
+
+        let mut s = m.snapshot.clone();
+        s.journals.remove(0);
+        assert!(verify(&s).iter().any(|x| matches!(x, Violation::BrokenChain { seq: 2, .. })));
+
+        let mut s = m.snapshot.clone();
+        s.accounts[2].balance = MinorUnit::new(-1);
+        s.journals.clear();
+        s.accounts.iter_mut().for_each(|a| a.balance = MinorUnit::ZERO);
+        s.accounts[2].held = MinorUnit::new(1);
+        assert!(verify(&s).contains(&Violation::NegativeBalance(s.accounts[2].id.clone())));
+    }
+}

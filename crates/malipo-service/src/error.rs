@@ -1,0 +1,114 @@
+//! The errors a use case can end with. The HTTP adapter maps each to the one problem format.
+
+use malipo_ledger::LedgerError;
+
+use crate::ports::StoreError;
+
+/// One field's problem, reported in `errors[]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    /// The field, e.g. `amount` or `items[3].amount`.
+    pub field: String,
+    /// A stable code: `invalid_msisdn`, `invalid_amount`, `missing_field`, `unknown_field`, `too_long`, ….
+    pub code: &'static str,
+    /// Human-readable.
+    pub message: String,
+}
+
+impl FieldError {
+    /// A field error.
+    pub fn new(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
+        FieldError { field: field.into(), code, message: message.into() }
+    }
+}
+
+/// Why a bearer token was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenProblem {
+    /// Unknown or malformed.
+    Invalid,
+    /// Past its lifetime.
+    Expired,
+    /// Revoked (or its credential was).
+    Revoked,
+}
+
+/// Why a token request was refused (RFC 6749 §5.2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OAuthProblem {
+    /// Unknown client or wrong secret (indistinguishable).
+    InvalidClient,
+    /// More scopes than the credential has, or unknown ones.
+    InvalidScope(String),
+}
+
+/// The outcome of a use case that did not succeed.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum ServiceError {
+    /// Absent, or another organisation's or mode's.
+    #[error("not found")]
+    NotFound,
+    /// Field validation failed.
+    #[error("validation failed")]
+    Validation(Vec<FieldError>),
+    /// The object's state forbids the operation.
+    #[error("{0}")]
+    InvalidState(String),
+    /// The paying account is short.
+    #[error("insufficient funds")]
+    InsufficientFunds,
+    /// The currency differs from the account's.
+    #[error("{0}")]
+    CurrencyMismatch(String),
+    /// A KYC tier or daily limit would be exceeded.
+    #[error("{0}")]
+    LimitExceeded(String),
+    /// The wallet is locked.
+    #[error("wallet locked")]
+    WalletLocked,
+    /// The key was used for a different request.
+    #[error("idempotency key reused with a different request")]
+    IdempotencyReused,
+    /// The key's first request is still running.
+    #[error("a request with this idempotency key is still being processed")]
+    IdempotencyInProgress,
+    /// A sandbox helper called with a live credential.
+    #[error("only available in test mode")]
+    TestModeOnly,
+    /// Bearer token refused.
+    #[error("invalid token")]
+    Token(TokenProblem),
+    /// Token request refused.
+    #[error("token request refused")]
+    OAuth(OAuthProblem),
+    /// Storage failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A bug or broken invariant (details are logged, never shown).
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<LedgerError> for ServiceError {
+    fn from(e: LedgerError) -> Self {
+        match e {
+            LedgerError::InsufficientFunds(_) => ServiceError::InsufficientFunds,
+            other => ServiceError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl ServiceError {
+    /// A single-field validation error.
+    pub fn field(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
+        ServiceError::Validation(vec![FieldError::new(field, code, message)])
+    }
+
+    /// Whether the store reported insufficient funds.
+    pub fn is_insufficient_funds(&self) -> bool {
+        matches!(
+            self,
+            ServiceError::InsufficientFunds | ServiceError::Store(StoreError::Ledger(LedgerError::InsufficientFunds(_)))
+        )
+    }
+}

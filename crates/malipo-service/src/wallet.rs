@@ -1,0 +1,66 @@
+//! Customer wallets: a ledger account plus the customer's state, KYC tier and PIN.
+
+use std::str::FromStr;
+
+use malipo_core::{AccountId, Currency, Mode, Msisdn, Timestamp};
+
+/// Whether a wallet can move money.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalletState {
+    /// Usable.
+    Active,
+    /// Locked by wrong PINs or by the operator.
+    Locked,
+}
+
+impl WalletState {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WalletState::Active => "active",
+            WalletState::Locked => "locked",
+        }
+    }
+}
+
+impl FromStr for WalletState {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "active" => Ok(WalletState::Active),
+            "locked" => Ok(WalletState::Locked),
+            other => Err(format!("unknown wallet state `{other}`")),
+        }
+    }
+}
+
+/// A customer's wallet in one mode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wallet {
+    /// The customer's number.
+    pub msisdn: Msisdn,
+    /// The mode.
+    pub mode: Mode,
+    /// Its ledger account.
+    pub account_id: AccountId,
+    /// ISO 3166 alpha-2 of the number's country.
+    pub country: String,
+    /// Its currency.
+    pub currency: Currency,
+    /// Active or locked.
+    pub state: WalletState,
+    /// KYC tier (0 = no ID).
+    pub kyc_tier: u8,
+    /// Argon2id hash of the PIN, once set.
+    pub pin_hash: Option<String>,
+    /// Consecutive wrong PINs.
+    pub pin_attempts: u8,
+    /// Given name.
+    pub first_name: Option<String>,
+    /// Family name.
+    pub last_name: Option<String>,
+    /// When opened.
+    pub created_at: Timestamp,
+    /// When last changed.
+    pub updated_at: Timestamp,
+}
