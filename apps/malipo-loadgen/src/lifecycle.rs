@@ -293,7 +293,9 @@ async fn create_all(
 }
 
 /// Polls until no merchant has a `pending` or `authorised` charge; returns when that was observed,
-/// or `None` at the deadline. Checks one merchant at a time and never rechecks one found idle.
+/// or `None` at the deadline. While work remains a poll checks one merchant (two `limit=1` calls);
+/// once that one is idle all the others are checked at once, so the end is seen within a round trip
+/// or two whatever the number of merchants. A merchant found idle is never checked again.
 async fn wait_idle(
     client: &Client,
     base: &str,
@@ -301,23 +303,51 @@ async fn wait_idle(
     deadline: Instant,
     poll: Duration,
 ) -> Option<Instant> {
-    let mut next = 0;
+    let mut busy: Vec<String> = tokens.iter().map(|t| (*t).to_owned()).collect();
     let mut warned = false;
+    let mut warn = |e: anyhow::Error| {
+        if !warned {
+            eprintln!("lifecycle: completion check failed: {e:#}");
+            warned = true;
+        }
+    };
     loop {
-        while let Some(token) = tokens.get(next) {
-            match has_unfinished(client, base, token).await {
-                Ok(false) => next += 1,
-                Ok(true) => break,
-                Err(e) => {
-                    if !warned {
-                        eprintln!("lifecycle: completion check failed: {e:#}");
-                        warned = true;
+        if let Some(first) = busy.first() {
+            match has_unfinished(client, base, first).await {
+                Ok(true) => {}
+                Err(e) => warn(e),
+                Ok(false) => {
+                    busy.remove(0);
+                    let checks: Vec<_> = busy
+                        .iter()
+                        .map(|token| {
+                            let (client, base, token) =
+                                (client.clone(), base.to_owned(), token.clone());
+                            tokio::spawn(
+                                async move { has_unfinished(&client, &base, &token).await },
+                            )
+                        })
+                        .collect();
+                    let mut still_busy = Vec::new();
+                    for (token, check) in busy.drain(..).zip(checks) {
+                        match check.await {
+                            Ok(Ok(false)) => {}
+                            Ok(Ok(true)) => still_busy.push(token),
+                            Ok(Err(e)) => {
+                                warn(e);
+                                still_busy.push(token);
+                            }
+                            Err(e) => {
+                                warn(e.into());
+                                still_busy.push(token);
+                            }
+                        }
                     }
-                    break;
+                    busy = still_busy;
                 }
             }
         }
-        if next == tokens.len() {
+        if busy.is_empty() {
             return Some(Instant::now());
         }
         if Instant::now() >= deadline {

@@ -1,1 +1,18 @@
-//! malipo-http
+//! The HTTP adapter: actix-web handlers, wire DTOs, the problem format, authentication,
+//! idempotency keys, rate limits, request ids, metrics and the OpenAPI document.
+//! Handlers translate; the use cases live in `malipo-service`.
+
+pub mod app;
+pub mod dto;
+pub mod extract;
+pub mod metrics;
+pub mod openapi;
+pub mod problem;
+pub mod request_id;
+pub mod routes;
+pub mod state;
+
+pub use app::configure;
+pub use metrics::{metrics, ChargeMetrics};
+pub use request_id::request_id_mw;
+pub use state::{AppState, RateLimits};

@@ -1,10 +1,23 @@
 //! Malipo's use cases: each is one transaction over the storage port, pure otherwise.
 //! Callers (HTTP handlers, workers, the CLI) run them on blocking threads.
 
+pub mod access;
+pub mod balances;
+pub mod charges;
 pub mod error;
+pub mod idempotency;
+pub mod platform;
 pub mod ports;
+pub mod processing;
+pub mod sandbox;
 pub mod wallet;
 
+pub use access::{IssuedCredential, IssuedToken};
+pub use balances::Balance;
+pub use charges::{NewCharge, Page};
 pub use error::{FieldError, OAuthProblem, ServiceError, TokenProblem};
+pub use idempotency::{Idem, IdemOutcome};
+pub use platform::{NoObserver, Observer, Platform, ServiceConfig};
 pub use ports::{read, write, AccountKey, Store, StoreError, TokenRecord, Tx};
+pub use sandbox::{SimulateAction, WalletView};
 pub use wallet::{Wallet, WalletState};

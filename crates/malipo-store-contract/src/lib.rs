@@ -1,1 +1,129 @@
-//! malipo-store-contract
+//! The storage contract: one suite of cases that every adapter of the storage port
+//! ([`malipo_service::Store`]) must pass — in-memory, SQLite and PostgreSQL alike.
+//!
+//! An adapter's test file runs the whole suite with one line:
+//!
+//! ```ignore
+//! fn make() -> Box<dyn malipo_service::Store> {
+//!     Box::new(malipo_store_memory::MemoryStore::new())
+//! }
+//! malipo_store_contract::store_contract_tests!(make);
+//! ```
+//!
+//! which expands to one `#[test]` per case (named after the case), each running
+//! [`cases`]`::<case>` on a fresh, empty store from `make`. Attributes may precede the factory
+//! and are put on every test, e.g. `store_contract_tests!(#[ignore = "needs PostgreSQL"] make)`.
+//! [`cases::ALL`] lists every case with its name, to run them some other way.
+//!
+//! The list of cases lives in one place, the hidden `__store_contract_cases!` macro: both
+//! [`cases`] and [`store_contract_tests!`] are generated from it, so a case added there is run
+//! by every adapter. (A case function that is not listed is an unused private item and fails
+//! the build under `-D warnings`.)
+//!
+//! Cases write through [`malipo_service::write`], read through [`malipo_service::read`], use
+//! fixed timestamps ([`fixtures::T0`]) and set up their own data with [`fixtures`]. Every case
+//! that posts to the ledger ends with [`fixtures::assert_ledger_sound`].
+
+// This crate is test code: its cases and fixtures panic on failure by design.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod fixtures;
+mod suite;
+
+/// One public fn per case: `pub fn <case>(store: &dyn malipo_service::Store)`, panicking on
+/// failure. Each expects a fresh, empty store.
+pub mod cases {
+    crate::__store_contract_cases!(__store_contract_define_cases {});
+}
+
+/// The list of cases, `module::case`, in suite order: calls `$crate::$callback! { { $extra } [ … ] }`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_contract_cases {
+    ($callback:ident { $($extra:tt)* }) => {
+        $crate::$callback! {
+            { $($extra)* }
+            [
+                transactions::fresh_store_is_ready_and_empty,
+                auth::organisations_round_trip,
+                auth::credentials_round_trip,
+                auth::duplicate_client_id_is_refused,
+                auth::revoking_a_credential_revokes_its_tokens,
+                auth::token_returns_its_organisation,
+                auth::revoke_token_only_for_its_client,
+                accounts::accounts_insert_and_find,
+                accounts::duplicate_accounts_are_refused,
+                accounts::org_accounts_only_of_that_org_and_mode,
+                ledger::post_journal_updates_balances_and_chains,
+                ledger::overdraft_is_refused_and_writes_nothing,
+                ledger::issuance_may_go_negative,
+                ledger::unknown_account_is_refused,
+                ledger::currency_or_mode_mismatch_is_refused,
+                ledger::holds_and_releases,
+                ledger::pending_credits_sum_authorised_charges,
+                wallets::wallets_insert_get_update,
+                wallets::duplicate_wallet_is_refused,
+                charges::charges_round_trip_scoped_by_org_and_mode,
+                charges::update_charge_persists_every_mutable_field,
+                charges::latest_charge_by_reference_picks_the_newest,
+                charges::list_charges_pages_newest_first,
+                charges::list_charges_filters,
+                charges::claim_due_charges_leases,
+                charges::pending_charges_of_payer,
+                idempotency::claim_key_then_complete,
+                idempotency::purge_keys_removes_old_ones_only,
+                transactions::failed_closure_rolls_back_everything,
+                transactions::write_returns_values_and_read_sees_commits,
+                transactions::retry_reruns_the_whole_closure,
+            ]
+        }
+    };
+}
+
+/// Generates the body of [`cases`] from the list.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_contract_define_cases {
+    ({} [$($module:ident :: $case:ident),* $(,)?]) => {
+        $(pub use $crate::suite::$module::$case;)*
+
+        /// Every case with its name, in suite order.
+        pub const ALL: &[(&str, fn(&dyn ::malipo_service::Store))] = &[
+            $((stringify!($case), $case as fn(&dyn ::malipo_service::Store))),*
+        ];
+    };
+}
+
+/// Expands to one `#[test]` per case, each calling `$crate::cases::<case>(&*($make)())`.
+///
+/// `$make` is an expression of type `fn() -> Box<dyn malipo_service::Store>` (a function name
+/// or a non-capturing closure) producing a fresh, empty store. Outer attributes written before
+/// it (`#[ignore]`, `#[serial]`, …) are copied onto every generated test.
+#[macro_export]
+macro_rules! store_contract_tests {
+    ($(#[$attr:meta])* $make:expr $(,)?) => {
+        $crate::__store_contract_cases!(__store_contract_test_fns { [$(#[$attr])*] $make });
+    };
+}
+
+/// Generates the tests of [`store_contract_tests!`] from the list.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_contract_test_fns {
+    ({ $attrs:tt $make:expr } [$($module:ident :: $case:ident),* $(,)?]) => {
+        $($crate::__store_contract_test_fn! { $attrs $make, $case })*
+    };
+}
+
+/// Generates one test of [`store_contract_tests!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_contract_test_fn {
+    ([$(#[$attr:meta])*] $make:expr, $case:ident) => {
+        #[test]
+        $(#[$attr])*
+        fn $case() {
+            $crate::cases::$case(&*($make)());
+        }
+    };
+}

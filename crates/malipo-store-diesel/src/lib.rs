@@ -1,1 +1,425 @@
-//! malipo-store-diesel
+//! The diesel storage adapter: implements [`malipo_service::Store`] on PostgreSQL and SQLite with
+//! one code base.
+//!
+//! - One connection type, [`DbConnection`] (a diesel `MultiConnection`), whose variant is chosen
+//!   from the URL scheme: `postgres://` / `postgresql://` or `sqlite://PATH`.
+//! - An r2d2 pool of them; SQLite connections get WAL, a busy timeout, `synchronous=NORMAL` and
+//!   foreign keys on connect.
+//! - Embedded migrations (`migrations/postgres`, `migrations/sqlite`), run by
+//!   [`DieselStore::migrate`].
+//! - [`Store::run`] runs a closure in one transaction (PostgreSQL `READ COMMITTED`, SQLite
+//!   `BEGIN IMMEDIATE`) and reruns it on transient conflicts (serialization failures, deadlocks,
+//!   a busy SQLite database).
+//!
+//! Queries are written once with the diesel DSL for both backends; they branch on the
+//! connection's variant only where the SQL differs (`ON CONFLICT`, `RETURNING`, row locks).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
+use diesel::prelude::*;
+use diesel::r2d2::{HandleError, ManageConnection, Pool, PooledConnection, R2D2Connection};
+use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
+use malipo_service::{ServiceError, Store, StoreError, Tx};
+
+mod error;
+mod models;
+mod schema;
+mod tx;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+use crate::error::db_error;
+use crate::tx::DieselTx;
+
+const PG_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
+const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
+
+/// Pool size when none is given.
+const DEFAULT_PG_POOL: u32 = 16;
+/// Pool size when none is given (SQLite has one writer at a time anyway).
+const DEFAULT_SQLITE_POOL: u32 = 8;
+/// How long a caller waits for a pooled connection before the database counts as unavailable.
+const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many times [`Store::run`] runs a closure that keeps hitting transient conflicts.
+const MAX_ATTEMPTS: u32 = 8;
+
+/// Set on every new SQLite connection.
+const SQLITE_PRAGMAS: &str =
+    "PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;";
+
+/// A connection to either database. Queries written with the diesel DSL run on both; code that
+/// needs backend-specific SQL matches on the variant.
+#[derive(diesel::MultiConnection)]
+pub enum DbConnection {
+    /// PostgreSQL.
+    Pg(diesel::PgConnection),
+    /// SQLite.
+    Sqlite(diesel::SqliteConnection),
+}
+
+/// Which database a [`DieselStore`] talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// PostgreSQL.
+    Postgres,
+    /// SQLite.
+    Sqlite,
+}
+
+impl Backend {
+    /// `postgres` or `sqlite`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Postgres => "postgres",
+            Backend::Sqlite => "sqlite",
+        }
+    }
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where the pool's connections go.
+#[derive(Clone, Debug)]
+enum Target {
+    Postgres(String),
+    Sqlite(PathBuf),
+    /// Refuses every connection (a store whose database is gone; see `testing`).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    Closed(Backend),
+}
+
+impl Target {
+    fn backend(&self) -> Backend {
+        match self {
+            Target::Postgres(_) => Backend::Postgres,
+            Target::Sqlite(_) => Backend::Sqlite,
+            Target::Closed(b) => *b,
+        }
+    }
+
+    /// Parses a database URL by its scheme.
+    fn parse(url: &str) -> Result<Self, StoreError> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Target::Postgres(url.to_owned()));
+        }
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            if path.is_empty() {
+                return Err(StoreError::Other("sqlite:// URL without a file path".into()));
+            }
+            return Ok(Target::Sqlite(PathBuf::from(path)));
+        }
+        let scheme = url.split_once("://").map_or("(none)", |(s, _)| s);
+        Err(StoreError::Other(format!(
+            "unsupported database URL scheme `{scheme}`: use postgres://, postgresql:// or sqlite://PATH"
+        )))
+    }
+}
+
+/// Opens connections of one variant (never tries one backend and then the other).
+#[derive(Debug)]
+struct Manager {
+    target: Target,
+}
+
+impl ManageConnection for Manager {
+    type Connection = DbConnection;
+    type Error = diesel::r2d2::Error;
+
+    fn connect(&self) -> Result<DbConnection, Self::Error> {
+        match &self.target {
+            Target::Postgres(url) => diesel::PgConnection::establish(url)
+                .map(DbConnection::Pg)
+                .map_err(diesel::r2d2::Error::ConnectionError),
+            Target::Sqlite(path) => {
+                let path = path.to_string_lossy();
+                let mut conn = diesel::SqliteConnection::establish(&path).map_err(diesel::r2d2::Error::ConnectionError)?;
+                conn.batch_execute(SQLITE_PRAGMAS).map_err(diesel::r2d2::Error::QueryError)?;
+                Ok(DbConnection::Sqlite(conn))
+            }
+            Target::Closed(_) => Err(diesel::r2d2::Error::ConnectionError(diesel::ConnectionError::BadConnection(
+                "the store is closed".into(),
+            ))),
+        }
+    }
+
+    fn is_valid(&self, conn: &mut DbConnection) -> Result<(), Self::Error> {
+        conn.ping().map_err(diesel::r2d2::Error::QueryError)
+    }
+
+    fn has_broken(&self, conn: &mut DbConnection) -> bool {
+        std::thread::panicking() || conn.is_broken()
+    }
+}
+
+/// Reports the pool's connection failures through `tracing`.
+#[derive(Debug)]
+struct TracingErrorHandler;
+
+impl HandleError<diesel::r2d2::Error> for TracingErrorHandler {
+    fn handle_error(&self, error: diesel::r2d2::Error) {
+        tracing::warn!(%error, "database connection failed");
+    }
+}
+
+/// Whether a transaction may write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    Write,
+    Read,
+}
+
+/// The diesel store: a pool of connections to one PostgreSQL or SQLite database. Cheap to clone
+/// (the pool is shared).
+#[derive(Clone)]
+pub struct DieselStore {
+    pool: Pool<Manager>,
+    backend: Backend,
+}
+
+impl std::fmt::Debug for DieselStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DieselStore").field("backend", &self.backend).finish_non_exhaustive()
+    }
+}
+
+impl DieselStore {
+    /// Connects to `url` (`postgres://…`, `postgresql://…` or `sqlite://PATH`, creating PATH's
+    /// parent directories) with a pool of `pool_size` connections (default 16 for PostgreSQL,
+    /// 8 for SQLite). Does not run migrations (see [`DieselStore::migrate`]).
+    ///
+    /// # Errors
+    /// [`StoreError::Other`] for an unsupported URL; [`StoreError::Unavailable`] when the
+    /// database cannot be opened.
+    pub fn connect(url: &str, pool_size: Option<u32>) -> Result<Self, StoreError> {
+        let target = Target::parse(url)?;
+        let backend = target.backend();
+        let mut size = pool_size.unwrap_or(match backend {
+            Backend::Postgres => DEFAULT_PG_POOL,
+            Backend::Sqlite => DEFAULT_SQLITE_POOL,
+        });
+        let mut in_memory = false;
+        if let Target::Sqlite(path) = &target {
+            in_memory = path.as_os_str() == ":memory:";
+            if in_memory {
+                // Every connection would open its own empty database.
+                size = 1;
+            } else if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).map_err(|e| {
+                    StoreError::Unavailable(format!("cannot create directory {}: {e}", parent.display()))
+                })?;
+            }
+        }
+        let manager = Manager { target };
+        // Open one connection first so that an unreachable database fails at once, with the
+        // driver's own message, rather than after the pool's checkout timeout.
+        drop(manager.connect().map_err(|e| StoreError::Unavailable(e.to_string()))?);
+        let mut builder = Pool::builder()
+            .max_size(size.max(1))
+            .min_idle(Some(1))
+            .connection_timeout(CHECKOUT_TIMEOUT)
+            // A dead connection is found on use and marked broken (see `attempt`): no ping
+            // round trip on every checkout.
+            .test_on_check_out(false)
+            .error_handler(Box::new(TracingErrorHandler));
+        if in_memory {
+            builder = builder.idle_timeout(None).max_lifetime(None);
+        }
+        let pool = builder.build(manager).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        Ok(DieselStore { pool, backend })
+    }
+
+    /// A store that refuses every connection (used to drop a test database's pool first).
+    #[cfg(feature = "testing")]
+    fn closed(backend: Backend) -> Self {
+        let pool = Pool::builder()
+            .max_size(1)
+            .min_idle(Some(0))
+            .connection_timeout(Duration::from_millis(10))
+            .error_handler(Box::new(diesel::r2d2::NopErrorHandler))
+            .build_unchecked(Manager { target: Target::Closed(backend) });
+        DieselStore { pool, backend }
+    }
+
+    /// Which database this store talks to.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Applies the embedded migrations that are not applied yet; returns how many were applied.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when no connection can be had; [`StoreError::Other`] when a
+    /// migration fails.
+    pub fn migrate(&self) -> Result<usize, StoreError> {
+        let mut conn = self.connection()?;
+        let applied = match &mut *conn {
+            DbConnection::Pg(c) => c.run_pending_migrations(PG_MIGRATIONS).map(|v| v.len()),
+            DbConnection::Sqlite(c) => c.run_pending_migrations(SQLITE_MIGRATIONS).map(|v| v.len()),
+        }
+        .map_err(|e| StoreError::Other(format!("migration failed: {e}")))?;
+        if applied > 0 {
+            tracing::info!(applied, backend = %self.backend, "applied database migrations");
+        }
+        Ok(applied)
+    }
+
+    /// Runs one SQL statement outside any transaction and returns the number of rows it
+    /// affected. For tests that need to write what the API never would.
+    ///
+    /// # Errors
+    /// The database's refusal, mapped as in [`Store::run`].
+    #[cfg(feature = "testing")]
+    pub fn raw_execute(&self, sql: &str) -> Result<usize, StoreError> {
+        let mut conn = self.connection()?;
+        diesel::sql_query(sql).execute(&mut *conn).map_err(db_error)
+    }
+
+    fn connection(&self) -> Result<PooledConnection<Manager>, StoreError> {
+        self.pool.get().map_err(|e| StoreError::Unavailable(e.to_string()))
+    }
+
+    /// Runs `f` in transactions until it succeeds, fails for good, or runs out of attempts.
+    fn transact(
+        &self,
+        access: Access,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
+    ) -> Result<(), ServiceError> {
+        let mut attempt = 1;
+        loop {
+            match self.attempt(access, f) {
+                Err(ServiceError::Store(StoreError::Retry)) if attempt < MAX_ATTEMPTS => {
+                    tracing::debug!(attempt, backend = %self.backend, "transient conflict; running the transaction again");
+                    std::thread::sleep(backoff(attempt));
+                    attempt += 1;
+                }
+                Err(ServiceError::Store(StoreError::Retry)) => {
+                    tracing::warn!(attempts = attempt, backend = %self.backend, "transaction kept conflicting; giving up");
+                    return Err(ServiceError::Store(StoreError::Retry));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One run of `f` in one transaction.
+    fn attempt(
+        &self,
+        access: Access,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
+    ) -> Result<(), ServiceError> {
+        let mut pooled = self.connection()?;
+        let conn: &mut DbConnection = &mut pooled;
+        if let Err(e) = begin(conn, access) {
+            let e = db_error(e);
+            if matches!(e, StoreError::Unavailable(_)) {
+                // The pooled connection died while idle: drop it and try another one.
+                mark_broken(conn);
+                return Err(StoreError::Retry.into());
+            }
+            return Err(e.into());
+        }
+        let result = f(&mut DieselTx::new(conn));
+        match result {
+            Ok(()) => match <DbConnection as Connection>::TransactionManager::commit_transaction(conn) {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    let e = db_error(e);
+                    finish_failed(conn, &e);
+                    Err(e.into())
+                }
+            },
+            Err(e) => {
+                if let ServiceError::Store(store_error) = &e {
+                    finish_failed(conn, store_error);
+                } else {
+                    rollback(conn);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Starts a transaction: PostgreSQL `READ COMMITTED` for writers and a read-only
+/// `REPEATABLE READ` snapshot for readers; SQLite `BEGIN IMMEDIATE` (take the write lock now)
+/// for writers and a deferred `BEGIN` for readers.
+fn begin(conn: &mut DbConnection, access: Access) -> QueryResult<()> {
+    match (conn, access) {
+        (DbConnection::Pg(c), Access::Write) => {
+            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN ISOLATION LEVEL READ COMMITTED")
+        }
+        (DbConnection::Pg(c), Access::Read) => {
+            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        }
+        (DbConnection::Sqlite(c), Access::Write) => AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE"),
+        (DbConnection::Sqlite(c), Access::Read) => AnsiTransactionManager::begin_transaction_sql(c, "BEGIN"),
+    }
+}
+
+/// Rolls back after a failure; a connection that failed as unreachable is not reused.
+fn finish_failed(conn: &mut DbConnection, error: &StoreError) {
+    if matches!(error, StoreError::Unavailable(_)) {
+        mark_broken(conn);
+    } else {
+        rollback(conn);
+    }
+}
+
+fn rollback(conn: &mut DbConnection) {
+    let in_transaction = <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn)
+        .transaction_depth()
+        .is_ok_and(|d| d.is_some());
+    if in_transaction {
+        if let Err(e) = <DbConnection as Connection>::TransactionManager::rollback_transaction(conn) {
+            // diesel marks the transaction manager broken, so the pool discards the connection.
+            tracing::warn!(error = %e, "rollback failed");
+        }
+    }
+}
+
+/// Makes the pool discard this connection when it is returned.
+fn mark_broken(conn: &mut DbConnection) {
+    <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn).set_in_error();
+}
+
+/// A short randomised pause before attempt `attempt + 1`: 1–2 ms doubling up to 64–128 ms.
+fn backoff(attempt: u32) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let base_micros = 1000_u64 << attempt.min(6);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(attempt);
+    let jitter = h.finish() % base_micros;
+    Duration::from_micros(base_micros + jitter)
+}
+
+impl Store for DieselStore {
+    fn run(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.transact(Access::Write, f)
+    }
+
+    fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.transact(Access::Read, f)
+    }
+
+    fn ready(&self) -> Result<(), StoreError> {
+        let mut conn = self.connection()?;
+        let unavailable = |e: &dyn std::fmt::Display| StoreError::Unavailable(e.to_string());
+        conn.ping().map_err(|e| unavailable(&e))?;
+        let pending = match &mut *conn {
+            DbConnection::Pg(c) => c.has_pending_migration(PG_MIGRATIONS),
+            DbConnection::Sqlite(c) => c.has_pending_migration(SQLITE_MIGRATIONS),
+        }
+        .map_err(|e| unavailable(&e))?;
+        if pending {
+            return Err(StoreError::Unavailable("database migrations are pending".into()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,114 @@
+//! The `malipo` binary's wiring: configuration, the store, the platform, the HTTP server, the
+//! background workers and graceful shutdown. It only assembles; behaviour lives in the crates.
+
+pub mod cli;
+pub mod config;
+pub mod demo;
+pub mod worker;
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::{middleware, web, App, HttpServer};
+use anyhow::Context;
+use malipo_auth::SecretHasher;
+use malipo_core::SystemClock;
+use malipo_countries::Countries;
+use malipo_http::{AppState, RateLimits};
+use malipo_service::{Platform, ServiceConfig};
+use malipo_store_diesel::DieselStore;
+use tokio::sync::watch;
+
+pub use config::Settings;
+
+/// Loads the country configuration named by the settings (or the built-in file).
+///
+/// # Errors
+/// A message naming the bad entry.
+pub fn load_countries(settings: &Settings) -> anyhow::Result<Countries> {
+    match &settings.countries {
+        Some(path) => Countries::load(path).with_context(|| format!("invalid country configuration {}", path.display())),
+        None => Countries::builtin().context("invalid built-in country configuration"),
+    }
+}
+
+/// Connects, migrates, and assembles the platform.
+///
+/// # Errors
+/// Unreachable database, failed migration, invalid configuration.
+pub fn platform(settings: &Settings) -> anyhow::Result<(Platform, DieselStore)> {
+    let countries = load_countries(settings)?;
+    let store = DieselStore::connect(&settings.database_url, settings.db_pool_size)
+        .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
+    store.migrate().map_err(|e| anyhow::anyhow!("migrations failed: {e}"))?;
+    let hasher = SecretHasher::new().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let config = ServiceConfig {
+        charge_ttl_seconds: settings.charge_ttl_seconds,
+        sandbox_approval_delay_ms: settings.sandbox_approval_delay_ms,
+        ..ServiceConfig::default()
+    };
+    let platform = Platform::new(Arc::new(store.clone()), Arc::new(countries), Arc::new(hasher), Arc::new(SystemClock), config);
+    platform.ensure_system_accounts().map_err(|e| anyhow::anyhow!("cannot create system accounts: {e}"))?;
+    Ok((platform, store))
+}
+
+/// A running server.
+pub struct Running {
+    /// The bound address.
+    pub addr: std::net::SocketAddr,
+    /// Stops the HTTP server gracefully.
+    pub server: actix_web::dev::ServerHandle,
+    /// Completes when the server and the workers have stopped.
+    pub done: tokio::task::JoinHandle<anyhow::Result<()>>,
+    /// The platform (for tests and the CLI).
+    pub platform: Platform,
+}
+
+/// Starts the HTTP server and the workers on `listener`. The server stops on SIGINT/SIGTERM (or
+/// [`Running::server`]), lets in-flight requests finish, then the workers stop claiming work.
+///
+/// # Errors
+/// Server start-up failures.
+pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> anyhow::Result<Running> {
+    let (prom, charge_metrics) = malipo_http::metrics().map_err(|e| anyhow::anyhow!("metrics: {e}"))?;
+    let platform = platform.with_observer(Arc::new(charge_metrics));
+    let state = AppState {
+        platform: platform.clone(),
+        rate_limits: Arc::new(RateLimits::new(settings.rate_limit_test, settings.rate_limit_live)),
+    };
+    let data = web::Data::new(state);
+    let addr = listener.local_addr()?;
+    let mut server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .wrap(prom.clone())
+            .wrap(middleware::from_fn(malipo_http::request_id_mw))
+            .configure(malipo_http::configure)
+    })
+    .shutdown_timeout(30)
+    .listen(listener)?;
+    if let Some(n) = settings.http_workers {
+        server = server.workers(n);
+    }
+    let server = server.run();
+    let handle = server.handle();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let workers = worker::spawn(platform.clone(), settings.workers, stop_rx);
+    let done = tokio::spawn(async move {
+        server.await?;
+        tracing::info!("HTTP server stopped; stopping workers");
+        let _ = stop_tx.send(true);
+        for w in workers {
+            let _ = tokio::time::timeout(Duration::from_secs(30), w).await;
+        }
+        Ok(())
+    });
+    Ok(Running { addr, server: handle, done, platform })
+}
+
+/// Sets up structured (JSON) logging with the given filter.
+pub fn init_logging(filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt().json().with_env_filter(filter).with_current_span(false).try_init();
+}

@@ -1,0 +1,72 @@
+//! Background work: claiming due charges (sandbox decisions, completion, expiry) and purging old
+//! idempotency keys. All state is in the database; any number of instances may run these.
+
+use std::time::Duration;
+
+use malipo_service::{write, Platform};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Charges claimed per batch.
+const BATCH: usize = 64;
+/// Pause when there was nothing to do.
+const IDLE: Duration = Duration::from_millis(100);
+/// Keys are kept at least 24 hours; purged after 48.
+const KEY_RETENTION_SECONDS: i64 = 48 * 3600;
+
+/// Spawns `n` charge loops and one housekeeping loop; each stops claiming once `stop` is true.
+pub fn spawn(platform: Platform, n: usize, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+    let mut handles: Vec<JoinHandle<()>> = (0..n.max(1))
+        .map(|i| {
+            let platform = platform.clone();
+            let stop = stop.clone();
+            tokio::spawn(charge_loop(i, platform, stop))
+        })
+        .collect();
+    handles.push(tokio::spawn(housekeeping(platform, stop)));
+    handles
+}
+
+async fn charge_loop(i: usize, platform: Platform, mut stop: watch::Receiver<bool>) {
+    while !*stop.borrow() {
+        let p = platform.clone();
+        let claimed = match tokio::task::spawn_blocking(move || p.process_due(BATCH)).await {
+            Ok(Ok(n)) => n,
+            Ok(Err(e)) => {
+                tracing::warn!(worker = i, error = %e, "claiming due charges failed");
+                0
+            }
+            Err(e) => {
+                tracing::error!(worker = i, error = %e, "worker task failed");
+                0
+            }
+        };
+        if claimed == 0 {
+            tokio::select! {
+                _ = tokio::time::sleep(IDLE) => {}
+                _ = stop.changed() => {}
+            }
+        }
+    }
+    tracing::debug!(worker = i, "charge worker stopped");
+}
+
+async fn housekeeping(platform: Platform, mut stop: watch::Receiver<bool>) {
+    while !*stop.borrow() {
+        let p = platform.clone();
+        let purged = tokio::task::spawn_blocking(move || {
+            let before = p.clock.now().plus_seconds(-KEY_RETENTION_SECONDS);
+            write(p.store(), |tx| Ok(tx.purge_keys(before)?))
+        })
+        .await;
+        match purged {
+            Ok(Ok(n)) if n > 0 => tracing::info!(purged = n, "purged expired idempotency keys"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "purging idempotency keys failed"),
+            _ => {}
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(600)) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}

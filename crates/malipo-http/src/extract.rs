@@ -1,0 +1,194 @@
+//! Extractors: the authenticated principal, bounded bodies, JSON with the contract's error
+//! rules, and idempotency keys.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
+use futures_util::StreamExt;
+use malipo_auth::{Principal, Scope};
+use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyError, KeyScope};
+use malipo_service::Idem;
+use serde::de::DeserializeOwned;
+
+use crate::problem::{ApiError, ProblemField};
+use crate::request_id::RateLimitInfo;
+use crate::state::AppState;
+
+/// Request bodies above this are refused with 413.
+pub const BODY_LIMIT: usize = 64 * 1024;
+
+/// The caller, authenticated by bearer token and admitted by the rate limiter.
+#[derive(Debug, Clone)]
+pub struct Auth(pub Principal);
+
+impl Auth {
+    /// Refuses a token without `scope`.
+    ///
+    /// # Errors
+    /// [`ApiError::InsufficientScope`].
+    pub fn require(&self, scope: Scope) -> Result<&Principal, ApiError> {
+        if self.0.scopes.contains(scope) {
+            Ok(&self.0)
+        } else {
+            Err(ApiError::InsufficientScope(scope.as_str()))
+        }
+    }
+}
+
+fn bearer(req: &HttpRequest) -> Result<String, ApiError> {
+    let value = req.headers().get(header::AUTHORIZATION).ok_or(ApiError::Unauthorized)?;
+    let value = value.to_str().map_err(|_| ApiError::Unauthorized)?;
+    let (scheme, token) = value.split_once(' ').ok_or(ApiError::Unauthorized)?;
+    let token = token.trim();
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
+        return Err(ApiError::Unauthorized);
+    }
+    Ok(token.to_owned())
+}
+
+impl FromRequest for Auth {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let token = bearer(&req)?;
+            let state = req
+                .app_data::<web::Data<AppState>>()
+                .ok_or_else(|| ApiError::InvalidRequest("server misconfigured".into()))?
+                .clone();
+            let platform = state.platform.clone();
+            let principal = web::block(move || platform.authenticate(&token))
+                .await
+                .map_err(|e| ApiError::Service(malipo_service::ServiceError::Internal(e.to_string())))??;
+            match state.rate_limits.check(principal.mode, &principal.client_id) {
+                Ok((limit, remaining)) => {
+                    req.extensions_mut().insert(RateLimitInfo { limit, remaining });
+                }
+                Err(refused) => {
+                    req.extensions_mut().insert(RateLimitInfo { limit: 0, remaining: 0 });
+                    return Err(ApiError::RateLimited(refused.0));
+                }
+            }
+            Ok(Auth(principal))
+        })
+    }
+}
+
+/// The raw body, read up to [`BODY_LIMIT`].
+#[derive(Debug, Clone)]
+pub struct Body(pub web::Bytes);
+
+impl FromRequest for Body {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        let mut payload = payload.take();
+        Box::pin(async move {
+            if declared.is_some_and(|n| n > BODY_LIMIT) {
+                return Err(ApiError::PayloadTooLarge(BODY_LIMIT));
+            }
+            let mut buf = web::BytesMut::new();
+            while let Some(chunk) = payload.next().await {
+                let chunk = chunk.map_err(|e| ApiError::InvalidRequest(format!("could not read the body: {e}")))?;
+                if buf.len() + chunk.len() > BODY_LIMIT {
+                    return Err(ApiError::PayloadTooLarge(BODY_LIMIT));
+                }
+                buf.extend_from_slice(&chunk);
+            }
+            Ok(Body(buf.freeze()))
+        })
+    }
+}
+
+/// The media type of a request, lower-cased, without parameters.
+pub fn media_type(req: &HttpRequest) -> Option<String> {
+    let ct = req.headers().get(header::CONTENT_TYPE)?.to_str().ok()?;
+    Some(ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+}
+
+/// Requires `Content-Type: application/json` (a charset parameter is accepted).
+///
+/// # Errors
+/// [`ApiError::UnsupportedMediaType`].
+pub fn require_json(req: &HttpRequest) -> Result<(), ApiError> {
+    match media_type(req).as_deref() {
+        Some("application/json") => Ok(()),
+        other => Err(ApiError::UnsupportedMediaType(format!(
+            "Content-Type must be application/json, not {}",
+            other.unwrap_or("absent")
+        ))),
+    }
+}
+
+/// A parsed JSON body with its canonical form (sorted keys) for fingerprints.
+#[derive(Debug)]
+pub struct Parsed<T> {
+    /// The request.
+    pub value: T,
+    /// Canonical JSON of the body.
+    pub canonical: Vec<u8>,
+}
+
+/// Parses a JSON body: malformed JSON and wrong types are 400 `invalid_request`; unknown and
+/// missing fields are 422 with `errors[]`.
+///
+/// # Errors
+/// As above.
+pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<Parsed<T>, ApiError> {
+    let tree: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::InvalidRequest(format!("malformed JSON: {e}")))?;
+    if !tree.is_object() {
+        return Err(ApiError::InvalidRequest("the body must be a JSON object".into()));
+    }
+    let canonical = serde_json::to_vec(&tree).map_err(|e| ApiError::InvalidRequest(e.to_string()))?;
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let msg = inner.to_string();
+        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_owned();
+        if let Some(rest) = msg.strip_prefix("unknown field `") {
+            let name = rest.split('`').next().unwrap_or("").to_owned();
+            // The path already ends with the unknown field's name.
+            let field = if path == "." || path.is_empty() { name.clone() } else { path.clone() };
+            ApiError::Fields(vec![ProblemField { field, code: "unknown_field".into(), message: format!("unknown field `{name}`") }])
+        } else if let Some(rest) = msg.strip_prefix("missing field `") {
+            let name = rest.split('`').next().unwrap_or("").to_owned();
+            ApiError::Fields(vec![ProblemField { field: name.clone(), code: "missing_field".into(), message: format!("{name} is required") }])
+        } else {
+            let field = if path == "." { String::new() } else { format!("{path}: ") };
+            ApiError::InvalidRequest(format!("{field}{msg}"))
+        }
+    })?;
+    Ok(Parsed { value, canonical })
+}
+
+/// Builds the idempotency context of a state-changing request: the `Idempotency-Key` header or
+/// the body's own key field (equal when both), scoped to the principal and `operation`.
+///
+/// # Errors
+/// [`ApiError::IdempotencyKeyMissing`], or 400 for a malformed or conflicting key.
+pub fn idem(req: &HttpRequest, principal: &Principal, operation: &str, body_key: Option<&str>, canonical: &[u8]) -> Result<Idem, ApiError> {
+    let header = req.headers().get("idempotency-key").map(|v| v.to_str().unwrap_or("\u{0}"));
+    let key = IdempotencyKey::from_header_or_body(header, body_key).map_err(|e| match e {
+        KeyError::Invalid => ApiError::InvalidRequest(e.to_string()),
+        KeyError::Conflicting => ApiError::InvalidRequest(e.to_string()),
+    })?;
+    let key = key.ok_or(ApiError::IdempotencyKeyMissing)?;
+    Ok(Idem {
+        scope: KeyScope { org_id: principal.org_id.clone(), mode: principal.mode, operation: operation.to_owned() },
+        key,
+        fingerprint: Fingerprint::of(req.method().as_str(), req.path(), canonical),
+    })
+}

@@ -1,0 +1,260 @@
+//! The one error format: RFC 9457 problem documents, built in this one place.
+
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use malipo_service::{FieldError, OAuthProblem, ServiceError, StoreError, TokenProblem};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::request_id::current_request_id;
+
+/// One field's problem.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
+pub struct ProblemField {
+    /// The field, e.g. `amount`.
+    pub field: String,
+    /// Stable code, e.g. `invalid_amount`.
+    pub code: String,
+    /// Human-readable.
+    pub message: String,
+}
+
+/// An RFC 9457 problem document.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Problem {
+    /// `urn:malipo:problem:<code>`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Short summary of the problem type.
+    pub title: String,
+    /// The HTTP status.
+    pub status: u16,
+    /// What went wrong here.
+    pub detail: String,
+    /// Stable, documented code.
+    pub code: String,
+    /// The request's id (also in `X-Request-Id`).
+    pub request_id: String,
+    /// Field problems, when there are any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<ProblemField>>,
+    /// RFC 6749 error code (token and revoke endpoints only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// RFC 6749 error description (token and revoke endpoints only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_description: Option<String>,
+}
+
+/// How the client authenticated at the token endpoint (decides `WWW-Authenticate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// HTTP Basic.
+    Basic,
+    /// Body parameters.
+    Body,
+}
+
+/// Every error an endpoint can answer with.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// A use case refused.
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+    /// Malformed JSON or form, wrong types, bad query parameter.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// Field problems found at the edge (unknown or missing fields).
+    #[error("validation failed")]
+    Fields(Vec<ProblemField>),
+    /// A state-changing call without a key.
+    #[error("an Idempotency-Key header is required")]
+    IdempotencyKeyMissing,
+    /// No bearer token.
+    #[error("a bearer token is required")]
+    Unauthorized,
+    /// Token valid, scope missing.
+    #[error("this token lacks the `{0}` scope")]
+    InsufficientScope(&'static str),
+    /// Unknown route.
+    #[error("no such resource")]
+    NotFound,
+    /// Known route, wrong method.
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// Body too large.
+    #[error("the request body exceeds {0} bytes")]
+    PayloadTooLarge(usize),
+    /// Wrong content type.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// Over the rate limit.
+    #[error("rate limit exceeded; retry after {0} s")]
+    RateLimited(u64),
+    /// RFC 6749 errors of the token and revoke endpoints.
+    #[error("{description}")]
+    OAuth {
+        /// `invalid_request`, `invalid_client`, `unsupported_grant_type`, `invalid_scope`.
+        code: &'static str,
+        /// `error_description`.
+        description: String,
+        /// Set when the client used HTTP Basic (adds `WWW-Authenticate: Basic`).
+        auth: Option<ClientAuth>,
+    },
+}
+
+impl ApiError {
+    /// An RFC 6749 `invalid_request`.
+    pub fn oauth_invalid_request(description: impl Into<String>) -> Self {
+        ApiError::OAuth { code: "invalid_request", description: description.into(), auth: None }
+    }
+
+    fn parts(&self) -> (StatusCode, &'static str, &'static str, String) {
+        use StatusCode as S;
+        let d = self.to_string();
+        match self {
+            ApiError::InvalidRequest(_) => (S::BAD_REQUEST, "invalid_request", "Invalid request", d),
+            ApiError::Fields(f) => {
+                let detail = f.iter().map(|f| f.message.clone()).collect::<Vec<_>>().join("; ");
+                (S::UNPROCESSABLE_ENTITY, "validation_failed", "Request validation failed", detail)
+            }
+            ApiError::IdempotencyKeyMissing => (S::BAD_REQUEST, "idempotency_key_missing", "Idempotency key missing", d),
+            ApiError::Unauthorized => (S::UNAUTHORIZED, "unauthorized", "Unauthorized", d),
+            ApiError::InsufficientScope(_) => (S::FORBIDDEN, "insufficient_scope", "Insufficient scope", d),
+            ApiError::NotFound => (S::NOT_FOUND, "not_found", "Not found", d),
+            ApiError::MethodNotAllowed => (S::METHOD_NOT_ALLOWED, "method_not_allowed", "Method not allowed", d),
+            ApiError::PayloadTooLarge(_) => (S::PAYLOAD_TOO_LARGE, "payload_too_large", "Payload too large", d),
+            ApiError::UnsupportedMediaType(_) => (S::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", "Unsupported media type", d),
+            ApiError::RateLimited(_) => (S::TOO_MANY_REQUESTS, "rate_limited", "Too many requests", d),
+            ApiError::OAuth { code, .. } => {
+                let status = if *code == "invalid_client" { S::UNAUTHORIZED } else { S::BAD_REQUEST };
+                (status, code, "Token request refused", d)
+            }
+            ApiError::Service(e) => service_parts(e),
+        }
+    }
+
+    fn fields(&self) -> Option<Vec<ProblemField>> {
+        match self {
+            ApiError::Fields(f) => Some(f.clone()),
+            ApiError::Service(ServiceError::Validation(f)) => Some(f.iter().map(to_problem_field).collect()),
+            _ => None,
+        }
+    }
+
+    /// The problem document of this error.
+    pub fn problem(&self) -> Problem {
+        let (status, code, title, detail) = self.parts();
+        let oauth = matches!(self, ApiError::OAuth { .. });
+        Problem {
+            kind: format!("urn:malipo:problem:{code}"),
+            title: title.to_owned(),
+            status: status.as_u16(),
+            detail: detail.clone(),
+            code: code.to_owned(),
+            request_id: current_request_id(),
+            errors: self.fields(),
+            error: oauth.then(|| code.to_owned()),
+            error_description: oauth.then_some(detail),
+        }
+    }
+}
+
+fn to_problem_field(f: &FieldError) -> ProblemField {
+    ProblemField { field: f.field.clone(), code: f.code.to_owned(), message: f.message.clone() }
+}
+
+fn service_parts(e: &ServiceError) -> (StatusCode, &'static str, &'static str, String) {
+    use StatusCode as S;
+    let d = e.to_string();
+    match e {
+        ServiceError::NotFound => (S::NOT_FOUND, "not_found", "Not found", "no such object".into()),
+        ServiceError::Validation(f) => {
+            let detail = f.iter().map(|f| f.message.clone()).collect::<Vec<_>>().join("; ");
+            (S::UNPROCESSABLE_ENTITY, "validation_failed", "Request validation failed", detail)
+        }
+        ServiceError::InvalidState(_) => (S::CONFLICT, "invalid_state", "Invalid state", d),
+        ServiceError::InsufficientFunds => (S::UNPROCESSABLE_ENTITY, "insufficient_funds", "Insufficient funds", d),
+        ServiceError::CurrencyMismatch(_) => (S::UNPROCESSABLE_ENTITY, "currency_mismatch", "Currency mismatch", d),
+        ServiceError::LimitExceeded(_) => (S::UNPROCESSABLE_ENTITY, "limit_exceeded", "Limit exceeded", d),
+        ServiceError::WalletLocked => (S::UNPROCESSABLE_ENTITY, "wallet_locked", "Wallet locked", d),
+        ServiceError::IdempotencyReused => (S::UNPROCESSABLE_ENTITY, "idempotency_key_reused", "Idempotency key reused", d),
+        ServiceError::IdempotencyInProgress => (S::CONFLICT, "idempotency_in_progress", "Request in progress", d),
+        ServiceError::TestModeOnly => (S::FORBIDDEN, "test_mode_only", "Test mode only", "this endpoint is only available with test credentials".into()),
+        ServiceError::Token(p) => (S::UNAUTHORIZED, "invalid_token", "Invalid token", token_description(*p).into()),
+        ServiceError::OAuth(OAuthProblem::InvalidClient) => {
+            (S::UNAUTHORIZED, "invalid_client", "Token request refused", "client authentication failed".into())
+        }
+        ServiceError::OAuth(OAuthProblem::InvalidScope(m)) => (S::BAD_REQUEST, "invalid_scope", "Token request refused", m.clone()),
+        ServiceError::Store(StoreError::Unavailable(_) | StoreError::Retry) => {
+            (S::SERVICE_UNAVAILABLE, "unavailable", "Service unavailable", "the database is unavailable; retry shortly".into())
+        }
+        ServiceError::Store(StoreError::Ledger(_)) if e.is_insufficient_funds() => {
+            (S::UNPROCESSABLE_ENTITY, "insufficient_funds", "Insufficient funds", "insufficient funds".into())
+        }
+        ServiceError::Store(_) | ServiceError::Internal(_) => {
+            (S::INTERNAL_SERVER_ERROR, "internal_error", "Internal error", "an internal error occurred; it has been logged".into())
+        }
+    }
+}
+
+fn token_description(p: TokenProblem) -> &'static str {
+    match p {
+        TokenProblem::Invalid => "The access token is invalid",
+        TokenProblem::Expired => "The access token expired",
+        TokenProblem::Revoked => "The access token was revoked",
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.parts().0
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let problem = self.problem();
+        let status = self.status_code();
+        if status.is_server_error() {
+            tracing::error!(error = %self, request_id = %problem.request_id, "request failed");
+        }
+        let oauth_endpoint = matches!(self, ApiError::OAuth { .. } | ApiError::Service(ServiceError::OAuth(_)));
+        let mut res = HttpResponse::build(status);
+        res.content_type(if oauth_endpoint { "application/json" } else { "application/problem+json" });
+        match self {
+            ApiError::Unauthorized => {
+                res.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"malipo\"")));
+            }
+            ApiError::Service(ServiceError::Token(p)) => {
+                let v = format!("Bearer realm=\"malipo\", error=\"invalid_token\", error_description=\"{}\"", token_description(*p));
+                res.insert_header((header::WWW_AUTHENTICATE, v));
+            }
+            ApiError::InsufficientScope(scope) => {
+                let v = format!("Bearer realm=\"malipo\", error=\"insufficient_scope\", scope=\"{scope}\"");
+                res.insert_header((header::WWW_AUTHENTICATE, v));
+            }
+            ApiError::OAuth { auth: Some(ClientAuth::Basic), code: "invalid_client", .. } => {
+                res.insert_header((header::WWW_AUTHENTICATE, "Basic realm=\"malipo\""));
+            }
+            ApiError::Service(ServiceError::IdempotencyInProgress) => {
+                res.insert_header((header::RETRY_AFTER, "1"));
+            }
+            ApiError::RateLimited(secs) => {
+                res.insert_header((header::RETRY_AFTER, secs.to_string()));
+            }
+            ApiError::Service(ServiceError::Store(StoreError::Unavailable(_) | StoreError::Retry)) => {
+                res.insert_header((header::RETRY_AFTER, "1"));
+            }
+            _ => {}
+        }
+        if oauth_endpoint {
+            res.insert_header((header::CACHE_CONTROL, "no-store"));
+        }
+        res.json(problem)
+    }
+}
+
+/// The JSON body of a problem, for places that build responses by hand.
+pub fn problem_response(err: &ApiError) -> HttpResponse {
+    err.error_response()
+}

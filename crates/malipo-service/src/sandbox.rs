@@ -1,0 +1,212 @@
+//! Sandbox helpers (test mode only): simulate a customer's answer, create or top up test wallets.
+
+use malipo_auth::Principal;
+use malipo_charges::{Charge, ChargeEvent, ChargeState, FailureReason};
+use malipo_core::{ChargeRef, MinorUnit, Mode, Timestamp};
+use malipo_idempotency::StoredResponse;
+use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine};
+
+use crate::error::ServiceError;
+use crate::idempotency::{Idem, IdemOutcome};
+use crate::platform::Platform;
+use crate::ports::{AccountKey, Tx};
+use crate::processing::Entered;
+use crate::wallet::{Wallet, WalletState};
+
+/// What the simulated customer does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimulateAction {
+    /// Approve with the right PIN (the charge is then processed to completion at once).
+    Approve,
+    /// Decline the prompt.
+    Decline,
+    /// Enter a wrong PIN (counts towards the lock).
+    WrongPin,
+    /// Let it expire now.
+    Expire,
+    /// Fail it: a pending charge with `insufficient_funds`, an authorised one with `processing_error`.
+    Fail,
+}
+
+impl std::str::FromStr for SimulateAction {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "approve" => SimulateAction::Approve,
+            "decline" => SimulateAction::Decline,
+            "wrong_pin" => SimulateAction::WrongPin,
+            "expire" => SimulateAction::Expire,
+            "fail" => SimulateAction::Fail,
+            _ => return Err(()),
+        })
+    }
+}
+
+/// A wallet with its ledger account.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalletView {
+    /// The wallet.
+    pub wallet: Wallet,
+    /// Its account.
+    pub account: Account,
+}
+
+impl Platform {
+    fn test_only(principal: &Principal) -> Result<(), ServiceError> {
+        if principal.mode == Mode::Test {
+            Ok(())
+        } else {
+            Err(ServiceError::TestModeOnly)
+        }
+    }
+
+    /// Simulates the customer's answer to a test charge.
+    ///
+    /// # Errors
+    /// [`ServiceError::TestModeOnly`], [`ServiceError::NotFound`], [`ServiceError::InvalidState`].
+    pub fn simulate(
+        &self,
+        principal: &Principal,
+        charge_ref: &str,
+        action: SimulateAction,
+        idem: &Idem,
+        render: &dyn Fn(&Charge) -> StoredResponse,
+    ) -> Result<IdemOutcome, ServiceError> {
+        Self::test_only(principal)?;
+        let id = ChargeRef::parse(charge_ref).map_err(|_| ServiceError::NotFound)?;
+        let mut entered = Entered::new();
+        let outcome = self.idempotent(
+            idem,
+            |tx| {
+                entered.clear();
+                let now = self.clock.now();
+                if tx.charge(&principal.org_id, principal.mode, &id)?.is_none() {
+                    return Err(ServiceError::NotFound);
+                }
+                let mut charge = tx.lock_charge(&id)?.ok_or(ServiceError::NotFound)?;
+                self.simulate_on(tx, &mut charge, action, now, &mut entered)?;
+                Ok(charge)
+            },
+            render,
+        )?;
+        self.report(&entered);
+        Ok(outcome)
+    }
+
+    fn simulate_on(&self, tx: &mut dyn Tx, charge: &mut Charge, action: SimulateAction, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
+        let pending = charge.state == ChargeState::Pending;
+        if !(pending || (action == SimulateAction::Fail && charge.state == ChargeState::Authorised)) {
+            return Err(ServiceError::InvalidState(format!(
+                "the charge is {}; only pending charges can be simulated (and `fail` on authorised ones)",
+                charge.state
+            )));
+        }
+        match action {
+            SimulateAction::Approve => {
+                self.authorise(tx, charge, now, entered)?;
+                if charge.state == ChargeState::Authorised {
+                    self.complete(tx, charge, now, entered)?;
+                }
+                Ok(())
+            }
+            SimulateAction::Decline => self.apply(tx, charge, ChargeEvent::Decline, now, entered),
+            SimulateAction::Expire => self.apply(tx, charge, ChargeEvent::Expire, now, entered),
+            SimulateAction::Fail if pending => {
+                self.apply(tx, charge, ChargeEvent::PayerFailure(FailureReason::InsufficientFunds), now, entered)
+            }
+            SimulateAction::Fail => self.release_and_fail(tx, charge, now, entered),
+            SimulateAction::WrongPin => {
+                let mut wallet = self.ensure_test_wallet(tx, &charge.payer_msisdn, now)?;
+                if wallet.state == WalletState::Locked {
+                    return self.apply(tx, charge, ChargeEvent::PayerFailure(FailureReason::WalletLocked), now, entered);
+                }
+                let max = self.countries.for_msisdn(&wallet.msisdn).map_or(3, |c| c.max_pin_attempts);
+                wallet.pin_attempts = wallet.pin_attempts.saturating_add(1);
+                if wallet.pin_attempts >= max {
+                    self.lock_out(tx, &mut wallet, Some(charge), now, entered)
+                } else {
+                    wallet.updated_at = now;
+                    tx.update_wallet(&wallet)?;
+                    // A customer is at the prompt: the sandbox no longer answers for them.
+                    charge.next_action_at = Some(charge.expires_at);
+                    charge.updated_at = now;
+                    tx.update_charge(charge)?;
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// Creates a test wallet (funded with 1,000,000.00) or updates one: `balance` sets the
+    /// balance (posting the difference against the sandbox funding account), `kyc_tier` the tier.
+    ///
+    /// # Errors
+    /// [`ServiceError::TestModeOnly`], [`ServiceError::Validation`], [`ServiceError::InsufficientFunds`]
+    /// when the new balance is below the wallet's reservations.
+    pub fn sandbox_wallet(
+        &self,
+        principal: &Principal,
+        msisdn: &str,
+        balance: Option<&str>,
+        kyc_tier: Option<u8>,
+        idem: &Idem,
+        render: &dyn Fn(&WalletView) -> StoredResponse,
+    ) -> Result<IdemOutcome, ServiceError> {
+        Self::test_only(principal)?;
+        let (msisdn, country) = self
+            .countries
+            .parse_msisdn(msisdn)
+            .map_err(|e| ServiceError::field("msisdn", "invalid_msisdn", format!("msisdn {e}")))?;
+        let target = balance
+            .map(|t| match country.currency.parse_amount(t) {
+                Ok(v) => Ok(v),
+                // A syntactically valid zero empties the wallet.
+                Err(malipo_core::MoneyError::NotPositive) => Ok(MinorUnit::ZERO),
+                Err(e) => Err(ServiceError::field("balance", "invalid_amount", format!("balance {e}"))),
+            })
+            .transpose()?;
+        if let Some(t) = kyc_tier {
+            if country.tier(t).is_none() {
+                return Err(ServiceError::field("kyc_tier", "invalid_value", format!("{} has no KYC tier {t}", country.code)));
+            }
+        }
+        self.idempotent(
+            idem,
+            |tx| {
+                let now = self.clock.now();
+                let mut wallet = self.ensure_test_wallet(tx, &msisdn, now)?;
+                let account = tx.account(&wallet.account_id)?.ok_or(ServiceError::Internal("wallet without account".into()))?;
+                if let Some(target) = target {
+                    let diff = target.get() - account.balance.get();
+                    if diff != 0 {
+                        let funding = tx
+                            .find_account(&AccountKey::System { mode: Mode::Test, currency: wallet.currency, kind: AccountKind::SandboxFunding })?
+                            .ok_or(ServiceError::Internal("no sandbox funding account".into()))?;
+                        let journal = Journal::new(
+                            Mode::Test,
+                            wallet.currency,
+                            JournalKind::SandboxFunding,
+                            wallet.msisdn.as_str(),
+                            vec![
+                                JournalLine { account: funding.id, amount: MinorUnit::new(-diff) },
+                                JournalLine { account: account.id.clone(), amount: MinorUnit::new(diff) },
+                            ],
+                            now,
+                        )?;
+                        tx.post_journal(&journal).map_err(ServiceError::from).map_err(|e| {
+                            if e.is_insufficient_funds() { ServiceError::InsufficientFunds } else { e }
+                        })?;
+                    }
+                }
+                if let Some(t) = kyc_tier {
+                    wallet.kyc_tier = t;
+                    wallet.updated_at = now;
+                    tx.update_wallet(&wallet)?;
+                }
+                let account = tx.account(&wallet.account_id)?.ok_or(ServiceError::Internal("wallet without account".into()))?;
+                Ok(WalletView { wallet: wallet.clone(), account })
+            },
+            render,
+        )
+    }
+}

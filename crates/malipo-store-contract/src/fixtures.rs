@@ -1,0 +1,351 @@
+//! Test data and store helpers used by the contract's cases. Public so that an adapter's own
+//! tests can build the same data without anything else.
+//!
+//! Builders (`organisation`, `org_account`, `charge`, …) return values without touching a
+//! store; `insert_*` helpers write them in one transaction and return them. Every helper
+//! panics when the store fails: these are test helpers.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+
+use malipo_auth::{AccessToken, Credential, OrgKind, Organisation, TOKEN_LIFETIME_SECONDS};
+use malipo_charges::{Charge, ChargeState};
+use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, Timestamp};
+use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
+use malipo_ledger::{chain_hash, verify, Account, AccountKind, Journal, JournalKind, JournalLine, GENESIS_HASH};
+use malipo_service::{read, write, ServiceError, Store, Tx, Wallet, WalletState};
+
+/// The contract's fixed "now": 2026-01-01T00:00:00Z.
+pub const T0: Timestamp = Timestamp::from_micros(1_767_225_600_000_000);
+
+/// [`T0`] plus `seconds` (negative for earlier).
+pub fn at(seconds: i64) -> Timestamp {
+    T0.plus_seconds(seconds)
+}
+
+/// Kenyan shillings.
+pub const KES: Currency = Currency::KES;
+
+/// Ugandan shillings (a second currency, for separate ledgers and mismatches).
+pub fn ugx() -> Currency {
+    Currency::new("UGX").expect("UGX is a currency code")
+}
+
+/// A phone number from its digits.
+pub fn msisdn(digits: &str) -> Msisdn {
+    Msisdn::parse(digits).expect("a valid MSISDN")
+}
+
+// ----- builders -----
+
+/// A Kenyan merchant organisation named `name`, created at `created_at`.
+pub fn organisation(name: &str, created_at: Timestamp) -> Organisation {
+    Organisation {
+        id: malipo_core::OrgId::new(),
+        name: name.to_owned(),
+        kind: OrgKind::Merchant,
+        country: "KE".to_owned(),
+        created_at,
+    }
+}
+
+/// An unrevoked credential of `org` in `mode` with the merchant's default scopes.
+pub fn credential(org: &Organisation, mode: Mode, client_id: &str) -> Credential {
+    Credential {
+        client_id: client_id.to_owned(),
+        org_id: org.id.clone(),
+        mode,
+        secret_hash: "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$c29tZWhhc2hzb21laGFzaA".to_owned(),
+        scopes: OrgKind::Merchant.default_scopes(),
+        created_at: at(0),
+        revoked_at: None,
+    }
+}
+
+/// A token digest (64 hex characters) derived from `seed`.
+pub fn digest(seed: &str) -> String {
+    malipo_auth::token_digest(seed)
+}
+
+/// An unrevoked token issued at [`T0`] to `credential`, stored under `digest`.
+pub fn access_token(credential: &Credential, digest: &str) -> AccessToken {
+    AccessToken {
+        digest: digest.to_owned(),
+        client_id: credential.client_id.clone(),
+        org_id: credential.org_id.clone(),
+        mode: credential.mode,
+        scopes: credential.scopes.clone(),
+        created_at: at(0),
+        expires_at: at(TOKEN_LIFETIME_SECONDS),
+        revoked_at: None,
+    }
+}
+
+/// A new empty KES account of `org` of `kind` in `mode`, opened at `created_at`.
+pub fn org_account(org: &Organisation, mode: Mode, kind: AccountKind, created_at: Timestamp) -> Account {
+    Account::open(Some(org.id.clone()), mode, kind, KES, None, created_at)
+}
+
+/// A new empty platform account (revenue, issuance or sandbox funding), opened at [`T0`].
+pub fn system_account(mode: Mode, currency: Currency, kind: AccountKind) -> Account {
+    Account::open(None, mode, kind, currency, None, at(0))
+}
+
+/// A new empty wallet account of `owner`, opened at [`T0`].
+pub fn wallet_account(mode: Mode, currency: Currency, owner: &Msisdn) -> Account {
+    Account::open(None, mode, AccountKind::Wallet, currency, Some(owner.as_str().to_owned()), at(0))
+}
+
+/// An active tier-1 wallet on `account` (its mode and currency), without a PIN.
+pub fn wallet(account: &Account, owner: &Msisdn) -> Wallet {
+    Wallet {
+        msisdn: owner.clone(),
+        mode: account.mode,
+        account_id: account.id.clone(),
+        country: "KE".to_owned(),
+        currency: account.currency,
+        state: WalletState::Active,
+        kyc_tier: 1,
+        pin_hash: None,
+        pin_attempts: 0,
+        first_name: Some("Amina".to_owned()),
+        last_name: Some("Otieno".to_owned()),
+        created_at: at(0),
+        updated_at: at(0),
+    }
+}
+
+/// A new pending charge of `amount` (fee 1 %) from `payer` into `merchant_account` (an
+/// organisation's account: its organisation, mode and currency are the charge's), reference
+/// `ORDER-1`, created at `created_at`, expiring and due 90 seconds later.
+pub fn charge(merchant_account: &Account, payer: &Msisdn, amount: i64, created_at: Timestamp) -> Charge {
+    Charge {
+        id: ChargeRef::new(),
+        org_id: merchant_account.org_id.clone().expect("a merchant account belongs to an organisation"),
+        mode: merchant_account.mode,
+        payer_msisdn: payer.clone(),
+        amount: MinorUnit::new(amount),
+        fee: MinorUnit::new(amount / 100),
+        currency: merchant_account.currency,
+        amount_reversed: MinorUnit::ZERO,
+        reference: "ORDER-1".to_owned(),
+        description: Some("Order 1".to_owned()),
+        state: ChargeState::Pending,
+        failure_reason: None,
+        transaction_id: None,
+        merchant_account: merchant_account.id.clone(),
+        payer_account: None,
+        created_at,
+        updated_at: created_at,
+        expires_at: created_at.plus_seconds(90),
+        completed_at: None,
+        next_action_at: Some(created_at.plus_seconds(90)),
+    }
+}
+
+/// A balanced journal with `lines` of `(account, signed amount)`, source `src_test`.
+pub fn journal(mode: Mode, currency: Currency, kind: JournalKind, lines: &[(&AccountId, i64)], created_at: Timestamp) -> Journal {
+    let lines = lines
+        .iter()
+        .map(|(account, amount)| JournalLine { account: (*account).clone(), amount: MinorUnit::new(*amount) })
+        .collect();
+    Journal::new(mode, currency, kind, "src_test", lines, created_at).expect("a balanced journal")
+}
+
+/// A `funding` journal moving `amount` from `from` to `to`, both of `mode` and `currency`.
+pub fn transfer(mode: Mode, currency: Currency, from: &AccountId, to: &AccountId, amount: i64, created_at: Timestamp) -> Journal {
+    journal(mode, currency, JournalKind::Funding, &[(from, -amount), (to, amount)], created_at)
+}
+
+/// The idempotency scope of `org_id` in `mode` for `operation`.
+pub fn key_scope(org: &Organisation, mode: Mode, operation: &str) -> KeyScope {
+    KeyScope { org_id: org.id.clone(), mode, operation: operation.to_owned() }
+}
+
+/// An idempotency key (panics when invalid).
+pub fn idem_key(key: &str) -> IdempotencyKey {
+    IdempotencyKey::parse(key).expect("a valid idempotency key")
+}
+
+/// The fingerprint of a `POST /partner/stk` with `body`.
+pub fn fingerprint(body: &str) -> Fingerprint {
+    Fingerprint::of("POST", "/partner/stk", body.as_bytes())
+}
+
+// ----- running transactions -----
+
+/// Runs `f` as a write transaction; panics when it fails.
+#[track_caller]
+pub fn commit<T>(store: &dyn Store, f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> T {
+    match write(store, f) {
+        Ok(v) => v,
+        Err(e) => panic!("write transaction failed: {e:?}"),
+    }
+}
+
+/// Runs `f` as a read transaction; panics when it fails.
+#[track_caller]
+pub fn query<T>(store: &dyn Store, f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> T {
+    match read(store, f) {
+        Ok(v) => v,
+        Err(e) => panic!("read transaction failed: {e:?}"),
+    }
+}
+
+/// Runs `f` as a write transaction that must fail, and returns its error.
+#[track_caller]
+pub fn refused<T: Debug>(store: &dyn Store, f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> ServiceError {
+    match write(store, f) {
+        Ok(v) => panic!("the transaction should have failed but returned {v:?}"),
+        Err(e) => e,
+    }
+}
+
+// ----- inserting data -----
+
+/// Inserts [`organisation`]`(name, created_at)`.
+#[track_caller]
+pub fn insert_org(store: &dyn Store, name: &str, created_at: Timestamp) -> Organisation {
+    let org = organisation(name, created_at);
+    commit(store, |tx| Ok(tx.insert_org(&org)?));
+    org
+}
+
+/// Inserts `account` and returns it.
+#[track_caller]
+pub fn insert_account(store: &dyn Store, account: Account) -> Account {
+    commit(store, |tx| Ok(tx.insert_account(&account)?));
+    account
+}
+
+/// A merchant with its KES collection and payout accounts in one mode.
+#[derive(Clone, Debug)]
+pub struct Merchant {
+    /// The organisation.
+    pub org: Organisation,
+    /// Its collection account.
+    pub collection: Account,
+    /// Its payout account.
+    pub payout: Account,
+}
+
+/// Inserts a merchant organisation named `name` with its collection and payout accounts in `mode`.
+#[track_caller]
+pub fn insert_merchant(store: &dyn Store, name: &str, mode: Mode) -> Merchant {
+    let org = organisation(name, at(0));
+    let collection = org_account(&org, mode, AccountKind::Collection, at(0));
+    let payout = org_account(&org, mode, AccountKind::Payout, at(0));
+    commit(store, |tx| {
+        tx.insert_org(&org)?;
+        tx.insert_account(&collection)?;
+        tx.insert_account(&payout)?;
+        Ok(())
+    });
+    Merchant { org, collection, payout }
+}
+
+/// The platform's accounts of one mode and currency.
+#[derive(Clone, Debug)]
+pub struct Platform {
+    /// Fee revenue.
+    pub revenue: Account,
+    /// E-money issuance (may go negative).
+    pub issuance: Account,
+    /// Sandbox funding (may go negative).
+    pub sandbox_funding: Account,
+}
+
+/// Inserts the platform's revenue, issuance and sandbox funding accounts of `mode` and `currency`.
+#[track_caller]
+pub fn insert_platform(store: &dyn Store, mode: Mode, currency: Currency) -> Platform {
+    let p = Platform {
+        revenue: system_account(mode, currency, AccountKind::Revenue),
+        issuance: system_account(mode, currency, AccountKind::Issuance),
+        sandbox_funding: system_account(mode, currency, AccountKind::SandboxFunding),
+    };
+    commit(store, |tx| {
+        tx.insert_account(&p.revenue)?;
+        tx.insert_account(&p.issuance)?;
+        tx.insert_account(&p.sandbox_funding)?;
+        Ok(())
+    });
+    p
+}
+
+/// Inserts a wallet account and its [`wallet`] for `owner`; returns both.
+#[track_caller]
+pub fn insert_wallet(store: &dyn Store, mode: Mode, currency: Currency, owner: &Msisdn) -> (Account, Wallet) {
+    let account = wallet_account(mode, currency, owner);
+    let w = wallet(&account, owner);
+    commit(store, |tx| {
+        tx.insert_account(&account)?;
+        tx.insert_wallet(&w)?;
+        Ok(())
+    });
+    (account, w)
+}
+
+/// Inserts `charge` and returns it.
+#[track_caller]
+pub fn insert_charge(store: &dyn Store, charge: Charge) -> Charge {
+    commit(store, |tx| Ok(tx.insert_charge(&charge)?));
+    charge
+}
+
+/// Posts `journal` in its own transaction and returns it.
+#[track_caller]
+pub fn post(store: &dyn Store, journal: Journal) -> Journal {
+    commit(store, |tx| Ok(tx.post_journal(&journal)?));
+    journal
+}
+
+// ----- reading back -----
+
+/// The stored account `id` (panics when absent).
+#[track_caller]
+pub fn account(store: &dyn Store, id: &AccountId) -> Account {
+    query(store, |tx| Ok(tx.account(id)?)).unwrap_or_else(|| panic!("account {id} should exist"))
+}
+
+/// The stored balance of account `id`.
+#[track_caller]
+pub fn balance(store: &dyn Store, id: &AccountId) -> i64 {
+    account(store, id).balance.get()
+}
+
+/// The stored reservations of account `id`.
+#[track_caller]
+pub fn held(store: &dyn Store, id: &AccountId) -> i64 {
+    account(store, id).held.get()
+}
+
+/// How many journals the store holds (all modes).
+#[track_caller]
+pub fn journal_count(store: &dyn Store) -> usize {
+    query(store, |tx| Ok(tx.ledger_snapshot(None)?)).journals.len()
+}
+
+/// Checks the whole ledger: `malipo_ledger::verify` finds nothing, and in each ledger (mode +
+/// currency) the journals have `seq` 1..n, each `prev_hash` is the previous journal's hash
+/// ([`GENESIS_HASH`] first) and each hash is `chain_hash` of the journal as stored.
+#[track_caller]
+pub fn assert_ledger_sound(store: &dyn Store) {
+    let snapshot = query(store, |tx| Ok(tx.ledger_snapshot(None)?));
+    let violations = verify(&snapshot);
+    assert!(violations.is_empty(), "ledger violations: {violations:?}");
+    let mut chains: BTreeMap<(Mode, Currency), Vec<_>> = BTreeMap::new();
+    for cj in &snapshot.journals {
+        chains.entry((cj.journal.mode, cj.journal.currency)).or_default().push(cj);
+    }
+    for ((mode, currency), mut chain) in chains {
+        chain.sort_by_key(|cj| cj.seq);
+        let mut prev = GENESIS_HASH.to_owned();
+        for (i, cj) in chain.iter().enumerate() {
+            let seq = i64::try_from(i).expect("small") + 1;
+            assert_eq!(cj.seq, seq, "{mode}/{currency}: seq of journal {}", cj.journal.id);
+            assert_eq!(cj.prev_hash, prev, "{mode}/{currency}: prev_hash of seq {seq}");
+            assert_eq!(cj.hash, chain_hash(&cj.prev_hash, cj.seq, &cj.journal), "{mode}/{currency}: hash of seq {seq}");
+            prev.clone_from(&cj.hash);
+        }
+    }
+}

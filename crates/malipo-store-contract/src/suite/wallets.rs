@@ -1,0 +1,80 @@
+//! Wallets.
+
+use malipo_core::Mode;
+use malipo_ledger::AccountKind;
+use malipo_service::{Store, Wallet, WalletState};
+
+use super::duplicate;
+use crate::fixtures::*;
+
+/// Wallets round trip by (mode, number); `update_wallet` overwrites exactly the mutable fields
+/// (state, KYC tier, PIN hash, attempts, names, `updated_at`), including back to `None`.
+pub fn wallets_insert_get_update(store: &dyn Store) {
+    let owner = msisdn("254712000020");
+    let (account, stored) = insert_wallet(store, Mode::Test, KES, &owner);
+    let get = |mode: Mode, number: &malipo_core::Msisdn| query(store, |tx| Ok(tx.wallet(mode, number)?));
+    assert_eq!(get(Mode::Test, &owner), Some(stored.clone()));
+    assert_eq!(get(Mode::Live, &owner), None);
+    assert_eq!(get(Mode::Test, &msisdn("254712000029")), None);
+    let original = get(Mode::Test, &owner).expect("the wallet exists");
+    assert_eq!(original.account_id, account.id);
+
+    // A second existing account, so that a wrongly overwritten account_id cannot hide behind a foreign key.
+    let other = insert_account(store, org_account(&insert_org(store, "Agent", at(0)), Mode::Test, AccountKind::AgentFloat, at(0)));
+    let changed = Wallet {
+        // Mutable.
+        state: WalletState::Locked,
+        kyc_tier: 2,
+        pin_hash: Some("$argon2id$v=19$m=19456,t=2,p=1$cGlu$aGFzaA".into()),
+        pin_attempts: 3,
+        first_name: Some("Wanjiru".into()),
+        last_name: Some("Kamau".into()),
+        updated_at: at(100),
+        // Not mutable: must be left as stored.
+        account_id: other.id.clone(),
+        country: "UG".into(),
+        currency: ugx(),
+        created_at: at(-100),
+        ..original.clone()
+    };
+    commit(store, |tx| Ok(tx.update_wallet(&changed)?));
+    let expected = Wallet {
+        state: changed.state,
+        kyc_tier: changed.kyc_tier,
+        pin_hash: changed.pin_hash.clone(),
+        pin_attempts: changed.pin_attempts,
+        first_name: changed.first_name.clone(),
+        last_name: changed.last_name.clone(),
+        updated_at: changed.updated_at,
+        ..original.clone()
+    };
+    assert_eq!(get(Mode::Test, &owner), Some(expected.clone()));
+
+    let cleared = Wallet {
+        state: WalletState::Active,
+        kyc_tier: 0,
+        pin_hash: None,
+        pin_attempts: 0,
+        first_name: None,
+        last_name: None,
+        updated_at: at(200),
+        ..expected
+    };
+    commit(store, |tx| Ok(tx.update_wallet(&cleared)?));
+    assert_eq!(get(Mode::Test, &owner), Some(cleared));
+}
+
+/// A second wallet with the same (mode, number) is refused; the same number in the other mode
+/// is a different wallet.
+pub fn duplicate_wallet_is_refused(store: &dyn Store) {
+    let owner = msisdn("254712000021");
+    let (_, test) = insert_wallet(store, Mode::Test, KES, &owner);
+    let spare = insert_account(store, wallet_account(Mode::Test, KES, &msisdn("254712000022")));
+    let again = Wallet { account_id: spare.id.clone(), kyc_tier: 3, ..test.clone() };
+    assert_eq!(refused(store, |tx| Ok(tx.insert_wallet(&again)?)), duplicate());
+    assert_eq!(query(store, |tx| Ok(tx.wallet(Mode::Test, &owner)?)), Some(test.clone()));
+
+    let (_, live) = insert_wallet(store, Mode::Live, KES, &owner);
+    assert_eq!(query(store, |tx| Ok(tx.wallet(Mode::Live, &owner)?)), Some(live));
+    assert_eq!(query(store, |tx| Ok(tx.wallet(Mode::Test, &owner)?)), Some(test));
+}

@@ -1,0 +1,163 @@
+//! The tables, written by hand to match both migrations
+//! (`migrations/{postgres,sqlite}/2026-11-22-000001_core/up.sql`). Ids are `Text`, timestamps
+//! `BigInt` microseconds, money `BigInt` minor units.
+
+#![allow(missing_docs, unreachable_pub)]
+
+diesel::table! {
+    organisations (id) {
+        id -> Text,
+        name -> Text,
+        kind -> Text,
+        country -> Text,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    credentials (client_id) {
+        client_id -> Text,
+        org_id -> Text,
+        mode -> Text,
+        secret_hash -> Text,
+        scopes -> Text,
+        created_at -> BigInt,
+        revoked_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    access_tokens (digest) {
+        digest -> Text,
+        client_id -> Text,
+        org_id -> Text,
+        mode -> Text,
+        scopes -> Text,
+        created_at -> BigInt,
+        expires_at -> BigInt,
+        revoked_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    accounts (id) {
+        id -> Text,
+        org_id -> Nullable<Text>,
+        mode -> Text,
+        kind -> Text,
+        currency -> Text,
+        balance -> BigInt,
+        held -> BigInt,
+        allow_negative -> Bool,
+        owner_msisdn -> Nullable<Text>,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    ledger_heads (mode, currency) {
+        mode -> Text,
+        currency -> Text,
+        seq -> BigInt,
+        hash -> Text,
+    }
+}
+
+diesel::table! {
+    journals (id) {
+        id -> Text,
+        mode -> Text,
+        currency -> Text,
+        kind -> Text,
+        source_ref -> Text,
+        created_at -> BigInt,
+        seq -> BigInt,
+        prev_hash -> Text,
+        hash -> Text,
+    }
+}
+
+diesel::table! {
+    postings (id) {
+        id -> BigInt,
+        journal_id -> Text,
+        line_no -> Integer,
+        account_id -> Text,
+        amount -> BigInt,
+        balance_after -> BigInt,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    wallets (mode, msisdn) {
+        mode -> Text,
+        msisdn -> Text,
+        account_id -> Text,
+        country -> Text,
+        currency -> Text,
+        state -> Text,
+        kyc_tier -> Integer,
+        pin_hash -> Nullable<Text>,
+        pin_attempts -> Integer,
+        first_name -> Nullable<Text>,
+        last_name -> Nullable<Text>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    charges (id) {
+        id -> Text,
+        org_id -> Text,
+        mode -> Text,
+        payer_msisdn -> Text,
+        amount -> BigInt,
+        fee -> BigInt,
+        currency -> Text,
+        amount_reversed -> BigInt,
+        reference -> Text,
+        description -> Nullable<Text>,
+        state -> Text,
+        failure_reason -> Nullable<Text>,
+        transaction_id -> Nullable<Text>,
+        merchant_account -> Text,
+        payer_account -> Nullable<Text>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+        expires_at -> BigInt,
+        completed_at -> Nullable<BigInt>,
+        next_action_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    idempotency_keys (org_id, mode, operation, key) {
+        org_id -> Text,
+        mode -> Text,
+        operation -> Text,
+        key -> Text,
+        fingerprint -> Text,
+        status -> Nullable<Integer>,
+        response_body -> Nullable<Binary>,
+        created_at -> BigInt,
+    }
+}
+
+diesel::joinable!(credentials -> organisations (org_id));
+diesel::joinable!(access_tokens -> credentials (client_id));
+diesel::joinable!(postings -> journals (journal_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    organisations,
+    credentials,
+    access_tokens,
+    accounts,
+    ledger_heads,
+    journals,
+    postings,
+    wallets,
+    charges,
+    idempotency_keys,
+);

@@ -1,0 +1,782 @@
+//! [`Tx`] on one connection inside a transaction begun by [`crate::DieselStore`].
+
+use std::collections::HashMap;
+
+use diesel::dsl::sql;
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Bool, Text};
+use malipo_auth::{AccessToken, Credential, Organisation};
+use malipo_charges::{Charge, ChargeFilter};
+use malipo_core::{AccountId, ChargeRef, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
+use malipo_idempotency::{Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse};
+use malipo_ledger::{
+    chain_hash, Account, ChainedJournal, Journal, JournalLine, LedgerError, LedgerSnapshot, GENESIS_HASH,
+};
+use malipo_service::{AccountKey, StoreError, TokenRecord, Tx, Wallet};
+
+use crate::error::{account_error, db_error, Fail};
+use crate::models::{
+    self, AccountRow, ChargeRow, CredentialRow, JournalRow, KeyRow, NewPosting, OrgRow, TokenRow, WalletRow,
+};
+use crate::schema::{
+    access_tokens, accounts, charges, credentials, idempotency_keys, journals, ledger_heads, organisations, postings,
+    wallets,
+};
+use crate::DbConnection;
+
+/// Runs the same diesel expression on the concrete connection of either variant, for the few
+/// statements (`ON CONFLICT`, `RETURNING`) that diesel cannot build for the multi-backend.
+macro_rules! per_backend {
+    ($conn:expr, |$c:ident| $body:expr) => {
+        match $conn {
+            DbConnection::Pg($c) => $body,
+            DbConnection::Sqlite($c) => $body,
+        }
+    };
+}
+
+/// How many ids go into one `IN (…)` list.
+const IN_CHUNK: usize = 500;
+
+/// One transaction's connection.
+pub(crate) struct DieselTx<'c> {
+    conn: &'c mut DbConnection,
+}
+
+impl<'c> DieselTx<'c> {
+    pub(crate) fn new(conn: &'c mut DbConnection) -> Self {
+        DieselTx { conn }
+    }
+}
+
+/// `Ok(())` when one row was inserted, [`StoreError::Duplicate`] when a unique constraint kept
+/// it out (`INSERT … ON CONFLICT DO NOTHING` inserted nothing). The statement never fails on a
+/// conflict, so a PostgreSQL transaction stays usable after a duplicate.
+fn inserted(rows: QueryResult<usize>) -> Result<(), StoreError> {
+    match rows.map_err(db_error)? {
+        0 => Err(StoreError::Duplicate),
+        _ => Ok(()),
+    }
+}
+
+fn limit_i64(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+/// The `kind IN (…)` of `accounts_system_kind_key`, as a literal so that PostgreSQL can use that
+/// partial index under a generic plan.
+fn system_kind() -> diesel::expression::SqlLiteral<Bool> {
+    sql::<Bool>("accounts.kind IN ('revenue', 'issuance', 'sandbox_funding')")
+}
+
+impl Tx for DieselTx<'_> {
+    // ----- organisations, credentials, tokens -----
+
+    fn insert_org(&mut self, org: &Organisation) -> Result<(), StoreError> {
+        let row = OrgRow::from(org);
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(organisations::table)
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(c)))
+    }
+
+    fn org(&mut self, id: &OrgId) -> Result<Option<Organisation>, StoreError> {
+        organisations::table
+            .find(id.as_str())
+            .select(OrgRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(Organisation::try_from)
+            .transpose()
+    }
+
+    fn org_by_name(&mut self, name: &str) -> Result<Option<Organisation>, StoreError> {
+        organisations::table
+            .filter(organisations::name.eq(name))
+            .order((organisations::created_at.asc(), organisations::id.asc()))
+            .select(OrgRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(Organisation::try_from)
+            .transpose()
+    }
+
+    fn insert_credential(&mut self, credential: &Credential) -> Result<(), StoreError> {
+        let row = CredentialRow::from(credential);
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(credentials::table)
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(c)))
+    }
+
+    fn credential(&mut self, client_id: &str) -> Result<Option<Credential>, StoreError> {
+        credentials::table
+            .find(client_id)
+            .select(CredentialRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(Credential::try_from)
+            .transpose()
+    }
+
+    fn revoke_credential(&mut self, client_id: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let revoked = diesel::update(
+            credentials::table
+                .filter(credentials::client_id.eq(client_id))
+                .filter(credentials::revoked_at.is_null()),
+        )
+        .set(credentials::revoked_at.eq(now.as_micros()))
+        .execute(self.conn)
+        .map_err(db_error)?;
+        if revoked == 0 {
+            return Ok(false);
+        }
+        diesel::update(
+            access_tokens::table
+                .filter(access_tokens::client_id.eq(client_id))
+                .filter(access_tokens::revoked_at.is_null()),
+        )
+        .set(access_tokens::revoked_at.eq(now.as_micros()))
+        .execute(self.conn)
+        .map_err(db_error)?;
+        Ok(true)
+    }
+
+    fn insert_token(&mut self, token: &AccessToken) -> Result<(), StoreError> {
+        let row = TokenRow::from(token);
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(access_tokens::table)
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(c)))
+    }
+
+    fn token(&mut self, digest: &str) -> Result<Option<TokenRecord>, StoreError> {
+        let found: Option<(TokenRow, OrgRow, Option<i64>)> = access_tokens::table
+            .inner_join(credentials::table)
+            .inner_join(organisations::table.on(organisations::id.eq(access_tokens::org_id)))
+            .filter(access_tokens::digest.eq(digest))
+            .select((TokenRow::as_select(), OrgRow::as_select(), credentials::revoked_at))
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?;
+        found
+            .map(|(token, org, credential_revoked_at)| {
+                Ok(TokenRecord {
+                    token: AccessToken::try_from(token)?,
+                    org: Organisation::try_from(org)?,
+                    credential_revoked: credential_revoked_at.is_some(),
+                })
+            })
+            .transpose()
+    }
+
+    fn revoke_token(&mut self, digest: &str, client_id: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let mine = access_tokens::table
+            .filter(access_tokens::digest.eq(digest))
+            .filter(access_tokens::client_id.eq(client_id));
+        let revoked = diesel::update(mine.filter(access_tokens::revoked_at.is_null()))
+            .set(access_tokens::revoked_at.eq(now.as_micros()))
+            .execute(self.conn)
+            .map_err(db_error)?;
+        if revoked > 0 {
+            return Ok(true);
+        }
+        // Already revoked: still this client's token (revocation is idempotent).
+        diesel::select(diesel::dsl::exists(mine)).get_result(self.conn).map_err(db_error)
+    }
+
+    // ----- accounts and the ledger -----
+
+    fn insert_account(&mut self, account: &Account) -> Result<(), StoreError> {
+        let row = AccountRow::from(account);
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(accounts::table)
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(c)))
+    }
+
+    fn account(&mut self, id: &AccountId) -> Result<Option<Account>, StoreError> {
+        accounts::table
+            .find(id.as_str())
+            .select(AccountRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(Account::try_from)
+            .transpose()
+    }
+
+    fn find_account(&mut self, key: &AccountKey) -> Result<Option<Account>, StoreError> {
+        let found = match key {
+            AccountKey::Org { org_id, mode, kind } => accounts::table
+                .filter(accounts::org_id.eq(org_id.as_str()))
+                .filter(accounts::mode.eq(mode.as_str()))
+                .filter(accounts::kind.eq(kind.as_str()))
+                .select(AccountRow::as_select())
+                .first(self.conn)
+                .optional(),
+            AccountKey::System { mode, currency, kind } => accounts::table
+                .filter(accounts::mode.eq(mode.as_str()))
+                .filter(accounts::currency.eq(currency.as_str()))
+                .filter(accounts::kind.eq(kind.as_str()))
+                .filter(system_kind())
+                .select(AccountRow::as_select())
+                .first(self.conn)
+                .optional(),
+        };
+        found.map_err(db_error)?.map(Account::try_from).transpose()
+    }
+
+    fn org_accounts(&mut self, org_id: &OrgId, mode: Mode) -> Result<Vec<Account>, StoreError> {
+        accounts::table
+            .filter(accounts::org_id.eq(org_id.as_str()))
+            .filter(accounts::mode.eq(mode.as_str()))
+            .order((accounts::created_at.asc(), accounts::id.asc()))
+            .select(AccountRow::as_select())
+            .load(self.conn)
+            .map_err(db_error)?
+            .into_iter()
+            .map(Account::try_from)
+            .collect()
+    }
+
+    fn hold(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
+        let amt = amount.get();
+        let updated = diesel::update(
+            accounts::table
+                .filter(accounts::id.eq(account.as_str()))
+                .filter(accounts::allow_negative.or((accounts::balance - accounts::held).ge(amt))),
+        )
+        .set(accounts::held.eq(accounts::held + amt))
+        .execute(self.conn)
+        .map_err(|e| account_error(e, account))?;
+        if updated > 0 {
+            return Ok(());
+        }
+        if account_exists(self.conn, account)? {
+            Err(LedgerError::InsufficientFunds(account.clone()).into())
+        } else {
+            Err(LedgerError::UnknownAccount(account.clone()).into())
+        }
+    }
+
+    fn release(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
+        let amt = amount.get();
+        let updated = diesel::update(
+            accounts::table
+                .filter(accounts::id.eq(account.as_str()))
+                .filter(accounts::held.ge(amt)),
+        )
+        .set(accounts::held.eq(accounts::held - amt))
+        .execute(self.conn)
+        .map_err(|e| account_error(e, account))?;
+        if updated > 0 {
+            return Ok(());
+        }
+        if account_exists(self.conn, account)? {
+            Err(LedgerError::ReleaseExceedsHold(account.clone()).into())
+        } else {
+            Err(LedgerError::UnknownAccount(account.clone()).into())
+        }
+    }
+
+    fn post_journal(&mut self, journal: &Journal) -> Result<(), StoreError> {
+        journal.check_balanced()?;
+        // In a savepoint: a refused line undoes the lines before it, and the caller's
+        // transaction stays usable (e.g. to record the failure).
+        self.conn.transaction::<_, Fail, _>(|conn| post_journal(conn, journal)).map_err(StoreError::from)
+    }
+
+    fn pending_credits(&mut self, account: &AccountId) -> Result<MinorUnit, StoreError> {
+        let rows: Vec<(i64, i64)> = charges::table
+            .filter(charges::merchant_account.eq(account.as_str()))
+            .filter(sql::<Bool>("charges.state = 'authorised'"))
+            .select((charges::amount, charges::fee))
+            .load(self.conn)
+            .map_err(db_error)?;
+        let mut total = MinorUnit::ZERO;
+        for (amount, fee) in rows {
+            total = total
+                .checked_add(MinorUnit::new(amount - fee))
+                .map_err(|_| StoreError::Ledger(LedgerError::Overflow))?;
+        }
+        Ok(total)
+    }
+
+    fn ledger_snapshot(&mut self, mode: Option<Mode>) -> Result<LedgerSnapshot, StoreError> {
+        ledger_snapshot(self.conn, mode).map_err(StoreError::from)
+    }
+
+    // ----- wallets -----
+
+    fn insert_wallet(&mut self, wallet: &Wallet) -> Result<(), StoreError> {
+        let row = WalletRow::from(wallet);
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(wallets::table)
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(c)))
+    }
+
+    fn wallet(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Option<Wallet>, StoreError> {
+        wallets::table
+            .find((mode.as_str(), msisdn.as_str()))
+            .select(WalletRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(Wallet::try_from)
+            .transpose()
+    }
+
+    fn update_wallet(&mut self, wallet: &Wallet) -> Result<(), StoreError> {
+        let row = WalletRow::from(wallet);
+        let updated = diesel::update(wallets::table.find((row.mode.as_str(), row.msisdn.as_str())))
+            .set((
+                wallets::state.eq(&row.state),
+                wallets::kyc_tier.eq(row.kyc_tier),
+                wallets::pin_hash.eq(&row.pin_hash),
+                wallets::pin_attempts.eq(row.pin_attempts),
+                wallets::first_name.eq(&row.first_name),
+                wallets::last_name.eq(&row.last_name),
+                wallets::updated_at.eq(row.updated_at),
+            ))
+            .execute(self.conn)
+            .map_err(db_error)?;
+        if updated == 0 {
+            return Err(StoreError::Other(format!("no {} wallet {} to update", row.mode, row.msisdn)));
+        }
+        Ok(())
+    }
+
+    // ----- charges -----
+
+    fn insert_charge(&mut self, charge: &Charge) -> Result<(), StoreError> {
+        let row = ChargeRow::from(charge);
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(charges::table)
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(c)))
+    }
+
+    fn charge(&mut self, org_id: &OrgId, mode: Mode, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
+        charges::table
+            .filter(charges::id.eq(id.as_str()))
+            .filter(charges::org_id.eq(org_id.as_str()))
+            .filter(charges::mode.eq(mode.as_str()))
+            .select(ChargeRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(Charge::try_from)
+            .transpose()
+    }
+
+    fn latest_charge_by_reference(
+        &mut self,
+        org_id: &OrgId,
+        mode: Mode,
+        reference: &str,
+    ) -> Result<Option<Charge>, StoreError> {
+        charges::table
+            .filter(charges::org_id.eq(org_id.as_str()))
+            .filter(charges::mode.eq(mode.as_str()))
+            .filter(charges::reference.eq(reference))
+            .order((charges::created_at.desc(), charges::id.desc()))
+            .select(ChargeRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(Charge::try_from)
+            .transpose()
+    }
+
+    fn lock_charge(&mut self, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
+        let query = charges::table.find(id.as_str());
+        let found = match &mut *self.conn {
+            DbConnection::Pg(c) => query.select(ChargeRow::as_select()).for_update().first(c).optional(),
+            // Writers are serialised by BEGIN IMMEDIATE: the row cannot change under us.
+            DbConnection::Sqlite(c) => query.select(ChargeRow::as_select()).first(c).optional(),
+        };
+        found.map_err(db_error)?.map(Charge::try_from).transpose()
+    }
+
+    fn update_charge(&mut self, charge: &Charge) -> Result<(), StoreError> {
+        let row = ChargeRow::from(charge);
+        let updated = diesel::update(charges::table.find(row.id.as_str()))
+            .set((
+                charges::state.eq(&row.state),
+                charges::failure_reason.eq(&row.failure_reason),
+                charges::transaction_id.eq(&row.transaction_id),
+                charges::payer_account.eq(&row.payer_account),
+                charges::amount_reversed.eq(row.amount_reversed),
+                charges::updated_at.eq(row.updated_at),
+                charges::completed_at.eq(row.completed_at),
+                charges::next_action_at.eq(row.next_action_at),
+            ))
+            .execute(self.conn)
+            .map_err(db_error)?;
+        if updated == 0 {
+            return Err(StoreError::Other(format!("no charge {} to update", row.id)));
+        }
+        Ok(())
+    }
+
+    fn list_charges(
+        &mut self,
+        org_id: &OrgId,
+        mode: Mode,
+        filter: &ChargeFilter,
+        before: Option<&ChargeRef>,
+        limit: usize,
+    ) -> Result<Vec<Charge>, StoreError> {
+        let mut query = charges::table
+            .filter(charges::org_id.eq(org_id.as_str()))
+            .filter(charges::mode.eq(mode.as_str()))
+            .into_boxed();
+        if let Some(state) = filter.state {
+            query = query.filter(charges::state.eq(state.as_str()));
+        }
+        if let Some(from) = filter.from {
+            query = query.filter(charges::created_at.ge(from.as_micros()));
+        }
+        if let Some(to) = filter.to {
+            query = query.filter(charges::created_at.lt(to.as_micros()));
+        }
+        if let Some(reference) = &filter.reference {
+            query = query.filter(charges::reference.eq(reference.as_str()));
+        }
+        if let Some(before) = before {
+            query = query.filter(charges::id.lt(before.as_str()));
+        }
+        query
+            .order(charges::id.desc())
+            .limit(limit_i64(limit))
+            .select(ChargeRow::as_select())
+            .load(self.conn)
+            .map_err(db_error)?
+            .into_iter()
+            .map(Charge::try_from)
+            .collect()
+    }
+
+    fn claim_due_charges(
+        &mut self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<ChargeRef>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut claimed: Vec<(i64, String)> = match &mut *self.conn {
+            DbConnection::Pg(c) => {
+                // Rows another claimer has locked are skipped, not waited for; a row another
+                // claimer has just leased fails `next_action_at <= now` when re-checked.
+                let rows: Vec<ClaimedRow> = diesel::sql_query(
+                    "WITH due AS ( \
+                         SELECT id, next_action_at FROM charges \
+                          WHERE next_action_at <= $1 \
+                          ORDER BY next_action_at, id \
+                          LIMIT $3 \
+                            FOR UPDATE SKIP LOCKED) \
+                     UPDATE charges SET next_action_at = $2 \
+                       FROM due \
+                      WHERE charges.id = due.id \
+                     RETURNING charges.id AS id, due.next_action_at AS due_at",
+                )
+                .bind::<BigInt, _>(now.as_micros())
+                .bind::<BigInt, _>(lease_until.as_micros())
+                .bind::<BigInt, _>(limit_i64(limit))
+                .load(c)
+                .map_err(db_error)?;
+                rows.into_iter().map(|r| (r.due_at, r.id)).collect()
+            }
+            DbConnection::Sqlite(c) => {
+                // Writers are serialised by BEGIN IMMEDIATE: select, then lease.
+                let due: Vec<(String, Option<i64>)> = charges::table
+                    .filter(charges::next_action_at.le(now.as_micros()))
+                    .order((charges::next_action_at.asc(), charges::id.asc()))
+                    .limit(limit_i64(limit))
+                    .select((charges::id, charges::next_action_at))
+                    .load(c)
+                    .map_err(db_error)?;
+                let ids: Vec<&str> = due.iter().map(|(id, _)| id.as_str()).collect();
+                for chunk in ids.chunks(IN_CHUNK) {
+                    diesel::update(charges::table.filter(charges::id.eq_any(chunk)))
+                        .set(charges::next_action_at.eq(lease_until.as_micros()))
+                        .execute(c)
+                        .map_err(db_error)?;
+                }
+                due.into_iter().map(|(id, at)| (at.unwrap_or_default(), id)).collect()
+            }
+        };
+        claimed.sort();
+        Ok(claimed.into_iter().map(|(_, id)| ChargeRef::from_trusted(id)).collect())
+    }
+
+    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<ChargeRef>, StoreError> {
+        let ids: Vec<String> = charges::table
+            .filter(charges::mode.eq(mode.as_str()))
+            .filter(charges::payer_msisdn.eq(msisdn.as_str()))
+            .filter(sql::<Bool>("charges.state = 'pending'"))
+            .order(charges::id.asc())
+            .select(charges::id)
+            .load(self.conn)
+            .map_err(db_error)?;
+        Ok(ids.into_iter().map(ChargeRef::from_trusted).collect())
+    }
+
+    // ----- idempotency -----
+
+    fn claim_key(
+        &mut self,
+        scope: &KeyScope,
+        key: &IdempotencyKey,
+        fingerprint: &Fingerprint,
+        now: Timestamp,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        let row = KeyRow {
+            org_id: scope.org_id.as_str().to_owned(),
+            mode: scope.mode.as_str().to_owned(),
+            operation: scope.operation.clone(),
+            key: key.as_str().to_owned(),
+            fingerprint: fingerprint.as_str().to_owned(),
+            status: None,
+            response_body: None,
+            created_at: now.as_micros(),
+        };
+        // The existing row can vanish between the two statements (purged): then claim again.
+        for _ in 0..3 {
+            // On PostgreSQL this waits for a concurrent uncommitted claim of the same key.
+            let claimed = per_backend!(&mut *self.conn, |c| diesel::insert_into(idempotency_keys::table)
+                .values(&row)
+                .on_conflict_do_nothing()
+                .execute(c))
+            .map_err(db_error)?;
+            if claimed > 0 {
+                return Ok(None);
+            }
+            let existing: Option<KeyRow> = idempotency_keys::table
+                .find((row.org_id.as_str(), row.mode.as_str(), row.operation.as_str(), row.key.as_str()))
+                .select(KeyRow::as_select())
+                .first(self.conn)
+                .optional()
+                .map_err(db_error)?;
+            if let Some(existing) = existing {
+                return IdempotencyRecord::try_from(existing).map(Some);
+            }
+        }
+        Err(StoreError::Retry)
+    }
+
+    fn complete_key(
+        &mut self,
+        scope: &KeyScope,
+        key: &IdempotencyKey,
+        response: &StoredResponse,
+    ) -> Result<(), StoreError> {
+        let updated = diesel::update(idempotency_keys::table.find((
+            scope.org_id.as_str(),
+            scope.mode.as_str(),
+            scope.operation.as_str(),
+            key.as_str(),
+        )))
+        .set((
+            idempotency_keys::status.eq(i32::from(response.status)),
+            idempotency_keys::response_body.eq(response.body.as_slice()),
+        ))
+        .execute(self.conn)
+        .map_err(db_error)?;
+        if updated == 0 {
+            return Err(StoreError::Other("completing an idempotency key that was never claimed".into()));
+        }
+        Ok(())
+    }
+
+    fn purge_keys(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        let deleted = diesel::delete(idempotency_keys::table.filter(idempotency_keys::created_at.lt(before.as_micros())))
+            .execute(self.conn)
+            .map_err(db_error)?;
+        Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+    }
+}
+
+/// A row of the PostgreSQL claim query.
+#[derive(QueryableByName)]
+struct ClaimedRow {
+    #[diesel(sql_type = Text)]
+    id: String,
+    #[diesel(sql_type = BigInt)]
+    due_at: i64,
+}
+
+fn account_exists(conn: &mut DbConnection, id: &AccountId) -> Result<bool, StoreError> {
+    diesel::select(diesel::dsl::exists(accounts::table.find(id.as_str())))
+        .get_result(conn)
+        .map_err(db_error)
+}
+
+/// Posts a checked journal (inside a savepoint).
+fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> {
+    let mode = journal.mode.as_str();
+    let currency = journal.currency.as_str();
+
+    // Lines in ascending account order, so that concurrent postings lock accounts in one order
+    // (a stable sort keeps each account's own lines in journal order).
+    let mut order: Vec<usize> = (0..journal.lines.len()).collect();
+    order.sort_by(|&a, &b| journal.lines[a].account.cmp(&journal.lines[b].account));
+    let mut balance_after = vec![0_i64; journal.lines.len()];
+    for i in order {
+        let line = &journal.lines[i];
+        let amount = line.amount.get();
+        // The rule of `Journal::apply_line`: same ledger, and an account that may not go
+        // negative never ends below what it holds.
+        let target = accounts::table
+            .filter(accounts::id.eq(line.account.as_str()))
+            .filter(accounts::mode.eq(mode))
+            .filter(accounts::currency.eq(currency))
+            .filter(accounts::allow_negative.or((accounts::balance + amount).ge(accounts::held)));
+        let set = accounts::balance.eq(accounts::balance + amount);
+        let balance: Option<i64> = match &mut *conn {
+            DbConnection::Pg(c) => diesel::update(target).set(set).returning(accounts::balance).get_result(c).optional(),
+            DbConnection::Sqlite(c) => match diesel::update(target).set(set).execute(c) {
+                Ok(0) => Ok(None),
+                Ok(_) => accounts::table.find(line.account.as_str()).select(accounts::balance).first(c).map(Some),
+                Err(e) => Err(e),
+            },
+        }
+        .map_err(|e| account_error(e, &line.account))?;
+        match balance {
+            Some(b) => balance_after[i] = b,
+            None => return Err(refused_line(conn, journal, &line.account)?.into()),
+        }
+    }
+
+    let (prev_seq, prev_hash) = lock_ledger_head(conn, mode, currency)?;
+    let seq = prev_seq + 1;
+    let hash = chain_hash(&prev_hash, seq, journal);
+    diesel::update(ledger_heads::table.find((mode, currency)))
+        .set((ledger_heads::seq.eq(seq), ledger_heads::hash.eq(&hash)))
+        .execute(conn)?;
+
+    let row = JournalRow {
+        id: journal.id.as_str().to_owned(),
+        mode: mode.to_owned(),
+        currency: currency.to_owned(),
+        kind: journal.kind.as_str().to_owned(),
+        source_ref: journal.source_ref.clone(),
+        created_at: journal.created_at.as_micros(),
+        seq,
+        prev_hash,
+        hash,
+    };
+    diesel::insert_into(journals::table).values(&row).execute(conn)?;
+    for (i, line) in journal.lines.iter().enumerate() {
+        let posting = NewPosting {
+            journal_id: journal.id.as_str(),
+            line_no: i32::try_from(i).map_err(|_| StoreError::Other("too many journal lines".into()))?,
+            account_id: line.account.as_str(),
+            amount: line.amount.get(),
+            balance_after: balance_after[i],
+            created_at: journal.created_at.as_micros(),
+        };
+        diesel::insert_into(postings::table).values(&posting).execute(conn)?;
+    }
+    Ok(())
+}
+
+/// Why the conditional update of a line changed nothing.
+fn refused_line(conn: &mut DbConnection, journal: &Journal, account: &AccountId) -> Result<LedgerError, Fail> {
+    let found: Option<(String, String)> = accounts::table
+        .find(account.as_str())
+        .select((accounts::mode, accounts::currency))
+        .first(conn)
+        .optional()?;
+    Ok(match found {
+        None => LedgerError::UnknownAccount(account.clone()),
+        Some((mode, currency)) if mode != journal.mode.as_str() || currency != journal.currency.as_str() => {
+            LedgerError::Mismatch(account.clone())
+        }
+        Some(_) => LedgerError::InsufficientFunds(account.clone()),
+    })
+}
+
+/// Reads a ledger's chain head, locked until the transaction ends (PostgreSQL `FOR UPDATE`;
+/// SQLite writers are serialised anyway), creating it at the genesis if absent.
+fn lock_ledger_head(conn: &mut DbConnection, mode: &str, currency: &str) -> Result<(i64, String), Fail> {
+    for _ in 0..2 {
+        let query = ledger_heads::table
+            .find((mode, currency))
+            .select((ledger_heads::seq, ledger_heads::hash));
+        let head: Option<(i64, String)> = match &mut *conn {
+            DbConnection::Pg(c) => query.for_update().first(c).optional()?,
+            DbConnection::Sqlite(c) => query.first(c).optional()?,
+        };
+        if let Some(head) = head {
+            return Ok(head);
+        }
+        // The ledger's first journal. Two first journals can race here: the loser's insert does
+        // nothing (waiting for the winner on PostgreSQL) and its next read locks the winner's row.
+        per_backend!(&mut *conn, |c| diesel::insert_into(ledger_heads::table)
+            .values((
+                ledger_heads::mode.eq(mode),
+                ledger_heads::currency.eq(currency),
+                ledger_heads::seq.eq(0_i64),
+                ledger_heads::hash.eq(GENESIS_HASH),
+            ))
+            .on_conflict_do_nothing()
+            .execute(c))?;
+    }
+    Err(StoreError::Other(format!("ledger head {mode}/{currency} could not be created")).into())
+}
+
+/// Every account and journal of one mode or all.
+fn ledger_snapshot(conn: &mut DbConnection, mode: Option<Mode>) -> Result<LedgerSnapshot, Fail> {
+    let mut accounts_query = accounts::table.select(AccountRow::as_select()).order(accounts::id.asc()).into_boxed();
+    let mut journals_query = journals::table
+        .select(JournalRow::as_select())
+        .order((journals::mode.asc(), journals::currency.asc(), journals::seq.asc()))
+        .into_boxed();
+    let mut lines_query = postings::table
+        .inner_join(journals::table)
+        .select((postings::journal_id, postings::account_id, postings::amount))
+        .order((postings::journal_id.asc(), postings::line_no.asc()))
+        .into_boxed();
+    if let Some(mode) = mode {
+        accounts_query = accounts_query.filter(accounts::mode.eq(mode.as_str()));
+        journals_query = journals_query.filter(journals::mode.eq(mode.as_str()));
+        lines_query = lines_query.filter(journals::mode.eq(mode.as_str()));
+    }
+    let accounts = accounts_query
+        .load::<AccountRow>(conn)?
+        .into_iter()
+        .map(Account::try_from)
+        .collect::<Result<Vec<_>, _>>()?;
+    let journal_rows: Vec<JournalRow> = journals_query.load(conn)?;
+    let line_rows: Vec<(String, String, i64)> = lines_query.load(conn)?;
+
+    let mut lines: HashMap<String, Vec<JournalLine>> = HashMap::new();
+    for (journal_id, account, amount) in line_rows {
+        lines.entry(journal_id).or_default().push(JournalLine {
+            account: AccountId::from_trusted(account),
+            amount: MinorUnit::new(amount),
+        });
+    }
+    let mut journals = Vec::with_capacity(journal_rows.len());
+    for row in journal_rows {
+        let journal = Journal {
+            id: row.transaction_id(),
+            mode: models::mode(&row.mode)?,
+            currency: models::currency(&row.currency)?,
+            kind: row.journal_kind()?,
+            lines: lines.remove(&row.id).unwrap_or_default(),
+            source_ref: row.source_ref,
+            created_at: Timestamp::from_micros(row.created_at),
+        };
+        journals.push(ChainedJournal { seq: row.seq, prev_hash: row.prev_hash, hash: row.hash, journal });
+    }
+    Ok(LedgerSnapshot { accounts, journals })
+}

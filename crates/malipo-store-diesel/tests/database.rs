@@ -1,0 +1,364 @@
+//! Tests of the database layer itself, on both backends: the schema refuses wrong states written
+//! by hand (append-only ledger, balance and charge constraints), concurrent claims never
+//! overlap, transient conflicts are retried, and connecting picks the backend by URL scheme.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashSet;
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use malipo_auth::{OrgKind, Organisation};
+use malipo_charges::{Charge, ChargeState};
+use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
+use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
+use malipo_ledger::{verify, Account, AccountKind, Journal, JournalKind, JournalLine};
+use malipo_service::{read, write, ServiceError, Store, StoreError, Tx};
+use malipo_store_diesel::testing::TestDatabase;
+use malipo_store_diesel::{Backend, DieselStore};
+
+const T0: Timestamp = Timestamp::from_micros(1_767_225_600_000_000);
+
+fn at(seconds: i64) -> Timestamp {
+    T0.plus_seconds(seconds)
+}
+
+fn commit<T>(store: &dyn Store, f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> T {
+    write(store, f).unwrap_or_else(|e| panic!("transaction failed: {e:?}"))
+}
+
+/// A merchant with a collection account, the platform's issuance account and one funded wallet.
+struct Fixture {
+    org: Organisation,
+    collection: Account,
+    issuance: Account,
+    wallet: Account,
+}
+
+fn fixture(store: &dyn Store) -> Fixture {
+    let org = Organisation {
+        id: OrgId::new(),
+        name: "Duka".into(),
+        kind: OrgKind::Merchant,
+        country: "KE".into(),
+        created_at: at(0),
+    };
+    let collection = Account::open(Some(org.id.clone()), Mode::Test, AccountKind::Collection, Currency::KES, None, at(0));
+    let issuance = Account::open(None, Mode::Test, AccountKind::Issuance, Currency::KES, None, at(0));
+    let wallet = Account::open(None, Mode::Test, AccountKind::Wallet, Currency::KES, Some("254712000001".into()), at(0));
+    let funding = journal(&issuance.id, &wallet.id, 10_000);
+    commit(store, |tx| {
+        tx.insert_org(&org)?;
+        for a in [&collection, &issuance, &wallet] {
+            tx.insert_account(a)?;
+        }
+        tx.post_journal(&funding)?;
+        Ok(())
+    });
+    Fixture { org, collection, issuance, wallet }
+}
+
+fn journal(from: &AccountId, to: &AccountId, amount: i64) -> Journal {
+    Journal::new(
+        Mode::Test,
+        Currency::KES,
+        JournalKind::Transfer,
+        "test",
+        vec![
+            JournalLine { account: from.clone(), amount: MinorUnit::new(-amount) },
+            JournalLine { account: to.clone(), amount: MinorUnit::new(amount) },
+        ],
+        at(1),
+    )
+    .unwrap()
+}
+
+fn pending_charge(f: &Fixture, payer: &str, due: Timestamp) -> Charge {
+    Charge {
+        id: ChargeRef::new(),
+        org_id: f.org.id.clone(),
+        mode: Mode::Test,
+        payer_msisdn: Msisdn::parse(payer).unwrap(),
+        amount: MinorUnit::new(1_000),
+        fee: MinorUnit::new(10),
+        currency: Currency::KES,
+        amount_reversed: MinorUnit::ZERO,
+        reference: "ORDER-1".into(),
+        description: None,
+        state: ChargeState::Pending,
+        failure_reason: None,
+        transaction_id: None,
+        merchant_account: f.collection.id.clone(),
+        payer_account: None,
+        created_at: at(0),
+        updated_at: at(0),
+        expires_at: at(90),
+        completed_at: None,
+        next_action_at: Some(due),
+    }
+}
+
+fn refused(db: &TestDatabase, sql: &str) {
+    let result = db.store.raw_execute(sql);
+    assert!(result.is_err(), "the database accepted `{sql}`: {result:?}");
+}
+
+fn ledger_is_sound(store: &dyn Store) {
+    let snapshot = read(store, |tx| Ok(tx.ledger_snapshot(None)?)).unwrap();
+    assert_eq!(verify(&snapshot), vec![]);
+}
+
+// ----- the cases, each run on both backends -----
+
+fn journals_and_postings_are_append_only(db: &TestDatabase) {
+    let f = fixture(db);
+    for table in ["journals", "postings"] {
+        refused(db, &format!("UPDATE {table} SET created_at = created_at + 1"));
+        refused(db, &format!("DELETE FROM {table}"));
+        if db.store.backend() == Backend::Postgres {
+            refused(db, &format!("TRUNCATE {table} CASCADE"));
+        }
+    }
+    let snapshot = read(db, |tx| Ok(tx.ledger_snapshot(None)?)).unwrap();
+    assert_eq!(snapshot.journals.len(), 1);
+    assert_eq!(snapshot.journals[0].journal.lines.len(), 2);
+    assert_eq!(read(db, |tx| Ok(tx.account(&f.wallet.id)?)).unwrap().map(|a| a.balance.get()), Some(10_000));
+    ledger_is_sound(db);
+}
+
+fn balances_are_checked_by_the_database(db: &TestDatabase) {
+    let f = fixture(db);
+    let wallet = f.wallet.id.as_str();
+    refused(db, &format!("UPDATE accounts SET balance = -1 WHERE id = '{wallet}'"));
+    refused(db, &format!("UPDATE accounts SET held = balance + 1 WHERE id = '{wallet}'"));
+    refused(db, &format!("UPDATE accounts SET held = -1 WHERE id = '{wallet}'"));
+    refused(db, &format!("UPDATE accounts SET allow_negative = TRUE WHERE id = '{wallet}'"));
+    refused(db, &format!("UPDATE accounts SET allow_negative = FALSE WHERE id = '{}'", f.issuance.id));
+    refused(
+        db,
+        "INSERT INTO accounts (id, mode, kind, currency, balance, held, allow_negative, created_at) \
+         VALUES ('acc_negative', 'test', 'wallet', 'KES', -5, 0, FALSE, 0)",
+    );
+    // The same statements within the rules pass: the checks refuse exactly the wrong states.
+    assert_eq!(db.store.raw_execute(&format!("UPDATE accounts SET held = balance WHERE id = '{wallet}'")), Ok(1));
+    assert_eq!(db.store.raw_execute(&format!("UPDATE accounts SET held = 0 WHERE id = '{wallet}'")), Ok(1));
+    assert_eq!(
+        db.store.raw_execute(&format!("UPDATE accounts SET balance = balance - 1 WHERE id = '{}'", f.issuance.id)),
+        Ok(1),
+        "issuance may go negative"
+    );
+}
+
+fn charges_are_checked_by_the_database(db: &TestDatabase) {
+    let f = fixture(db);
+    let charge = pending_charge(&f, "254712000002", at(0));
+    commit(db, |tx| Ok(tx.insert_charge(&charge)?));
+    let id = charge.id.as_str();
+    refused(db, &format!("UPDATE charges SET state = 'completed', next_action_at = NULL WHERE id = '{id}'"));
+    refused(db, &format!("UPDATE charges SET state = 'failed', next_action_at = NULL WHERE id = '{id}'"));
+    refused(db, &format!("UPDATE charges SET next_action_at = NULL WHERE id = '{id}'"));
+    refused(db, &format!("UPDATE charges SET fee = amount + 1 WHERE id = '{id}'"));
+    refused(db, &format!("UPDATE charges SET state = 'done' WHERE id = '{id}'"));
+    assert_eq!(
+        db.store.raw_execute(&format!(
+            "UPDATE charges SET state = 'completed', next_action_at = NULL, transaction_id = 'tx_1' WHERE id = '{id}'"
+        )),
+        Ok(1),
+        "a completed charge with its transaction is fine"
+    );
+}
+
+fn store_errors_leave_the_transaction_usable(db: &TestDatabase) {
+    let f = fixture(db);
+    // A duplicate and a refused journal inside one transaction do not poison it (PostgreSQL
+    // aborts a transaction on any failed statement).
+    let overdraft = journal(&f.collection.id, &f.wallet.id, 1);
+    let refund = journal(&f.wallet.id, &f.collection.id, 2_500);
+    commit(db, |tx| {
+        assert_eq!(tx.insert_org(&f.org), Err(StoreError::Duplicate));
+        assert_eq!(
+            tx.post_journal(&overdraft),
+            Err(StoreError::Ledger(malipo_ledger::LedgerError::InsufficientFunds(f.collection.id.clone())))
+        );
+        tx.post_journal(&refund)?;
+        Ok(())
+    });
+    let balances = read(db, |tx| Ok((tx.account(&f.wallet.id)?.unwrap().balance, tx.account(&f.collection.id)?.unwrap().balance))).unwrap();
+    assert_eq!(balances, (MinorUnit::new(7_500), MinorUnit::new(2_500)));
+    ledger_is_sound(db);
+}
+
+/// Two workers claiming due charges at once never claim the same charge, and together claim all.
+fn concurrent_claims_never_overlap(db: &TestDatabase) {
+    let f = fixture(db);
+    let total = 200;
+    let charges: Vec<Charge> = (0..total).map(|i| pending_charge(&f, "254712000003", at(i))).collect();
+    commit(db, |tx| {
+        for c in &charges {
+            tx.insert_charge(c)?;
+        }
+        Ok(())
+    });
+    let store = db.store.clone();
+    let start = Arc::new(Barrier::new(2));
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let store = store.clone();
+            let start = Arc::clone(&start);
+            std::thread::spawn(move || {
+                start.wait();
+                let mut mine = Vec::new();
+                loop {
+                    let batch = write(&store, |tx| {
+                        let ids = tx.claim_due_charges(at(1_000), at(10_000), 7)?;
+                        // Hold the row locks a moment so that the other worker runs into them.
+                        std::thread::sleep(Duration::from_millis(1));
+                        Ok(ids)
+                    })
+                    .unwrap();
+                    if batch.is_empty() {
+                        return mine;
+                    }
+                    mine.extend(batch);
+                }
+            })
+        })
+        .collect();
+    let claimed: Vec<Vec<ChargeRef>> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    let all: Vec<&ChargeRef> = claimed.iter().flatten().collect();
+    let unique: HashSet<&ChargeRef> = all.iter().copied().collect();
+    assert_eq!(all.len(), unique.len(), "a charge was claimed twice");
+    assert_eq!(unique, charges.iter().map(|c| &c.id).collect::<HashSet<_>>(), "every due charge was claimed");
+    assert!(claimed.iter().all(|c| !c.is_empty()), "both workers claimed some: {:?}", claimed.iter().map(Vec::len).collect::<Vec<_>>());
+    assert_eq!(commit(db, |tx| Ok(tx.claim_due_charges(at(1_000), at(10_000), 10)?)), vec![], "leased until later");
+}
+
+/// 48 transactions claim the same idempotency key at once: exactly one gets it.
+fn racing_claims_of_one_key_yield_one_winner(db: &TestDatabase) {
+    let f = fixture(db);
+    let scope = KeyScope { org_id: f.org.id.clone(), mode: Mode::Test, operation: "POST /partner/stk".into() };
+    let key = IdempotencyKey::parse("race").unwrap();
+    let threads = 48;
+    let start = Arc::new(Barrier::new(threads));
+    let racers: Vec<_> = (0..threads)
+        .map(|i| {
+            let (store, scope, key, start) = (db.store.clone(), scope.clone(), key.clone(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                start.wait();
+                write(&store, |tx| {
+                    let claim = tx.claim_key(&scope, &key, &Fingerprint::from_stored(format!("fp{i}")), at(0))?;
+                    // Keep the claim uncommitted a moment: the others must wait for it.
+                    std::thread::sleep(Duration::from_millis(5));
+                    Ok(claim)
+                })
+                .unwrap()
+            })
+        })
+        .collect();
+    let results: Vec<_> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+    assert_eq!(results.iter().filter(|r| r.is_none()).count(), 1, "exactly one claim wins");
+    let fingerprints: HashSet<_> = results.iter().flatten().map(|r| r.fingerprint.as_str().to_owned()).collect();
+    assert_eq!(fingerprints.len(), 1, "every loser sees the winner's record");
+}
+
+/// Two transactions that lock two accounts in opposite orders deadlock on PostgreSQL (or wait
+/// for the write lock on SQLite); the conflict is retried and both commit.
+fn conflicting_transactions_are_retried(db: &TestDatabase) {
+    let f = fixture(db);
+    commit(db, |tx| Ok(tx.post_journal(&journal(&f.issuance.id, &f.collection.id, 10_000))?));
+    let both_locked_one = Arc::new(Barrier::new(2));
+    let pairs = [(f.wallet.id.clone(), f.collection.id.clone()), (f.collection.id.clone(), f.wallet.id.clone())];
+    let threads: Vec<_> = pairs
+        .into_iter()
+        .map(|(first, second)| {
+            let (store, barrier) = (db.store.clone(), Arc::clone(&both_locked_one));
+            std::thread::spawn(move || {
+                let mut attempts = 0;
+                write(&store, |tx| {
+                    attempts += 1;
+                    tx.hold(&first, MinorUnit::new(10))?;
+                    if attempts == 1 && store.backend() == Backend::Postgres {
+                        barrier.wait();
+                    }
+                    tx.hold(&second, MinorUnit::new(10))?;
+                    Ok(())
+                })
+                .map(|()| attempts)
+            })
+        })
+        .collect();
+    let attempts: Vec<u32> = threads.into_iter().map(|t| t.join().unwrap().unwrap()).collect();
+    if db.store.backend() == Backend::Postgres {
+        assert_eq!(attempts.iter().sum::<u32>(), 3, "one deadlock victim ran again: {attempts:?}");
+    }
+    let held = read(db, |tx| Ok((tx.account(&f.wallet.id)?.unwrap().held, tx.account(&f.collection.id)?.unwrap().held))).unwrap();
+    assert_eq!(held, (MinorUnit::new(20), MinorUnit::new(20)));
+}
+
+fn migrations_are_applied_once_and_ready_reports_them(db: &TestDatabase) {
+    assert_eq!(db.store.migrate(), Ok(0), "already migrated");
+    assert_eq!(db.store.ready(), Ok(()));
+    let again = DieselStore::connect(&db.url, Some(2)).unwrap();
+    assert_eq!(again.backend(), db.store.backend());
+    assert_eq!(again.ready(), Ok(()));
+}
+
+macro_rules! on_both_backends {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[test]
+                fn $case() {
+                    super::$case(&malipo_store_diesel::testing::TestDatabase::sqlite());
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[test]
+                fn $case() {
+                    super::$case(&malipo_store_diesel::testing::TestDatabase::postgres());
+                }
+            )*
+        }
+    };
+}
+
+on_both_backends!(
+    journals_and_postings_are_append_only,
+    balances_are_checked_by_the_database,
+    charges_are_checked_by_the_database,
+    store_errors_leave_the_transaction_usable,
+    concurrent_claims_never_overlap,
+    racing_claims_of_one_key_yield_one_winner,
+    conflicting_transactions_are_retried,
+    migrations_are_applied_once_and_ready_reports_them,
+);
+
+// ----- connecting -----
+
+#[test]
+fn the_url_scheme_picks_the_backend() {
+    for url in ["mysql://localhost/malipo", "malipo.db", "file:malipo.db", "sqlite://"] {
+        assert!(matches!(DieselStore::connect(url, None), Err(StoreError::Other(_))), "{url}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/dirs/malipo.db");
+    let store = DieselStore::connect(&format!("sqlite://{}", path.display()), Some(1)).unwrap();
+    assert_eq!((store.backend(), store.backend().as_str()), (Backend::Sqlite, "sqlite"));
+    assert!(path.exists(), "parent directories are created");
+    assert!(
+        matches!(store.ready(), Err(StoreError::Unavailable(_))),
+        "not ready before the migrations ran"
+    );
+    assert_eq!(store.migrate(), Ok(1));
+    assert_eq!(store.ready(), Ok(()));
+}
+
+#[test]
+fn an_unreachable_postgres_is_unavailable() {
+    let result = DieselStore::connect("postgres://postgres@127.0.0.1:1/malipo?connect_timeout=2", None);
+    assert!(matches!(result, Err(StoreError::Unavailable(_))), "{result:?}");
+    let db = TestDatabase::postgres();
+    assert_eq!((db.store.backend(), db.store.backend().as_str()), (Backend::Postgres, "postgres"));
+}

@@ -1,0 +1,55 @@
+//! The tables of the in-memory database, with the indexes that back its unique constraints.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use malipo_auth::{AccessToken, Credential, Organisation};
+use malipo_charges::Charge;
+use malipo_core::{AccountId, ChargeRef, Currency, Mode, Msisdn, OrgId, TransactionId};
+use malipo_idempotency::IdempotencyRecord;
+use malipo_ledger::{Account, AccountKind, ChainedJournal, Posting};
+use malipo_service::Wallet;
+
+/// The last journal of one ledger (mode + currency): where its audit chain continues.
+#[derive(Clone, Debug)]
+pub(crate) struct LedgerHead {
+    /// The last journal's `seq`.
+    pub(crate) seq: i64,
+    /// The last journal's hash.
+    pub(crate) hash: String,
+}
+
+/// `(org_id, mode, operation, key)`: the primary key of an idempotency record.
+pub(crate) type IdemKey = (OrgId, Mode, String, String);
+
+/// Every table. Cloned at the start of each write transaction and swapped in on commit.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct State {
+    /// Organisations by id.
+    pub(crate) orgs: BTreeMap<OrgId, Organisation>,
+    /// Credentials by client id.
+    pub(crate) credentials: BTreeMap<String, Credential>,
+    /// Tokens by digest.
+    pub(crate) tokens: BTreeMap<String, AccessToken>,
+    /// Accounts by id.
+    pub(crate) accounts: BTreeMap<AccountId, Account>,
+    /// Unique index: an organisation's account of a kind in a mode.
+    pub(crate) org_account_index: BTreeMap<(OrgId, Mode, AccountKind), AccountId>,
+    /// Unique index: the platform's account of a kind in a mode and currency.
+    pub(crate) system_account_index: BTreeMap<(Mode, Currency, AccountKind), AccountId>,
+    /// Unique index: a wallet account by mode and owner's number.
+    pub(crate) wallet_account_index: BTreeMap<(Mode, String), AccountId>,
+    /// Where each ledger's audit chain continues.
+    pub(crate) heads: BTreeMap<(Mode, Currency), LedgerHead>,
+    /// Every journal, in posting order.
+    pub(crate) journals: Vec<ChainedJournal>,
+    /// Unique index of journal ids.
+    pub(crate) journal_ids: BTreeSet<TransactionId>,
+    /// One posting per journal line, in posting order.
+    pub(crate) postings: Vec<Posting>,
+    /// Wallets by (mode, number).
+    pub(crate) wallets: BTreeMap<(Mode, Msisdn), Wallet>,
+    /// Charges by id.
+    pub(crate) charges: BTreeMap<ChargeRef, Charge>,
+    /// Idempotency records.
+    pub(crate) keys: BTreeMap<IdemKey, IdempotencyRecord>,
+}

@@ -1,0 +1,498 @@
+//! [`Tx`] over the in-memory tables: the same rules a database's constraints enforce.
+
+use std::collections::BTreeMap;
+
+use malipo_auth::{AccessToken, Credential, Organisation};
+use malipo_charges::{Charge, ChargeFilter, ChargeState};
+use malipo_core::{AccountId, ChargeRef, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
+use malipo_idempotency::{Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse};
+use malipo_ledger::journal::{hold, release};
+use malipo_ledger::{
+    chain_hash, Account, AccountKind, ChainedJournal, Journal, JournalLine, LedgerError, LedgerSnapshot, Posting,
+    GENESIS_HASH,
+};
+use malipo_service::{AccountKey, StoreError, TokenRecord, Tx, Wallet};
+
+use crate::state::{IdemKey, LedgerHead, State};
+
+/// One transaction over a [`State`]: the draft copy of a write transaction, or the live state
+/// of a read-only one (whose write methods then refuse).
+pub(crate) struct MemoryTx<'a> {
+    state: &'a mut State,
+    read_only: bool,
+}
+
+impl<'a> MemoryTx<'a> {
+    /// A transaction over `state`.
+    pub(crate) fn new(state: &'a mut State, read_only: bool) -> Self {
+        MemoryTx { state, read_only }
+    }
+
+    /// The tables, for reading.
+    fn r(&self) -> &State {
+        self.state
+    }
+
+    /// The tables, for writing: refused in a read-only transaction (as PostgreSQL refuses
+    /// writes in a `READ ONLY` transaction).
+    fn w(&mut self) -> Result<&mut State, StoreError> {
+        if self.read_only {
+            return Err(StoreError::Other("write attempted in a read-only transaction".into()));
+        }
+        Ok(self.state)
+    }
+}
+
+/// A foreign-key check: `Ok` when the referenced row exists.
+fn foreign_key(exists: bool, what: &str) -> Result<(), StoreError> {
+    if exists {
+        Ok(())
+    } else {
+        Err(StoreError::Other(format!("foreign key violation: {what} does not exist")))
+    }
+}
+
+fn idem_key(scope: &KeyScope, key: &IdempotencyKey) -> IdemKey {
+    (scope.org_id.clone(), scope.mode, scope.operation.clone(), key.as_str().to_owned())
+}
+
+/// Whether a charge passes a list filter (`from` inclusive, `to` exclusive).
+fn matches_filter(charge: &Charge, filter: &ChargeFilter) -> bool {
+    filter.state.is_none_or(|s| charge.state == s)
+        && filter.from.is_none_or(|from| charge.created_at >= from)
+        && filter.to.is_none_or(|to| charge.created_at < to)
+        && filter.reference.as_deref().is_none_or(|r| charge.reference == r)
+}
+
+impl Tx for MemoryTx<'_> {
+    // ----- organisations, credentials, tokens -----
+
+    fn insert_org(&mut self, org: &Organisation) -> Result<(), StoreError> {
+        let s = self.w()?;
+        if s.orgs.contains_key(&org.id) {
+            return Err(StoreError::Duplicate);
+        }
+        s.orgs.insert(org.id.clone(), org.clone());
+        Ok(())
+    }
+
+    fn org(&mut self, id: &OrgId) -> Result<Option<Organisation>, StoreError> {
+        Ok(self.r().orgs.get(id).cloned())
+    }
+
+    fn org_by_name(&mut self, name: &str) -> Result<Option<Organisation>, StoreError> {
+        Ok(self
+            .r()
+            .orgs
+            .values()
+            .filter(|o| o.name == name)
+            .min_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)))
+            .cloned())
+    }
+
+    fn insert_credential(&mut self, credential: &Credential) -> Result<(), StoreError> {
+        let s = self.w()?;
+        if s.credentials.contains_key(&credential.client_id) {
+            return Err(StoreError::Duplicate);
+        }
+        foreign_key(s.orgs.contains_key(&credential.org_id), "the credential's organisation")?;
+        s.credentials.insert(credential.client_id.clone(), credential.clone());
+        Ok(())
+    }
+
+    fn credential(&mut self, client_id: &str) -> Result<Option<Credential>, StoreError> {
+        Ok(self.r().credentials.get(client_id).cloned())
+    }
+
+    fn revoke_credential(&mut self, client_id: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let s = self.w()?;
+        let Some(credential) = s.credentials.get_mut(client_id) else {
+            return Ok(false);
+        };
+        if credential.revoked_at.is_some() {
+            return Ok(false);
+        }
+        credential.revoked_at = Some(now);
+        for token in s.tokens.values_mut().filter(|t| t.client_id == client_id && t.revoked_at.is_none()) {
+            token.revoked_at = Some(now);
+        }
+        Ok(true)
+    }
+
+    fn insert_token(&mut self, token: &AccessToken) -> Result<(), StoreError> {
+        let s = self.w()?;
+        if s.tokens.contains_key(&token.digest) {
+            return Err(StoreError::Duplicate);
+        }
+        foreign_key(s.credentials.contains_key(&token.client_id), "the token's credential")?;
+        foreign_key(s.orgs.contains_key(&token.org_id), "the token's organisation")?;
+        s.tokens.insert(token.digest.clone(), token.clone());
+        Ok(())
+    }
+
+    fn token(&mut self, digest: &str) -> Result<Option<TokenRecord>, StoreError> {
+        let s = self.r();
+        let Some(token) = s.tokens.get(digest) else {
+            return Ok(None);
+        };
+        let org = s
+            .orgs
+            .get(&token.org_id)
+            .ok_or_else(|| StoreError::Other(format!("token's organisation {} is missing", token.org_id)))?;
+        let credential = s
+            .credentials
+            .get(&token.client_id)
+            .ok_or_else(|| StoreError::Other(format!("token's credential {} is missing", token.client_id)))?;
+        Ok(Some(TokenRecord {
+            token: token.clone(),
+            org: org.clone(),
+            credential_revoked: credential.revoked_at.is_some(),
+        }))
+    }
+
+    fn revoke_token(&mut self, digest: &str, client_id: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let s = self.w()?;
+        match s.tokens.get_mut(digest) {
+            Some(token) if token.client_id == client_id => {
+                // Revoking twice keeps the first revocation time (RFC 7009: still a success).
+                token.revoked_at.get_or_insert(now);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    // ----- accounts and the ledger -----
+
+    fn insert_account(&mut self, account: &Account) -> Result<(), StoreError> {
+        let s = self.w()?;
+        if s.accounts.contains_key(&account.id) {
+            return Err(StoreError::Duplicate);
+        }
+        let org_key = account.org_id.as_ref().map(|org| (org.clone(), account.mode, account.kind));
+        let system_key =
+            (account.org_id.is_none() && account.kind.is_system()).then_some((account.mode, account.currency, account.kind));
+        let wallet_key = match (&account.owner_msisdn, account.kind) {
+            (Some(msisdn), AccountKind::Wallet) => Some((account.mode, msisdn.clone())),
+            _ => None,
+        };
+        let taken = org_key.as_ref().is_some_and(|k| s.org_account_index.contains_key(k))
+            || system_key.as_ref().is_some_and(|k| s.system_account_index.contains_key(k))
+            || wallet_key.as_ref().is_some_and(|k| s.wallet_account_index.contains_key(k));
+        if taken {
+            return Err(StoreError::Duplicate);
+        }
+        if let Some(org) = &account.org_id {
+            foreign_key(s.orgs.contains_key(org), "the account's organisation")?;
+        }
+        if let Some(k) = org_key {
+            s.org_account_index.insert(k, account.id.clone());
+        }
+        if let Some(k) = system_key {
+            s.system_account_index.insert(k, account.id.clone());
+        }
+        if let Some(k) = wallet_key {
+            s.wallet_account_index.insert(k, account.id.clone());
+        }
+        s.accounts.insert(account.id.clone(), account.clone());
+        Ok(())
+    }
+
+    fn account(&mut self, id: &AccountId) -> Result<Option<Account>, StoreError> {
+        Ok(self.r().accounts.get(id).cloned())
+    }
+
+    fn find_account(&mut self, key: &AccountKey) -> Result<Option<Account>, StoreError> {
+        let s = self.r();
+        let id = match key {
+            AccountKey::Org { org_id, mode, kind } => s.org_account_index.get(&(org_id.clone(), *mode, *kind)),
+            AccountKey::System { mode, currency, kind } => s.system_account_index.get(&(*mode, *currency, *kind)),
+        };
+        Ok(id.and_then(|id| s.accounts.get(id)).cloned())
+    }
+
+    fn org_accounts(&mut self, org_id: &OrgId, mode: Mode) -> Result<Vec<Account>, StoreError> {
+        let mut accounts: Vec<Account> = self
+            .r()
+            .accounts
+            .values()
+            .filter(|a| a.org_id.as_ref() == Some(org_id) && a.mode == mode)
+            .cloned()
+            .collect();
+        accounts.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(accounts)
+    }
+
+    fn hold(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
+        let s = self.w()?;
+        let acc = s.accounts.get_mut(account).ok_or_else(|| LedgerError::UnknownAccount(account.clone()))?;
+        hold(acc, amount)?;
+        Ok(())
+    }
+
+    fn release(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
+        let s = self.w()?;
+        let acc = s.accounts.get_mut(account).ok_or_else(|| LedgerError::UnknownAccount(account.clone()))?;
+        release(acc, amount)?;
+        Ok(())
+    }
+
+    fn post_journal(&mut self, journal: &Journal) -> Result<(), StoreError> {
+        let s = self.w()?;
+        journal.check_balanced()?;
+        if s.journal_ids.contains(&journal.id) {
+            return Err(StoreError::Duplicate);
+        }
+        // Load ("lock") every account first, in id order, as the SQL adapters do.
+        let mut touched: BTreeMap<AccountId, Account> = BTreeMap::new();
+        for line in &journal.lines {
+            if !touched.contains_key(&line.account) {
+                let acc = s.accounts.get(&line.account).ok_or_else(|| LedgerError::UnknownAccount(line.account.clone()))?;
+                if acc.currency != journal.currency || acc.mode != journal.mode {
+                    return Err(LedgerError::Mismatch(acc.id.clone()).into());
+                }
+                touched.insert(acc.id.clone(), acc.clone());
+            }
+        }
+        // Apply the lines in order, on copies: nothing is written unless every line applies.
+        let mut postings = Vec::with_capacity(journal.lines.len());
+        for line in &journal.lines {
+            let acc = touched.get_mut(&line.account).ok_or_else(|| LedgerError::UnknownAccount(line.account.clone()))?;
+            journal.apply_line(acc, line.amount)?;
+            postings.push(Posting {
+                journal_id: journal.id.clone(),
+                account: line.account.clone(),
+                amount: line.amount,
+                balance_after: acc.balance,
+                kind: journal.kind,
+                source_ref: journal.source_ref.clone(),
+                created_at: journal.created_at,
+            });
+        }
+        let ledger = (journal.mode, journal.currency);
+        let (seq, prev_hash) = match s.heads.get(&ledger) {
+            Some(head) => (head.seq + 1, head.hash.clone()),
+            None => (1, GENESIS_HASH.to_owned()),
+        };
+        let hash = chain_hash(&prev_hash, seq, journal);
+        s.heads.insert(ledger, LedgerHead { seq, hash: hash.clone() });
+        s.journals.push(ChainedJournal { seq, prev_hash, hash, journal: journal.clone() });
+        s.journal_ids.insert(journal.id.clone());
+        s.postings.extend(postings);
+        s.accounts.extend(touched);
+        Ok(())
+    }
+
+    fn pending_credits(&mut self, account: &AccountId) -> Result<MinorUnit, StoreError> {
+        let mut sum = MinorUnit::ZERO;
+        for c in self.r().charges.values() {
+            if c.state == ChargeState::Authorised && &c.merchant_account == account {
+                sum = sum.checked_add(c.net()).map_err(LedgerError::from)?;
+            }
+        }
+        Ok(sum)
+    }
+
+    fn ledger_snapshot(&mut self, mode: Option<Mode>) -> Result<LedgerSnapshot, StoreError> {
+        let s = self.r();
+        let in_mode = |m: Mode| mode.is_none_or(|wanted| wanted == m);
+        let mut lines: BTreeMap<_, Vec<JournalLine>> = BTreeMap::new();
+        for p in &s.postings {
+            lines.entry(&p.journal_id).or_default().push(JournalLine { account: p.account.clone(), amount: p.amount });
+        }
+        let journals = s
+            .journals
+            .iter()
+            .filter(|cj| in_mode(cj.journal.mode))
+            .map(|cj| {
+                let mut cj = cj.clone();
+                cj.journal.lines = lines.get(&cj.journal.id).cloned().unwrap_or_default();
+                cj
+            })
+            .collect();
+        let accounts = s.accounts.values().filter(|a| in_mode(a.mode)).cloned().collect();
+        Ok(LedgerSnapshot { accounts, journals })
+    }
+
+    // ----- wallets -----
+
+    fn insert_wallet(&mut self, wallet: &Wallet) -> Result<(), StoreError> {
+        let s = self.w()?;
+        let key = (wallet.mode, wallet.msisdn.clone());
+        if s.wallets.contains_key(&key) {
+            return Err(StoreError::Duplicate);
+        }
+        foreign_key(s.accounts.contains_key(&wallet.account_id), "the wallet's account")?;
+        s.wallets.insert(key, wallet.clone());
+        Ok(())
+    }
+
+    fn wallet(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Option<Wallet>, StoreError> {
+        Ok(self.r().wallets.get(&(mode, msisdn.clone())).cloned())
+    }
+
+    fn update_wallet(&mut self, wallet: &Wallet) -> Result<(), StoreError> {
+        let s = self.w()?;
+        // Like an UPDATE that matches no row: nothing to do.
+        if let Some(stored) = s.wallets.get_mut(&(wallet.mode, wallet.msisdn.clone())) {
+            stored.state = wallet.state;
+            stored.kyc_tier = wallet.kyc_tier;
+            stored.pin_hash.clone_from(&wallet.pin_hash);
+            stored.pin_attempts = wallet.pin_attempts;
+            stored.first_name.clone_from(&wallet.first_name);
+            stored.last_name.clone_from(&wallet.last_name);
+            stored.updated_at = wallet.updated_at;
+        }
+        Ok(())
+    }
+
+    // ----- charges -----
+
+    fn insert_charge(&mut self, charge: &Charge) -> Result<(), StoreError> {
+        let s = self.w()?;
+        if s.charges.contains_key(&charge.id) {
+            return Err(StoreError::Duplicate);
+        }
+        foreign_key(s.orgs.contains_key(&charge.org_id), "the charge's organisation")?;
+        foreign_key(s.accounts.contains_key(&charge.merchant_account), "the charge's merchant account")?;
+        check_charge_references(s, charge)?;
+        s.charges.insert(charge.id.clone(), charge.clone());
+        Ok(())
+    }
+
+    fn charge(&mut self, org_id: &OrgId, mode: Mode, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
+        Ok(self.r().charges.get(id).filter(|c| &c.org_id == org_id && c.mode == mode).cloned())
+    }
+
+    fn latest_charge_by_reference(&mut self, org_id: &OrgId, mode: Mode, reference: &str) -> Result<Option<Charge>, StoreError> {
+        Ok(self
+            .r()
+            .charges
+            .values()
+            .filter(|c| &c.org_id == org_id && c.mode == mode && c.reference == reference)
+            .max_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)))
+            .cloned())
+    }
+
+    fn lock_charge(&mut self, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
+        // The whole store is locked for the transaction already.
+        Ok(self.r().charges.get(id).cloned())
+    }
+
+    fn update_charge(&mut self, charge: &Charge) -> Result<(), StoreError> {
+        let s = self.w()?;
+        if !s.charges.contains_key(&charge.id) {
+            // Like an UPDATE that matches no row: nothing to do.
+            return Ok(());
+        }
+        check_charge_references(s, charge)?;
+        if let Some(stored) = s.charges.get_mut(&charge.id) {
+            stored.state = charge.state;
+            stored.failure_reason = charge.failure_reason;
+            stored.transaction_id.clone_from(&charge.transaction_id);
+            stored.payer_account.clone_from(&charge.payer_account);
+            stored.amount_reversed = charge.amount_reversed;
+            stored.updated_at = charge.updated_at;
+            stored.completed_at = charge.completed_at;
+            stored.next_action_at = charge.next_action_at;
+        }
+        Ok(())
+    }
+
+    fn list_charges(
+        &mut self,
+        org_id: &OrgId,
+        mode: Mode,
+        filter: &ChargeFilter,
+        before: Option<&ChargeRef>,
+        limit: usize,
+    ) -> Result<Vec<Charge>, StoreError> {
+        let s = self.r();
+        let below = match before {
+            Some(b) => s.charges.range::<ChargeRef, _>(..b),
+            None => s.charges.range::<ChargeRef, _>(..),
+        };
+        Ok(below
+            .rev()
+            .map(|(_, c)| c)
+            .filter(|c| &c.org_id == org_id && c.mode == mode && matches_filter(c, filter))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    fn claim_due_charges(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError> {
+        let s = self.w()?;
+        let mut due: Vec<(Timestamp, ChargeRef)> = s
+            .charges
+            .values()
+            .filter_map(|c| c.next_action_at.filter(|at| *at <= now).map(|at| (at, c.id.clone())))
+            .collect();
+        due.sort();
+        due.truncate(limit);
+        let mut claimed = Vec::with_capacity(due.len());
+        for (_, id) in due {
+            if let Some(c) = s.charges.get_mut(&id) {
+                c.next_action_at = Some(lease_until);
+            }
+            claimed.push(id);
+        }
+        Ok(claimed)
+    }
+
+    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<ChargeRef>, StoreError> {
+        Ok(self
+            .r()
+            .charges
+            .values()
+            .filter(|c| c.mode == mode && &c.payer_msisdn == msisdn && c.state == ChargeState::Pending)
+            .map(|c| c.id.clone())
+            .collect())
+    }
+
+    // ----- idempotency -----
+
+    fn claim_key(
+        &mut self,
+        scope: &KeyScope,
+        key: &IdempotencyKey,
+        fingerprint: &Fingerprint,
+        now: Timestamp,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        let s = self.w()?;
+        let k = idem_key(scope, key);
+        if let Some(existing) = s.keys.get(&k) {
+            return Ok(Some(existing.clone()));
+        }
+        foreign_key(s.orgs.contains_key(&scope.org_id), "the idempotency key's organisation")?;
+        s.keys.insert(k, IdempotencyRecord { fingerprint: fingerprint.clone(), response: None, created_at: now });
+        Ok(None)
+    }
+
+    fn complete_key(&mut self, scope: &KeyScope, key: &IdempotencyKey, response: &StoredResponse) -> Result<(), StoreError> {
+        let s = self.w()?;
+        // Like an UPDATE that matches no row when the key was never claimed: nothing to do.
+        if let Some(record) = s.keys.get_mut(&idem_key(scope, key)) {
+            record.response = Some(response.clone());
+        }
+        Ok(())
+    }
+
+    fn purge_keys(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        let s = self.w()?;
+        let count = s.keys.len();
+        s.keys.retain(|_, r| r.created_at >= before);
+        Ok(u64::try_from(count - s.keys.len()).unwrap_or(u64::MAX))
+    }
+}
+
+/// The optional references of a charge (payer account, ledger transaction) must exist.
+fn check_charge_references(s: &State, charge: &Charge) -> Result<(), StoreError> {
+    if let Some(payer) = &charge.payer_account {
+        foreign_key(s.accounts.contains_key(payer), "the charge's payer account")?;
+    }
+    if let Some(tx) = &charge.transaction_id {
+        foreign_key(s.journal_ids.contains(tx), "the charge's ledger transaction")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,11 @@
+DROP TABLE idempotency_keys;
+DROP TABLE charges;
+DROP TABLE wallets;
+DROP TABLE postings;
+DROP TABLE journals;
+DROP FUNCTION malipo_refuse_change();
+DROP TABLE ledger_heads;
+DROP TABLE accounts;
+DROP TABLE access_tokens;
+DROP TABLE credentials;
+DROP TABLE organisations;
