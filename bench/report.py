@@ -18,6 +18,8 @@ TARGET_PGBENCH_FRACTION = 0.6
 TARGET_P99_MS = 50
 TARGET_RSS_BYTES = 150 * 1000 * 1000  # "150 MB"; MiB shown, the check is on bytes
 BIG_TABLE_ROWS = 1000
+# Seeded large in bench/pgbench_schema.sql; a sequential scan of the others (20 rows) is right.
+PGBENCH_BIG_TABLES = {"access_tokens", "accounts", "charges", "idempotency_keys"}
 
 
 def load(path):
@@ -227,8 +229,8 @@ def main(argv):
             problems.append(f"pgbench round {i}: {p['failed']} failed transactions")
     try:
         plans = (out / "pgbench-plans.txt").read_text()
-        if "Seq Scan" in plans:
-            problems.append("pgbench baseline: a generic plan uses a sequential scan (see bench-out/pgbench-plans.txt)")
+        for table in sorted(set(re.findall(r"Seq Scan on (\w+)", plans)) & PGBENCH_BIG_TABLES):
+            problems.append(f"pgbench baseline: a generic plan scans `{table}` sequentially (see bench-out/pgbench-plans.txt)")
     except OSError:
         problems.append("pgbench baseline: no plan check output")
     scans = load(out / "postgres" / "table-scans.json") or []
@@ -282,8 +284,9 @@ def main(argv):
     )
     add(
         f"- pgbench: `pgbench -n -M prepared -c {conc} -j 2 -T {meta.get('round_secs', 5)} -f bench/charge.sql` on a "
-        "scratch database built by `bench/pgbench_schema.sql` (50,000 seeded charges, `ANALYZE`d): token lookup "
-        "by hash, then one transaction inserting the idempotency key and the charge and storing the response."
+        "scratch database built by `bench/pgbench_schema.sql` (the migration's tables, seeded and `ANALYZE`d): the "
+        "token lookup in a read-only transaction, then one transaction claiming the idempotency key, reading the "
+        "collection account, inserting the charge and storing the response, as the diesel store does."
     )
     add("- Peak RSS is `VmHWM` from `/proc/<pid>/status` of the server at the end of its run.")
     add(f"- Raw results: `bench-out/` of the run ({meta.get('pgbench') or 'pgbench'}).")

@@ -29,7 +29,10 @@ pub(crate) fn db_error(e: Error) -> StoreError {
                 }
                 _ if TRANSIENT.iter().any(|t| message.contains(t)) => StoreError::Retry,
                 _ => {
-                    let constraint = info.constraint_name().map(|c| format!(" ({c})")).unwrap_or_default();
+                    let constraint = info
+                        .constraint_name()
+                        .map(|c| format!(" ({c})"))
+                        .unwrap_or_default();
                     StoreError::Other(format!("{kind:?}: {message}{constraint}"))
                 }
             }

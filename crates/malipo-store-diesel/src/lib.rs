@@ -111,7 +111,9 @@ impl Target {
         }
         if let Some(path) = url.strip_prefix("sqlite://") {
             if path.is_empty() {
-                return Err(StoreError::Other("sqlite:// URL without a file path".into()));
+                return Err(StoreError::Other(
+                    "sqlite:// URL without a file path".into(),
+                ));
             }
             return Ok(Target::Sqlite(PathBuf::from(path)));
         }
@@ -139,13 +141,15 @@ impl ManageConnection for Manager {
                 .map_err(diesel::r2d2::Error::ConnectionError),
             Target::Sqlite(path) => {
                 let path = path.to_string_lossy();
-                let mut conn = diesel::SqliteConnection::establish(&path).map_err(diesel::r2d2::Error::ConnectionError)?;
-                conn.batch_execute(SQLITE_PRAGMAS).map_err(diesel::r2d2::Error::QueryError)?;
+                let mut conn = diesel::SqliteConnection::establish(&path)
+                    .map_err(diesel::r2d2::Error::ConnectionError)?;
+                conn.batch_execute(SQLITE_PRAGMAS)
+                    .map_err(diesel::r2d2::Error::QueryError)?;
                 Ok(DbConnection::Sqlite(conn))
             }
-            Target::Closed(_) => Err(diesel::r2d2::Error::ConnectionError(diesel::ConnectionError::BadConnection(
-                "the store is closed".into(),
-            ))),
+            Target::Closed(_) => Err(diesel::r2d2::Error::ConnectionError(
+                diesel::ConnectionError::BadConnection("the store is closed".into()),
+            )),
         }
     }
 
@@ -185,7 +189,9 @@ pub struct DieselStore {
 
 impl std::fmt::Debug for DieselStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DieselStore").field("backend", &self.backend).finish_non_exhaustive()
+        f.debug_struct("DieselStore")
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
     }
 }
 
@@ -212,14 +218,21 @@ impl DieselStore {
                 size = 1;
             } else if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
                 std::fs::create_dir_all(parent).map_err(|e| {
-                    StoreError::Unavailable(format!("cannot create directory {}: {e}", parent.display()))
+                    StoreError::Unavailable(format!(
+                        "cannot create directory {}: {e}",
+                        parent.display()
+                    ))
                 })?;
             }
         }
         let manager = Manager { target };
         // Open one connection first so that an unreachable database fails at once, with the
         // driver's own message, rather than after the pool's checkout timeout.
-        drop(manager.connect().map_err(|e| StoreError::Unavailable(e.to_string()))?);
+        drop(
+            manager
+                .connect()
+                .map_err(|e| StoreError::Unavailable(e.to_string()))?,
+        );
         let mut builder = Pool::builder()
             .max_size(size.max(1))
             .min_idle(Some(1))
@@ -231,7 +244,9 @@ impl DieselStore {
         if in_memory {
             builder = builder.idle_timeout(None).max_lifetime(None);
         }
-        let pool = builder.build(manager).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        let pool = builder
+            .build(manager)
+            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
         Ok(DieselStore { pool, backend })
     }
 
@@ -243,7 +258,9 @@ impl DieselStore {
             .min_idle(Some(0))
             .connection_timeout(Duration::from_millis(10))
             .error_handler(Box::new(diesel::r2d2::NopErrorHandler))
-            .build_unchecked(Manager { target: Target::Closed(backend) });
+            .build_unchecked(Manager {
+                target: Target::Closed(backend),
+            });
         DieselStore { pool, backend }
     }
 
@@ -282,7 +299,9 @@ impl DieselStore {
     }
 
     fn connection(&self) -> Result<PooledConnection<Manager>, StoreError> {
-        self.pool.get().map_err(|e| StoreError::Unavailable(e.to_string()))
+        self.pool
+            .get()
+            .map_err(|e| StoreError::Unavailable(e.to_string()))
     }
 
     /// Runs `f` in transactions until it succeeds, fails for good, or runs out of attempts.
@@ -327,14 +346,16 @@ impl DieselStore {
         }
         let result = f(&mut DieselTx::new(conn));
         match result {
-            Ok(()) => match <DbConnection as Connection>::TransactionManager::commit_transaction(conn) {
-                Ok(()) => Ok(()),
-                Err(e) => {
-                    let e = db_error(e);
-                    finish_failed(conn, &e);
-                    Err(e.into())
+            Ok(()) => {
+                match <DbConnection as Connection>::TransactionManager::commit_transaction(conn) {
+                    Ok(()) => Ok(()),
+                    Err(e) => {
+                        let e = db_error(e);
+                        finish_failed(conn, &e);
+                        Err(e.into())
+                    }
                 }
-            },
+            }
             Err(e) => {
                 if let ServiceError::Store(store_error) = &e {
                     finish_failed(conn, store_error);
@@ -355,11 +376,16 @@ fn begin(conn: &mut DbConnection, access: Access) -> QueryResult<()> {
         (DbConnection::Pg(c), Access::Write) => {
             AnsiTransactionManager::begin_transaction_sql(c, "BEGIN ISOLATION LEVEL READ COMMITTED")
         }
-        (DbConnection::Pg(c), Access::Read) => {
-            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        (DbConnection::Pg(c), Access::Read) => AnsiTransactionManager::begin_transaction_sql(
+            c,
+            "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+        ),
+        (DbConnection::Sqlite(c), Access::Write) => {
+            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE")
         }
-        (DbConnection::Sqlite(c), Access::Write) => AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE"),
-        (DbConnection::Sqlite(c), Access::Read) => AnsiTransactionManager::begin_transaction_sql(c, "BEGIN"),
+        (DbConnection::Sqlite(c), Access::Read) => {
+            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN")
+        }
     }
 }
 
@@ -373,11 +399,13 @@ fn finish_failed(conn: &mut DbConnection, error: &StoreError) {
 }
 
 fn rollback(conn: &mut DbConnection) {
-    let in_transaction = <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn)
-        .transaction_depth()
-        .is_ok_and(|d| d.is_some());
+    let in_transaction =
+        <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn)
+            .transaction_depth()
+            .is_ok_and(|d| d.is_some());
     if in_transaction {
-        if let Err(e) = <DbConnection as Connection>::TransactionManager::rollback_transaction(conn) {
+        if let Err(e) = <DbConnection as Connection>::TransactionManager::rollback_transaction(conn)
+        {
             // diesel marks the transaction manager broken, so the pool discards the connection.
             tracing::warn!(error = %e, "rollback failed");
         }
@@ -386,7 +414,8 @@ fn rollback(conn: &mut DbConnection) {
 
 /// Makes the pool discard this connection when it is returned.
 fn mark_broken(conn: &mut DbConnection) {
-    <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn).set_in_error();
+    <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn)
+        .set_in_error();
 }
 
 /// A short randomised pause before attempt `attempt + 1`: 1–2 ms doubling up to 64–128 ms.
@@ -400,11 +429,17 @@ fn backoff(attempt: u32) -> Duration {
 }
 
 impl Store for DieselStore {
-    fn run(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+    fn run(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
+    ) -> Result<(), ServiceError> {
         self.transact(Access::Write, f)
     }
 
-    fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+    fn read(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
+    ) -> Result<(), ServiceError> {
         self.transact(Access::Read, f)
     }
 
@@ -418,7 +453,9 @@ impl Store for DieselStore {
         }
         .map_err(|e| unavailable(&e))?;
         if pending {
-            return Err(StoreError::Unavailable("database migrations are pending".into()));
+            return Err(StoreError::Unavailable(
+                "database migrations are pending".into(),
+            ));
         }
         Ok(())
     }

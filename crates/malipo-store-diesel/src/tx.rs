@@ -8,19 +8,23 @@ use diesel::sql_types::{BigInt, Bool, Text};
 use malipo_auth::{AccessToken, Credential, Organisation};
 use malipo_charges::{Charge, ChargeFilter};
 use malipo_core::{AccountId, ChargeRef, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
-use malipo_idempotency::{Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse};
+use malipo_idempotency::{
+    Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse,
+};
 use malipo_ledger::{
-    chain_hash, Account, ChainedJournal, Journal, JournalLine, LedgerError, LedgerSnapshot, GENESIS_HASH,
+    chain_hash, Account, ChainedJournal, Journal, JournalLine, LedgerError, LedgerSnapshot,
+    GENESIS_HASH,
 };
 use malipo_service::{AccountKey, StoreError, TokenRecord, Tx, Wallet};
 
 use crate::error::{account_error, db_error, Fail};
 use crate::models::{
-    self, AccountRow, ChargeRow, CredentialRow, JournalRow, KeyRow, NewPosting, OrgRow, TokenRow, WalletRow,
+    self, AccountRow, ChargeRow, CredentialRow, JournalRow, KeyRow, NewPosting, OrgRow, TokenRow,
+    WalletRow,
 };
 use crate::schema::{
-    access_tokens, accounts, charges, credentials, idempotency_keys, journals, ledger_heads, organisations, postings,
-    wallets,
+    access_tokens, accounts, charges, credentials, idempotency_keys, journals, ledger_heads,
+    organisations, postings, wallets,
 };
 use crate::DbConnection;
 
@@ -74,10 +78,12 @@ impl Tx for DieselTx<'_> {
 
     fn insert_org(&mut self, org: &Organisation) -> Result<(), StoreError> {
         let row = OrgRow::from(org);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(organisations::table)
-            .values(&row)
-            .on_conflict_do_nothing()
-            .execute(c)))
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(
+            organisations::table
+        )
+        .values(&row)
+        .on_conflict_do_nothing()
+        .execute(c)))
     }
 
     fn org(&mut self, id: &OrgId) -> Result<Option<Organisation>, StoreError> {
@@ -105,10 +111,12 @@ impl Tx for DieselTx<'_> {
 
     fn insert_credential(&mut self, credential: &Credential) -> Result<(), StoreError> {
         let row = CredentialRow::from(credential);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(credentials::table)
-            .values(&row)
-            .on_conflict_do_nothing()
-            .execute(c)))
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(
+            credentials::table
+        )
+        .values(&row)
+        .on_conflict_do_nothing()
+        .execute(c)))
     }
 
     fn credential(&mut self, client_id: &str) -> Result<Option<Credential>, StoreError> {
@@ -147,10 +155,12 @@ impl Tx for DieselTx<'_> {
 
     fn insert_token(&mut self, token: &AccessToken) -> Result<(), StoreError> {
         let row = TokenRow::from(token);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(access_tokens::table)
-            .values(&row)
-            .on_conflict_do_nothing()
-            .execute(c)))
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(
+            access_tokens::table
+        )
+        .values(&row)
+        .on_conflict_do_nothing()
+        .execute(c)))
     }
 
     fn token(&mut self, digest: &str) -> Result<Option<TokenRecord>, StoreError> {
@@ -158,7 +168,11 @@ impl Tx for DieselTx<'_> {
             .inner_join(credentials::table)
             .inner_join(organisations::table.on(organisations::id.eq(access_tokens::org_id)))
             .filter(access_tokens::digest.eq(digest))
-            .select((TokenRow::as_select(), OrgRow::as_select(), credentials::revoked_at))
+            .select((
+                TokenRow::as_select(),
+                OrgRow::as_select(),
+                credentials::revoked_at,
+            ))
             .first(self.conn)
             .optional()
             .map_err(db_error)?;
@@ -173,7 +187,12 @@ impl Tx for DieselTx<'_> {
             .transpose()
     }
 
-    fn revoke_token(&mut self, digest: &str, client_id: &str, now: Timestamp) -> Result<bool, StoreError> {
+    fn revoke_token(
+        &mut self,
+        digest: &str,
+        client_id: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
         let mine = access_tokens::table
             .filter(access_tokens::digest.eq(digest))
             .filter(access_tokens::client_id.eq(client_id));
@@ -185,17 +204,21 @@ impl Tx for DieselTx<'_> {
             return Ok(true);
         }
         // Already revoked: still this client's token (revocation is idempotent).
-        diesel::select(diesel::dsl::exists(mine)).get_result(self.conn).map_err(db_error)
+        diesel::select(diesel::dsl::exists(mine))
+            .get_result(self.conn)
+            .map_err(db_error)
     }
 
     // ----- accounts and the ledger -----
 
     fn insert_account(&mut self, account: &Account) -> Result<(), StoreError> {
         let row = AccountRow::from(account);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(accounts::table)
-            .values(&row)
-            .on_conflict_do_nothing()
-            .execute(c)))
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(
+            accounts::table
+        )
+        .values(&row)
+        .on_conflict_do_nothing()
+        .execute(c)))
     }
 
     fn account(&mut self, id: &AccountId) -> Result<Option<Account>, StoreError> {
@@ -218,7 +241,11 @@ impl Tx for DieselTx<'_> {
                 .select(AccountRow::as_select())
                 .first(self.conn)
                 .optional(),
-            AccountKey::System { mode, currency, kind } => accounts::table
+            AccountKey::System {
+                mode,
+                currency,
+                kind,
+            } => accounts::table
                 .filter(accounts::mode.eq(mode.as_str()))
                 .filter(accounts::currency.eq(currency.as_str()))
                 .filter(accounts::kind.eq(kind.as_str()))
@@ -287,7 +314,9 @@ impl Tx for DieselTx<'_> {
         journal.check_balanced()?;
         // In a savepoint: a refused line undoes the lines before it, and the caller's
         // transaction stays usable (e.g. to record the failure).
-        self.conn.transaction::<_, Fail, _>(|conn| post_journal(conn, journal)).map_err(StoreError::from)
+        self.conn
+            .transaction::<_, Fail, _>(|conn| post_journal(conn, journal))
+            .map_err(StoreError::from)
     }
 
     fn pending_credits(&mut self, account: &AccountId) -> Result<MinorUnit, StoreError> {
@@ -314,10 +343,12 @@ impl Tx for DieselTx<'_> {
 
     fn insert_wallet(&mut self, wallet: &Wallet) -> Result<(), StoreError> {
         let row = WalletRow::from(wallet);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(wallets::table)
-            .values(&row)
-            .on_conflict_do_nothing()
-            .execute(c)))
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(
+            wallets::table
+        )
+        .values(&row)
+        .on_conflict_do_nothing()
+        .execute(c)))
     }
 
     fn wallet(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Option<Wallet>, StoreError> {
@@ -346,7 +377,10 @@ impl Tx for DieselTx<'_> {
             .execute(self.conn)
             .map_err(db_error)?;
         if updated == 0 {
-            return Err(StoreError::Other(format!("no {} wallet {} to update", row.mode, row.msisdn)));
+            return Err(StoreError::Other(format!(
+                "no {} wallet {} to update",
+                row.mode, row.msisdn
+            )));
         }
         Ok(())
     }
@@ -355,13 +389,20 @@ impl Tx for DieselTx<'_> {
 
     fn insert_charge(&mut self, charge: &Charge) -> Result<(), StoreError> {
         let row = ChargeRow::from(charge);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(charges::table)
-            .values(&row)
-            .on_conflict_do_nothing()
-            .execute(c)))
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(
+            charges::table
+        )
+        .values(&row)
+        .on_conflict_do_nothing()
+        .execute(c)))
     }
 
-    fn charge(&mut self, org_id: &OrgId, mode: Mode, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
+    fn charge(
+        &mut self,
+        org_id: &OrgId,
+        mode: Mode,
+        id: &ChargeRef,
+    ) -> Result<Option<Charge>, StoreError> {
         charges::table
             .filter(charges::id.eq(id.as_str()))
             .filter(charges::org_id.eq(org_id.as_str()))
@@ -396,7 +437,11 @@ impl Tx for DieselTx<'_> {
     fn lock_charge(&mut self, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
         let query = charges::table.find(id.as_str());
         let found = match &mut *self.conn {
-            DbConnection::Pg(c) => query.select(ChargeRow::as_select()).for_update().first(c).optional(),
+            DbConnection::Pg(c) => query
+                .select(ChargeRow::as_select())
+                .for_update()
+                .first(c)
+                .optional(),
             // Writers are serialised by BEGIN IMMEDIATE: the row cannot change under us.
             DbConnection::Sqlite(c) => query.select(ChargeRow::as_select()).first(c).optional(),
         };
@@ -510,14 +555,23 @@ impl Tx for DieselTx<'_> {
                         .execute(c)
                         .map_err(db_error)?;
                 }
-                due.into_iter().map(|(id, at)| (at.unwrap_or_default(), id)).collect()
+                due.into_iter()
+                    .map(|(id, at)| (at.unwrap_or_default(), id))
+                    .collect()
             }
         };
         claimed.sort();
-        Ok(claimed.into_iter().map(|(_, id)| ChargeRef::from_trusted(id)).collect())
+        Ok(claimed
+            .into_iter()
+            .map(|(_, id)| ChargeRef::from_trusted(id))
+            .collect())
     }
 
-    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<ChargeRef>, StoreError> {
+    fn pending_charges_of_payer(
+        &mut self,
+        mode: Mode,
+        msisdn: &Msisdn,
+    ) -> Result<Vec<ChargeRef>, StoreError> {
         let ids: Vec<String> = charges::table
             .filter(charges::mode.eq(mode.as_str()))
             .filter(charges::payer_msisdn.eq(msisdn.as_str()))
@@ -551,16 +605,23 @@ impl Tx for DieselTx<'_> {
         // The existing row can vanish between the two statements (purged): then claim again.
         for _ in 0..3 {
             // On PostgreSQL this waits for a concurrent uncommitted claim of the same key.
-            let claimed = per_backend!(&mut *self.conn, |c| diesel::insert_into(idempotency_keys::table)
-                .values(&row)
-                .on_conflict_do_nothing()
-                .execute(c))
+            let claimed = per_backend!(&mut *self.conn, |c| diesel::insert_into(
+                idempotency_keys::table
+            )
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(c))
             .map_err(db_error)?;
             if claimed > 0 {
                 return Ok(None);
             }
             let existing: Option<KeyRow> = idempotency_keys::table
-                .find((row.org_id.as_str(), row.mode.as_str(), row.operation.as_str(), row.key.as_str()))
+                .find((
+                    row.org_id.as_str(),
+                    row.mode.as_str(),
+                    row.operation.as_str(),
+                    row.key.as_str(),
+                ))
                 .select(KeyRow::as_select())
                 .first(self.conn)
                 .optional()
@@ -591,15 +652,19 @@ impl Tx for DieselTx<'_> {
         .execute(self.conn)
         .map_err(db_error)?;
         if updated == 0 {
-            return Err(StoreError::Other("completing an idempotency key that was never claimed".into()));
+            return Err(StoreError::Other(
+                "completing an idempotency key that was never claimed".into(),
+            ));
         }
         Ok(())
     }
 
     fn purge_keys(&mut self, before: Timestamp) -> Result<u64, StoreError> {
-        let deleted = diesel::delete(idempotency_keys::table.filter(idempotency_keys::created_at.lt(before.as_micros())))
-            .execute(self.conn)
-            .map_err(db_error)?;
+        let deleted = diesel::delete(
+            idempotency_keys::table.filter(idempotency_keys::created_at.lt(before.as_micros())),
+        )
+        .execute(self.conn)
+        .map_err(db_error)?;
         Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
     }
 }
@@ -641,10 +706,18 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
             .filter(accounts::allow_negative.or((accounts::balance + amount).ge(accounts::held)));
         let set = accounts::balance.eq(accounts::balance + amount);
         let balance: Option<i64> = match &mut *conn {
-            DbConnection::Pg(c) => diesel::update(target).set(set).returning(accounts::balance).get_result(c).optional(),
+            DbConnection::Pg(c) => diesel::update(target)
+                .set(set)
+                .returning(accounts::balance)
+                .get_result(c)
+                .optional(),
             DbConnection::Sqlite(c) => match diesel::update(target).set(set).execute(c) {
                 Ok(0) => Ok(None),
-                Ok(_) => accounts::table.find(line.account.as_str()).select(accounts::balance).first(c).map(Some),
+                Ok(_) => accounts::table
+                    .find(line.account.as_str())
+                    .select(accounts::balance)
+                    .first(c)
+                    .map(Some),
                 Err(e) => Err(e),
             },
         }
@@ -673,23 +746,32 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
         prev_hash,
         hash,
     };
-    diesel::insert_into(journals::table).values(&row).execute(conn)?;
+    diesel::insert_into(journals::table)
+        .values(&row)
+        .execute(conn)?;
     for (i, line) in journal.lines.iter().enumerate() {
         let posting = NewPosting {
             journal_id: journal.id.as_str(),
-            line_no: i32::try_from(i).map_err(|_| StoreError::Other("too many journal lines".into()))?,
+            line_no: i32::try_from(i)
+                .map_err(|_| StoreError::Other("too many journal lines".into()))?,
             account_id: line.account.as_str(),
             amount: line.amount.get(),
             balance_after: balance_after[i],
             created_at: journal.created_at.as_micros(),
         };
-        diesel::insert_into(postings::table).values(&posting).execute(conn)?;
+        diesel::insert_into(postings::table)
+            .values(&posting)
+            .execute(conn)?;
     }
     Ok(())
 }
 
 /// Why the conditional update of a line changed nothing.
-fn refused_line(conn: &mut DbConnection, journal: &Journal, account: &AccountId) -> Result<LedgerError, Fail> {
+fn refused_line(
+    conn: &mut DbConnection,
+    journal: &Journal,
+    account: &AccountId,
+) -> Result<LedgerError, Fail> {
     let found: Option<(String, String)> = accounts::table
         .find(account.as_str())
         .select((accounts::mode, accounts::currency))
@@ -697,7 +779,9 @@ fn refused_line(conn: &mut DbConnection, journal: &Journal, account: &AccountId)
         .optional()?;
     Ok(match found {
         None => LedgerError::UnknownAccount(account.clone()),
-        Some((mode, currency)) if mode != journal.mode.as_str() || currency != journal.currency.as_str() => {
+        Some((mode, currency))
+            if mode != journal.mode.as_str() || currency != journal.currency.as_str() =>
+        {
             LedgerError::Mismatch(account.clone())
         }
         Some(_) => LedgerError::InsufficientFunds(account.clone()),
@@ -706,7 +790,11 @@ fn refused_line(conn: &mut DbConnection, journal: &Journal, account: &AccountId)
 
 /// Reads a ledger's chain head, locked until the transaction ends (PostgreSQL `FOR UPDATE`;
 /// SQLite writers are serialised anyway), creating it at the genesis if absent.
-fn lock_ledger_head(conn: &mut DbConnection, mode: &str, currency: &str) -> Result<(i64, String), Fail> {
+fn lock_ledger_head(
+    conn: &mut DbConnection,
+    mode: &str,
+    currency: &str,
+) -> Result<(i64, String), Fail> {
     for _ in 0..2 {
         let query = ledger_heads::table
             .find((mode, currency))
@@ -730,15 +818,25 @@ fn lock_ledger_head(conn: &mut DbConnection, mode: &str, currency: &str) -> Resu
             .on_conflict_do_nothing()
             .execute(c))?;
     }
-    Err(StoreError::Other(format!("ledger head {mode}/{currency} could not be created")).into())
+    Err(StoreError::Other(format!(
+        "ledger head {mode}/{currency} could not be created"
+    ))
+    .into())
 }
 
 /// Every account and journal of one mode or all.
 fn ledger_snapshot(conn: &mut DbConnection, mode: Option<Mode>) -> Result<LedgerSnapshot, Fail> {
-    let mut accounts_query = accounts::table.select(AccountRow::as_select()).order(accounts::id.asc()).into_boxed();
+    let mut accounts_query = accounts::table
+        .select(AccountRow::as_select())
+        .order(accounts::id.asc())
+        .into_boxed();
     let mut journals_query = journals::table
         .select(JournalRow::as_select())
-        .order((journals::mode.asc(), journals::currency.asc(), journals::seq.asc()))
+        .order((
+            journals::mode.asc(),
+            journals::currency.asc(),
+            journals::seq.asc(),
+        ))
         .into_boxed();
     let mut lines_query = postings::table
         .inner_join(journals::table)
@@ -776,7 +874,12 @@ fn ledger_snapshot(conn: &mut DbConnection, mode: Option<Mode>) -> Result<Ledger
             source_ref: row.source_ref,
             created_at: Timestamp::from_micros(row.created_at),
         };
-        journals.push(ChainedJournal { seq: row.seq, prev_hash: row.prev_hash, hash: row.hash, journal });
+        journals.push(ChainedJournal {
+            seq: row.seq,
+            prev_hash: row.prev_hash,
+            hash: row.hash,
+            journal,
+        });
     }
     Ok(LedgerSnapshot { accounts, journals })
 }

@@ -50,7 +50,10 @@ impl ActiveGuard {
             nested
         });
         if nested {
-            Err(StoreError::Other("a transaction was opened inside another transaction of the same store".into()).into())
+            Err(StoreError::Other(
+                "a transaction was opened inside another transaction of the same store".into(),
+            )
+            .into())
         } else {
             Ok(ActiveGuard(id))
         }
@@ -72,10 +75,11 @@ impl MemoryStore {
     /// Enters a transaction: refuses nesting, then takes the store's lock.
     fn begin(&self) -> Result<(ActiveGuard, MutexGuard<'_, State>), ServiceError> {
         let active = ActiveGuard::enter(Arc::as_ptr(&self.state) as usize)?;
-        let state = self
-            .state
-            .lock()
-            .map_err(|_| StoreError::Other("the in-memory store's lock is poisoned (a transaction panicked)".into()))?;
+        let state = self.state.lock().map_err(|_| {
+            StoreError::Other(
+                "the in-memory store's lock is poisoned (a transaction panicked)".into(),
+            )
+        })?;
         Ok((active, state))
     }
 }
@@ -86,7 +90,10 @@ fn is_retry(e: &ServiceError) -> bool {
 }
 
 impl Store for MemoryStore {
-    fn run(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+    fn run(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
+    ) -> Result<(), ServiceError> {
         let (_active, mut state) = self.begin()?;
         let mut attempt = 1;
         loop {
@@ -96,12 +103,16 @@ impl Store for MemoryStore {
                     *state = draft;
                     return Ok(());
                 }
+                Err(e) if is_retry(&e) && attempt < MAX_ATTEMPTS => attempt += 1,
                 Err(e) => return Err(e),
             }
         }
     }
 
-    fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+    fn read(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
+    ) -> Result<(), ServiceError> {
         let (_active, mut state) = self.begin()?;
         let mut attempt = 1;
         loop {
@@ -145,7 +156,10 @@ mod tests {
             Ok(())
         })
         .unwrap_err();
-        assert!(matches!(err, ServiceError::Store(StoreError::Other(_))), "{err:?}");
+        assert!(
+            matches!(err, ServiceError::Store(StoreError::Other(_))),
+            "{err:?}"
+        );
         assert_eq!(read(&store, |tx| Ok(tx.org(&o.id)?)).unwrap(), None);
     }
 
@@ -158,7 +172,10 @@ mod tests {
             Ok(())
         })
         .unwrap_err();
-        assert!(matches!(err, ServiceError::Store(StoreError::Other(_))), "{err:?}");
+        assert!(
+            matches!(err, ServiceError::Store(StoreError::Other(_))),
+            "{err:?}"
+        );
         // Another store on the same thread is independent, and the guard was released.
         let other = MemoryStore::new();
         write(&store, |_| write(&other, |_| Ok(()))).unwrap();
@@ -176,7 +193,10 @@ mod tests {
             Timestamp::from_micros(1),
         );
         let err = write(&store, |tx| Ok(tx.insert_account(&account)?)).unwrap_err();
-        assert!(matches!(err, ServiceError::Store(StoreError::Other(_))), "{err:?}");
+        assert!(
+            matches!(err, ServiceError::Store(StoreError::Other(_))),
+            "{err:?}"
+        );
     }
 
     #[test]
@@ -188,7 +208,10 @@ mod tests {
         })
         .join();
         let err = read(&store, |_| Ok(())).unwrap_err();
-        assert!(matches!(err, ServiceError::Store(StoreError::Other(_))), "{err:?}");
+        assert!(
+            matches!(err, ServiceError::Store(StoreError::Other(_))),
+            "{err:?}"
+        );
         assert_eq!(store.ready(), Ok(()));
     }
 

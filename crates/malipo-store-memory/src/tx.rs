@@ -5,11 +5,13 @@ use std::collections::BTreeMap;
 use malipo_auth::{AccessToken, Credential, Organisation};
 use malipo_charges::{Charge, ChargeFilter, ChargeState};
 use malipo_core::{AccountId, ChargeRef, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
-use malipo_idempotency::{Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse};
+use malipo_idempotency::{
+    Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse,
+};
 use malipo_ledger::journal::{hold, release};
 use malipo_ledger::{
-    chain_hash, Account, AccountKind, ChainedJournal, Journal, JournalLine, LedgerError, LedgerSnapshot, Posting,
-    GENESIS_HASH,
+    chain_hash, Account, AccountKind, ChainedJournal, Journal, JournalLine, LedgerError,
+    LedgerSnapshot, Posting, GENESIS_HASH,
 };
 use malipo_service::{AccountKey, StoreError, TokenRecord, Tx, Wallet};
 
@@ -37,7 +39,9 @@ impl<'a> MemoryTx<'a> {
     /// writes in a `READ ONLY` transaction).
     fn w(&mut self) -> Result<&mut State, StoreError> {
         if self.read_only {
-            return Err(StoreError::Other("write attempted in a read-only transaction".into()));
+            return Err(StoreError::Other(
+                "write attempted in a read-only transaction".into(),
+            ));
         }
         Ok(self.state)
     }
@@ -48,12 +52,19 @@ fn foreign_key(exists: bool, what: &str) -> Result<(), StoreError> {
     if exists {
         Ok(())
     } else {
-        Err(StoreError::Other(format!("foreign key violation: {what} does not exist")))
+        Err(StoreError::Other(format!(
+            "foreign key violation: {what} does not exist"
+        )))
     }
 }
 
 fn idem_key(scope: &KeyScope, key: &IdempotencyKey) -> IdemKey {
-    (scope.org_id.clone(), scope.mode, scope.operation.clone(), key.as_str().to_owned())
+    (
+        scope.org_id.clone(),
+        scope.mode,
+        scope.operation.clone(),
+        key.as_str().to_owned(),
+    )
 }
 
 /// Whether a charge passes a list filter (`from` inclusive, `to` exclusive).
@@ -61,7 +72,10 @@ fn matches_filter(charge: &Charge, filter: &ChargeFilter) -> bool {
     filter.state.is_none_or(|s| charge.state == s)
         && filter.from.is_none_or(|from| charge.created_at >= from)
         && filter.to.is_none_or(|to| charge.created_at < to)
-        && filter.reference.as_deref().is_none_or(|r| charge.reference == r)
+        && filter
+            .reference
+            .as_deref()
+            .is_none_or(|r| charge.reference == r)
 }
 
 impl Tx for MemoryTx<'_> {
@@ -95,8 +109,12 @@ impl Tx for MemoryTx<'_> {
         if s.credentials.contains_key(&credential.client_id) {
             return Err(StoreError::Duplicate);
         }
-        foreign_key(s.orgs.contains_key(&credential.org_id), "the credential's organisation")?;
-        s.credentials.insert(credential.client_id.clone(), credential.clone());
+        foreign_key(
+            s.orgs.contains_key(&credential.org_id),
+            "the credential's organisation",
+        )?;
+        s.credentials
+            .insert(credential.client_id.clone(), credential.clone());
         Ok(())
     }
 
@@ -113,7 +131,11 @@ impl Tx for MemoryTx<'_> {
             return Ok(false);
         }
         credential.revoked_at = Some(now);
-        for token in s.tokens.values_mut().filter(|t| t.client_id == client_id && t.revoked_at.is_none()) {
+        for token in s
+            .tokens
+            .values_mut()
+            .filter(|t| t.client_id == client_id && t.revoked_at.is_none())
+        {
             token.revoked_at = Some(now);
         }
         Ok(true)
@@ -124,8 +146,14 @@ impl Tx for MemoryTx<'_> {
         if s.tokens.contains_key(&token.digest) {
             return Err(StoreError::Duplicate);
         }
-        foreign_key(s.credentials.contains_key(&token.client_id), "the token's credential")?;
-        foreign_key(s.orgs.contains_key(&token.org_id), "the token's organisation")?;
+        foreign_key(
+            s.credentials.contains_key(&token.client_id),
+            "the token's credential",
+        )?;
+        foreign_key(
+            s.orgs.contains_key(&token.org_id),
+            "the token's organisation",
+        )?;
         s.tokens.insert(token.digest.clone(), token.clone());
         Ok(())
     }
@@ -135,14 +163,12 @@ impl Tx for MemoryTx<'_> {
         let Some(token) = s.tokens.get(digest) else {
             return Ok(None);
         };
-        let org = s
-            .orgs
-            .get(&token.org_id)
-            .ok_or_else(|| StoreError::Other(format!("token's organisation {} is missing", token.org_id)))?;
-        let credential = s
-            .credentials
-            .get(&token.client_id)
-            .ok_or_else(|| StoreError::Other(format!("token's credential {} is missing", token.client_id)))?;
+        let org = s.orgs.get(&token.org_id).ok_or_else(|| {
+            StoreError::Other(format!("token's organisation {} is missing", token.org_id))
+        })?;
+        let credential = s.credentials.get(&token.client_id).ok_or_else(|| {
+            StoreError::Other(format!("token's credential {} is missing", token.client_id))
+        })?;
         Ok(Some(TokenRecord {
             token: token.clone(),
             org: org.clone(),
@@ -150,7 +176,12 @@ impl Tx for MemoryTx<'_> {
         }))
     }
 
-    fn revoke_token(&mut self, digest: &str, client_id: &str, now: Timestamp) -> Result<bool, StoreError> {
+    fn revoke_token(
+        &mut self,
+        digest: &str,
+        client_id: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
         let s = self.w()?;
         match s.tokens.get_mut(digest) {
             Some(token) if token.client_id == client_id => {
@@ -169,16 +200,28 @@ impl Tx for MemoryTx<'_> {
         if s.accounts.contains_key(&account.id) {
             return Err(StoreError::Duplicate);
         }
-        let org_key = account.org_id.as_ref().map(|org| (org.clone(), account.mode, account.kind));
-        let system_key =
-            (account.org_id.is_none() && account.kind.is_system()).then_some((account.mode, account.currency, account.kind));
+        let org_key = account
+            .org_id
+            .as_ref()
+            .map(|org| (org.clone(), account.mode, account.kind));
+        let system_key = (account.org_id.is_none() && account.kind.is_system()).then_some((
+            account.mode,
+            account.currency,
+            account.kind,
+        ));
         let wallet_key = match (&account.owner_msisdn, account.kind) {
             (Some(msisdn), AccountKind::Wallet) => Some((account.mode, msisdn.clone())),
             _ => None,
         };
-        let taken = org_key.as_ref().is_some_and(|k| s.org_account_index.contains_key(k))
-            || system_key.as_ref().is_some_and(|k| s.system_account_index.contains_key(k))
-            || wallet_key.as_ref().is_some_and(|k| s.wallet_account_index.contains_key(k));
+        let taken = org_key
+            .as_ref()
+            .is_some_and(|k| s.org_account_index.contains_key(k))
+            || system_key
+                .as_ref()
+                .is_some_and(|k| s.system_account_index.contains_key(k))
+            || wallet_key
+                .as_ref()
+                .is_some_and(|k| s.wallet_account_index.contains_key(k));
         if taken {
             return Err(StoreError::Duplicate);
         }
@@ -205,8 +248,14 @@ impl Tx for MemoryTx<'_> {
     fn find_account(&mut self, key: &AccountKey) -> Result<Option<Account>, StoreError> {
         let s = self.r();
         let id = match key {
-            AccountKey::Org { org_id, mode, kind } => s.org_account_index.get(&(org_id.clone(), *mode, *kind)),
-            AccountKey::System { mode, currency, kind } => s.system_account_index.get(&(*mode, *currency, *kind)),
+            AccountKey::Org { org_id, mode, kind } => {
+                s.org_account_index.get(&(org_id.clone(), *mode, *kind))
+            }
+            AccountKey::System {
+                mode,
+                currency,
+                kind,
+            } => s.system_account_index.get(&(*mode, *currency, *kind)),
         };
         Ok(id.and_then(|id| s.accounts.get(id)).cloned())
     }
@@ -225,14 +274,20 @@ impl Tx for MemoryTx<'_> {
 
     fn hold(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
         let s = self.w()?;
-        let acc = s.accounts.get_mut(account).ok_or_else(|| LedgerError::UnknownAccount(account.clone()))?;
+        let acc = s
+            .accounts
+            .get_mut(account)
+            .ok_or_else(|| LedgerError::UnknownAccount(account.clone()))?;
         hold(acc, amount)?;
         Ok(())
     }
 
     fn release(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
         let s = self.w()?;
-        let acc = s.accounts.get_mut(account).ok_or_else(|| LedgerError::UnknownAccount(account.clone()))?;
+        let acc = s
+            .accounts
+            .get_mut(account)
+            .ok_or_else(|| LedgerError::UnknownAccount(account.clone()))?;
         release(acc, amount)?;
         Ok(())
     }
@@ -247,7 +302,10 @@ impl Tx for MemoryTx<'_> {
         let mut touched: BTreeMap<AccountId, Account> = BTreeMap::new();
         for line in &journal.lines {
             if !touched.contains_key(&line.account) {
-                let acc = s.accounts.get(&line.account).ok_or_else(|| LedgerError::UnknownAccount(line.account.clone()))?;
+                let acc = s
+                    .accounts
+                    .get(&line.account)
+                    .ok_or_else(|| LedgerError::UnknownAccount(line.account.clone()))?;
                 if acc.currency != journal.currency || acc.mode != journal.mode {
                     return Err(LedgerError::Mismatch(acc.id.clone()).into());
                 }
@@ -257,7 +315,9 @@ impl Tx for MemoryTx<'_> {
         // Apply the lines in order, on copies: nothing is written unless every line applies.
         let mut postings = Vec::with_capacity(journal.lines.len());
         for line in &journal.lines {
-            let acc = touched.get_mut(&line.account).ok_or_else(|| LedgerError::UnknownAccount(line.account.clone()))?;
+            let acc = touched
+                .get_mut(&line.account)
+                .ok_or_else(|| LedgerError::UnknownAccount(line.account.clone()))?;
             journal.apply_line(acc, line.amount)?;
             postings.push(Posting {
                 journal_id: journal.id.clone(),
@@ -275,8 +335,19 @@ impl Tx for MemoryTx<'_> {
             None => (1, GENESIS_HASH.to_owned()),
         };
         let hash = chain_hash(&prev_hash, seq, journal);
-        s.heads.insert(ledger, LedgerHead { seq, hash: hash.clone() });
-        s.journals.push(ChainedJournal { seq, prev_hash, hash, journal: journal.clone() });
+        s.heads.insert(
+            ledger,
+            LedgerHead {
+                seq,
+                hash: hash.clone(),
+            },
+        );
+        s.journals.push(ChainedJournal {
+            seq,
+            prev_hash,
+            hash,
+            journal: journal.clone(),
+        });
         s.journal_ids.insert(journal.id.clone());
         s.postings.extend(postings);
         s.accounts.extend(touched);
@@ -298,7 +369,10 @@ impl Tx for MemoryTx<'_> {
         let in_mode = |m: Mode| mode.is_none_or(|wanted| wanted == m);
         let mut lines: BTreeMap<_, Vec<JournalLine>> = BTreeMap::new();
         for p in &s.postings {
-            lines.entry(&p.journal_id).or_default().push(JournalLine { account: p.account.clone(), amount: p.amount });
+            lines.entry(&p.journal_id).or_default().push(JournalLine {
+                account: p.account.clone(),
+                amount: p.amount,
+            });
         }
         let journals = s
             .journals
@@ -310,7 +384,12 @@ impl Tx for MemoryTx<'_> {
                 cj
             })
             .collect();
-        let accounts = s.accounts.values().filter(|a| in_mode(a.mode)).cloned().collect();
+        let accounts = s
+            .accounts
+            .values()
+            .filter(|a| in_mode(a.mode))
+            .cloned()
+            .collect();
         Ok(LedgerSnapshot { accounts, journals })
     }
 
@@ -322,7 +401,10 @@ impl Tx for MemoryTx<'_> {
         if s.wallets.contains_key(&key) {
             return Err(StoreError::Duplicate);
         }
-        foreign_key(s.accounts.contains_key(&wallet.account_id), "the wallet's account")?;
+        foreign_key(
+            s.accounts.contains_key(&wallet.account_id),
+            "the wallet's account",
+        )?;
         s.wallets.insert(key, wallet.clone());
         Ok(())
     }
@@ -353,18 +435,39 @@ impl Tx for MemoryTx<'_> {
         if s.charges.contains_key(&charge.id) {
             return Err(StoreError::Duplicate);
         }
-        foreign_key(s.orgs.contains_key(&charge.org_id), "the charge's organisation")?;
-        foreign_key(s.accounts.contains_key(&charge.merchant_account), "the charge's merchant account")?;
+        foreign_key(
+            s.orgs.contains_key(&charge.org_id),
+            "the charge's organisation",
+        )?;
+        foreign_key(
+            s.accounts.contains_key(&charge.merchant_account),
+            "the charge's merchant account",
+        )?;
         check_charge_references(s, charge)?;
         s.charges.insert(charge.id.clone(), charge.clone());
         Ok(())
     }
 
-    fn charge(&mut self, org_id: &OrgId, mode: Mode, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
-        Ok(self.r().charges.get(id).filter(|c| &c.org_id == org_id && c.mode == mode).cloned())
+    fn charge(
+        &mut self,
+        org_id: &OrgId,
+        mode: Mode,
+        id: &ChargeRef,
+    ) -> Result<Option<Charge>, StoreError> {
+        Ok(self
+            .r()
+            .charges
+            .get(id)
+            .filter(|c| &c.org_id == org_id && c.mode == mode)
+            .cloned())
     }
 
-    fn latest_charge_by_reference(&mut self, org_id: &OrgId, mode: Mode, reference: &str) -> Result<Option<Charge>, StoreError> {
+    fn latest_charge_by_reference(
+        &mut self,
+        org_id: &OrgId,
+        mode: Mode,
+        reference: &str,
+    ) -> Result<Option<Charge>, StoreError> {
         Ok(self
             .r()
             .charges
@@ -421,12 +524,21 @@ impl Tx for MemoryTx<'_> {
             .collect())
     }
 
-    fn claim_due_charges(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError> {
+    fn claim_due_charges(
+        &mut self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<ChargeRef>, StoreError> {
         let s = self.w()?;
         let mut due: Vec<(Timestamp, ChargeRef)> = s
             .charges
             .values()
-            .filter_map(|c| c.next_action_at.filter(|at| *at <= now).map(|at| (at, c.id.clone())))
+            .filter_map(|c| {
+                c.next_action_at
+                    .filter(|at| *at <= now)
+                    .map(|at| (at, c.id.clone()))
+            })
             .collect();
         due.sort();
         due.truncate(limit);
@@ -440,12 +552,18 @@ impl Tx for MemoryTx<'_> {
         Ok(claimed)
     }
 
-    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<ChargeRef>, StoreError> {
+    fn pending_charges_of_payer(
+        &mut self,
+        mode: Mode,
+        msisdn: &Msisdn,
+    ) -> Result<Vec<ChargeRef>, StoreError> {
         Ok(self
             .r()
             .charges
             .values()
-            .filter(|c| c.mode == mode && &c.payer_msisdn == msisdn && c.state == ChargeState::Pending)
+            .filter(|c| {
+                c.mode == mode && &c.payer_msisdn == msisdn && c.state == ChargeState::Pending
+            })
             .map(|c| c.id.clone())
             .collect())
     }
@@ -464,12 +582,27 @@ impl Tx for MemoryTx<'_> {
         if let Some(existing) = s.keys.get(&k) {
             return Ok(Some(existing.clone()));
         }
-        foreign_key(s.orgs.contains_key(&scope.org_id), "the idempotency key's organisation")?;
-        s.keys.insert(k, IdempotencyRecord { fingerprint: fingerprint.clone(), response: None, created_at: now });
+        foreign_key(
+            s.orgs.contains_key(&scope.org_id),
+            "the idempotency key's organisation",
+        )?;
+        s.keys.insert(
+            k,
+            IdempotencyRecord {
+                fingerprint: fingerprint.clone(),
+                response: None,
+                created_at: now,
+            },
+        );
         Ok(None)
     }
 
-    fn complete_key(&mut self, scope: &KeyScope, key: &IdempotencyKey, response: &StoredResponse) -> Result<(), StoreError> {
+    fn complete_key(
+        &mut self,
+        scope: &KeyScope,
+        key: &IdempotencyKey,
+        response: &StoredResponse,
+    ) -> Result<(), StoreError> {
         let s = self.w()?;
         // Like an UPDATE that matches no row when the key was never claimed: nothing to do.
         if let Some(record) = s.keys.get_mut(&idem_key(scope, key)) {
@@ -492,7 +625,10 @@ fn check_charge_references(s: &State, charge: &Charge) -> Result<(), StoreError>
         foreign_key(s.accounts.contains_key(payer), "the charge's payer account")?;
     }
     if let Some(tx) = &charge.transaction_id {
-        foreign_key(s.journal_ids.contains(tx), "the charge's ledger transaction")?;
+        foreign_key(
+            s.journal_ids.contains(tx),
+            "the charge's ledger transaction",
+        )?;
     }
     Ok(())
 }

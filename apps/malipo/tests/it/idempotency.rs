@@ -1,0 +1,1 @@
+//! Tests of idempotency (to be written).

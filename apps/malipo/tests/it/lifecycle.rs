@@ -1,0 +1,1 @@
+//! Tests of lifecycle (to be written).

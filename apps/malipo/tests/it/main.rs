@@ -1,0 +1,15 @@
+//! HTTP tests of the running app: each test starts the server on port 0 against a fresh
+//! database (SQLite and PostgreSQL), and talks to it over loopback like an integrator would.
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub, dead_code)]
+
+mod harness;
+
+mod auth;
+mod charges;
+mod cli;
+mod errors;
+mod idempotency;
+mod isolation;
+mod lifecycle;
+mod ops;
+mod sandbox;

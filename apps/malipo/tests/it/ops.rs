@@ -1,0 +1,1 @@
+//! Tests of ops (to be written).
