@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 
 use malipo_auth::{AccessToken, Credential, OrgKind, Organisation, TOKEN_LIFETIME_SECONDS};
-use malipo_charges::{Charge, ChargeState};
+use malipo_charges::{Charge, ChargeState, FailureReason};
 use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, Timestamp};
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
 use malipo_ledger::{
@@ -162,6 +162,46 @@ pub fn charge(
         expires_at: created_at.plus_seconds(90),
         completed_at: None,
         next_action_at: Some(created_at.plus_seconds(90)),
+    }
+}
+
+/// `charge` moved to `state` with the fields the databases tie to the state (their check
+/// constraints): final states have no `next_action_at`; declined, expired and failed charges a
+/// failure reason (declined by customer, expired, insufficient funds); pending and authorised
+/// ones none. A completed charge needs its posted journal: use [`completed`].
+pub fn in_state(charge: Charge, state: ChargeState) -> Charge {
+    let failure_reason = match state {
+        ChargeState::Pending | ChargeState::Authorised => None,
+        ChargeState::Declined => Some(FailureReason::DeclinedByCustomer),
+        ChargeState::Expired => Some(FailureReason::Expired),
+        ChargeState::Failed => Some(FailureReason::InsufficientFunds),
+        ChargeState::Completed => {
+            panic!("a completed charge needs its journal: use fixtures::completed")
+        }
+    };
+    let next_action_at = if state.is_final() {
+        None
+    } else {
+        charge.next_action_at.or(Some(charge.expires_at))
+    };
+    Charge {
+        state,
+        failure_reason,
+        next_action_at,
+        ..charge
+    }
+}
+
+/// `charge` completed at `when` by the posted `journal`.
+pub fn completed(charge: Charge, journal: &Journal, when: Timestamp) -> Charge {
+    Charge {
+        state: ChargeState::Completed,
+        failure_reason: None,
+        transaction_id: Some(journal.id.clone()),
+        updated_at: when,
+        completed_at: Some(when),
+        next_action_at: None,
+        ..charge
     }
 }
 

@@ -17,7 +17,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
+use diesel::connection::{
+    AnsiTransactionManager, SimpleConnection, TransactionManager, TransactionManagerStatus,
+};
 use diesel::prelude::*;
 use diesel::r2d2::{HandleError, ManageConnection, Pool, PooledConnection, R2D2Connection};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
@@ -327,25 +329,43 @@ impl DieselStore {
         }
     }
 
+    /// A pooled connection with a transaction begun on it. Connections that died while idle in
+    /// the pool (a restarted server) are discarded and the next one is tried.
+    fn begin(&self, access: Access) -> Result<PooledConnection<Manager>, StoreError> {
+        let mut last = String::new();
+        for _ in 0..=self.pool.max_size() {
+            let mut pooled = self.connection()?;
+            match begin(&mut pooled, access).map_err(db_error) {
+                Ok(()) => return Ok(pooled),
+                Err(StoreError::Unavailable(message)) => {
+                    mark_broken(&mut pooled);
+                    last = message;
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Err(StoreError::Unavailable(last))
+    }
+
     /// One run of `f` in one transaction.
     fn attempt(
         &self,
         access: Access,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
     ) -> Result<(), ServiceError> {
-        let mut pooled = self.connection()?;
+        let mut pooled = self.begin(access)?;
         let conn: &mut DbConnection = &mut pooled;
-        if let Err(e) = begin(conn, access) {
-            let e = db_error(e);
-            if matches!(e, StoreError::Unavailable(_)) {
-                // The pooled connection died while idle: drop it and try another one.
-                mark_broken(conn);
-                return Err(StoreError::Retry.into());
-            }
-            return Err(e.into());
-        }
         let result = f(&mut DieselTx::new(conn));
         match result {
+            Ok(()) if must_roll_back(conn) => {
+                // The closure went on after a failed statement: PostgreSQL has aborted the
+                // transaction and would answer COMMIT with a silent ROLLBACK.
+                rollback(conn);
+                Err(StoreError::Other(
+                    "a statement failed inside the transaction, which was rolled back".into(),
+                )
+                .into())
+            }
             Ok(()) => {
                 match <DbConnection as Connection>::TransactionManager::commit_transaction(conn) {
                     Ok(()) => Ok(()),
@@ -412,6 +432,18 @@ fn rollback(conn: &mut DbConnection) {
     }
 }
 
+/// Whether the transaction can only be rolled back (a statement failed and PostgreSQL aborted
+/// it, or the connection is broken).
+fn must_roll_back(conn: &mut DbConnection) -> bool {
+    match <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn) {
+        TransactionManagerStatus::Valid(status) => status
+            .in_transaction
+            .as_ref()
+            .is_some_and(|t| t.requires_rollback_maybe_up_to_top_level),
+        TransactionManagerStatus::InError => true,
+    }
+}
+
 /// Makes the pool discard this connection when it is returned.
 fn mark_broken(conn: &mut DbConnection) {
     <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn)
@@ -444,8 +476,18 @@ impl Store for DieselStore {
     }
 
     fn ready(&self) -> Result<(), StoreError> {
-        let mut conn = self.connection()?;
         let unavailable = |e: &dyn std::fmt::Display| StoreError::Unavailable(e.to_string());
+        let mut conn = self.connection()?;
+        // Like `begin`: skip pooled connections that died while idle.
+        for _ in 0..self.pool.max_size() {
+            match conn.ping() {
+                Ok(()) => break,
+                Err(_) => {
+                    mark_broken(&mut conn);
+                    conn = self.connection()?;
+                }
+            }
+        }
         conn.ping().map_err(|e| unavailable(&e))?;
         let pending = match &mut *conn {
             DbConnection::Pg(c) => c.has_pending_migration(PG_MIGRATIONS),

@@ -269,6 +269,9 @@ fn store_errors_leave_the_transaction_usable(db: &TestDatabase) {
             ))
         );
         tx.post_journal(&refund)?;
+        // Posting it again fails on the journal's id after its lines were applied: the savepoint
+        // undoes them, and on PostgreSQL the transaction recovers from the failed statement.
+        assert_eq!(tx.post_journal(&refund), Err(StoreError::Duplicate));
         Ok(())
     });
     let balances = read(db, |tx| {
@@ -454,6 +457,40 @@ fn conflicting_transactions_are_retried(db: &TestDatabase) {
     assert_eq!(held, (MinorUnit::new(20), MinorUnit::new(20)));
 }
 
+/// A closure that goes on after a failed statement and returns `Ok`: PostgreSQL has aborted the
+/// transaction (and would turn COMMIT into a silent ROLLBACK), so the run fails and nothing is
+/// written; SQLite only undid the failed statement, so the rest commits.
+fn a_swallowed_database_error(db: &TestDatabase) {
+    let f = fixture(db);
+    let stranger = Organisation { id: OrgId::new(), name: "Stranger".into(), ..f.org.clone() };
+    let orphan = malipo_auth::Credential {
+        client_id: "ck_test_orphan".into(),
+        org_id: OrgId::new(),
+        mode: Mode::Test,
+        secret_hash: "hash".into(),
+        scopes: OrgKind::Merchant.default_scopes(),
+        created_at: at(0),
+        revoked_at: None,
+    };
+    let result = write(db, |tx| {
+        tx.insert_org(&stranger)?;
+        assert!(tx.insert_credential(&orphan).is_err(), "no such organisation");
+        Ok(())
+    });
+    let stored = read(db, |tx| Ok(tx.org(&stranger.id)?)).unwrap();
+    match db.store.backend() {
+        Backend::Postgres => {
+            assert!(matches!(result, Err(ServiceError::Store(StoreError::Other(_)))), "{result:?}");
+            assert_eq!(stored, None);
+        }
+        Backend::Sqlite => {
+            assert_eq!(result, Ok(()));
+            assert_eq!(stored, Some(stranger));
+        }
+    }
+    assert_eq!(read(db, |tx| Ok(tx.credential("ck_test_orphan")?)), Ok(None));
+}
+
 fn migrations_are_applied_once_and_ready_reports_them(db: &TestDatabase) {
     assert_eq!(db.store.migrate(), Ok(0), "already migrated");
     assert_eq!(db.store.ready(), Ok(()));
@@ -491,8 +528,45 @@ on_both_backends!(
     concurrent_claims_never_overlap,
     racing_claims_of_one_key_yield_one_winner,
     conflicting_transactions_are_retried,
+    a_swallowed_database_error,
     migrations_are_applied_once_and_ready_reports_them,
 );
+
+/// Pooled connections that the server ended (a restart) are discarded on checkout, invisibly.
+#[test]
+fn dead_pooled_connections_are_replaced() {
+    let db = TestDatabase::postgres();
+    let f = fixture(&db);
+    // Open a few connections, then have the server end every one but the killer's own.
+    let start = Arc::new(Barrier::new(4));
+    let busy: Vec<_> = (0..4)
+        .map(|_| {
+            let (store, start) = (db.store.clone(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                read(&store, |_| {
+                    start.wait();
+                    Ok(())
+                })
+                .unwrap();
+            })
+        })
+        .collect();
+    busy.into_iter().for_each(|t| t.join().unwrap());
+    let killed = db
+        .store
+        .raw_execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        .unwrap();
+    assert!(killed >= 3, "ended {killed} connections");
+    assert_eq!(db.ready(), Ok(()));
+    for _ in 0..8 {
+        let balance = read(&db, |tx| Ok(tx.account(&f.wallet.id)?.map(|a| a.balance))).unwrap();
+        assert_eq!(balance, Some(MinorUnit::new(10_000)));
+    }
+    assert_eq!(db.ready(), Ok(()));
+}
 
 // ----- connecting -----
 

@@ -58,6 +58,44 @@ fn foreign_key(exists: bool, what: &str) -> Result<(), StoreError> {
     }
 }
 
+/// A check constraint (named as in the SQL schema): `Ok` when it holds.
+fn check(holds: bool, constraint: &str) -> Result<(), StoreError> {
+    if holds {
+        Ok(())
+    } else {
+        Err(StoreError::Other(format!("check violation: {constraint}")))
+    }
+}
+
+/// The check constraints of the `charges` table: amounts in range, and the fields tied to the
+/// state (work due only while pending or authorised, a ledger transaction exactly when
+/// completed, a failure reason exactly when declined, expired or failed).
+fn check_charge(c: &Charge) -> Result<(), StoreError> {
+    let (amount, fee, reversed) = (c.amount.get(), c.fee.get(), c.amount_reversed.get());
+    check(amount > 0, "charges_amount_check")?;
+    check((0..=amount).contains(&fee), "charges_fee_check")?;
+    check(
+        (0..=amount).contains(&reversed),
+        "charges_amount_reversed_check",
+    )?;
+    check(
+        c.state.is_final() != c.next_action_at.is_some(),
+        "charges_next_action_check",
+    )?;
+    check(
+        (c.state == ChargeState::Completed) == c.transaction_id.is_some(),
+        "charges_transaction_check",
+    )?;
+    let failed = matches!(
+        c.state,
+        ChargeState::Declined | ChargeState::Expired | ChargeState::Failed
+    );
+    check(
+        failed == c.failure_reason.is_some(),
+        "charges_failure_reason_check",
+    )
+}
+
 fn idem_key(scope: &KeyScope, key: &IdempotencyKey) -> IdemKey {
     (
         scope.org_id.clone(),
@@ -150,10 +188,6 @@ impl Tx for MemoryTx<'_> {
             s.credentials.contains_key(&token.client_id),
             "the token's credential",
         )?;
-        foreign_key(
-            s.orgs.contains_key(&token.org_id),
-            "the token's organisation",
-        )?;
         s.tokens.insert(token.digest.clone(), token.clone());
         Ok(())
     }
@@ -204,11 +238,11 @@ impl Tx for MemoryTx<'_> {
             .org_id
             .as_ref()
             .map(|org| (org.clone(), account.mode, account.kind));
-        let system_key = (account.org_id.is_none() && account.kind.is_system()).then_some((
-            account.mode,
-            account.currency,
-            account.kind,
-        ));
+        let system_key =
+            account
+                .kind
+                .is_system()
+                .then_some((account.mode, account.currency, account.kind));
         let wallet_key = match (&account.owner_msisdn, account.kind) {
             (Some(msisdn), AccountKind::Wallet) => Some((account.mode, msisdn.clone())),
             _ => None,
@@ -228,6 +262,11 @@ impl Tx for MemoryTx<'_> {
         if let Some(org) = &account.org_id {
             foreign_key(s.orgs.contains_key(org), "the account's organisation")?;
         }
+        check(account.held >= MinorUnit::ZERO, "accounts_held_check")?;
+        check(
+            account.kind.allows_negative() || account.balance >= account.held,
+            "accounts_balance_check",
+        )?;
         if let Some(k) = org_key {
             s.org_account_index.insert(k, account.id.clone());
         }
@@ -398,7 +437,11 @@ impl Tx for MemoryTx<'_> {
     fn insert_wallet(&mut self, wallet: &Wallet) -> Result<(), StoreError> {
         let s = self.w()?;
         let key = (wallet.mode, wallet.msisdn.clone());
-        if s.wallets.contains_key(&key) {
+        if s.wallets.contains_key(&key)
+            || s.wallets
+                .values()
+                .any(|w| w.account_id == wallet.account_id)
+        {
             return Err(StoreError::Duplicate);
         }
         foreign_key(
@@ -443,7 +486,7 @@ impl Tx for MemoryTx<'_> {
             s.accounts.contains_key(&charge.merchant_account),
             "the charge's merchant account",
         )?;
-        check_charge_references(s, charge)?;
+        check_charge(charge)?;
         s.charges.insert(charge.id.clone(), charge.clone());
         Ok(())
     }
@@ -484,21 +527,23 @@ impl Tx for MemoryTx<'_> {
 
     fn update_charge(&mut self, charge: &Charge) -> Result<(), StoreError> {
         let s = self.w()?;
-        if !s.charges.contains_key(&charge.id) {
-            // Like an UPDATE that matches no row: nothing to do.
+        // Like an UPDATE that matches no row: nothing to do.
+        let Some(stored) = s.charges.get_mut(&charge.id) else {
             return Ok(());
-        }
-        check_charge_references(s, charge)?;
-        if let Some(stored) = s.charges.get_mut(&charge.id) {
-            stored.state = charge.state;
-            stored.failure_reason = charge.failure_reason;
-            stored.transaction_id.clone_from(&charge.transaction_id);
-            stored.payer_account.clone_from(&charge.payer_account);
-            stored.amount_reversed = charge.amount_reversed;
-            stored.updated_at = charge.updated_at;
-            stored.completed_at = charge.completed_at;
-            stored.next_action_at = charge.next_action_at;
-        }
+        };
+        let updated = Charge {
+            state: charge.state,
+            failure_reason: charge.failure_reason,
+            transaction_id: charge.transaction_id.clone(),
+            payer_account: charge.payer_account.clone(),
+            amount_reversed: charge.amount_reversed,
+            updated_at: charge.updated_at,
+            completed_at: charge.completed_at,
+            next_action_at: charge.next_action_at,
+            ..stored.clone()
+        };
+        check_charge(&updated)?;
+        *stored = updated;
         Ok(())
     }
 
@@ -582,10 +627,6 @@ impl Tx for MemoryTx<'_> {
         if let Some(existing) = s.keys.get(&k) {
             return Ok(Some(existing.clone()));
         }
-        foreign_key(
-            s.orgs.contains_key(&scope.org_id),
-            "the idempotency key's organisation",
-        )?;
         s.keys.insert(
             k,
             IdempotencyRecord {
@@ -617,18 +658,4 @@ impl Tx for MemoryTx<'_> {
         s.keys.retain(|_, r| r.created_at >= before);
         Ok(u64::try_from(count - s.keys.len()).unwrap_or(u64::MAX))
     }
-}
-
-/// The optional references of a charge (payer account, ledger transaction) must exist.
-fn check_charge_references(s: &State, charge: &Charge) -> Result<(), StoreError> {
-    if let Some(payer) = &charge.payer_account {
-        foreign_key(s.accounts.contains_key(payer), "the charge's payer account")?;
-    }
-    if let Some(tx) = &charge.transaction_id {
-        foreign_key(
-            s.journal_ids.contains(tx),
-            "the charge's ledger transaction",
-        )?;
-    }
-    Ok(())
 }

@@ -147,7 +147,7 @@ pub fn charges_round_trip_scoped_by_org_and_mode(store: &dyn Store) {
 
 /// `update_charge` overwrites exactly the mutable fields (state, failure_reason,
 /// transaction_id, payer_account, amount_reversed, updated_at, completed_at, next_action_at),
-/// including back to `None`, and leaves every other field as inserted.
+/// from and to `None` too, and leaves every other field as inserted.
 pub fn update_charge_persists_every_mutable_field(store: &dyn Store) {
     let kes = insert_platform(store, Mode::Test, KES);
     let m = insert_merchant(store, "Duka", Mode::Test);
@@ -172,60 +172,67 @@ pub fn update_charge_persists_every_mutable_field(store: &dyn Store) {
         ),
     );
     let original = insert_charge(store, charge(&m.collection, &payer, 25_000, at(2)));
-
-    let changed = Charge {
-        // Mutable.
-        state: ChargeState::Completed,
-        failure_reason: Some(FailureReason::ProcessingError),
-        transaction_id: Some(paid.id.clone()),
-        payer_account: Some(w.id.clone()),
-        amount_reversed: MinorUnit::new(700),
-        updated_at: at(10),
-        completed_at: Some(at(10)),
-        next_action_at: None,
-        // Not mutable: must be left as inserted.
+    let unchanged = original.clone();
+    // Changes every field that is not mutable: an update must leave them as inserted.
+    let tampered = |c: Charge| Charge {
         payer_msisdn: msisdn("254712000039"),
-        amount: MinorUnit::new(1),
+        amount: MinorUnit::new(29_000),
         fee: MinorUnit::new(0),
+        currency: ugx(),
         reference: "CHANGED".into(),
         description: None,
         merchant_account: m.payout.id.clone(),
         created_at: at(-50),
         expires_at: at(999),
-        ..original.clone()
+        ..c
     };
-    commit(store, |tx| Ok(tx.update_charge(&changed)?));
-    let expected = Charge {
-        state: changed.state,
-        failure_reason: changed.failure_reason,
-        transaction_id: changed.transaction_id.clone(),
-        payer_account: changed.payer_account.clone(),
-        amount_reversed: changed.amount_reversed,
-        updated_at: changed.updated_at,
-        completed_at: changed.completed_at,
-        next_action_at: changed.next_action_at,
-        ..original.clone()
-    };
-    assert_eq!(
-        get(store, &m.org.id, Mode::Test, &original.id),
-        Some(expected.clone())
-    );
+    let stored = || get(store, &m.org.id, Mode::Test, &original.id);
+    let update = |c: &Charge| commit(store, |tx| Ok(tx.update_charge(c)?));
 
-    let cleared = Charge {
-        state: ChargeState::Failed,
-        failure_reason: None,
-        transaction_id: None,
-        payer_account: None,
-        amount_reversed: MinorUnit::ZERO,
-        updated_at: at(20),
-        completed_at: None,
+    // pending → authorised: payer account set, next action moved.
+    let authorised = Charge {
+        state: ChargeState::Authorised,
+        payer_account: Some(w.id.clone()),
+        updated_at: at(5),
         next_action_at: Some(at(30)),
-        ..expected
+        ..unchanged.clone()
     };
-    commit(store, |tx| Ok(tx.update_charge(&cleared)?));
+    update(&tampered(authorised.clone()));
+    assert_eq!(stored(), Some(authorised.clone()));
+
+    // authorised → completed: transaction, completion, reversal amount set, next action cleared.
+    let done = Charge {
+        amount_reversed: MinorUnit::new(700),
+        ..completed(authorised.clone(), &paid, at(10))
+    };
+    update(&tampered(done.clone()));
+    assert_eq!(stored(), Some(done));
+
+    // authorised → failed on another charge: failure reason set, payer account and next action cleared.
+    let second = insert_charge(
+        store,
+        in_state(
+            Charge {
+                payer_account: Some(w.id.clone()),
+                ..charge(&m.collection, &payer, 500, at(3))
+            },
+            ChargeState::Authorised,
+        ),
+    );
+    let failed = Charge {
+        state: ChargeState::Failed,
+        failure_reason: Some(FailureReason::ProcessingError),
+        payer_account: None,
+        updated_at: at(20),
+        next_action_at: None,
+        ..second.clone()
+    };
+    update(&tampered(failed.clone()));
+    assert_eq!(get(store, &m.org.id, Mode::Test, &second.id), Some(failed));
     assert_eq!(
-        get(store, &m.org.id, Mode::Test, &original.id),
-        Some(cleared)
+        stored().map(|c| c.state),
+        Some(ChargeState::Completed),
+        "only the named charge changes"
     );
     assert_ledger_sound(store);
 }
@@ -368,14 +375,18 @@ pub fn list_charges_pages_newest_first(store: &dyn Store) {
 pub fn list_charges_filters(store: &dyn Store) {
     let m = insert_merchant(store, "Duka", Mode::Test);
     let payer = msisdn("254712000034");
-    let make = |t: i64, state: ChargeState, reference: &str| Charge {
-        state,
-        reference: reference.into(),
-        ..charge(&m.collection, &payer, 1_000, at(t))
+    let make = |t: i64, state: ChargeState, reference: &str| {
+        in_state(
+            Charge {
+                reference: reference.into(),
+                ..charge(&m.collection, &payer, 1_000, at(t))
+            },
+            state,
+        )
     };
     let c1 = make(10, ChargeState::Pending, "A");
     let c2 = make(20, ChargeState::Authorised, "B");
-    let c3 = make(30, ChargeState::Completed, "A");
+    let c3 = make(30, ChargeState::Declined, "A");
     let c4 = make(40, ChargeState::Pending, "B");
     commit(store, |tx| {
         for c in [&c3, &c1, &c4, &c2] {
@@ -475,11 +486,7 @@ pub fn claim_due_charges_leases(store: &dyn Store) {
     let d3 = due_at(&a.collection, Some(20));
     let d_other = due_at(&b.collection, Some(15));
     let later = due_at(&a.collection, Some(100));
-    let done = Charge {
-        state: ChargeState::Completed,
-        completed_at: Some(at(1)),
-        ..due_at(&a.collection, None)
-    };
+    let done = in_state(due_at(&a.collection, None), ChargeState::Expired);
     commit(store, |tx| {
         for c in [&d1, &d2, &d3, &d_other, &later, &done] {
             tx.insert_charge(c)?;
@@ -551,15 +558,14 @@ pub fn pending_charges_of_payer(store: &dyn Store) {
     let (p, q) = (msisdn("254712000036"), msisdn("254712000037"));
     let p1 = charge(&a.collection, &p, 1_000, at(1));
     let p2 = charge(&b.collection, &p, 1_000, at(2));
-    let authorised = Charge {
-        state: ChargeState::Authorised,
-        ..charge(&a.collection, &p, 1_000, at(3))
-    };
-    let expired = Charge {
-        state: ChargeState::Expired,
-        failure_reason: Some(FailureReason::Expired),
-        ..charge(&a.collection, &p, 1_000, at(4))
-    };
+    let authorised = in_state(
+        charge(&a.collection, &p, 1_000, at(3)),
+        ChargeState::Authorised,
+    );
+    let expired = in_state(
+        charge(&a.collection, &p, 1_000, at(4)),
+        ChargeState::Expired,
+    );
     let other_payer = charge(&a.collection, &q, 1_000, at(5));
     let live = charge(&a_live, &p, 1_000, at(6));
     commit(store, |tx| {

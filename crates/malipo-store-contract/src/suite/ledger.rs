@@ -387,15 +387,26 @@ pub fn pending_credits_sum_authorised_charges(store: &dyn Store) {
     let b = insert_merchant(store, "B", Mode::Test);
     let payer = msisdn("254712000014");
     let with_state = |account: &malipo_ledger::Account, amount: i64, state: ChargeState, t: i64| {
-        let mut c = charge(account, &payer, amount, at(t));
-        c.state = state;
-        c
+        in_state(charge(account, &payer, amount, at(t)), state)
     };
+    // A completed charge, with its journal.
+    let kes = insert_platform(store, Mode::Test, KES);
+    let (w, _) = insert_wallet(store, Mode::Test, KES, &payer);
+    post(
+        store,
+        transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 3_000, at(1)),
+    );
+    let paid = post(
+        store,
+        transfer(Mode::Test, KES, &w.id, &a.collection.id, 3_000, at(4)),
+    );
+    let done = completed(charge(&a.collection, &payer, 3_000, at(4)), &paid, at(4));
     let charges = [
         with_state(&a.collection, 10_000, ChargeState::Authorised, 1), // net 9_900
         with_state(&a.collection, 5_000, ChargeState::Authorised, 2),  // net 4_950
         with_state(&a.collection, 7_000, ChargeState::Pending, 3),
-        with_state(&a.collection, 3_000, ChargeState::Completed, 4),
+        done,
+        with_state(&a.collection, 6_000, ChargeState::Expired, 4),
         with_state(&a.collection, 2_000, ChargeState::Failed, 5),
         with_state(&a.collection, 1_000, ChargeState::Declined, 6),
         with_state(&a.payout, 4_000, ChargeState::Authorised, 7), // net 3_960
@@ -413,4 +424,5 @@ pub fn pending_credits_sum_authorised_charges(store: &dyn Store) {
     assert_eq!(credits(&b.collection.id), 7_920);
     assert_eq!(credits(&b.payout.id), 0);
     assert_eq!(credits(&AccountId::new()), 0);
+    assert_ledger_sound(store);
 }
