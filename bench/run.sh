@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# The Malipo benchmark (`just bench`). Loopback only, bounded in time (about 4-6 minutes).
+# The Malipo benchmark (`just bench`). Loopback only, bounded in time (about 3 minutes after the
+# build; every step has a time limit).
 #
 # For PostgreSQL and for SQLite it starts the release server on a fresh database, seeds it, then
 # measures with target/release/malipo-loadgen:
-#   - the sandbox lifecycle rate (created -> completed) for 1 merchant and for 20 merchants;
-#   - charge creation paced at 1,000/s (open loop) -> p50/p99;
+#   - the sandbox lifecycle rate (created -> completed) for 1 merchant and for 20 merchants, on a
+#     server whose sandbox approves at once;
+#   - then, on a server restarted with the approval an hour away (so only creation runs):
+#     charge creation paced at 1,000/s (open loop) -> p50/p99;
 #   - charge creation at full speed (32 connections), in rounds; on PostgreSQL each round is
 #     followed by a pgbench round of bench/charge.sql (the SQL of one creation), so the ratio is
 #     measured side by side;
-#   - the server's peak RSS (VmHWM).
+#   - the server's peak RSS (VmHWM) in each phase.
 # Every result lands as a file in bench-out/ (git-ignored); bench/report.py turns that one run into
 # docs/performance.md. Nothing in the document is typed by hand.
 #
@@ -95,9 +98,10 @@ server_alive() {
     }
 }
 
-# start_server DATABASE_URL DIR: serves on a free loopback port; sets BASE, API, MALIPO_ENV.
+# start_server DATABASE_URL LOGFILE APPROVAL_DELAY_MS TTL_SECONDS: serves on a free loopback
+# port; sets BASE, API, MALIPO_ENV, SERVER_PID, SERVER_LOG.
 start_server() {
-    local url=$1 dir=$2 port
+    local url=$1 port
     port=$(free_port)
     BASE=http://127.0.0.1:$port
     API=$BASE/api/v1
@@ -106,16 +110,17 @@ start_server() {
         MALIPO_BIND="127.0.0.1:$port"
         MALIPO_RATE_LIMIT_TEST=1000000
         MALIPO_RATE_LIMIT_LIVE=1000000
-        MALIPO_SANDBOX_APPROVAL_DELAY_MS=0
+        MALIPO_SANDBOX_APPROVAL_DELAY_MS="$3"
+        MALIPO_CHARGE_TTL_SECONDS="$4"
         MALIPO_LOG=warn
     )
-    SERVER_LOG=$dir/server.log
+    SERVER_LOG=$2
     env "${MALIPO_ENV[@]}" "$MALIPO" serve >"$SERVER_LOG" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 600); do
         server_alive
         if curl -fsS -o /dev/null --max-time 2 "$BASE/readyz" 2>/dev/null; then
-            log "server pid $SERVER_PID ready at $BASE"
+            log "server pid $SERVER_PID ready at $BASE (approval delay $3 ms, TTL $4 s)"
             return
         fi
         sleep 0.1
@@ -123,14 +128,30 @@ start_server() {
     die "server not ready after 60 s (log: $SERVER_LOG)"
 }
 
-# create_merchant NAME >> FILE: one JSON line with the test credential.
+record_rss() { # record_rss OUTFILE: the running server's peak RSS
+    server_alive
+    awk '/^VmHWM:/ { print "{\"vmhwm_kib\": " $2 "}" }' "/proc/$SERVER_PID/status" >"$1"
+    log "  peak RSS: $(cat "$1")"
+}
+
+# create_merchant NAME: prints the new test credential as one JSON line.
 create_merchant() {
-    local line
-    line=$(env "${MALIPO_ENV[@]}" timeout 60 "$MALIPO" org create --name "$1" --kind merchant --json \
-        2>>"$SERVER_LOG" | grep '^{' | tail -n 1) || die "malipo org create --name $1 failed"
-    python3 -c 'import json, sys; json.loads(sys.argv[1])["client_secret"]' "$line" \
-        || die "malipo org create printed no credential: $line"
-    printf '%s\n' "$line"
+    local printed
+    printed=$(env "${MALIPO_ENV[@]}" timeout 60 "$MALIPO" org create --name "$1" --kind merchant \
+        --json 2>>"$SERVER_LOG") || die "malipo org create --name $1 failed (log: $SERVER_LOG)"
+    # The last JSON object printed (whether on one line or pretty-printed), compacted to one line.
+    python3 -c '
+import json, sys
+text, found, i = sys.argv[1], None, 0
+while (i := text.find("{", i)) >= 0:
+    try:
+        found, end = json.JSONDecoder().raw_decode(text, i)
+        i = end
+    except ValueError:
+        i += 1
+if not (isinstance(found, dict) and found.get("client_id") and found.get("client_secret")):
+    sys.exit("no credential in: " + text)
+print(json.dumps(found))' "$printed" || die "malipo org create printed no credential"
 }
 
 # loadgen SECONDS_LIMIT OUTFILE ARGS...: one loadgen run, its JSON saved to OUTFILE.
@@ -149,11 +170,6 @@ charges() { # charges OUTFILE LIMIT ARGS...
     log "  $(basename "$out" .json): $(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print("%.0f/s ok, p50 %.2f ms, p99 %.2f ms, errors %d" % (r["rate_per_sec"], r["p50_ms"], r["p99_ms"], r["errors"]))' "$out")"
 }
 
-drain() { # drain OUTFILE: wait (bounded) until the load merchant's charges are all final
-    loadgen 75 "$1" wait-idle --base-url "$API" --credentials "$DIR/load.jsonl" --timeout-secs 60
-    log "  drained: $(cat "$1")"
-}
-
 pgbench_round() { # pgbench_round N
     "$PGBENCH" -n -M prepared -c "$CONCURRENCY" -j 2 -T "$ROUND_SECS" -f bench/charge.sql \
         "$PG_SCRATCH_DB" >"$OUT/pgbench-$1.txt" 2>"$OUT/pgbench-$1.err"
@@ -165,9 +181,10 @@ run_backend() {
     local name=$1 url=$2 i
     DIR=$OUT/$name
     mkdir -p "$DIR"
-    log "== $name"
-    start_server "$url" "$DIR"
 
+    # Phase 1, lifecycle: the sandbox approves at once, background workers complete charges.
+    log "== $name: lifecycle"
+    start_server "$url" "$DIR/server-lifecycle.log" 0 90
     log "creating merchants"
     create_merchant bench-1 >"$DIR/load.jsonl"
     create_merchant bench-2 >"$DIR/lifecycle-1.jsonl"
@@ -178,46 +195,49 @@ run_backend() {
     LOAD_ID=$(json_field "$DIR/load.jsonl" client_id)
     LOAD_SECRET=$(json_field "$DIR/load.jsonl" client_secret)
 
-    log "seeding (warm-up, 3,000 charges at 500/s)"
+    log "seeding: 3,000 charges at 500/s, run to completion"
     charges "$DIR/seed.json" 60 --rate 500 --duration-secs 6
-    drain "$DIR/drain-seed.json"
+    loadgen 135 "$DIR/drain-seed.json" wait-idle --base-url "$API" \
+        --credentials "$DIR/load.jsonl" --timeout-secs 120
+    log "  drained: $(cat "$DIR/drain-seed.json")"
     if [[ $name == postgres ]]; then
+        # Plans must be made on seeded tables; the statistics count from here.
         "$PSQL" -X -q -v ON_ERROR_STOP=1 -d "$PG_DB" -c 'ANALYZE' -c 'SELECT pg_stat_reset()' >/dev/null
     fi
 
-    log "lifecycle, 1 merchant, $LIFECYCLE_COUNT charges"
-    loadgen 150 "$DIR/lifecycle-1.json" lifecycle --base-url "$API" \
-        --credentials "$DIR/lifecycle-1.jsonl" --count "$LIFECYCLE_COUNT" \
-        --concurrency "$CONCURRENCY" --timeout-secs 120
-    log "  $(cat "$DIR/lifecycle-1.json")"
-    log "lifecycle, 20 merchants, $LIFECYCLE_COUNT charges"
-    loadgen 150 "$DIR/lifecycle-20.json" lifecycle --base-url "$API" \
-        --credentials "$DIR/lifecycle-20.jsonl" --count "$LIFECYCLE_COUNT" \
-        --concurrency "$CONCURRENCY" --timeout-secs 120
-    log "  $(cat "$DIR/lifecycle-20.json")"
+    for i in 1 20; do
+        log "lifecycle, $i merchant(s), $LIFECYCLE_COUNT charges"
+        loadgen 150 "$DIR/lifecycle-$i.json" lifecycle --base-url "$API" \
+            --credentials "$DIR/lifecycle-$i.jsonl" --count "$LIFECYCLE_COUNT" \
+            --concurrency "$CONCURRENCY" --timeout-secs 120
+        log "  $(cat "$DIR/lifecycle-$i.json")"
+    done
+    record_rss "$DIR/rss-lifecycle.json"
+    stop_server
 
+    # Phase 2, creation: approval an hour away, so no background work competes with creation
+    # (pgbench, the baseline, does only the creation too) and nothing needs draining.
+    log "== $name: creation"
+    start_server "$url" "$DIR/server-creation.log" 3600000 7200
     log "creation paced at $PACED_RATE/s (10 s after 2 s warm-up)"
     charges "$DIR/paced.json" 60 --rate "$PACED_RATE" --warmup-secs 2 --duration-secs 10
-    drain "$DIR/drain-paced.json"
-
     for i in $(seq "$ROUNDS"); do
         log "creation at full speed, round $i/$ROUNDS ($ROUND_SECS s after 1 s warm-up)"
         charges "$DIR/full-$i.json" 60 --warmup-secs 1 --duration-secs "$ROUND_SECS"
-        drain "$DIR/drain-full-$i.json"
         if [[ $name == postgres ]]; then
             pgbench_round "$i"
         fi
     done
-
-    server_alive
-    awk '/^VmHWM:/ { print "{\"vmhwm_kib\": " $2 "}" }' "/proc/$SERVER_PID/status" >"$DIR/rss.json"
-    log "  peak RSS: $(cat "$DIR/rss.json")"
+    record_rss "$DIR/rss-creation.json"
     if [[ $name == postgres ]]; then
-        # Scans since the reset after seeding: a large seq_tup_read on a big table means a bad plan.
-        "$PSQL" -X -At -d "$PG_DB" -c "SELECT coalesce(json_agg(json_build_object(
+        # Scans since the reset after seeding, with exact row counts (the statistics' own are
+        # reset too): sequential scans reading many rows each mean a bad plan.
+        "$PSQL" -X -At -v ON_ERROR_STOP=1 -d "$PG_DB" -c "SELECT coalesce(json_agg(json_build_object(
                 'table', relname, 'seq_scan', seq_scan, 'seq_tup_read', seq_tup_read,
-                'idx_scan', coalesce(idx_scan, 0), 'n_live_tup', n_live_tup) ORDER BY relname), '[]')
-            FROM pg_stat_user_tables" >"$DIR/table-scans.json"
+                'idx_scan', coalesce(idx_scan, 0),
+                'rows', (xpath('/row/c/text()', query_to_xml(
+                    format('SELECT count(*) AS c FROM %I.%I', schemaname, relname), false, true, '')))[1]::text::bigint
+            ) ORDER BY relname), '[]') FROM pg_stat_user_tables" >"$DIR/table-scans.json"
     fi
     stop_server
 }

@@ -27,8 +27,10 @@ pub(crate) struct Args {
     /// `{base_url}`, e.g. http://127.0.0.1:8080/api/v1
     #[arg(long)]
     base_url: String,
+    /// The merchant's test client id (`ck_test_…`).
     #[arg(long)]
     client_id: String,
+    /// The merchant's client secret.
     #[arg(long)]
     client_secret: String,
     /// Number of concurrent workers (and pooled connections).

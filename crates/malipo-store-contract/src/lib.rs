@@ -101,8 +101,18 @@ macro_rules! __store_contract_define_cases {
 /// it (`#[ignore]`, `#[serial]`, …) are copied onto every generated test.
 #[macro_export]
 macro_rules! store_contract_tests {
-    ($(#[$attr:meta])* $make:expr $(,)?) => {
-        $crate::__store_contract_cases!(__store_contract_test_fns { [$(#[$attr])*] $make });
+    // Outer attributes first, gathered one by one (an expression may itself start with `#`).
+    (#[$attr:meta] $($rest:tt)+) => {
+        $crate::store_contract_tests!(@attrs [#[$attr]] $($rest)+);
+    };
+    (@attrs [$($attrs:tt)*] #[$attr:meta] $($rest:tt)+) => {
+        $crate::store_contract_tests!(@attrs [$($attrs)* #[$attr]] $($rest)+);
+    };
+    (@attrs [$($attrs:tt)*] $make:expr $(,)?) => {
+        $crate::__store_contract_cases!(__store_contract_test_fns { [$($attrs)*] $make });
+    };
+    ($make:expr $(,)?) => {
+        $crate::__store_contract_cases!(__store_contract_test_fns { [] $make });
     };
 }
 

@@ -7,11 +7,10 @@ use malipo_service::StoreError;
 
 /// Messages of transient conflicts that diesel reports as `Unknown`: PostgreSQL's
 /// `deadlock_detected` and SQLite's `SQLITE_BUSY` / `SQLITE_LOCKED`.
-const TRANSIENT: [&str; 4] = [
+const TRANSIENT: [&str; 3] = [
     "deadlock detected",
     "database is locked",
     "database table is locked",
-    "database is busy",
 ];
 
 /// Maps a diesel error: unique violations to [`StoreError::Duplicate`], serialization failures,

@@ -48,9 +48,10 @@ const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many times [`Store::run`] runs a closure that keeps hitting transient conflicts.
 const MAX_ATTEMPTS: u32 = 8;
 
-/// Set on every new SQLite connection.
-const SQLITE_PRAGMAS: &str =
-    "PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;";
+/// Set on every new SQLite connection (the busy timeout first, so that switching to WAL waits for
+/// a writer instead of failing).
+const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; \
+                              PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;";
 
 /// A connection to either database. Queries written with the diesel DSL run on both; code that
 /// needs backend-specific SQL matches on the variant.
@@ -239,7 +240,7 @@ impl DieselStore {
             .max_size(size.max(1))
             .min_idle(Some(1))
             .connection_timeout(CHECKOUT_TIMEOUT)
-            // A dead connection is found on use and marked broken (see `attempt`): no ping
+            // A dead connection is found on use and discarded (see `begin`): no ping
             // round trip on every checkout.
             .test_on_check_out(false)
             .error_handler(Box::new(TracingErrorHandler));
@@ -477,18 +478,19 @@ impl Store for DieselStore {
 
     fn ready(&self) -> Result<(), StoreError> {
         let unavailable = |e: &dyn std::fmt::Display| StoreError::Unavailable(e.to_string());
-        let mut conn = self.connection()?;
         // Like `begin`: skip pooled connections that died while idle.
-        for _ in 0..self.pool.max_size() {
+        let mut tries = 0;
+        let mut conn = loop {
+            let mut conn = self.connection()?;
             match conn.ping() {
-                Ok(()) => break,
+                Ok(()) => break conn,
+                Err(e) if tries >= self.pool.max_size() => return Err(unavailable(&e)),
                 Err(_) => {
                     mark_broken(&mut conn);
-                    conn = self.connection()?;
+                    tries += 1;
                 }
             }
-        }
-        conn.ping().map_err(|e| unavailable(&e))?;
+        };
         let pending = match &mut *conn {
             DbConnection::Pg(c) => c.has_pending_migration(PG_MIGRATIONS),
             DbConnection::Sqlite(c) => c.has_pending_migration(SQLITE_MIGRATIONS),

@@ -457,12 +457,86 @@ fn conflicting_transactions_are_retried(db: &TestDatabase) {
     assert_eq!(held, (MinorUnit::new(20), MinorUnit::new(20)));
 }
 
+/// Transfers between a few wallets from several threads at once: every refusal is a clean
+/// `InsufficientFunds`, and the ledger stays sound (balances equal their postings, the audit
+/// chain has no gap or fork, no money is created).
+fn concurrent_postings_keep_the_ledger_sound(db: &TestDatabase) {
+    let f = fixture(db);
+    let wallets: Vec<Account> = (0..4)
+        .map(|i| {
+            let owner = format!("25471200010{i}");
+            Account::open(
+                None,
+                Mode::Test,
+                AccountKind::Wallet,
+                Currency::KES,
+                Some(owner),
+                at(0),
+            )
+        })
+        .collect();
+    commit(db, |tx| {
+        for w in &wallets {
+            tx.insert_account(w)?;
+            tx.post_journal(&journal(&f.issuance.id, &w.id, 1_000))?;
+        }
+        Ok(())
+    });
+    let ids: Arc<Vec<AccountId>> = Arc::new(wallets.iter().map(|w| w.id.clone()).collect());
+    let threads: Vec<_> = (0..6_usize)
+        .map(|t| {
+            let (store, ids) = (db.store.clone(), Arc::clone(&ids));
+            std::thread::spawn(move || {
+                let mut posted = 0;
+                for i in 0..25_usize {
+                    let from = &ids[(t + i) % 4];
+                    let to = &ids[(t + 2 * i + 1) % 4];
+                    if from == to {
+                        continue;
+                    }
+                    let amount = i64::try_from(50 + (t * 37 + i * 91) % 400).unwrap();
+                    match write(
+                        &store,
+                        |tx| Ok(tx.post_journal(&journal(from, to, amount))?),
+                    ) {
+                        Ok(()) => posted += 1,
+                        Err(ServiceError::Store(StoreError::Ledger(
+                            malipo_ledger::LedgerError::InsufficientFunds(_),
+                        ))) => {}
+                        Err(e) => panic!("unexpected failure: {e:?}"),
+                    }
+                }
+                posted
+            })
+        })
+        .collect();
+    let posted: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(posted > 0);
+    let snapshot = read(db, |tx| Ok(tx.ledger_snapshot(Some(Mode::Test))?)).unwrap();
+    assert_eq!(verify(&snapshot), vec![]);
+    assert_eq!(snapshot.journals.len(), 1 + 4 + posted);
+    let total: i64 = snapshot
+        .accounts
+        .iter()
+        .filter(|a| ids.contains(&a.id))
+        .map(|a| a.balance.get())
+        .sum();
+    assert_eq!(
+        total, 4_000,
+        "transfers between wallets create and destroy nothing"
+    );
+}
+
 /// A closure that goes on after a failed statement and returns `Ok`: PostgreSQL has aborted the
 /// transaction (and would turn COMMIT into a silent ROLLBACK), so the run fails and nothing is
 /// written; SQLite only undid the failed statement, so the rest commits.
 fn a_swallowed_database_error(db: &TestDatabase) {
     let f = fixture(db);
-    let stranger = Organisation { id: OrgId::new(), name: "Stranger".into(), ..f.org.clone() };
+    let stranger = Organisation {
+        id: OrgId::new(),
+        name: "Stranger".into(),
+        ..f.org.clone()
+    };
     let orphan = malipo_auth::Credential {
         client_id: "ck_test_orphan".into(),
         org_id: OrgId::new(),
@@ -474,13 +548,19 @@ fn a_swallowed_database_error(db: &TestDatabase) {
     };
     let result = write(db, |tx| {
         tx.insert_org(&stranger)?;
-        assert!(tx.insert_credential(&orphan).is_err(), "no such organisation");
+        assert!(
+            tx.insert_credential(&orphan).is_err(),
+            "no such organisation"
+        );
         Ok(())
     });
     let stored = read(db, |tx| Ok(tx.org(&stranger.id)?)).unwrap();
     match db.store.backend() {
         Backend::Postgres => {
-            assert!(matches!(result, Err(ServiceError::Store(StoreError::Other(_)))), "{result:?}");
+            assert!(
+                matches!(result, Err(ServiceError::Store(StoreError::Other(_)))),
+                "{result:?}"
+            );
             assert_eq!(stored, None);
         }
         Backend::Sqlite => {
@@ -488,7 +568,10 @@ fn a_swallowed_database_error(db: &TestDatabase) {
             assert_eq!(stored, Some(stranger));
         }
     }
-    assert_eq!(read(db, |tx| Ok(tx.credential("ck_test_orphan")?)), Ok(None));
+    assert_eq!(
+        read(db, |tx| Ok(tx.credential("ck_test_orphan")?)),
+        Ok(None)
+    );
 }
 
 fn migrations_are_applied_once_and_ready_reports_them(db: &TestDatabase) {
@@ -528,6 +611,7 @@ on_both_backends!(
     concurrent_claims_never_overlap,
     racing_claims_of_one_key_yield_one_winner,
     conflicting_transactions_are_retried,
+    concurrent_postings_keep_the_ledger_sound,
     a_swallowed_database_error,
     migrations_are_applied_once_and_ready_reports_them,
 );
@@ -597,6 +681,10 @@ fn the_url_scheme_picks_the_backend() {
     );
     assert_eq!(store.migrate(), Ok(1));
     assert_eq!(store.ready(), Ok(()));
+
+    let memory = DieselStore::connect("sqlite://:memory:", None).unwrap();
+    assert_eq!(memory.migrate(), Ok(1));
+    assert_eq!(memory.ready(), Ok(()), "one connection, so one database");
 }
 
 #[test]

@@ -1,7 +1,10 @@
 //! An in-memory adapter of the storage port ([`malipo_service::Store`]), for fast domain and
-//! service tests. It enforces what the SQL adapters' databases enforce: unique keys
-//! ([`StoreError::Duplicate`]), foreign keys (as [`StoreError::Other`]), the ledger's balance
-//! rules (through `malipo_ledger`'s own functions) and the audit chain of each ledger.
+//! service tests. It enforces what the SQL adapters' schema enforces: unique keys
+//! ([`StoreError::Duplicate`]); the foreign keys (credential → organisation, token →
+//! credential, account → organisation, wallet → account, charge → organisation and merchant
+//! account) and check constraints (accounts' holds; charges' amounts and the fields tied to
+//! their state) as [`StoreError::Other`]; the ledger's balance rules, through `malipo_ledger`'s
+//! own functions; and the audit chain of each ledger (mode + currency).
 //!
 //! Transactions serialise: [`Store::run`] locks the whole store for the closure, runs it on a
 //! copy of the tables and swaps the copy in only when the closure returns `Ok`, so a failed
@@ -196,6 +199,91 @@ mod tests {
         assert!(
             matches!(err, ServiceError::Store(StoreError::Other(_))),
             "{err:?}"
+        );
+    }
+
+    #[test]
+    fn check_constraints_are_enforced() {
+        use malipo_charges::{Charge, ChargeState};
+        use malipo_core::MinorUnit;
+        use malipo_store_contract::fixtures::{
+            at, charge, in_state, insert_merchant, insert_wallet, msisdn, KES,
+        };
+
+        let store = MemoryStore::new();
+        let m = insert_merchant(&store, "Duka", Mode::Test);
+        let payer = msisdn("254712000099");
+        let refused = |c: &Charge| write(&store, |tx| Ok(tx.insert_charge(c)?)).unwrap_err();
+        let base = charge(&m.collection, &payer, 1_000, at(1));
+        for bad in [
+            Charge {
+                state: ChargeState::Completed,
+                next_action_at: None,
+                ..base.clone()
+            },
+            Charge {
+                state: ChargeState::Expired,
+                next_action_at: None,
+                ..base.clone()
+            },
+            Charge {
+                next_action_at: None,
+                ..base.clone()
+            },
+            Charge {
+                fee: MinorUnit::new(1_001),
+                ..base.clone()
+            },
+            Charge {
+                amount_reversed: MinorUnit::new(-1),
+                ..base.clone()
+            },
+        ] {
+            assert!(
+                matches!(refused(&bad), ServiceError::Store(StoreError::Other(_))),
+                "{bad:?}"
+            );
+        }
+        write(&store, |tx| Ok(tx.insert_charge(&base)?)).unwrap();
+        let expired_without_reason = Charge {
+            failure_reason: None,
+            ..in_state(base.clone(), ChargeState::Expired)
+        };
+        let err = write(&store, |tx| Ok(tx.update_charge(&expired_without_reason)?)).unwrap_err();
+        assert!(
+            matches!(err, ServiceError::Store(StoreError::Other(_))),
+            "{err:?}"
+        );
+        assert_eq!(
+            read(&store, |tx| Ok(tx.lock_charge(&base.id)?)).unwrap(),
+            Some(base)
+        );
+
+        let (account, wallet) = insert_wallet(&store, Mode::Test, KES, &payer);
+        let same_account = malipo_service::Wallet {
+            msisdn: msisdn("254712000098"),
+            ..wallet
+        };
+        let err = write(&store, |tx| Ok(tx.insert_wallet(&same_account)?)).unwrap_err();
+        assert_eq!(
+            err,
+            ServiceError::Store(StoreError::Duplicate),
+            "one wallet per account"
+        );
+        let overdrawn = malipo_ledger::Account {
+            held: MinorUnit::new(1),
+            ..malipo_store_contract::fixtures::wallet_account(Mode::Live, KES, &payer)
+        };
+        let err = write(&store, |tx| Ok(tx.insert_account(&overdrawn)?)).unwrap_err();
+        assert!(
+            matches!(err, ServiceError::Store(StoreError::Other(_))),
+            "{err:?}"
+        );
+        assert_eq!(
+            read(&store, |tx| Ok(tx.account(&account.id)?))
+                .unwrap()
+                .map(|a| a.held),
+            Some(MinorUnit::ZERO)
         );
     }
 
