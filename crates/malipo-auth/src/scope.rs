@@ -96,7 +96,12 @@ impl Scopes {
     /// # Errors
     /// [`ScopeError`].
     pub fn parse(text: &str) -> Result<Self, ScopeError> {
-        Scopes::new(text.split(' ').filter(|s| !s.is_empty()).map(str::parse).collect::<Result<Vec<_>, _>>()?)
+        Scopes::new(
+            text.split(' ')
+                .filter(|s| !s.is_empty())
+                .map(str::parse)
+                .collect::<Result<Vec<_>, _>>()?,
+        )
     }
 
     /// Whether `scope` is in the set.
@@ -135,8 +140,14 @@ mod tests {
     fn parse_and_print_in_canonical_order() {
         let s = Scopes::parse("payouts  payments").unwrap_or_default();
         assert_eq!(s.to_string(), "payments payouts");
-        assert_eq!(Scopes::parse("payments nope"), Err(ScopeError::Unknown("nope".into())));
-        assert_eq!(Scopes::parse("bulk:create bulk:approve"), Err(ScopeError::MakerChecker));
+        assert_eq!(
+            Scopes::parse("payments nope"),
+            Err(ScopeError::Unknown("nope".into()))
+        );
+        assert_eq!(
+            Scopes::parse("bulk:create bulk:approve"),
+            Err(ScopeError::MakerChecker)
+        );
         assert_eq!(Scopes::parse("").map(|s| s.is_empty()), Ok(true));
     }
 

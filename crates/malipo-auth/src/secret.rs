@@ -7,9 +7,14 @@ use rand::distributions::Alphanumeric;
 use rand::rngs::OsRng;
 use rand::Rng;
 use sha2::{Digest, Sha256};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 fn random_alnum(len: usize) -> String {
-    OsRng.sample_iter(&Alphanumeric).take(len).map(char::from).collect()
+    OsRng
+        .sample_iter(&Alphanumeric)
+        .take(len)
+        .map(char::from)
+        .collect()
 }
 
 /// A new client id: `ck_test_…` or `ck_live_…`.
@@ -32,11 +37,47 @@ pub fn token_digest(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
-/// Argon2id hashing of client secrets (and, later, PINs).
+/// Bounds how many hashes run at once. Each Argon2id run holds its memory cost (19 MiB) and a
+/// core; running more at once than there are cores only adds memory (glibc keeps each thread's
+/// freed blocks in its own arena) and latency.
+#[derive(Debug)]
+struct Permits {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Permits {
+    fn new(n: usize) -> Self {
+        Permits {
+            free: Mutex::new(n.max(1)),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn run<T>(&self, f: impl FnOnce() -> T) -> T {
+        {
+            let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+            while *free == 0 {
+                free = self
+                    .freed
+                    .wait(free)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            *free -= 1;
+        }
+        let out = f();
+        *self.free.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.freed.notify_one();
+        out
+    }
+}
+
+/// Argon2id hashing of client secrets (and, later, PINs), at most one hash per core at a time.
 #[derive(Clone)]
 pub struct SecretHasher {
     argon: Argon2<'static>,
     dummy: String,
+    permits: Arc<Permits>,
 }
 
 impl std::fmt::Debug for SecretHasher {
@@ -64,9 +105,15 @@ impl SecretHasher {
     /// # Errors
     /// [`HashError`] if the parameters are refused.
     pub fn with_params(m_cost: u32, t_cost: u32, p_cost: u32) -> Result<Self, HashError> {
-        let params = Params::new(m_cost, t_cost, p_cost, None).map_err(|e| HashError(e.to_string()))?;
+        let params =
+            Params::new(m_cost, t_cost, p_cost, None).map_err(|e| HashError(e.to_string()))?;
         let argon = Argon2::new(Algorithm::Argon2id, Version::V0x13, params);
-        let mut hasher = SecretHasher { argon, dummy: String::new() };
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+        let mut hasher = SecretHasher {
+            argon,
+            dummy: String::new(),
+            permits: Arc::new(Permits::new(cores)),
+        };
         hasher.dummy = hasher.hash("malipo-dummy-secret-for-timing")?;
         Ok(hasher)
     }
@@ -77,10 +124,12 @@ impl SecretHasher {
     /// [`HashError`].
     pub fn hash(&self, secret: &str) -> Result<String, HashError> {
         let salt = SaltString::generate(&mut OsRng);
-        self.argon
-            .hash_password(secret.as_bytes(), &salt)
-            .map(|h| h.to_string())
-            .map_err(|e| HashError(e.to_string()))
+        self.permits.run(|| {
+            self.argon
+                .hash_password(secret.as_bytes(), &salt)
+                .map(|h| h.to_string())
+                .map_err(|e| HashError(e.to_string()))
+        })
     }
 
     /// Whether `secret` matches the stored hash. `None` (an unknown client) still spends the same
@@ -91,7 +140,10 @@ impl SecretHasher {
             None => (self.dummy.as_str(), false),
         };
         let ok = PasswordHash::new(phc)
-            .map(|h| self.argon.verify_password(secret.as_bytes(), &h).is_ok())
+            .map(|h| {
+                self.permits
+                    .run(|| self.argon.verify_password(secret.as_bytes(), &h).is_ok())
+            })
             .unwrap_or(false);
         ok && real
     }
@@ -108,7 +160,10 @@ mod tests {
         assert!(id.starts_with("ck_test_") && id.len() == 32);
         assert!(secret.starts_with("cs_live_") && secret.len() == 48);
         for s in [&id, &secret] {
-            assert!(s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{s}");
+            assert!(
+                s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+                "{s}"
+            );
         }
         assert_ne!(generate_secret(Mode::Test), generate_secret(Mode::Test));
     }
@@ -121,13 +176,50 @@ mod tests {
         assert!(!stored.contains("cs_test_abc"));
         assert!(h.verify("cs_test_abc", Some(&stored)));
         assert!(!h.verify("cs_test_abd", Some(&stored)));
-        assert!(!h.verify("cs_test_abc", None), "unknown client never verifies");
+        assert!(
+            !h.verify("cs_test_abc", None),
+            "unknown client never verifies"
+        );
         assert!(!h.verify("x", Some("not a phc string")));
     }
 
     #[test]
+    fn concurrent_hashing_is_bounded() {
+        let permits = Arc::new(Permits::new(2));
+        let running = Arc::new(Mutex::new((0_usize, 0_usize)));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let (permits, running) = (permits.clone(), running.clone());
+                std::thread::spawn(move || {
+                    permits.run(|| {
+                        {
+                            let mut r = running.lock().unwrap_or_else(PoisonError::into_inner);
+                            r.0 += 1;
+                            r.1 = r.1.max(r.0);
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        running.lock().unwrap_or_else(PoisonError::into_inner).0 -= 1;
+                    });
+                })
+            })
+            .collect();
+        for t in threads {
+            assert!(t.join().is_ok());
+        }
+        let (now, peak) = *running.lock().unwrap_or_else(PoisonError::into_inner);
+        assert_eq!(
+            (now, peak),
+            (0, 2),
+            "never more than two at once, and both permits used"
+        );
+    }
+
+    #[test]
     fn token_digest_is_stable_sha256() {
-        assert_eq!(token_digest("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            token_digest("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
         assert_ne!(generate_token(), generate_token());
     }
 }
