@@ -1,0 +1,14 @@
+//! Webhooks, the pure part: Standard Webhooks signing and verification, `whsec_` secrets, the
+//! retry schedule with jitter, and the guard against private and metadata addresses.
+//! No I/O: the delivery worker and the HTTP adapter use these.
+
+pub mod guard;
+pub mod schedule;
+pub mod signing;
+
+pub use guard::{check_ip, check_url, is_forbidden_ip, UrlError, UrlPolicy};
+pub use schedule::{RetrySchedule, ScheduleError};
+pub use signing::{
+    body_signature, sign, signature_header, Secret, SecretError, Verifier, VerifyError,
+    TOLERANCE_SECONDS,
+};
