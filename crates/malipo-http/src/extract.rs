@@ -70,7 +70,9 @@ impl FromRequest for Auth {
                     req.extensions_mut().insert(RateLimitInfo { limit, remaining });
                 }
                 Err(refused) => {
-                    req.extensions_mut().insert(RateLimitInfo { limit: 0, remaining: 0 });
+                    // The refusal still states the credential's policy, with nothing left.
+                    let limit = state.rate_limits.limit(principal.mode);
+                    req.extensions_mut().insert(RateLimitInfo { limit, remaining: 0 });
                     return Err(ApiError::RateLimited(refused.0));
                 }
             }

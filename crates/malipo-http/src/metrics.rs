@@ -33,6 +33,8 @@ pub fn metrics() -> Result<(PrometheusMetrics, ChargeMetrics), String> {
     let prom = PrometheusMetricsBuilder::new("malipo")
         .registry(registry)
         .endpoint("/metrics")
+        // Unknown paths share one label value: a scanner must not create a series per path.
+        .mask_unmatched_patterns("UNKNOWN")
         .build()
         .map_err(|e| e.to_string())?;
     Ok((prom, ChargeMetrics { entered }))

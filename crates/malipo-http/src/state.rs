@@ -38,6 +38,14 @@ impl RateLimits {
         RateLimits { test: make(test_per_sec), live: make(live_per_sec) }
     }
 
+    /// Requests per second allowed per credential in a mode.
+    pub fn limit(&self, mode: Mode) -> u32 {
+        match mode {
+            Mode::Test => self.test.0,
+            Mode::Live => self.live.0,
+        }
+    }
+
     /// Takes one request from the credential's bucket: `(limit, remaining)` or a refusal.
     ///
     /// # Errors

@@ -27,8 +27,15 @@ impl Platform {
         let lease = now.plus_seconds(self.config.worker_lease_seconds);
         let ids = write(self.store(), |tx| Ok(tx.claim_due_charges(now, lease, limit)?))?;
         for id in &ids {
-            if let Err(e) = self.advance_charge(id) {
-                tracing::warn!(charge = %id, error = %e, "charge step failed; it will be retried after its lease");
+            match self.advance_charge(id) {
+                Ok(()) => {}
+                // Every remaining charge would wait for a connection in turn: leave them to
+                // their leases rather than hold this worker (and a shutdown) for the whole batch.
+                Err(e @ ServiceError::Store(StoreError::Unavailable(_))) => {
+                    tracing::warn!(charge = %id, error = %e, "database unavailable; the claimed batch is left to its leases");
+                    break;
+                }
+                Err(e) => tracing::warn!(charge = %id, error = %e, "charge step failed; it will be retried after its lease"),
             }
         }
         Ok(ids.len())
@@ -114,6 +121,10 @@ impl Platform {
             SandboxOutcome::PinLockout => {
                 let payer = charge.payer_msisdn.clone();
                 let mut wallet = self.ensure_test_wallet(tx, &payer, now)?;
+                if wallet.state == WalletState::Locked {
+                    // Already locked by an earlier lockout: no prompt reaches the customer.
+                    return self.apply(tx, charge, fail(FailureReason::WalletLocked), now, entered);
+                }
                 self.lock_out(tx, &mut wallet, Some(charge), now, entered)
             }
             SandboxOutcome::WalletLocked => self.apply(tx, charge, fail(FailureReason::WalletLocked), now, entered),

@@ -1,1 +1,429 @@
-//! Tests of auth (to be written).
+//! Contract section 2: the token and revoke endpoints, bearer use, scopes.
+
+use serde_json::{json, Value};
+
+use crate::harness::{problem_strict, strict, Answer, Creds, Db, TestApp};
+
+crate::on_both!(
+    json_token_request_answers_the_token_object,
+    form_token_request_with_basic_auth,
+    form_token_request_with_body_credentials,
+    basic_credentials_are_form_urldecoded,
+    basic_and_body_secret_together_are_invalid_request,
+    wrong_secret_and_unknown_client_answer_alike,
+    basic_auth_failure_names_the_basic_realm,
+    form_without_grant_type_is_invalid_request,
+    password_grant_is_unsupported,
+    scope_subset_is_granted,
+    scope_beyond_the_credential_is_invalid_scope,
+    unknown_scope_is_invalid_scope,
+    token_endpoint_takes_only_json_or_form,
+    live_credential_gets_a_live_token,
+    payouts_only_token_cannot_push_charges,
+    missing_token_is_unauthorized_with_bearer_challenge,
+    garbage_token_is_invalid_token,
+    bearer_scheme_is_case_insensitive,
+    other_authorization_schemes_are_unauthorized,
+    revoked_token_is_refused_at_once_form,
+    revoked_token_is_refused_at_once_json,
+    revoking_an_unknown_token_answers_200,
+    revoke_needs_valid_client_and_token,
+    revoking_the_credential_kills_its_tokens,
+    expired_token_says_it_expired,
+    oauth2_crate_fetches_a_working_token_with_basic_auth,
+    oauth2_crate_fetches_a_working_token_with_body_credentials,
+);
+
+/// Asserts a 200 token answer and returns its JSON.
+async fn token_ok(r: reqwest::Response) -> Value {
+    let a = Answer::of(r).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.header("cache-control"), "no-store");
+    assert!(a.header("content-type").starts_with("application/json"), "{}", a.header("content-type"));
+    let v = a.json;
+    assert!(v["access_token"].as_str().is_some_and(|t| t.len() >= 32), "{v}");
+    assert_eq!(v["token_type"], "Bearer");
+    assert!(v["expires_in"].is_i64(), "expires_in must be an integer: {v}");
+    assert_eq!(v["expires_in"], 3600);
+    assert!(v.get("refresh_token").is_none(), "no refresh token: {v}");
+    v
+}
+
+async fn works(app: &TestApp, token: &str) {
+    let r = app.get(token, "/partner/balance").await;
+    assert_eq!(r.status(), 200, "token should work: {}", r.text().await.unwrap());
+}
+
+async fn refused(app: &TestApp, token: &str, description: &str) {
+    let r = app.get(token, "/partner/balance").await;
+    let challenge = r.headers().get("www-authenticate").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+    problem_strict(r, 401, "invalid_token").await;
+    assert!(challenge.starts_with("Bearer realm=\"malipo\""), "{challenge}");
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    assert!(challenge.contains(&format!("error_description=\"{description}\"")), "{challenge}");
+}
+
+async fn json_token_request_answers_the_token_object(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let r = app.token_json(&json!({"client_id": c.client_id, "client_secret": c.client_secret})).await;
+    let v = token_ok(r).await;
+    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["access_token", "expires_in", "mode", "scope", "token_type"]);
+    assert_eq!(v["scope"], "payments payouts bulk:create reversals", "the merchant's default scopes");
+    assert_eq!(v["mode"], "test");
+    works(app, v["access_token"].as_str().unwrap()).await;
+    // grant_type may be given in the JSON form too.
+    let r = app.token_json(&json!({"grant_type": "client_credentials", "client_id": c.client_id, "client_secret": c.client_secret})).await;
+    let again = token_ok(r).await;
+    assert_ne!(again["access_token"], v["access_token"], "every request gets a new token");
+}
+
+async fn form_token_request_with_basic_auth(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let r = app.token_form(&[("grant_type", "client_credentials")], Some((&c.client_id, &c.client_secret))).await;
+    let v = token_ok(r).await;
+    assert_eq!(v["scope"], "payments payouts bulk:create reversals");
+    works(app, v["access_token"].as_str().unwrap()).await;
+}
+
+async fn form_token_request_with_body_credentials(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let form = [("grant_type", "client_credentials"), ("client_id", c.client_id.as_str()), ("client_secret", c.client_secret.as_str())];
+    let v = token_ok(app.token_form(&form, None).await).await;
+    works(app, v["access_token"].as_str().unwrap()).await;
+}
+
+/// RFC 6749 §2.3.1: the id and secret are form-urlencoded before base64. Encoding every byte
+/// (`_` as `%5F`) is a valid encoding the server must undo.
+async fn basic_credentials_are_form_urldecoded(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let encode_all = |s: &str| s.bytes().map(|b| format!("%{b:02X}")).collect::<String>();
+    let basic = crate::harness::base64(&format!("{}:{}", encode_all(&c.client_id), encode_all(&c.client_secret)));
+    let r = app
+        .http
+        .post(app.url("/oauth/token"))
+        .header("Authorization", format!("Basic {basic}"))
+        .form(&[("grant_type", "client_credentials")])
+        .send()
+        .await
+        .unwrap();
+    let v = token_ok(r).await;
+    works(app, v["access_token"].as_str().unwrap()).await;
+    // A wrong secret, encoded the same way, still fails.
+    let bad = crate::harness::base64(&format!("{}:{}", encode_all(&c.client_id), encode_all("cs_test_wrong")));
+    let r = app
+        .http
+        .post(app.url("/oauth/token"))
+        .header("Authorization", format!("Basic {bad}"))
+        .form(&[("grant_type", "client_credentials")])
+        .send()
+        .await
+        .unwrap();
+    strict(r, 401, "invalid_client", true).await;
+}
+
+async fn basic_and_body_secret_together_are_invalid_request(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let form = [("grant_type", "client_credentials"), ("client_secret", c.client_secret.as_str())];
+    let r = app.token_form(&form, Some((&c.client_id, &c.client_secret))).await;
+    strict(r, 400, "invalid_request", true).await;
+}
+
+async fn wrong_secret_and_unknown_client_answer_alike(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let wrong = app.token_json(&json!({"client_id": c.client_id, "client_secret": "cs_test_not_the_secret"})).await;
+    let wrong = strict(wrong, 401, "invalid_client", true).await;
+    let unknown = app.token_json(&json!({"client_id": "ck_test_nobody", "client_secret": c.client_secret})).await;
+    let unknown = strict(unknown, 401, "invalid_client", true).await;
+    let strip = |mut v: Value| {
+        v.as_object_mut().unwrap().remove("request_id");
+        v
+    };
+    assert_ne!(wrong.json["request_id"], unknown.json["request_id"]);
+    assert_eq!(wrong.header("www-authenticate"), "", "no Basic challenge when Basic was not used");
+    assert_eq!(strip(wrong.json), strip(unknown.json), "unknown client and wrong secret must be indistinguishable");
+    // The same through the form with body credentials.
+    let form = [("grant_type", "client_credentials"), ("client_id", "ck_test_nobody"), ("client_secret", "x")];
+    strict(app.token_form(&form, None).await, 401, "invalid_client", true).await;
+}
+
+async fn basic_auth_failure_names_the_basic_realm(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    for (id, secret) in [(c.client_id.as_str(), "cs_test_wrong"), ("ck_test_nobody", c.client_secret.as_str())] {
+        let r = app.token_form(&[("grant_type", "client_credentials")], Some((id, secret))).await;
+        let a = strict(r, 401, "invalid_client", true).await;
+        assert_eq!(a.header("www-authenticate"), "Basic realm=\"malipo\"");
+    }
+    // Malformed Basic credentials (not base64, or no colon) are refused the same way.
+    for value in ["Basic !!!not-base64!!!", &format!("Basic {}", crate::harness::base64("no-colon-here"))] {
+        let r = app
+            .http
+            .post(app.url("/oauth/token"))
+            .header("Authorization", value)
+            .form(&[("grant_type", "client_credentials")])
+            .send()
+            .await
+            .unwrap();
+        let a = strict(r, 401, "invalid_client", true).await;
+        assert_eq!(a.header("www-authenticate"), "Basic realm=\"malipo\"");
+    }
+}
+
+async fn form_without_grant_type_is_invalid_request(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let r = app.token_form(&[("scope", "payments")], Some((&c.client_id, &c.client_secret))).await;
+    let a = strict(r, 400, "invalid_request", true).await;
+    assert!(a.json["error_description"].as_str().unwrap().contains("grant_type"), "{}", a.text);
+    // Malformed JSON at the token endpoint is invalid_request too, in the token error shape.
+    let r = app.send(reqwest::Method::POST, None, "/oauth/token", Some("application/json"), "{\"client_id\":").await;
+    strict(r, 400, "invalid_request", true).await;
+}
+
+async fn password_grant_is_unsupported(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let form = [("grant_type", "password"), ("username", "a"), ("password", "b")];
+    let r = app.token_form(&form, Some((&c.client_id, &c.client_secret))).await;
+    strict(r, 400, "unsupported_grant_type", true).await;
+    let r = app.token_json(&json!({"grant_type": "authorization_code", "client_id": c.client_id, "client_secret": c.client_secret})).await;
+    strict(r, 400, "unsupported_grant_type", true).await;
+}
+
+async fn scope_subset_is_granted(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let form = [("grant_type", "client_credentials"), ("scope", "payouts")];
+    let v = token_ok(app.token_form(&form, Some((&c.client_id, &c.client_secret))).await).await;
+    assert_eq!(v["scope"], "payouts");
+    let r = app.token_json(&json!({"client_id": c.client_id, "client_secret": c.client_secret, "scope": "reversals payments"})).await;
+    let v = token_ok(r).await;
+    assert_eq!(v["scope"], "payments reversals", "exactly what was granted");
+    works(app, v["access_token"].as_str().unwrap()).await;
+}
+
+async fn scope_beyond_the_credential_is_invalid_scope(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let form = [("grant_type", "client_credentials"), ("scope", "payments wallets")];
+    strict(app.token_form(&form, Some((&c.client_id, &c.client_secret))).await, 400, "invalid_scope", true).await;
+    let r = app.token_json(&json!({"client_id": c.client_id, "client_secret": c.client_secret, "scope": "bulk:approve"})).await;
+    strict(r, 400, "invalid_scope", true).await;
+}
+
+async fn unknown_scope_is_invalid_scope(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let r = app.token_json(&json!({"client_id": c.client_id, "client_secret": c.client_secret, "scope": "payments admin"})).await;
+    strict(r, 400, "invalid_scope", true).await;
+}
+
+async fn token_endpoint_takes_only_json_or_form(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let body = format!("client_id={}&client_secret={}", c.client_id, c.client_secret);
+    let r = app.send(reqwest::Method::POST, None, "/oauth/token", Some("text/plain"), body).await;
+    let a = Answer::of(r).await;
+    assert_eq!(a.status, 415, "{}", a.text);
+    assert_eq!(a.json["code"], "unsupported_media_type");
+    // Unknown JSON members at the token endpoint are refused as invalid_request.
+    let r = app.token_json(&json!({"client_id": c.client_id, "client_secret": c.client_secret, "extra": 1})).await;
+    strict(r, 400, "invalid_request", true).await;
+}
+
+async fn live_credential_gets_a_live_token(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let live = app.live(&c.org_id).await;
+    assert!(live.client_id.starts_with("ck_live_") && live.client_secret.starts_with("cs_live_"));
+    let v = token_ok(app.token_json(&json!({"client_id": live.client_id, "client_secret": live.client_secret})).await).await;
+    assert_eq!(v["mode"], "live");
+    let b = app.get_json(v["access_token"].as_str().unwrap(), "/partner/balance").await;
+    assert_eq!(b["account"], "collection");
+}
+
+async fn payouts_only_token_cannot_push_charges(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let token = app.token_scoped(&c, "payouts").await;
+    let r = app.post(&token, "/partner/stk", &crate::harness::stk("254712345678", json!("10")), None).await;
+    let challenge = r.headers().get("www-authenticate").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+    problem_strict(r, 403, "insufficient_scope").await;
+    assert!(challenge.contains("error=\"insufficient_scope\""), "{challenge}");
+    let r = app.get(&token, "/partner/balance").await;
+    problem_strict(r, 403, "insufficient_scope").await;
+    // Nothing was created.
+    let full = app.token(&c).await;
+    assert_eq!(app.get_json(&full, "/partner/charges").await["data"], json!([]));
+}
+
+async fn missing_token_is_unauthorized_with_bearer_challenge(db: Db) {
+    let app = TestApp::shared(db);
+    let r = app.http.get(app.url("/partner/balance")).send().await.unwrap();
+    let a = problem_strict(r, 401, "unauthorized").await;
+    assert_eq!(a.header("www-authenticate"), "Bearer realm=\"malipo\"");
+    let r = app.http.post(app.url("/partner/stk")).json(&crate::harness::stk("254712345678", json!(10))).send().await.unwrap();
+    let a = problem_strict(r, 401, "unauthorized").await;
+    assert_eq!(a.header("www-authenticate"), "Bearer realm=\"malipo\"");
+}
+
+async fn garbage_token_is_invalid_token(db: Db) {
+    let app = TestApp::shared(db);
+    refused(app, "mlp_thisisnotatokenatall", "The access token is invalid").await;
+    refused(app, "x", "The access token is invalid").await;
+}
+
+async fn bearer_scheme_is_case_insensitive(db: Db) {
+    let app = TestApp::shared(db);
+    let (_, token) = app.merchant_token().await;
+    for scheme in ["bearer", "BEARER", "Bearer"] {
+        let r = app.http.get(app.url("/partner/balance")).header("Authorization", format!("{scheme} {token}")).send().await.unwrap();
+        assert_eq!(r.status(), 200, "scheme {scheme}");
+    }
+}
+
+async fn other_authorization_schemes_are_unauthorized(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let r = app.http.get(app.url("/partner/balance")).basic_auth(&c.client_id, Some(&c.client_secret)).send().await.unwrap();
+    let a = problem_strict(r, 401, "unauthorized").await;
+    assert_eq!(a.header("www-authenticate"), "Bearer realm=\"malipo\"");
+}
+
+async fn revoke_form(app: &TestApp, c: &Creds, token: &str) -> reqwest::Response {
+    app.http
+        .post(app.url("/oauth/revoke"))
+        .basic_auth(&c.client_id, Some(&c.client_secret))
+        .form(&[("token", token), ("token_type_hint", "access_token")])
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn revoked_token_is_refused_at_once_form(db: Db) {
+    let app = TestApp::shared(db);
+    let (c, token) = app.merchant_token().await;
+    let other = app.token(&c).await;
+    works(app, &token).await;
+    let r = revoke_form(app, &c, &token).await;
+    assert_eq!(r.status(), 200);
+    refused(app, &token, "The access token was revoked").await;
+    works(app, &other).await;
+    // Revoking again is still 200.
+    assert_eq!(revoke_form(app, &c, &token).await.status(), 200);
+}
+
+async fn revoked_token_is_refused_at_once_json(db: Db) {
+    let app = TestApp::shared(db);
+    let (c, token) = app.merchant_token().await;
+    let r = app
+        .http
+        .post(app.url("/oauth/revoke"))
+        .json(&json!({"token": token, "client_id": c.client_id, "client_secret": c.client_secret}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    refused(app, &token, "The access token was revoked").await;
+}
+
+async fn revoking_an_unknown_token_answers_200(db: Db) {
+    let app = TestApp::shared(db);
+    let (c, token) = app.merchant_token().await;
+    assert_eq!(revoke_form(app, &c, "mlp_never_issued").await.status(), 200);
+    // Another client's token is not revoked by this client (RFC 7009 §2.1), but the answer is 200.
+    let (_, other_token) = app.merchant_token().await;
+    assert_eq!(revoke_form(app, &c, &other_token).await.status(), 200);
+    works(app, &other_token).await;
+    works(app, &token).await;
+}
+
+async fn revoke_needs_valid_client_and_token(db: Db) {
+    let app = TestApp::shared(db);
+    let (c, token) = app.merchant_token().await;
+    let r = app
+        .http
+        .post(app.url("/oauth/revoke"))
+        .basic_auth(&c.client_id, Some("cs_test_wrong"))
+        .form(&[("token", token.as_str())])
+        .send()
+        .await
+        .unwrap();
+    let a = strict(r, 401, "invalid_client", true).await;
+    assert_eq!(a.header("www-authenticate"), "Basic realm=\"malipo\"");
+    works(app, &token).await;
+    let r =
+        app.http.post(app.url("/oauth/revoke")).basic_auth(&c.client_id, Some(&c.client_secret)).form(&[("x", "y")]).send().await.unwrap();
+    strict(r, 400, "invalid_request", true).await;
+}
+
+async fn revoking_the_credential_kills_its_tokens(db: Db) {
+    let app = TestApp::shared(db);
+    let (c, token) = app.merchant_token().await;
+    works(app, &token).await;
+    let p = app.platform.clone();
+    let id = c.client_id.clone();
+    tokio::task::spawn_blocking(move || p.revoke_credential(&id)).await.unwrap().unwrap();
+    let r = app.get(&token, "/partner/balance").await;
+    problem_strict(r, 401, "invalid_token").await;
+    // And the credential can no longer get tokens.
+    let r = app.token_json(&json!({"client_id": c.client_id, "client_secret": c.client_secret})).await;
+    strict(r, 401, "invalid_client", true).await;
+}
+
+async fn expired_token_says_it_expired(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let token = "mlp_expired_token_for_the_test_0123456789abcdef".to_owned();
+    let record = malipo_auth::AccessToken {
+        digest: malipo_auth::token_digest(&token),
+        client_id: c.client_id.clone(),
+        org_id: malipo_core::OrgId::parse(&c.org_id).unwrap(),
+        mode: malipo_core::Mode::Test,
+        scopes: malipo_auth::Scopes::parse("payments").unwrap(),
+        created_at: malipo_core::Timestamp::now().plus_seconds(-3700),
+        expires_at: malipo_core::Timestamp::now().plus_seconds(-100),
+        revoked_at: None,
+    };
+    let p = app.platform.clone();
+    tokio::task::spawn_blocking(move || malipo_service::write(p.store(), |tx| Ok(tx.insert_token(&record)?))).await.unwrap().unwrap();
+    refused(app, &token, "The access token expired").await;
+}
+
+async fn oauth2_fetch(app: &TestApp, c: &Creds, auth: oauth2::AuthType) -> String {
+    use oauth2::basic::BasicClient;
+    use oauth2::{ClientId, ClientSecret, TokenResponse, TokenUrl};
+    let client = BasicClient::new(ClientId::new(c.client_id.clone()))
+        .set_client_secret(ClientSecret::new(c.client_secret.clone()))
+        .set_token_uri(TokenUrl::new(app.url("/oauth/token")).unwrap())
+        .set_auth_type(auth);
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let token = client.exchange_client_credentials().request_async(&http).await.unwrap();
+    assert_eq!(*token.token_type(), oauth2::basic::BasicTokenType::Bearer);
+    assert_eq!(token.expires_in(), Some(std::time::Duration::from_secs(3600)));
+    let scopes: Vec<String> = token.scopes().unwrap().iter().map(|s| s.to_string()).collect();
+    assert_eq!(scopes, ["payments", "payouts", "bulk:create", "reversals"]);
+    token.access_token().secret().clone()
+}
+
+async fn oauth2_crate_fetches_a_working_token_with_basic_auth(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let token = oauth2_fetch(app, &c, oauth2::AuthType::BasicAuth).await;
+    works(app, &token).await;
+}
+
+async fn oauth2_crate_fetches_a_working_token_with_body_credentials(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let token = oauth2_fetch(app, &c, oauth2::AuthType::RequestBody).await;
+    works(app, &token).await;
+}

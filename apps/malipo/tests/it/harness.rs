@@ -225,3 +225,310 @@ pub fn raw_member(body: &str, name: &str) -> String {
     let map: std::collections::HashMap<String, Box<serde_json::value::RawValue>> = serde_json::from_str(body).unwrap();
     map.get(name).map(|v| v.get().to_owned()).unwrap_or_default()
 }
+
+// ---------------------------------------------------------------------------------------------
+// Helpers of the contract tests (auth, errors, charges, sandbox, idempotency, isolation, ops).
+
+/// Words that must never appear in an error body: internals, SQL, panics, file paths.
+pub const LEAKS: [&str; 9] = ["diesel", "SQL", "sqlite", "postgres", "panicked", ".rs", "src/", "/home/", "/work/"];
+
+/// Asserts that a body names no internals.
+pub fn assert_no_internals(body: &str) {
+    for word in LEAKS {
+        assert!(!body.contains(word), "error body leaks {word:?}: {body}");
+    }
+}
+
+/// A response read to the end: status, headers, text and JSON (Null when not JSON).
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+    pub json: Value,
+}
+
+impl Answer {
+    pub async fn of(r: reqwest::Response) -> Answer {
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let text = r.text().await.unwrap();
+        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Answer { status, headers, text, json }
+    }
+
+    /// A header as text ("" when absent).
+    pub fn header(&self, name: &str) -> String {
+        self.headers.get(name).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default()
+    }
+
+    /// The exact text of a top-level member.
+    pub fn raw(&self, name: &str) -> String {
+        raw_member(&self.text, name)
+    }
+}
+
+/// Like [`problem`], and stricter: `application/problem+json` (or `application/json` when
+/// `oauth`), `request_id` equal to `X-Request-Id`, and no internals in the body.
+pub async fn strict(r: reqwest::Response, status: u16, code: &str, oauth: bool) -> Answer {
+    let a = Answer::of(r).await;
+    assert_eq!(a.status, status, "status of {}", a.text);
+    let v = &a.json;
+    assert_eq!(v["code"], code, "code in {v}");
+    assert_eq!(v["status"], status, "status member in {v}");
+    assert_eq!(v["type"], format!("urn:malipo:problem:{code}"), "{v}");
+    assert!(v["title"].is_string() && v["detail"].is_string(), "{v}");
+    let id = a.header("x-request-id");
+    assert!(!id.is_empty(), "X-Request-Id header");
+    assert_eq!(v["request_id"], id.as_str(), "request_id equals X-Request-Id");
+    let ct = a.header("content-type");
+    let want = if oauth { "application/json" } else { "application/problem+json" };
+    assert!(ct.starts_with(want), "content type {ct}, wanted {want}");
+    if oauth {
+        assert_eq!(v["error"], code, "{v}");
+        assert!(v["error_description"].is_string(), "{v}");
+        assert_eq!(a.header("cache-control"), "no-store");
+    }
+    assert_no_internals(&a.text);
+    a
+}
+
+/// [`strict`] for a non-token endpoint.
+pub async fn problem_strict(r: reqwest::Response, status: u16, code: &str) -> Answer {
+    strict(r, status, code, false).await
+}
+
+/// A 422 `validation_failed` whose first field error is `field`/`code`.
+pub async fn field_problem(r: reqwest::Response, field: &str, code: &str) -> Answer {
+    let a = strict(r, 422, "validation_failed", false).await;
+    let e = &a.json["errors"][0];
+    assert_eq!(e["field"], field, "errors[0].field in {}", a.text);
+    assert_eq!(e["code"], code, "errors[0].code in {}", a.text);
+    assert!(e["message"].is_string(), "{}", a.text);
+    a
+}
+
+/// A fresh `POST /partner/stk` body.
+pub fn stk(msisdn: &str, amount: Value) -> Value {
+    let idem = uuid::Uuid::new_v4().to_string();
+    json!({"payer_msisdn": msisdn, "amount": amount, "reference": format!("ORD-{}", &idem[..8]), "idem": idem})
+}
+
+/// Whether a text is an RFC 3339 UTC timestamp ending in `Z`.
+pub fn is_utc_timestamp(s: &str) -> bool {
+    s.ends_with('Z')
+        && s.len() >= 20
+        && malipo_core::Timestamp::parse_rfc3339(s).is_ok()
+        && s.as_bytes()[4] == b'-'
+        && s.as_bytes()[10] == b'T'
+}
+
+impl TestApp {
+    /// A request with an arbitrary body and content type (and a bearer token if given).
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        token: Option<&str>,
+        path: &str,
+        content_type: Option<&str>,
+        body: impl Into<reqwest::Body>,
+    ) -> reqwest::Response {
+        let mut r = self.http.request(method, self.url(path)).body(body);
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        if let Some(ct) = content_type {
+            r = r.header("Content-Type", ct);
+        }
+        r.send().await.unwrap()
+    }
+
+    /// `POST /oauth/token` with a JSON body.
+    pub async fn token_json(&self, body: &Value) -> reqwest::Response {
+        self.http.post(self.url("/oauth/token")).json(body).send().await.unwrap()
+    }
+
+    /// `POST /oauth/token` with a form body and, if given, HTTP Basic credentials (raw).
+    pub async fn token_form(&self, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> reqwest::Response {
+        let mut r = self.http.post(self.url("/oauth/token")).form(form);
+        if let Some((id, secret)) = basic {
+            r = r.basic_auth(id, Some(secret));
+        }
+        r.send().await.unwrap()
+    }
+
+    /// A token for a subset of the credential's scopes.
+    pub async fn token_scoped(&self, c: &Creds, scope: &str) -> String {
+        let r = self.token_json(&json!({"client_id": c.client_id, "client_secret": c.client_secret, "scope": scope})).await;
+        assert_eq!(r.status(), 200, "scoped token request failed");
+        r.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_owned()
+    }
+
+    /// `POST /sandbox/charges/{ref}/simulate` with a fresh key.
+    pub async fn simulate(&self, token: &str, charge_ref: &str, action: &str) -> reqwest::Response {
+        let key = uuid::Uuid::new_v4().to_string();
+        self.post(token, &format!("/sandbox/charges/{charge_ref}/simulate"), &json!({"action": action}), Some(&key)).await
+    }
+
+    /// `POST /sandbox/wallets` with a fresh key.
+    pub async fn sandbox_wallet(&self, token: &str, body: &Value) -> reqwest::Response {
+        let key = uuid::Uuid::new_v4().to_string();
+        self.post(token, "/sandbox/wallets", body, Some(&key)).await
+    }
+
+    /// GET returning the JSON body (asserting 200).
+    pub async fn get_json(&self, token: &str, path: &str) -> Value {
+        let r = self.get(token, path).await;
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        assert_eq!(status, 200, "GET {path}: {text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// A charge's ref after pushing it (asserting 200).
+    pub async fn charge_ref(&self, token: &str, msisdn: &str, amount: &str) -> String {
+        self.charge(token, msisdn, amount).await["charge_ref"].as_str().unwrap().to_owned()
+    }
+}
+
+/// Standard base64 with padding (for hand-made HTTP Basic headers).
+pub fn base64(input: &str) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes = input.as_bytes();
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ABC[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// A server shared by the tests of one process, per backend.
+//
+// Creating, migrating and dropping a database costs most of a short test (about 0.3 s on
+// PostgreSQL). Tests that only need default options and keep to their own merchant, payer
+// numbers and keys use one server per backend for the whole process instead. It is never
+// stopped; its database is recorded in a registry file and removed by a later run once this
+// process has ended.
+
+static NEXT_NUMBER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// A Kenyan test number no other test of this process uses, ending in `last4` (which picks
+/// the sandbox outcome): `2547` + 4 unique digits + `last4`.
+pub fn msisdn(last4: &str) -> String {
+    assert_eq!(last4.len(), 4);
+    let n = NEXT_NUMBER.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 10_000;
+    format!("2547{n:04}{last4}")
+}
+
+fn shared_registry() -> std::path::PathBuf {
+    std::env::temp_dir().join("malipo-it-shared-databases.txt")
+}
+
+/// `Some(alive)` where the platform can tell.
+fn process_alive(pid: u32) -> Option<bool> {
+    let proc = std::path::Path::new("/proc");
+    proc.join("self").exists().then(|| proc.join(pid.to_string()).exists())
+}
+
+fn is_test_database_name(name: &str) -> bool {
+    name.strip_prefix("malipo_t_").is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// Removes what shared servers of ended processes left behind: PostgreSQL databases (dropped
+/// without FORCE, so a database still in use is kept) and SQLite directories.
+fn sweep_shared_databases() {
+    use diesel::connection::SimpleConnection;
+    use diesel::Connection;
+    let path = shared_registry();
+    let Ok(text) = std::fs::read_to_string(&path) else { return };
+    let admin_url =
+        std::env::var("MALIPO_TEST_POSTGRES_URL").unwrap_or_else(|_| malipo_store_diesel::testing::DEFAULT_POSTGRES_URL.to_owned());
+    let mut admin: Option<diesel::PgConnection> = None;
+    let mut keep = String::new();
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ' ');
+        let (Some(pid), Some(kind), Some(target)) = (parts.next(), parts.next(), parts.next()) else { continue };
+        let ended = pid.parse().ok().and_then(process_alive) == Some(false);
+        let removed = ended
+            && match kind {
+                "postgres" if is_test_database_name(target) => {
+                    if admin.is_none() {
+                        admin = diesel::PgConnection::establish(&admin_url).ok();
+                    }
+                    admin.as_mut().is_some_and(|c| c.batch_execute(&format!("DROP DATABASE IF EXISTS {target}")).is_ok())
+                }
+                "sqlite" => {
+                    let dir = std::path::Path::new(target);
+                    let ours = dir.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("malipo-test-"));
+                    ours && (std::fs::remove_dir_all(dir).is_ok() || !dir.exists())
+                }
+                _ => true,
+            };
+        if !removed {
+            keep.push_str(line);
+            keep.push('\n');
+        }
+    }
+    let _ = std::fs::write(&path, keep);
+}
+
+fn register_shared_database(db: Db, url: &str) {
+    use std::io::Write;
+    let target = match db {
+        Db::Postgres => url.split('?').next().unwrap_or(url).rsplit('/').next().unwrap_or("").to_owned(),
+        Db::Sqlite => {
+            std::path::Path::new(url.trim_start_matches("sqlite://")).parent().map(|p| p.display().to_string()).unwrap_or_default()
+        }
+    };
+    let kind = if db == Db::Postgres { "postgres" } else { "sqlite" };
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(shared_registry()) {
+        let _ = writeln!(f, "{} {kind} {target}", std::process::id());
+    }
+}
+
+impl TestApp {
+    /// The server shared by this process's tests on `db` (default [`Options`]), started on
+    /// first use. Use a fresh merchant, [`msisdn`] numbers for anything that changes a wallet,
+    /// and never `stop` it. Its client opens a connection per request, so that no pooled
+    /// connection outlives the runtime of the test that opened it.
+    pub fn shared(db: Db) -> &'static TestApp {
+        static SQLITE: std::sync::OnceLock<TestApp> = std::sync::OnceLock::new();
+        static POSTGRES: std::sync::OnceLock<TestApp> = std::sync::OnceLock::new();
+        let cell = match db {
+            Db::Sqlite => &SQLITE,
+            Db::Postgres => &POSTGRES,
+        };
+        cell.get_or_init(|| {
+            sweep_shared_databases();
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::Builder::new()
+                .name(format!("shared-{db:?}"))
+                .spawn(move || {
+                    actix_web::rt::System::new().block_on(async move {
+                        let mut app = TestApp::spawn(db).await;
+                        app.http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+                        register_shared_database(db, &app.db.url);
+                        if tx.send(app).is_ok() {
+                            std::future::pending::<()>().await;
+                        }
+                    });
+                })
+                .unwrap();
+            rx.recv().expect("the shared test server failed to start")
+        })
+    }
+}
+
+/// A JSON string value.
+pub fn json_str(s: &str) -> Value {
+    Value::String(s.to_owned())
+}

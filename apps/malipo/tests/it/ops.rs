@@ -1,1 +1,136 @@
-//! Tests of ops (to be written).
+//! Operational endpoints: liveness, readiness, metrics, the OpenAPI document.
+
+use std::time::Duration;
+
+use crate::harness::{problem_strict, Answer, Db, TestApp};
+
+crate::on_both!(
+    healthz_answers_200,
+    readyz_answers_200_when_the_database_is_reachable,
+    metrics_count_requests_by_endpoint_pattern,
+    metrics_count_charges_by_state,
+    metrics_do_not_label_unknown_paths_verbatim,
+    openapi_document_lists_every_path,
+    operational_endpoints_need_no_token,
+);
+
+async fn metrics(app: &TestApp) -> String {
+    let r = app.http.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let ct = r.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(ct.starts_with("text/plain"), "Prometheus text format: {ct}");
+    r.text().await.unwrap()
+}
+
+/// The value of the first sample line that starts with `name{` and contains every label.
+fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) && labels.iter().all(|x| l.contains(x)))
+        .find_map(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+async fn healthz_answers_200(db: Db) {
+    let app = TestApp::shared(db);
+    let a = Answer::of(app.http.get(app.url("/healthz")).send().await.unwrap()).await;
+    assert_eq!(a.status, 200);
+    assert_eq!(a.json["status"], "ok");
+    assert!(!a.header("x-request-id").is_empty());
+}
+
+async fn readyz_answers_200_when_the_database_is_reachable(db: Db) {
+    let app = TestApp::shared(db);
+    let a = Answer::of(app.http.get(app.url("/readyz")).send().await.unwrap()).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.json["status"], "ready");
+}
+
+async fn metrics_count_requests_by_endpoint_pattern(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let (_, token) = app.merchant_token().await;
+    let r = app.charge_ref(&token, "254700001009", "10").await;
+    let _ = app.charge_ref(&token, "254700001009", "11").await;
+    assert_eq!(app.get(&token, &format!("/partner/charges/{r}")).await.status(), 200);
+    let text = metrics(&app).await;
+    let stk = sample(&text, "malipo_http_requests_total", &["endpoint=\"/api/v1/partner/stk\"", "method=\"POST\"", "status=\"200\""]);
+    assert_eq!(stk, Some(2.0), "{text}");
+    let one = sample(&text, "malipo_http_requests_total", &["endpoint=\"/api/v1/partner/charges/{charge_ref}\"", "method=\"GET\""]);
+    assert_eq!(one, Some(1.0), "path parameters are labelled by pattern: {text}");
+    assert!(!text.contains(&r), "no charge id in a label");
+    assert!(text.contains("malipo_http_requests_duration_seconds"), "latency histogram");
+    app.stop().await;
+}
+
+async fn metrics_count_charges_by_state(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let (_, token) = app.merchant_token().await;
+    let r = app.charge_ref(&token, "254712345678", "10").await;
+    app.wait_for(&token, &r, "completed", Duration::from_secs(10)).await;
+    let d = app.charge_ref(&token, "254700001009", "10").await;
+    assert_eq!(app.simulate(&token, &d, "decline").await.status(), 200);
+    let text = metrics(&app).await;
+    assert_eq!(sample(&text, "malipo_charges_total", &["state=\"pending\""]), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "malipo_charges_total", &["state=\"authorised\""]), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "malipo_charges_total", &["state=\"completed\""]), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "malipo_charges_total", &["state=\"declined\""]), Some(1.0), "{text}");
+    app.assert_ledger_ok().await;
+    app.stop().await;
+}
+
+async fn metrics_do_not_label_unknown_paths_verbatim(db: Db) {
+    let app = TestApp::shared(db);
+    let probe = format!("/api/v1/probe-{}", uuid::Uuid::new_v4().simple());
+    problem_strict(app.http.get(app.url(&probe)).send().await.unwrap(), 404, "not_found").await;
+    let text = metrics(app).await;
+    assert!(!text.contains(&probe), "unknown paths must not become label values (unbounded cardinality)");
+    let unknown = sample(&text, "malipo_http_requests_total", &["endpoint=\"UNKNOWN\"", "status=\"404\""]);
+    assert!(unknown.is_some_and(|n| n >= 1.0), "unknown paths are counted under one label: {text}");
+}
+
+async fn openapi_document_lists_every_path(db: Db) {
+    let app = TestApp::shared(db);
+    let a = Answer::of(app.http.get(app.url("/api/v1/openapi.json")).send().await.unwrap()).await;
+    assert_eq!(a.status, 200);
+    assert!(a.header("content-type").starts_with("application/json"));
+    let doc = a.json;
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
+    let paths = doc["paths"].as_object().unwrap();
+    let want = [
+        ("/api/v1/oauth/token", "post"),
+        ("/api/v1/oauth/revoke", "post"),
+        ("/api/v1/partner/stk", "post"),
+        ("/api/v1/partner/status", "get"),
+        ("/api/v1/partner/charges", "get"),
+        ("/api/v1/partner/charges/{charge_ref}", "get"),
+        ("/api/v1/partner/balance", "get"),
+        ("/api/v1/accounts", "get"),
+        ("/api/v1/sandbox/charges/{charge_ref}/simulate", "post"),
+        ("/api/v1/sandbox/wallets", "post"),
+        ("/healthz", "get"),
+        ("/readyz", "get"),
+        ("/api/v1/openapi.json", "get"),
+    ];
+    for (path, method) in want {
+        assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing from the document");
+    }
+    // Every documented operation names its responses, and schemas it references exist.
+    let text = serde_json::to_string(&doc).unwrap();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for part in text.split("\"#/components/schemas/").skip(1) {
+        let name = part.split('"').next().unwrap();
+        assert!(schemas.contains_key(name), "dangling schema reference {name}");
+    }
+    for (path, item) in paths {
+        for (method, op) in item.as_object().unwrap() {
+            assert!(op["responses"].as_object().is_some_and(|r| !r.is_empty()), "{method} {path} has no responses");
+        }
+    }
+    assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
+}
+
+async fn operational_endpoints_need_no_token(db: Db) {
+    let app = TestApp::shared(db);
+    for path in ["/healthz", "/readyz", "/metrics", "/api/v1/openapi.json"] {
+        let r = app.http.get(app.url(path)).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+    }
+}
