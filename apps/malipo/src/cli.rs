@@ -125,6 +125,22 @@ fn org_id(s: &str) -> anyhow::Result<OrgId> {
     OrgId::parse(s).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
+/// A use case's failure as a message for the operator (`subject` names what was looked for).
+fn failure(e: malipo_service::ServiceError, subject: &str) -> anyhow::Error {
+    use malipo_service::ServiceError;
+    match e {
+        ServiceError::NotFound => anyhow::anyhow!("{subject} not found"),
+        ServiceError::Validation(errors) => {
+            let messages: Vec<String> = errors
+                .iter()
+                .map(|f| if f.message.starts_with(&f.field) { f.message.clone() } else { format!("{}: {}", f.field, f.message) })
+                .collect();
+            anyhow::anyhow!("{}", messages.join("; "))
+        }
+        other => anyhow::anyhow!("{other}"),
+    }
+}
+
 fn print_credential(c: &malipo_service::IssuedCredential, as_json: bool) {
     if as_json {
         println!(
@@ -147,40 +163,55 @@ fn print_credential(c: &malipo_service::IssuedCredential, as_json: bool) {
 /// # Errors
 /// Failures, with a message for the operator.
 pub fn run(settings: &Settings, command: Command) -> anyhow::Result<i32> {
-    let (platform, store) = crate::platform(settings)?;
-    let err = |e: malipo_service::ServiceError| anyhow::anyhow!("{e:?}");
+    if let Command::Migrate = command {
+        // Migrate before assembling the platform (which migrates too), so that the count is
+        // what this command applied.
+        let store = malipo_store_diesel::DieselStore::connect(&settings.database_url, settings.db_pool_size)
+            .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
+        let n = store.migrate().map_err(|e| anyhow::anyhow!("migrations failed: {e}"))?;
+        crate::platform(settings)?;
+        println!("migrations applied; {n} pending were run");
+        return Ok(0);
+    }
+    let (platform, _store) = crate::platform(settings)?;
     match command {
-        Command::Serve => unreachable_serve(),
-        Command::Migrate => {
-            let n = store.migrate().map_err(|e| anyhow::anyhow!("{e}"))?;
-            println!("migrations applied; {n} pending were run");
-            Ok(0)
-        }
+        Command::Serve | Command::Migrate => unreachable_serve(),
         Command::Org(OrgCommand::Create { name, kind, country, json }) => {
             let kind: OrgKind = kind.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
-            let issued = platform.create_org(&name, kind, &country).map_err(err)?;
+            let issued = platform.create_org(&name, kind, &country).map_err(|e| failure(e, "organisation"))?;
             print_credential(&issued, json);
             Ok(0)
         }
         Command::Credentials(CredentialsCommand::Issue { org, mode: m, scopes, json }) => {
             let scopes = scopes.map(|s| Scopes::parse(&s)).transpose().map_err(|e| anyhow::anyhow!("{e}"))?;
-            let issued = platform.issue_credential(&org_id(&org)?, mode(&m)?, scopes).map_err(err)?;
+            let issued = platform
+                .issue_credential(&org_id(&org)?, mode(&m)?, scopes)
+                .map_err(|e| failure(e, &format!("organisation {org}")))?;
             print_credential(&issued, json);
             Ok(0)
         }
         Command::Credentials(CredentialsCommand::Revoke { client_id }) => {
-            platform.revoke_credential(&client_id).map_err(err)?;
+            platform
+                .revoke_credential(&client_id)
+                .map_err(|e| match e {
+                    malipo_service::ServiceError::NotFound => {
+                        anyhow::anyhow!("no active credential {client_id} (unknown, or already revoked)")
+                    }
+                    other => failure(other, "credential"),
+                })?;
             println!("revoked {client_id} and its tokens");
             Ok(0)
         }
         Command::Account(AccountCommand::Fund { org, mode: m, amount }) => {
-            let tx = platform.fund_account(&org_id(&org)?, mode(&m)?, &amount).map_err(err)?;
+            let tx = platform
+                .fund_account(&org_id(&org)?, mode(&m)?, &amount)
+                .map_err(|e| failure(e, &format!("organisation {org}")))?;
             println!("{}", json!({"transaction_id": tx.as_str()}));
             Ok(0)
         }
         Command::Ledger(LedgerCommand::Verify { mode: m, json }) => {
             let m = m.as_deref().map(mode).transpose()?;
-            let violations = platform.verify_ledger(m).map_err(err)?;
+            let violations = platform.verify_ledger(m).map_err(|e| failure(e, "ledger"))?;
             if json {
                 let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
                 println!("{}", json!({"ok": violations.is_empty(), "violations": list}));
@@ -197,5 +228,5 @@ pub fn run(settings: &Settings, command: Command) -> anyhow::Result<i32> {
 }
 
 fn unreachable_serve() -> anyhow::Result<i32> {
-    Err(anyhow::anyhow!("serve is handled by main"))
+    Err(anyhow::anyhow!("serve is handled by main, migrate above"))
 }
