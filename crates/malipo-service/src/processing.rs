@@ -238,7 +238,6 @@ impl Platform {
             ))
         })?;
         let revenue = self.system_account(tx, charge.mode, charge, AccountKind::Revenue)?;
-        tx.release(&payer, charge.amount)?;
         let journal = Journal::new_skipping_zero(
             charge.mode,
             charge.currency,
@@ -251,9 +250,13 @@ impl Platform {
             ],
             now,
         )?;
+        // The charge first, the shared ledger rows last: the revenue account and the ledger's
+        // audit-chain head are locked by every completion, so they are taken just before commit.
+        charge.transaction_id = Some(journal.id.clone());
+        self.apply(tx, charge, ChargeEvent::Complete, now, entered)?;
+        tx.release(&payer, charge.amount)?;
         tx.post_journal(&journal)?;
-        charge.transaction_id = Some(journal.id);
-        self.apply(tx, charge, ChargeEvent::Complete, now, entered)
+        Ok(())
     }
 
     fn system_account(

@@ -660,10 +660,12 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
     let mode = journal.mode.as_str();
     let currency = journal.currency.as_str();
 
-    // Lines in ascending account order, so that concurrent postings lock accounts in one order
-    // (a stable sort keeps each account's own lines in journal order).
+    // Lines in descending account order, so that concurrent postings lock accounts in one order
+    // (a stable sort keeps each account's own lines in journal order). Ids are time-ordered, so
+    // the platform's shared accounts (revenue, issuance, sandbox funding), opened first and
+    // touched by many journals, are locked last and held the shortest time.
     let mut order: Vec<usize> = (0..journal.lines.len()).collect();
-    order.sort_by(|&a, &b| journal.lines[a].account.cmp(&journal.lines[b].account));
+    order.sort_by(|&a, &b| journal.lines[b].account.cmp(&journal.lines[a].account));
     let mut balance_after = vec![0_i64; journal.lines.len()];
     for i in order {
         let line = &journal.lines[i];
@@ -699,13 +701,35 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
         }
     }
 
+    // Postings before their journal (the foreign key is checked at commit): the ledger head,
+    // which every journal of this ledger locks, is taken by the last statements, so it is held
+    // for as short a time as possible.
+    let postings = journal
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            Ok(NewPosting {
+                journal_id: journal.id.as_str(),
+                line_no: i32::try_from(i)
+                    .map_err(|_| StoreError::Other("too many journal lines".into()))?,
+                account_id: line.account.as_str(),
+                amount: line.amount.get(),
+                balance_after: balance_after[i],
+                created_at: journal.created_at.as_micros(),
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    per_backend!(&mut *conn, |c| diesel::insert_into(postings::table)
+        .values(&postings)
+        .execute(c))?;
+
     let (prev_seq, prev_hash) = lock_ledger_head(conn, mode, currency)?;
     let seq = prev_seq + 1;
     let hash = chain_hash(&prev_hash, seq, journal);
     diesel::update(ledger_heads::table.find((mode, currency)))
         .set((ledger_heads::seq.eq(seq), ledger_heads::hash.eq(&hash)))
         .execute(conn)?;
-
     let row = JournalRow {
         id: journal.id.as_str().to_owned(),
         mode: mode.to_owned(),
@@ -720,20 +744,6 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
     diesel::insert_into(journals::table)
         .values(&row)
         .execute(conn)?;
-    for (i, line) in journal.lines.iter().enumerate() {
-        let posting = NewPosting {
-            journal_id: journal.id.as_str(),
-            line_no: i32::try_from(i)
-                .map_err(|_| StoreError::Other("too many journal lines".into()))?,
-            account_id: line.account.as_str(),
-            amount: line.amount.get(),
-            balance_after: balance_after[i],
-            created_at: journal.created_at.as_micros(),
-        };
-        diesel::insert_into(postings::table)
-            .values(&posting)
-            .execute(conn)?;
-    }
     Ok(())
 }
 
