@@ -18,7 +18,11 @@ pub struct FieldError {
 impl FieldError {
     /// A field error.
     pub fn new(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
-        FieldError { field: field.into(), code, message: message.into() }
+        FieldError {
+            field: field.into(),
+            code,
+            message: message.into(),
+        }
     }
 }
 
@@ -108,7 +112,8 @@ impl ServiceError {
     pub fn is_insufficient_funds(&self) -> bool {
         matches!(
             self,
-            ServiceError::InsufficientFunds | ServiceError::Store(StoreError::Ledger(LedgerError::InsufficientFunds(_)))
+            ServiceError::InsufficientFunds
+                | ServiceError::Store(StoreError::Ledger(LedgerError::InsufficientFunds(_)))
         )
     }
 }

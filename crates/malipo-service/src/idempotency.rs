@@ -1,11 +1,13 @@
 //! Running an effect under an idempotency key: the key is claimed, the effect applied and the
 //! response stored in one transaction, so a retry is settled exactly once.
 
-use malipo_idempotency::{Decision, Fingerprint, IdempotencyKey, KeyScope, StoredResponse};
+use malipo_idempotency::{
+    Decision, Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse,
+};
 
 use crate::error::ServiceError;
 use crate::platform::Platform;
-use crate::ports::{write, Tx};
+use crate::ports::{write, StoreError, Tx};
 
 /// The key of a state-changing request and what it is bound to.
 #[derive(Clone, Debug)]
@@ -28,8 +30,11 @@ pub struct IdemOutcome {
 }
 
 impl Platform {
-    /// Runs `effect` once per key. A repeat with the same fingerprint replays the stored response;
-    /// with another fingerprint it is refused. Errors from `effect` roll everything back, the key
+    /// Runs `effect` once per key, in one transaction with the key: the effect is applied, its
+    /// response rendered, and the key stored with the response. A repeat with the same
+    /// fingerprint replays the stored response; with another fingerprint it is refused. When a
+    /// concurrent request stores the key first, this transaction rolls back and the request
+    /// replays the winner's response. Errors from `effect` roll everything back, the key
     /// included, so a refused request writes nothing and may be retried.
     ///
     /// # Errors
@@ -41,18 +46,38 @@ impl Platform {
         render: &dyn Fn(&T) -> StoredResponse,
     ) -> Result<IdemOutcome, ServiceError> {
         let now = self.clock.now();
+        // First attempt: assume a new key (the common case) and skip the lookup; the insert at
+        // the end detects a repeat. Later attempts look the key up first.
+        let mut first_attempt = true;
         write(self.store(), |tx| {
-            if let Some(existing) = tx.claim_key(&idem.scope, &idem.key, &idem.fingerprint, now)? {
-                return match existing.decide(&idem.fingerprint) {
-                    Decision::Replay(response) => Ok(IdemOutcome { response, replayed: true }),
-                    Decision::Reused => Err(ServiceError::IdempotencyReused),
-                    Decision::InProgress => Err(ServiceError::IdempotencyInProgress),
-                };
+            if !std::mem::take(&mut first_attempt) {
+                if let Some(existing) = tx.idempotency_record(&idem.scope, &idem.key)? {
+                    return match existing.decide(&idem.fingerprint) {
+                        Decision::Replay(response) => Ok(IdemOutcome {
+                            response,
+                            replayed: true,
+                        }),
+                        Decision::Reused => Err(ServiceError::IdempotencyReused),
+                        Decision::InProgress => Err(ServiceError::IdempotencyInProgress),
+                    };
+                }
             }
             let value = effect(tx)?;
             let response = render(&value);
-            tx.complete_key(&idem.scope, &idem.key, &response)?;
-            Ok(IdemOutcome { response, replayed: false })
+            let record = IdempotencyRecord {
+                fingerprint: idem.fingerprint.clone(),
+                response: Some(response.clone()),
+                created_at: now,
+            };
+            if tx.insert_key(&idem.scope, &idem.key, &record)? {
+                Ok(IdemOutcome {
+                    response,
+                    replayed: false,
+                })
+            } else {
+                // The key exists: undo this effect and answer from the stored record.
+                Err(StoreError::Retry.into())
+            }
         })
     }
 }

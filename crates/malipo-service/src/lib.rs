@@ -18,6 +18,6 @@ pub use charges::{NewCharge, Page};
 pub use error::{FieldError, OAuthProblem, ServiceError, TokenProblem};
 pub use idempotency::{Idem, IdemOutcome};
 pub use platform::{NoObserver, Observer, Platform, ServiceConfig};
-pub use ports::{read, write, AccountKey, Store, StoreError, TokenRecord, Tx};
+pub use ports::{query, read, write, AccountKey, Store, StoreError, TokenRecord, Tx};
 pub use sandbox::{SimulateAction, WalletView};
 pub use wallet::{Wallet, WalletState};

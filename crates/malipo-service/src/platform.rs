@@ -1,15 +1,17 @@
 //! The application core: the store, the country configuration, hashing and the clock, shared by
 //! every use case.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use malipo_auth::{Principal, SecretHasher};
 use malipo_charges::ChargeState;
-use malipo_core::{Clock, Currency};
+use malipo_core::{AccountId, Clock, Currency, Mode, OrgId};
 use malipo_countries::{Countries, Country};
+use malipo_ledger::AccountKind;
 
 use crate::error::ServiceError;
-use crate::ports::Store;
+use crate::ports::{AccountKey, Store, Tx};
 
 /// Tunables of the use cases.
 #[derive(Clone, Debug)]
@@ -24,7 +26,11 @@ pub struct ServiceConfig {
 
 impl Default for ServiceConfig {
     fn default() -> Self {
-        ServiceConfig { charge_ttl_seconds: 90, sandbox_approval_delay_ms: 2000, worker_lease_seconds: 30 }
+        ServiceConfig {
+            charge_ttl_seconds: 90,
+            sandbox_approval_delay_ms: 2000,
+            worker_lease_seconds: 30,
+        }
     }
 }
 
@@ -39,6 +45,9 @@ pub trait Observer: Send + Sync {
 pub struct NoObserver;
 
 impl Observer for NoObserver {}
+
+/// Ids of organisations' accounts, which never change once opened: saves a lookup per charge.
+type AccountIds = Mutex<HashMap<(OrgId, Mode, AccountKind), AccountId>>;
 
 /// Everything the use cases need.
 #[derive(Clone)]
@@ -55,6 +64,7 @@ pub struct Platform {
     pub config: ServiceConfig,
     /// Metrics hook.
     pub observer: Arc<dyn Observer>,
+    account_ids: Arc<AccountIds>,
 }
 
 impl Platform {
@@ -66,7 +76,15 @@ impl Platform {
         clock: Arc<dyn Clock>,
         config: ServiceConfig,
     ) -> Self {
-        Platform { store, countries, hasher, clock, config, observer: Arc::new(NoObserver) }
+        Platform {
+            store,
+            countries,
+            hasher,
+            clock,
+            config,
+            observer: Arc::new(NoObserver),
+            account_ids: Arc::default(),
+        }
     }
 
     /// With a metrics hook.
@@ -89,6 +107,44 @@ impl Platform {
         self.countries
             .get(code)
             .ok_or_else(|| ServiceError::Internal(format!("country {code} is not configured")))
+    }
+
+    /// The id of an organisation's account of a kind in a mode (cached after the first lookup).
+    ///
+    /// # Errors
+    /// [`ServiceError::Internal`] when the organisation has no such account; storage failures.
+    pub fn org_account_id(
+        &self,
+        tx: &mut dyn Tx,
+        org_id: &OrgId,
+        mode: Mode,
+        kind: AccountKind,
+    ) -> Result<AccountId, ServiceError> {
+        let key = (org_id.clone(), mode, kind);
+        if let Some(id) = self
+            .account_ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+        {
+            return Ok(id.clone());
+        }
+        let account = tx
+            .find_account(&AccountKey::Org {
+                org_id: org_id.clone(),
+                mode,
+                kind,
+            })?
+            .ok_or_else(|| {
+                ServiceError::Internal(format!(
+                    "organisation {org_id} has no {mode} {kind} account"
+                ))
+            })?;
+        self.account_ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, account.id.clone());
+        Ok(account.id)
     }
 
     /// The currency of a principal's accounts.

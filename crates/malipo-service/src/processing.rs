@@ -25,7 +25,9 @@ impl Platform {
     pub fn process_due(&self, limit: usize) -> Result<usize, ServiceError> {
         let now = self.clock.now();
         let lease = now.plus_seconds(self.config.worker_lease_seconds);
-        let ids = write(self.store(), |tx| Ok(tx.claim_due_charges(now, lease, limit)?))?;
+        let ids = write(self.store(), |tx| {
+            Ok(tx.claim_due_charges(now, lease, limit)?)
+        })?;
         for id in &ids {
             match self.advance_charge(id) {
                 Ok(()) => {}
@@ -73,7 +75,12 @@ impl Platform {
     }
 
     /// One step of a locked charge. Returns whether more work is due at once.
-    fn step(&self, tx: &mut dyn Tx, id: &ChargeRef, now: Timestamp) -> Result<(bool, Entered), ServiceError> {
+    fn step(
+        &self,
+        tx: &mut dyn Tx,
+        id: &ChargeRef,
+        now: Timestamp,
+    ) -> Result<(bool, Entered), ServiceError> {
         let Some(mut charge) = tx.lock_charge(id)? else {
             return Ok((false, vec![]));
         };
@@ -89,35 +96,60 @@ impl Platform {
             ChargeState::Authorised => self.complete(tx, &mut charge, now, &mut entered)?,
             _ => {}
         }
-        let again = charge.state == ChargeState::Authorised && charge.next_action_at.is_some_and(|t| t <= now);
+        let again = charge.state == ChargeState::Authorised
+            && charge.next_action_at.is_some_and(|t| t <= now);
         Ok((again, entered))
     }
 
     /// Applies an event and stores the charge.
-    pub(crate) fn apply(&self, tx: &mut dyn Tx, charge: &mut Charge, event: ChargeEvent, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
-        charge
-            .apply(event, now)
-            .map_err(|e| ServiceError::InvalidState(format!("the charge is {}; {e}", charge.state)))?;
+    pub(crate) fn apply(
+        &self,
+        tx: &mut dyn Tx,
+        charge: &mut Charge,
+        event: ChargeEvent,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<(), ServiceError> {
+        charge.apply(event, now).map_err(|e| {
+            ServiceError::InvalidState(format!("the charge is {}; {e}", charge.state))
+        })?;
         tx.update_charge(charge)?;
         entered.push(charge.state);
         Ok(())
     }
 
     /// Waits for the customer until the charge expires.
-    fn park(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp) -> Result<(), ServiceError> {
+    fn park(
+        &self,
+        tx: &mut dyn Tx,
+        charge: &mut Charge,
+        now: Timestamp,
+    ) -> Result<(), ServiceError> {
         charge.next_action_at = Some(charge.expires_at);
         charge.updated_at = now;
         tx.update_charge(charge)?;
         Ok(())
     }
 
-    fn sandbox_decide(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
+    fn sandbox_decide(
+        &self,
+        tx: &mut dyn Tx,
+        charge: &mut Charge,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<(), ServiceError> {
         let fail = |r| ChargeEvent::PayerFailure(r);
         match SandboxOutcome::for_payer(&charge.payer_msisdn) {
             SandboxOutcome::Approve => self.authorise(tx, charge, now, entered),
             SandboxOutcome::Decline => self.apply(tx, charge, ChargeEvent::Decline, now, entered),
             SandboxOutcome::Expire | SandboxOutcome::StayPending => self.park(tx, charge, now),
-            SandboxOutcome::InsufficientFunds => self.apply(tx, charge, fail(FailureReason::InsufficientFunds), now, entered),
+            SandboxOutcome::InsufficientFunds => self.apply(
+                tx,
+                charge,
+                fail(FailureReason::InsufficientFunds),
+                now,
+                entered,
+            ),
             SandboxOutcome::PinLockout => {
                 let payer = charge.payer_msisdn.clone();
                 let mut wallet = self.ensure_test_wallet(tx, &payer, now)?;
@@ -127,25 +159,53 @@ impl Platform {
                 }
                 self.lock_out(tx, &mut wallet, Some(charge), now, entered)
             }
-            SandboxOutcome::WalletLocked => self.apply(tx, charge, fail(FailureReason::WalletLocked), now, entered),
-            SandboxOutcome::LimitExceeded => self.apply(tx, charge, fail(FailureReason::LimitExceeded), now, entered),
-            SandboxOutcome::PayerNotFound => self.apply(tx, charge, fail(FailureReason::PayerNotFound), now, entered),
+            SandboxOutcome::WalletLocked => {
+                self.apply(tx, charge, fail(FailureReason::WalletLocked), now, entered)
+            }
+            SandboxOutcome::LimitExceeded => {
+                self.apply(tx, charge, fail(FailureReason::LimitExceeded), now, entered)
+            }
+            SandboxOutcome::PayerNotFound => {
+                self.apply(tx, charge, fail(FailureReason::PayerNotFound), now, entered)
+            }
         }
     }
 
     /// Live mode: fail at once when the payer cannot pay at all; otherwise wait for the customer.
-    fn live_check(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
+    fn live_check(
+        &self,
+        tx: &mut dyn Tx,
+        charge: &mut Charge,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<(), ServiceError> {
         match tx.wallet(charge.mode, &charge.payer_msisdn)? {
-            None => self.apply(tx, charge, ChargeEvent::PayerFailure(FailureReason::PayerNotFound), now, entered),
-            Some(w) if w.state == WalletState::Locked => {
-                self.apply(tx, charge, ChargeEvent::PayerFailure(FailureReason::WalletLocked), now, entered)
-            }
+            None => self.apply(
+                tx,
+                charge,
+                ChargeEvent::PayerFailure(FailureReason::PayerNotFound),
+                now,
+                entered,
+            ),
+            Some(w) if w.state == WalletState::Locked => self.apply(
+                tx,
+                charge,
+                ChargeEvent::PayerFailure(FailureReason::WalletLocked),
+                now,
+                entered,
+            ),
             Some(_) => self.park(tx, charge, now),
         }
     }
 
     /// The payer approved: reserve the amount on the wallet, or fail the charge with the reason.
-    pub(crate) fn authorise(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
+    pub(crate) fn authorise(
+        &self,
+        tx: &mut dyn Tx,
+        charge: &mut Charge,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<(), ServiceError> {
         let wallet = match charge.mode {
             Mode::Test => Some(self.ensure_test_wallet(tx, &charge.payer_msisdn, now)?),
             Mode::Live => tx.wallet(charge.mode, &charge.payer_msisdn)?,
@@ -163,21 +223,32 @@ impl Platform {
                 charge.next_action_at = Some(now);
                 self.apply(tx, charge, ChargeEvent::Approve, now, entered)
             }
-            Err(StoreError::Ledger(LedgerError::InsufficientFunds(_))) => {
-                self.apply(tx, charge, fail(FailureReason::InsufficientFunds), now, entered)
-            }
+            Err(StoreError::Ledger(LedgerError::InsufficientFunds(_))) => self.apply(
+                tx,
+                charge,
+                fail(FailureReason::InsufficientFunds),
+                now,
+                entered,
+            ),
             Err(e) => Err(e.into()),
         }
     }
 
     /// Posts the charge: the payer pays `amount`, the merchant gets `amount - fee`, revenue the fee.
-    pub(crate) fn complete(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
-        let payer = charge
-            .payer_account
-            .clone()
-            .ok_or_else(|| ServiceError::Internal(format!("authorised charge {} has no payer account", charge.id)))?;
+    pub(crate) fn complete(
+        &self,
+        tx: &mut dyn Tx,
+        charge: &mut Charge,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<(), ServiceError> {
+        let payer = charge.payer_account.clone().ok_or_else(|| {
+            ServiceError::Internal(format!(
+                "authorised charge {} has no payer account",
+                charge.id
+            ))
+        })?;
         let revenue = self.system_account(tx, charge.mode, charge, AccountKind::Revenue)?;
-        tx.release(&payer, charge.amount)?;
         let journal = Journal::new_skipping_zero(
             charge.mode,
             charge.currency,
@@ -190,19 +261,40 @@ impl Platform {
             ],
             now,
         )?;
+        // The charge first, the shared ledger rows last: the revenue account and the ledger's
+        // audit-chain head are locked by every completion, so they are taken just before commit.
+        charge.transaction_id = Some(journal.id.clone());
+        self.apply(tx, charge, ChargeEvent::Complete, now, entered)?;
+        tx.release(&payer, charge.amount)?;
         tx.post_journal(&journal)?;
-        charge.transaction_id = Some(journal.id);
-        self.apply(tx, charge, ChargeEvent::Complete, now, entered)
+        Ok(())
     }
 
-    fn system_account(&self, tx: &mut dyn Tx, mode: Mode, charge: &Charge, kind: AccountKind) -> Result<AccountId, ServiceError> {
-        tx.find_account(&AccountKey::System { mode, currency: charge.currency, kind })?
-            .map(|a| a.id)
-            .ok_or_else(|| ServiceError::Internal(format!("no {kind} account for {mode} {}", charge.currency)))
+    fn system_account(
+        &self,
+        tx: &mut dyn Tx,
+        mode: Mode,
+        charge: &Charge,
+        kind: AccountKind,
+    ) -> Result<AccountId, ServiceError> {
+        tx.find_account(&AccountKey::System {
+            mode,
+            currency: charge.currency,
+            kind,
+        })?
+        .map(|a| a.id)
+        .ok_or_else(|| {
+            ServiceError::Internal(format!("no {kind} account for {mode} {}", charge.currency))
+        })
     }
 
     /// After a failed posting: release the reservation and fail the charge `processing_error`.
-    fn fail_processing(&self, tx: &mut dyn Tx, id: &ChargeRef, now: Timestamp) -> Result<Entered, ServiceError> {
+    fn fail_processing(
+        &self,
+        tx: &mut dyn Tx,
+        id: &ChargeRef,
+        now: Timestamp,
+    ) -> Result<Entered, ServiceError> {
         let mut entered = vec![];
         if let Some(mut charge) = tx.lock_charge(id)? {
             if charge.state == ChargeState::Authorised {
@@ -212,7 +304,13 @@ impl Platform {
         Ok(entered)
     }
 
-    pub(crate) fn release_and_fail(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
+    pub(crate) fn release_and_fail(
+        &self,
+        tx: &mut dyn Tx,
+        charge: &mut Charge,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<(), ServiceError> {
         if let Some(payer) = charge.payer_account.clone() {
             tx.release(&payer, charge.amount)?;
         }
@@ -230,12 +328,17 @@ impl Platform {
         entered: &mut Entered,
     ) -> Result<(), ServiceError> {
         wallet.state = WalletState::Locked;
-        wallet.pin_attempts = self.countries.for_msisdn(&wallet.msisdn).map_or(3, |c| c.max_pin_attempts);
+        wallet.pin_attempts = self
+            .countries
+            .for_msisdn(&wallet.msisdn)
+            .map_or(3, |c| c.max_pin_attempts);
         wallet.updated_at = now;
         tx.update_wallet(wallet)?;
         for id in tx.pending_charges_of_payer(wallet.mode, &wallet.msisdn)? {
             match current.as_deref_mut() {
-                Some(c) if c.id == id => self.apply(tx, c, ChargeEvent::PinLockout, now, entered)?,
+                Some(c) if c.id == id => {
+                    self.apply(tx, c, ChargeEvent::PinLockout, now, entered)?
+                }
                 _ => {
                     if let Some(mut other) = tx.lock_charge(&id)? {
                         if other.state == ChargeState::Pending {
@@ -254,7 +357,12 @@ impl Platform {
     }
 
     /// The test wallet of a number, opened and funded with test money on first use.
-    pub(crate) fn ensure_test_wallet(&self, tx: &mut dyn Tx, msisdn: &Msisdn, now: Timestamp) -> Result<Wallet, ServiceError> {
+    pub(crate) fn ensure_test_wallet(
+        &self,
+        tx: &mut dyn Tx,
+        msisdn: &Msisdn,
+        now: Timestamp,
+    ) -> Result<Wallet, ServiceError> {
         if let Some(w) = tx.wallet(Mode::Test, msisdn)? {
             return Ok(w);
         }
@@ -262,7 +370,14 @@ impl Platform {
             .countries
             .for_msisdn(msisdn)
             .map_err(|e| ServiceError::field("msisdn", "invalid_msisdn", format!("msisdn {e}")))?;
-        let account = Account::open(None, Mode::Test, AccountKind::Wallet, country.currency, Some(msisdn.to_string()), now);
+        let account = Account::open(
+            None,
+            Mode::Test,
+            AccountKind::Wallet,
+            country.currency,
+            Some(msisdn.to_string()),
+            now,
+        );
         let wallet = Wallet {
             msisdn: msisdn.clone(),
             mode: Mode::Test,
@@ -279,19 +394,39 @@ impl Platform {
             updated_at: now,
         };
         // A concurrent first use of the same number: retry, and find the other's wallet.
-        let dup_is_retry = |e: StoreError| if e == StoreError::Duplicate { StoreError::Retry } else { e };
+        let dup_is_retry = |e: StoreError| {
+            if e == StoreError::Duplicate {
+                StoreError::Retry
+            } else {
+                e
+            }
+        };
         tx.insert_account(&account).map_err(dup_is_retry)?;
         tx.insert_wallet(&wallet).map_err(dup_is_retry)?;
         let funding = tx
-            .find_account(&AccountKey::System { mode: Mode::Test, currency: country.currency, kind: AccountKind::SandboxFunding })?
-            .ok_or_else(|| ServiceError::Internal(format!("no sandbox funding account for {}", country.currency)))?;
-        let amount = MinorUnit::new(TEST_WALLET_MAJOR_UNITS * 10_i64.pow(u32::from(country.currency.minor_units())));
+            .find_account(&AccountKey::System {
+                mode: Mode::Test,
+                currency: country.currency,
+                kind: AccountKind::SandboxFunding,
+            })?
+            .ok_or_else(|| {
+                ServiceError::Internal(format!(
+                    "no sandbox funding account for {}",
+                    country.currency
+                ))
+            })?;
+        let amount = MinorUnit::new(
+            TEST_WALLET_MAJOR_UNITS * 10_i64.pow(u32::from(country.currency.minor_units())),
+        );
         let journal = Journal::new(
             Mode::Test,
             country.currency,
             JournalKind::SandboxFunding,
             msisdn.as_str(),
-            vec![line(&funding.id, MinorUnit::new(-amount.get())), line(&account.id, amount)],
+            vec![
+                line(&funding.id, MinorUnit::new(-amount.get())),
+                line(&account.id, amount),
+            ],
             now,
         )?;
         tx.post_journal(&journal)?;
@@ -300,10 +435,18 @@ impl Platform {
 }
 
 fn line(account: &AccountId, amount: MinorUnit) -> JournalLine {
-    JournalLine { account: account.clone(), amount }
+    JournalLine {
+        account: account.clone(),
+        amount,
+    }
 }
 
 /// Failures of posting that end the charge `processing_error` rather than being retried.
 fn is_processing_failure(e: &ServiceError) -> bool {
-    matches!(e, ServiceError::Store(StoreError::Ledger(_)) | ServiceError::InsufficientFunds | ServiceError::Internal(_))
+    matches!(
+        e,
+        ServiceError::Store(StoreError::Ledger(_))
+            | ServiceError::InsufficientFunds
+            | ServiceError::Internal(_)
+    )
 }

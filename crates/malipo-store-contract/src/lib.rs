@@ -70,7 +70,7 @@ macro_rules! __store_contract_cases {
                 charges::list_charges_filters,
                 charges::claim_due_charges_leases,
                 charges::pending_charges_of_payer,
-                idempotency::claim_key_then_complete,
+                idempotency::insert_key_then_read,
                 idempotency::purge_keys_removes_old_ones_only,
                 transactions::failed_closure_rolls_back_everything,
                 transactions::write_returns_values_and_read_sees_commits,

@@ -476,6 +476,28 @@ impl Store for DieselStore {
         self.transact(Access::Read, f)
     }
 
+    fn query(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
+    ) -> Result<(), ServiceError> {
+        let mut attempt = 1;
+        loop {
+            let mut pooled = self.connection()?;
+            match f(&mut DieselTx::new(&mut pooled)) {
+                // A connection that died while idle in the pool: discard it and try another.
+                Err(ServiceError::Store(StoreError::Unavailable(_))) if attempt < MAX_ATTEMPTS => {
+                    mark_broken(&mut pooled);
+                    attempt += 1;
+                }
+                Err(ServiceError::Store(StoreError::Retry)) if attempt < MAX_ATTEMPTS => {
+                    std::thread::sleep(backoff(attempt));
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
     fn ready(&self) -> Result<(), StoreError> {
         let unavailable = |e: &dyn std::fmt::Display| StoreError::Unavailable(e.to_string());
         // Like `begin`: skip pooled connections that died while idle.

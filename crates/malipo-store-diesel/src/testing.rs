@@ -149,6 +149,13 @@ impl Store for TestDatabase {
         self.store.read(f)
     }
 
+    fn query(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
+    ) -> Result<(), ServiceError> {
+        self.store.query(f)
+    }
+
     fn ready(&self) -> Result<(), StoreError> {
         self.store.ready()
     }

@@ -8,9 +8,7 @@ use diesel::sql_types::{BigInt, Bool, Text};
 use malipo_auth::{AccessToken, Credential, Organisation};
 use malipo_charges::{Charge, ChargeFilter};
 use malipo_core::{AccountId, ChargeRef, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
-use malipo_idempotency::{
-    Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse,
-};
+use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
 use malipo_ledger::{
     chain_hash, Account, ChainedJournal, Journal, JournalLine, LedgerError, LedgerSnapshot,
     GENESIS_HASH,
@@ -585,78 +583,51 @@ impl Tx for DieselTx<'_> {
 
     // ----- idempotency -----
 
-    fn claim_key(
+    fn idempotency_record(
         &mut self,
         scope: &KeyScope,
         key: &IdempotencyKey,
-        fingerprint: &Fingerprint,
-        now: Timestamp,
     ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        idempotency_keys::table
+            .find((
+                scope.org_id.as_str(),
+                scope.mode.as_str(),
+                scope.operation.as_str(),
+                key.as_str(),
+            ))
+            .select(KeyRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(IdempotencyRecord::try_from)
+            .transpose()
+    }
+
+    fn insert_key(
+        &mut self,
+        scope: &KeyScope,
+        key: &IdempotencyKey,
+        record: &IdempotencyRecord,
+    ) -> Result<bool, StoreError> {
         let row = KeyRow {
             org_id: scope.org_id.as_str().to_owned(),
             mode: scope.mode.as_str().to_owned(),
             operation: scope.operation.clone(),
             key: key.as_str().to_owned(),
-            fingerprint: fingerprint.as_str().to_owned(),
-            status: None,
-            response_body: None,
-            created_at: now.as_micros(),
+            fingerprint: record.fingerprint.as_str().to_owned(),
+            status: record.response.as_ref().map(|r| i32::from(r.status)),
+            response_body: record.response.as_ref().map(|r| r.body.clone()),
+            created_at: record.created_at.as_micros(),
         };
-        // The existing row can vanish between the two statements (purged): then claim again.
-        for _ in 0..3 {
-            // On PostgreSQL this waits for a concurrent uncommitted claim of the same key.
-            let claimed = per_backend!(&mut *self.conn, |c| diesel::insert_into(
-                idempotency_keys::table
-            )
-            .values(&row)
-            .on_conflict_do_nothing()
-            .execute(c))
-            .map_err(db_error)?;
-            if claimed > 0 {
-                return Ok(None);
-            }
-            let existing: Option<KeyRow> = idempotency_keys::table
-                .find((
-                    row.org_id.as_str(),
-                    row.mode.as_str(),
-                    row.operation.as_str(),
-                    row.key.as_str(),
-                ))
-                .select(KeyRow::as_select())
-                .first(self.conn)
-                .optional()
-                .map_err(db_error)?;
-            if let Some(existing) = existing {
-                return IdempotencyRecord::try_from(existing).map(Some);
-            }
-        }
-        Err(StoreError::Retry)
-    }
-
-    fn complete_key(
-        &mut self,
-        scope: &KeyScope,
-        key: &IdempotencyKey,
-        response: &StoredResponse,
-    ) -> Result<(), StoreError> {
-        let updated = diesel::update(idempotency_keys::table.find((
-            scope.org_id.as_str(),
-            scope.mode.as_str(),
-            scope.operation.as_str(),
-            key.as_str(),
-        )))
-        .set((
-            idempotency_keys::status.eq(i32::from(response.status)),
-            idempotency_keys::response_body.eq(response.body.as_slice()),
-        ))
-        .execute(self.conn)
+        // On PostgreSQL this waits for a concurrent uncommitted insert of the same key.
+        let inserted = per_backend!(&mut *self.conn, |c| diesel::insert_into(
+            idempotency_keys::table
+        )
+        .values(&row)
+        .on_conflict_do_nothing()
+        .execute(c))
         .map_err(db_error)?;
-        if updated == 0 {
-            return Err(StoreError::Other(
-                "completing an idempotency key that was never claimed".into(),
-            ));
-        }
-        Ok(())
+        Ok(inserted > 0)
     }
 
     fn purge_keys(&mut self, before: Timestamp) -> Result<u64, StoreError> {
@@ -689,10 +660,12 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
     let mode = journal.mode.as_str();
     let currency = journal.currency.as_str();
 
-    // Lines in ascending account order, so that concurrent postings lock accounts in one order
-    // (a stable sort keeps each account's own lines in journal order).
+    // Lines in descending account order, so that concurrent postings lock accounts in one order
+    // (a stable sort keeps each account's own lines in journal order). Ids are time-ordered, so
+    // the platform's shared accounts (revenue, issuance, sandbox funding), opened first and
+    // touched by many journals, are locked last and held the shortest time.
     let mut order: Vec<usize> = (0..journal.lines.len()).collect();
-    order.sort_by(|&a, &b| journal.lines[a].account.cmp(&journal.lines[b].account));
+    order.sort_by(|&a, &b| journal.lines[b].account.cmp(&journal.lines[a].account));
     let mut balance_after = vec![0_i64; journal.lines.len()];
     for i in order {
         let line = &journal.lines[i];
@@ -728,13 +701,35 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
         }
     }
 
+    // Postings before their journal (the foreign key is checked at commit): the ledger head,
+    // which every journal of this ledger locks, is taken by the last statements, so it is held
+    // for as short a time as possible.
+    let postings = journal
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            Ok(NewPosting {
+                journal_id: journal.id.as_str(),
+                line_no: i32::try_from(i)
+                    .map_err(|_| StoreError::Other("too many journal lines".into()))?,
+                account_id: line.account.as_str(),
+                amount: line.amount.get(),
+                balance_after: balance_after[i],
+                created_at: journal.created_at.as_micros(),
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    per_backend!(&mut *conn, |c| diesel::insert_into(postings::table)
+        .values(&postings)
+        .execute(c))?;
+
     let (prev_seq, prev_hash) = lock_ledger_head(conn, mode, currency)?;
     let seq = prev_seq + 1;
     let hash = chain_hash(&prev_hash, seq, journal);
     diesel::update(ledger_heads::table.find((mode, currency)))
         .set((ledger_heads::seq.eq(seq), ledger_heads::hash.eq(&hash)))
         .execute(conn)?;
-
     let row = JournalRow {
         id: journal.id.as_str().to_owned(),
         mode: mode.to_owned(),
@@ -749,20 +744,6 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
     diesel::insert_into(journals::table)
         .values(&row)
         .execute(conn)?;
-    for (i, line) in journal.lines.iter().enumerate() {
-        let posting = NewPosting {
-            journal_id: journal.id.as_str(),
-            line_no: i32::try_from(i)
-                .map_err(|_| StoreError::Other("too many journal lines".into()))?,
-            account_id: line.account.as_str(),
-            amount: line.amount.get(),
-            balance_after: balance_after[i],
-            created_at: journal.created_at.as_micros(),
-        };
-        diesel::insert_into(postings::table)
-            .values(&posting)
-            .execute(conn)?;
-    }
     Ok(())
 }
 

@@ -11,7 +11,9 @@ use std::time::Duration;
 use malipo_auth::{OrgKind, Organisation};
 use malipo_charges::{Charge, ChargeState};
 use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
-use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
+use malipo_idempotency::{
+    Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse,
+};
 use malipo_ledger::{verify, Account, AccountKind, Journal, JournalKind, JournalLine};
 use malipo_service::{read, write, ServiceError, Store, StoreError, Tx};
 use malipo_store_diesel::testing::TestDatabase;
@@ -373,15 +375,18 @@ fn racing_claims_of_one_key_yield_one_winner(db: &TestDatabase) {
             std::thread::spawn(move || {
                 start.wait();
                 write(&store, |tx| {
-                    let claim = tx.claim_key(
-                        &scope,
-                        &key,
-                        &Fingerprint::from_stored(format!("fp{i}")),
-                        at(0),
-                    )?;
-                    // Keep the claim uncommitted a moment: the others must wait for it.
+                    let record = IdempotencyRecord {
+                        fingerprint: Fingerprint::from_stored(format!("fp{i}")),
+                        response: Some(StoredResponse {
+                            status: 200,
+                            body: format!("{i}").into_bytes(),
+                        }),
+                        created_at: at(0),
+                    };
+                    let stored = tx.insert_key(&scope, &key, &record)?;
+                    // Keep the insert uncommitted a moment: the others must wait for it.
                     std::thread::sleep(Duration::from_millis(5));
-                    Ok(claim)
+                    Ok(stored)
                 })
                 .unwrap()
             })
@@ -389,19 +394,16 @@ fn racing_claims_of_one_key_yield_one_winner(db: &TestDatabase) {
         .collect();
     let results: Vec<_> = racers.into_iter().map(|r| r.join().unwrap()).collect();
     assert_eq!(
-        results.iter().filter(|r| r.is_none()).count(),
+        results.iter().filter(|stored| **stored).count(),
         1,
-        "exactly one claim wins"
+        "exactly one insert stores the key"
     );
-    let fingerprints: HashSet<_> = results
-        .iter()
-        .flatten()
-        .map(|r| r.fingerprint.as_str().to_owned())
-        .collect();
-    assert_eq!(
-        fingerprints.len(),
-        1,
-        "every loser sees the winner's record"
+    let kept = write(&db.store, |tx| Ok(tx.idempotency_record(&scope, &key)?))
+        .unwrap()
+        .unwrap();
+    assert!(
+        kept.fingerprint.as_str().starts_with("fp"),
+        "the winner's record is kept"
     );
 }
 

@@ -127,6 +127,13 @@ impl Store for MemoryStore {
         }
     }
 
+    fn query(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
+    ) -> Result<(), ServiceError> {
+        self.read(f)
+    }
+
     fn ready(&self) -> Result<(), StoreError> {
         Ok(())
     }

@@ -5,9 +5,7 @@ use std::collections::BTreeMap;
 use malipo_auth::{AccessToken, Credential, Organisation};
 use malipo_charges::{Charge, ChargeFilter, ChargeState};
 use malipo_core::{AccountId, ChargeRef, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
-use malipo_idempotency::{
-    Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse,
-};
+use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
 use malipo_ledger::journal::{hold, release};
 use malipo_ledger::{
     chain_hash, Account, AccountKind, ChainedJournal, Journal, JournalLine, LedgerError,
@@ -615,41 +613,27 @@ impl Tx for MemoryTx<'_> {
 
     // ----- idempotency -----
 
-    fn claim_key(
+    fn idempotency_record(
         &mut self,
         scope: &KeyScope,
         key: &IdempotencyKey,
-        fingerprint: &Fingerprint,
-        now: Timestamp,
     ) -> Result<Option<IdempotencyRecord>, StoreError> {
-        let s = self.w()?;
-        let k = idem_key(scope, key);
-        if let Some(existing) = s.keys.get(&k) {
-            return Ok(Some(existing.clone()));
-        }
-        s.keys.insert(
-            k,
-            IdempotencyRecord {
-                fingerprint: fingerprint.clone(),
-                response: None,
-                created_at: now,
-            },
-        );
-        Ok(None)
+        Ok(self.r().keys.get(&idem_key(scope, key)).cloned())
     }
 
-    fn complete_key(
+    fn insert_key(
         &mut self,
         scope: &KeyScope,
         key: &IdempotencyKey,
-        response: &StoredResponse,
-    ) -> Result<(), StoreError> {
+        record: &IdempotencyRecord,
+    ) -> Result<bool, StoreError> {
         let s = self.w()?;
-        // Like an UPDATE that matches no row when the key was never claimed: nothing to do.
-        if let Some(record) = s.keys.get_mut(&idem_key(scope, key)) {
-            record.response = Some(response.clone());
+        let k = idem_key(scope, key);
+        if s.keys.contains_key(&k) {
+            return Ok(false);
         }
-        Ok(())
+        s.keys.insert(k, record.clone());
+        Ok(true)
     }
 
     fn purge_keys(&mut self, before: Timestamp) -> Result<u64, StoreError> {

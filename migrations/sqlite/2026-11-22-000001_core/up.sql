@@ -81,7 +81,7 @@ CREATE TABLE journals (
 
 CREATE TABLE postings (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
-    journal_id    TEXT NOT NULL REFERENCES journals (id),
+    journal_id    TEXT NOT NULL REFERENCES journals (id) DEFERRABLE INITIALLY DEFERRED,
     line_no       INTEGER NOT NULL,
     account_id    TEXT NOT NULL REFERENCES accounts (id),
     amount        BIGINT NOT NULL CONSTRAINT postings_amount_check CHECK (amount <> 0),

@@ -6,39 +6,51 @@ use malipo_service::Store;
 
 use crate::fixtures::*;
 
-/// `claim_key` returns `None` to the first claimant and the stored record (with the first
-/// request's fingerprint) afterwards; keys are scoped by organisation, mode and operation;
-/// `complete_key` stores the status and the exact body bytes.
-pub fn claim_key_then_complete(store: &dyn Store) {
+fn record(fp: &str, status: u16, body: &[u8], t: i64) -> IdempotencyRecord {
+    IdempotencyRecord {
+        fingerprint: fingerprint(fp),
+        response: Some(StoredResponse {
+            status,
+            body: body.to_vec(),
+        }),
+        created_at: at(t),
+    }
+}
+
+/// `insert_key` stores a key with its record once and says `false` afterwards, leaving the first
+/// record; `idempotency_record` reads it back with the exact response bytes; keys are scoped by
+/// organisation, mode and operation.
+pub fn insert_key_then_read(store: &dyn Store) {
     let org = insert_org(store, "Duka", at(0));
     let other_org = insert_org(store, "Other", at(0));
     let scope = key_scope(&org, Mode::Test, "POST /partner/stk");
     let key = idem_key("order-1001");
-    let first = fingerprint("{\"amount\":\"250\"}");
-    let second = fingerprint("{\"amount\":\"999\"}");
+    // Exact bytes: not necessarily UTF-8, trailing whitespace kept.
+    let first = record(
+        "{\"amount\":\"250\"}",
+        201,
+        b"{\"id\":\"ch_1\",\"note\":\"\xc3\xa9\"}\n\x00\xff ",
+        1,
+    );
+    let second = record("{\"amount\":\"999\"}", 200, b"{}", 2);
 
     assert_eq!(
-        commit(store, |tx| Ok(tx.claim_key(&scope, &key, &first, at(1))?)),
+        commit(store, |tx| Ok(tx.idempotency_record(&scope, &key)?)),
         None,
-        "the first claim wins"
+        "absent at first"
     );
-    let in_flight = IdempotencyRecord {
-        fingerprint: first.clone(),
-        response: None,
-        created_at: at(1),
-    };
-    assert_eq!(
-        commit(store, |tx| Ok(tx.claim_key(
-            &scope,
-            &key,
-            &second,
-            at(2)
-        )?)),
-        Some(in_flight.clone())
+    assert!(
+        commit(store, |tx| Ok(tx.insert_key(&scope, &key, &first)?)),
+        "the first insert stores"
+    );
+    assert!(
+        !commit(store, |tx| Ok(tx.insert_key(&scope, &key, &second)?)),
+        "a repeat does not"
     );
     assert_eq!(
-        commit(store, |tx| Ok(tx.claim_key(&scope, &key, &first, at(3))?)),
-        Some(in_flight)
+        commit(store, |tx| Ok(tx.idempotency_record(&scope, &key)?)),
+        Some(first.clone()),
+        "the first record stays, byte for byte"
     );
 
     for (other, label) in [
@@ -56,81 +68,58 @@ pub fn claim_key_then_complete(store: &dyn Store) {
         ),
     ] {
         assert_eq!(
-            commit(store, |tx| Ok(tx.claim_key(
-                &other,
-                &key,
-                &second,
-                at(4)
-            )?)),
+            commit(store, |tx| Ok(tx.idempotency_record(&other, &key)?)),
             None,
             "{label}"
         );
+        assert!(
+            commit(store, |tx| Ok(tx.insert_key(&other, &key, &second)?)),
+            "{label}"
+        );
     }
-    assert_eq!(
-        commit(store, |tx| Ok(tx.claim_key(
+    assert!(
+        commit(store, |tx| Ok(tx.insert_key(
             &scope,
             &idem_key("order-1002"),
-            &first,
-            at(4)
+            &second
         )?)),
-        None,
         "another key"
     );
 
-    // Exact bytes: not necessarily UTF-8, trailing whitespace kept.
-    let body = b"{\"id\":\"ch_1\",\"note\":\"\xc3\xa9\"}\n\x00\xff ".to_vec();
-    let created = StoredResponse { status: 201, body };
-    commit(store, |tx| Ok(tx.complete_key(&scope, &key, &created)?));
-    assert_eq!(
-        commit(store, |tx| Ok(tx.claim_key(&scope, &key, &first, at(5))?)),
-        Some(IdempotencyRecord {
-            fingerprint: first.clone(),
-            response: Some(created.clone()),
-            created_at: at(1)
-        })
-    );
-
-    let empty = StoredResponse {
-        status: 204,
-        body: Vec::new(),
-    };
-    let key2 = idem_key("order-1002");
-    commit(store, |tx| Ok(tx.complete_key(&scope, &key2, &empty)?));
-    let stored = commit(store, |tx| {
-        Ok(tx.claim_key(&scope, &key2, &second, at(6))?)
-    })
-    .expect("claimed before");
+    let empty = record("{}", 204, b"", 6);
+    let key3 = idem_key("order-1003");
+    assert!(commit(
+        store,
+        |tx| Ok(tx.insert_key(&scope, &key3, &empty)?)
+    ));
+    let stored = commit(store, |tx| Ok(tx.idempotency_record(&scope, &key3)?)).expect("stored");
     assert_eq!(
         stored.response,
-        Some(empty),
+        Some(StoredResponse {
+            status: 204,
+            body: Vec::new()
+        }),
         "an empty body is stored as empty, not as no response"
     );
-    assert_eq!(stored.fingerprint, first);
 }
 
 /// `purge_keys` deletes the keys created strictly before the instant, and counts them.
 pub fn purge_keys_removes_old_ones_only(store: &dyn Store) {
     let org = insert_org(store, "Duka", at(0));
     let scope = key_scope(&org, Mode::Test, "POST /partner/stk");
-    let fp = fingerprint("{}");
-    let claim = |key: &str, t: i64| {
+    let get = |key: &str| {
         commit(store, |tx| {
-            Ok(tx.claim_key(&scope, &idem_key(key), &fp, at(t))?)
+            Ok(tx.idempotency_record(&scope, &idem_key(key))?)
         })
     };
     for (key, t) in [("k1", 1), ("k2", 2), ("k3", 3)] {
-        assert_eq!(claim(key, t), None);
-    }
-    commit(store, |tx| {
-        Ok(tx.complete_key(
+        let r = record("{}", 200, b"{}", t);
+        assert!(commit(store, |tx| Ok(tx.insert_key(
             &scope,
-            &idem_key("k1"),
-            &StoredResponse {
-                status: 200,
-                body: b"{}".to_vec(),
-            },
-        )?)
-    });
+            &idem_key(key),
+            &r
+        )?)));
+    }
 
     assert_eq!(commit(store, |tx| Ok(tx.purge_keys(at(0))?)), 0);
     assert_eq!(
@@ -138,13 +127,22 @@ pub fn purge_keys_removes_old_ones_only(store: &dyn Store) {
         1,
         "only k1 is older than the cut-off"
     );
-    assert_eq!(claim("k1", 10), None, "a purged key can be claimed afresh");
+    assert_eq!(get("k1"), None, "purged");
+    let again = record("{}", 200, b"{}", 10);
+    assert!(
+        commit(store, |tx| Ok(tx.insert_key(
+            &scope,
+            &idem_key("k1"),
+            &again
+        )?)),
+        "a purged key can be used afresh"
+    );
     assert_eq!(
-        claim("k2", 10).map(|r| r.created_at),
+        get("k2").map(|r| r.created_at),
         Some(at(2)),
         "created at the cut-off: kept"
     );
-    assert_eq!(claim("k3", 10).map(|r| r.created_at), Some(at(3)));
+    assert_eq!(get("k3").map(|r| r.created_at), Some(at(3)));
     assert_eq!(commit(store, |tx| Ok(tx.purge_keys(at(11))?)), 3);
-    assert_eq!(claim("k2", 20), None);
+    assert_eq!(get("k2"), None);
 }

@@ -52,7 +52,7 @@ pub fn failed_closure_rolls_back_everything(store: &dyn Store) {
     commit(store, |tx| {
         tx.insert_credential(&cred)?;
         tx.insert_token(&token)?;
-        tx.claim_key(&scope, &old_key, &fingerprint("old"), at(0))?;
+        assert!(tx.insert_key(&scope, &old_key, &key_record("old", at(0)))?);
         Ok(())
     });
     let before = query(store, |tx| Ok(tx.ledger_snapshot(None)?));
@@ -90,18 +90,7 @@ pub fn failed_closure_rolls_back_everything(store: &dyn Store) {
         tx.update_wallet(&locked)?;
         tx.post_journal(&top_up)?;
         tx.hold(&w.id, MinorUnit::new(100))?;
-        assert_eq!(
-            tx.claim_key(&scope, &new_key, &fingerprint("new"), at(5))?,
-            None
-        );
-        tx.complete_key(
-            &scope,
-            &new_key,
-            &malipo_idempotency::StoredResponse {
-                status: 201,
-                body: b"{}".to_vec(),
-            },
-        )?;
+        assert!(tx.insert_key(&scope, &new_key, &key_record("new", at(5)))?);
         assert_eq!(tx.purge_keys(at(1))?, 1);
         assert!(tx.revoke_token(&token.digest, "ck_test_rollback", at(5))?);
         assert!(tx.revoke_credential("ck_test_rollback", at(5))?);
@@ -171,25 +160,14 @@ pub fn failed_closure_rolls_back_everything(store: &dyn Store) {
     }
     assert_eq!(after.journals, before.journals);
     assert_eq!(
-        commit(store, |tx| Ok(tx.claim_key(
-            &scope,
-            &old_key,
-            &fingerprint("again"),
-            at(6)
-        )?))
-        .map(|r| r.fingerprint),
+        commit(store, |tx| Ok(tx.idempotency_record(&scope, &old_key)?)).map(|r| r.fingerprint),
         Some(fingerprint("old")),
         "the purge was rolled back"
     );
     assert_eq!(
-        commit(store, |tx| Ok(tx.claim_key(
-            &scope,
-            &new_key,
-            &fingerprint("again"),
-            at(6)
-        )?)),
+        commit(store, |tx| Ok(tx.idempotency_record(&scope, &new_key)?)),
         None,
-        "the claim was rolled back"
+        "the key was rolled back"
     );
 
     // The store still works: the same writes now commit.
