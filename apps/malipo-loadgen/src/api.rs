@@ -18,16 +18,12 @@ pub(crate) struct Credentials {
 
 /// Reads a JSON-lines file of credentials (blank lines are skipped).
 pub(crate) fn read_credentials(path: &Path) -> Result<Vec<Credentials>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let creds = text
         .lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| {
-            serde_json::from_str(line)
-                .with_context(|| format!("{} line {}: not a credential", path.display(), i + 1))
-        })
+        .map(|(i, line)| serde_json::from_str(line).with_context(|| format!("{} line {}: not a credential", path.display(), i + 1)))
         .collect::<Result<Vec<Credentials>>>()?;
     if creds.is_empty() {
         bail!("{}: no credentials", path.display());
@@ -37,11 +33,7 @@ pub(crate) fn read_credentials(path: &Path) -> Result<Vec<Credentials>> {
 
 /// One HTTP client with a keep-alive pool large enough for `concurrency` connections.
 pub(crate) fn client(concurrency: usize) -> Result<Client> {
-    Ok(Client::builder()
-        .pool_max_idle_per_host(concurrency.max(1))
-        .tcp_nodelay(true)
-        .timeout(Duration::from_secs(30))
-        .build()?)
+    Ok(Client::builder().pool_max_idle_per_host(concurrency.max(1)).tcp_nodelay(true).timeout(Duration::from_secs(30)).build()?)
 }
 
 /// `{base_url}` without a trailing slash (it includes `/api/v1`).
@@ -65,13 +57,9 @@ pub(crate) async fn token(client: &Client, base: &str, creds: &Credentials) -> R
     let status = resp.status();
     let body = resp.text().await?;
     if !status.is_success() {
-        bail!(
-            "POST /oauth/token for {}: {status}: {body}",
-            creds.client_id
-        );
+        bail!("POST /oauth/token for {}: {status}: {body}", creds.client_id);
     }
-    let parsed: TokenResponse =
-        serde_json::from_str(&body).context("POST /oauth/token: no access_token")?;
+    let parsed: TokenResponse = serde_json::from_str(&body).context("POST /oauth/token: no access_token")?;
     Ok(parsed.access_token)
 }
 
@@ -133,20 +121,12 @@ pub(crate) async fn list_charges(
     if let Some(cursor) = cursor {
         query.push(("cursor", cursor.to_owned()));
     }
-    let resp = client
-        .get(format!("{base}/partner/charges"))
-        .bearer_auth(token)
-        .query(&query)
-        .send()
-        .await
-        .context("GET /partner/charges")?;
+    let resp =
+        client.get(format!("{base}/partner/charges")).bearer_auth(token).query(&query).send().await.context("GET /partner/charges")?;
     let status = resp.status();
     let body = resp.bytes().await?;
     if !status.is_success() {
-        bail!(
-            "GET /partner/charges: {status}: {}",
-            String::from_utf8_lossy(&body)
-        );
+        bail!("GET /partner/charges: {status}: {}", String::from_utf8_lossy(&body));
     }
     serde_json::from_slice(&body).context("GET /partner/charges: unexpected body")
 }
@@ -170,9 +150,6 @@ mod tests {
 
     #[test]
     fn base_drops_trailing_slash() {
-        assert_eq!(
-            base("http://127.0.0.1:1/api/v1/"),
-            "http://127.0.0.1:1/api/v1"
-        );
+        assert_eq!(base("http://127.0.0.1:1/api/v1/"), "http://127.0.0.1:1/api/v1");
     }
 }

@@ -133,10 +133,7 @@ pub(crate) async fn run(args: Args) -> Result<serde_json::Value> {
     }
     let base = api::base(&args.base_url);
     let client = api::client(args.concurrency)?;
-    let creds = api::Credentials {
-        client_id: args.client_id.clone(),
-        client_secret: args.client_secret.clone(),
-    };
+    let creds = api::Credentials { client_id: args.client_id.clone(), client_secret: args.client_secret.clone() };
     let token = api::token(&client, &base, &creds).await?;
 
     let start = Instant::now();
@@ -152,9 +149,7 @@ pub(crate) async fn run(args: Args) -> Result<serde_json::Value> {
         next: AtomicU64::new(0),
     });
 
-    let workers: Vec<_> = (0..args.concurrency)
-        .map(|_| tokio::spawn(worker(Arc::clone(&plan))))
-        .collect();
+    let workers: Vec<_> = (0..args.concurrency).map(|_| tokio::spawn(worker(Arc::clone(&plan)))).collect();
     let mut total = Tally::new()?;
     for handle in workers {
         total.merge(&handle.await.context("worker panicked")??)?;
@@ -166,21 +161,13 @@ pub(crate) async fn run(args: Args) -> Result<serde_json::Value> {
         requests: total.requests,
         ok: total.ok,
         errors: total.requests - total.ok,
-        status_counts: total
-            .status
-            .iter()
-            .map(|(code, n)| (code.to_string(), *n))
-            .collect(),
+        status_counts: total.status.iter().map(|(code, n)| (code.to_string(), *n)).collect(),
         transport_errors: total.transport_errors,
         not_sent: total.not_sent,
         concurrency: args.concurrency,
         target_rate_per_sec: args.rate,
         duration_secs: duration,
-        rate_per_sec: if duration > 0.0 {
-            total.ok as f64 / duration
-        } else {
-            0.0
-        },
+        rate_per_sec: if duration > 0.0 { total.ok as f64 / duration } else { 0.0 },
         p50_ms: ms(0.50),
         p90_ms: ms(0.90),
         p99_ms: ms(0.99),
@@ -241,13 +228,7 @@ async fn worker(plan: Arc<Plan>) -> Result<Tally> {
 
 /// Sends one charge creation and reads the whole answer (so the connection is reused).
 async fn send(plan: &Plan, n: u64) -> Result<u16> {
-    let resp = plan
-        .client
-        .post(&plan.url)
-        .bearer_auth(&plan.token)
-        .json(&api::charge_body(n))
-        .send()
-        .await?;
+    let resp = plan.client.post(&plan.url).bearer_auth(&plan.token).json(&api::charge_body(n)).send().await?;
     let status = resp.status().as_u16();
     resp.bytes().await?;
     Ok(status)

@@ -111,12 +111,7 @@ pub(crate) async fn run(args: Args) -> Result<serde_json::Value> {
     let (refs, create_errors) = create_all(&client, &base, &merchants, &args).await?;
     let creation_secs = start.elapsed().as_secs_f64();
 
-    let tokens: Vec<&str> = merchants
-        .iter()
-        .zip(&refs)
-        .filter(|(_, mine)| !mine.is_empty())
-        .map(|(m, _)| m.token.as_str())
-        .collect();
+    let tokens: Vec<&str> = merchants.iter().zip(&refs).filter(|(_, mine)| !mine.is_empty()).map(|(m, _)| m.token.as_str()).collect();
     let idle_at = wait_idle(&client, &base, &tokens, deadline, poll).await;
     let elapsed = idle_at.unwrap_or_else(Instant::now).duration_since(start);
 
@@ -131,15 +126,7 @@ pub(crate) async fn run(args: Args) -> Result<serde_json::Value> {
         }
         let mut cursor: Option<String> = None;
         loop {
-            let page = api::list_charges(
-                &client,
-                &base,
-                &merchant.token,
-                None,
-                100,
-                cursor.as_deref(),
-            )
-            .await?;
+            let page = api::list_charges(&client, &base, &merchant.token, None, 100, cursor.as_deref()).await?;
             for charge in page.data.iter().filter(|c| mine.contains(&c.charge_ref)) {
                 seen += 1;
                 *states.entry(charge.state.clone()).or_default() += 1;
@@ -157,15 +144,9 @@ pub(crate) async fn run(args: Args) -> Result<serde_json::Value> {
 
     let created: u64 = refs.iter().map(|r| r.len() as u64).sum();
     let completed = states.get("completed").copied().unwrap_or(0);
-    let final_total: u64 = FINAL_STATES
-        .iter()
-        .map(|s| states.get(*s).copied().unwrap_or(0))
-        .sum();
+    let final_total: u64 = FINAL_STATES.iter().map(|s| states.get(*s).copied().unwrap_or(0)).sum();
     if seen < created {
-        eprintln!(
-            "lifecycle: {} created charges missing from the listing",
-            created - seen
-        );
+        eprintln!("lifecycle: {} created charges missing from the listing", created - seen);
     }
     let server_span = match (first_created, last_completed) {
         (Some(a), Some(b)) if b > a => Some((b - a).as_seconds_f64()),
@@ -197,33 +178,21 @@ pub(crate) async fn wait_idle_command(args: WaitIdleArgs) -> Result<serde_json::
     let start = Instant::now();
     let deadline = start + Duration::from_secs(args.timeout_secs);
     let poll = Duration::from_millis(args.poll_ms.max(10));
-    let idle = wait_idle(&client, &base, &tokens, deadline, poll)
-        .await
-        .is_some();
-    Ok(serde_json::to_value(IdleReport {
-        idle,
-        waited_secs: start.elapsed().as_secs_f64(),
-    })?)
+    let idle = wait_idle(&client, &base, &tokens, deadline, poll).await.is_some();
+    Ok(serde_json::to_value(IdleReport { idle, waited_secs: start.elapsed().as_secs_f64() })?)
 }
 
 async fn login_all(client: &Client, base: &str, path: &std::path::Path) -> Result<Vec<Merchant>> {
     let mut merchants = Vec::new();
     for creds in api::read_credentials(path)? {
-        merchants.push(Merchant {
-            token: api::token(client, base, &creds).await?,
-        });
+        merchants.push(Merchant { token: api::token(client, base, &creds).await? });
     }
     Ok(merchants)
 }
 
 /// Creates `args.count` charges, charge `n` for merchant `n % merchants`. Returns the charge refs
 /// per merchant and the number of failed creations.
-async fn create_all(
-    client: &Client,
-    base: &str,
-    merchants: &[Merchant],
-    args: &Args,
-) -> Result<(Vec<HashSet<String>>, u64)> {
+async fn create_all(client: &Client, base: &str, merchants: &[Merchant], args: &Args) -> Result<(Vec<HashSet<String>>, u64)> {
     #[derive(Deserialize)]
     struct Created {
         charge_ref: String,
@@ -233,12 +202,7 @@ async fn create_all(
     let url = Arc::new(format!("{base}/partner/stk"));
     let mut workers = Vec::new();
     for _ in 0..args.concurrency {
-        let (client, next, tokens, url) = (
-            client.clone(),
-            Arc::clone(&next),
-            Arc::clone(&tokens),
-            Arc::clone(&url),
-        );
+        let (client, next, tokens, url) = (client.clone(), Arc::clone(&next), Arc::clone(&tokens), Arc::clone(&url));
         let count = args.count;
         workers.push(tokio::spawn(async move {
             let mut made: Vec<(usize, String)> = Vec::new();
@@ -249,12 +213,7 @@ async fn create_all(
                     break;
                 }
                 let m = (n % tokens.len() as u64) as usize;
-                let sent = client
-                    .post(url.as_str())
-                    .bearer_auth(&tokens[m])
-                    .json(&api::charge_body(n))
-                    .send()
-                    .await;
+                let sent = client.post(url.as_str()).bearer_auth(&tokens[m]).json(&api::charge_body(n)).send().await;
                 let created = match sent {
                     Ok(resp) if resp.status().as_u16() == 200 => resp.json::<Created>().await.ok(),
                     Ok(resp) => {
@@ -296,13 +255,7 @@ async fn create_all(
 /// or `None` at the deadline. While work remains a poll checks one merchant (two `limit=1` calls);
 /// once that one is idle all the others are checked at once, so the end is seen within a round trip
 /// or two whatever the number of merchants. A merchant found idle is never checked again.
-async fn wait_idle(
-    client: &Client,
-    base: &str,
-    tokens: &[&str],
-    deadline: Instant,
-    poll: Duration,
-) -> Option<Instant> {
+async fn wait_idle(client: &Client, base: &str, tokens: &[&str], deadline: Instant, poll: Duration) -> Option<Instant> {
     let mut busy: Vec<String> = tokens.iter().map(|t| (*t).to_owned()).collect();
     let mut warned = false;
     let mut warn = |e: anyhow::Error| {
@@ -321,11 +274,8 @@ async fn wait_idle(
                     let checks: Vec<_> = busy
                         .iter()
                         .map(|token| {
-                            let (client, base, token) =
-                                (client.clone(), base.to_owned(), token.clone());
-                            tokio::spawn(
-                                async move { has_unfinished(&client, &base, &token).await },
-                            )
+                            let (client, base, token) = (client.clone(), base.to_owned(), token.clone());
+                            tokio::spawn(async move { has_unfinished(&client, &base, &token).await })
                         })
                         .collect();
                     let mut still_busy = Vec::new();

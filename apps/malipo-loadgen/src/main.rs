@@ -9,10 +9,7 @@ mod lifecycle;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(
-    name = "malipo-loadgen",
-    about = "Load generator for the Malipo HTTP API (used by `just bench`)"
-)]
+#[command(name = "malipo-loadgen", about = "Load generator for the Malipo HTTP API (used by `just bench`)")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -33,9 +30,7 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let report = runtime.block_on(async {
         match cli.command {
             Command::Charges(args) => charges::run(args).await,

@@ -184,28 +184,23 @@ pub fn run(settings: &Settings, command: Command) -> anyhow::Result<i32> {
         }
         Command::Credentials(CredentialsCommand::Issue { org, mode: m, scopes, json }) => {
             let scopes = scopes.map(|s| Scopes::parse(&s)).transpose().map_err(|e| anyhow::anyhow!("{e}"))?;
-            let issued = platform
-                .issue_credential(&org_id(&org)?, mode(&m)?, scopes)
-                .map_err(|e| failure(e, &format!("organisation {org}")))?;
+            let issued =
+                platform.issue_credential(&org_id(&org)?, mode(&m)?, scopes).map_err(|e| failure(e, &format!("organisation {org}")))?;
             print_credential(&issued, json);
             Ok(0)
         }
         Command::Credentials(CredentialsCommand::Revoke { client_id }) => {
-            platform
-                .revoke_credential(&client_id)
-                .map_err(|e| match e {
-                    malipo_service::ServiceError::NotFound => {
-                        anyhow::anyhow!("no active credential {client_id} (unknown, or already revoked)")
-                    }
-                    other => failure(other, "credential"),
-                })?;
+            platform.revoke_credential(&client_id).map_err(|e| match e {
+                malipo_service::ServiceError::NotFound => {
+                    anyhow::anyhow!("no active credential {client_id} (unknown, or already revoked)")
+                }
+                other => failure(other, "credential"),
+            })?;
             println!("revoked {client_id} and its tokens");
             Ok(0)
         }
         Command::Account(AccountCommand::Fund { org, mode: m, amount }) => {
-            let tx = platform
-                .fund_account(&org_id(&org)?, mode(&m)?, &amount)
-                .map_err(|e| failure(e, &format!("organisation {org}")))?;
+            let tx = platform.fund_account(&org_id(&org)?, mode(&m)?, &amount).map_err(|e| failure(e, &format!("organisation {org}")))?;
             println!("{}", json!({"transaction_id": tx.as_str()}));
             Ok(0)
         }

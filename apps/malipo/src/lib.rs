@@ -73,10 +73,8 @@ pub struct Running {
 pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> anyhow::Result<Running> {
     let (prom, charge_metrics) = malipo_http::metrics().map_err(|e| anyhow::anyhow!("metrics: {e}"))?;
     let platform = platform.with_observer(Arc::new(charge_metrics));
-    let state = AppState {
-        platform: platform.clone(),
-        rate_limits: Arc::new(RateLimits::new(settings.rate_limit_test, settings.rate_limit_live)),
-    };
+    let state =
+        AppState { platform: platform.clone(), rate_limits: Arc::new(RateLimits::new(settings.rate_limit_test, settings.rate_limit_live)) };
     let data = web::Data::new(state);
     let addr = listener.local_addr()?;
     let mut server = HttpServer::new(move || {

@@ -25,12 +25,7 @@ pub enum OrgKind {
 
 impl OrgKind {
     /// Every kind.
-    pub const ALL: [OrgKind; 4] = [
-        OrgKind::Merchant,
-        OrgKind::Agent,
-        OrgKind::Operator,
-        OrgKind::Gateway,
-    ];
+    pub const ALL: [OrgKind; 4] = [OrgKind::Merchant, OrgKind::Agent, OrgKind::Operator, OrgKind::Gateway];
 
     /// The wire name.
     pub fn as_str(self) -> &'static str {
@@ -45,12 +40,7 @@ impl OrgKind {
     /// The scopes a new credential of this kind gets (contract section 13).
     pub fn default_scopes(self) -> Scopes {
         let list: &[Scope] = match self {
-            OrgKind::Merchant => &[
-                Scope::Payments,
-                Scope::Payouts,
-                Scope::Reversals,
-                Scope::BulkCreate,
-            ],
+            OrgKind::Merchant => &[Scope::Payments, Scope::Payouts, Scope::Reversals, Scope::BulkCreate],
             OrgKind::Agent => &[Scope::Agent],
             OrgKind::Operator => &[Scope::Wallets],
             OrgKind::Gateway => &[Scope::Ussd],
@@ -73,10 +63,7 @@ pub struct UnknownOrgKind(pub String);
 impl FromStr for OrgKind {
     type Err = UnknownOrgKind;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        OrgKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| UnknownOrgKind(s.to_owned()))
+        OrgKind::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| UnknownOrgKind(s.to_owned()))
     }
 }
 
@@ -158,10 +145,7 @@ mod tests {
 
     #[test]
     fn default_scopes_follow_the_contract() {
-        assert_eq!(
-            OrgKind::Merchant.default_scopes().to_string(),
-            "payments payouts bulk:create reversals"
-        );
+        assert_eq!(OrgKind::Merchant.default_scopes().to_string(), "payments payouts bulk:create reversals");
         assert_eq!(OrgKind::Agent.default_scopes().to_string(), "agent");
         assert_eq!(OrgKind::Operator.default_scopes().to_string(), "wallets");
         assert_eq!(OrgKind::Gateway.default_scopes().to_string(), "ussd");

@@ -5,8 +5,6 @@ pub mod credential;
 pub mod scope;
 pub mod secret;
 
-pub use credential::{
-    AccessToken, Credential, OrgKind, Organisation, Principal, TOKEN_LIFETIME_SECONDS,
-};
+pub use credential::{AccessToken, Credential, OrgKind, Organisation, Principal, TOKEN_LIFETIME_SECONDS};
 pub use scope::{Scope, ScopeError, Scopes};
 pub use secret::{generate_client_id, generate_secret, generate_token, token_digest, SecretHasher};

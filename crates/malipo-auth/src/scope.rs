@@ -67,10 +67,7 @@ pub enum ScopeError {
 impl FromStr for Scope {
     type Err = ScopeError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Scope::ALL
-            .into_iter()
-            .find(|x| x.as_str() == s)
-            .ok_or_else(|| ScopeError::Unknown(s.to_owned()))
+        Scope::ALL.into_iter().find(|x| x.as_str() == s).ok_or_else(|| ScopeError::Unknown(s.to_owned()))
     }
 }
 
@@ -96,12 +93,7 @@ impl Scopes {
     /// # Errors
     /// [`ScopeError`].
     pub fn parse(text: &str) -> Result<Self, ScopeError> {
-        Scopes::new(
-            text.split(' ')
-                .filter(|s| !s.is_empty())
-                .map(str::parse)
-                .collect::<Result<Vec<_>, _>>()?,
-        )
+        Scopes::new(text.split(' ').filter(|s| !s.is_empty()).map(str::parse).collect::<Result<Vec<_>, _>>()?)
     }
 
     /// Whether `scope` is in the set.
@@ -140,14 +132,8 @@ mod tests {
     fn parse_and_print_in_canonical_order() {
         let s = Scopes::parse("payouts  payments").unwrap_or_default();
         assert_eq!(s.to_string(), "payments payouts");
-        assert_eq!(
-            Scopes::parse("payments nope"),
-            Err(ScopeError::Unknown("nope".into()))
-        );
-        assert_eq!(
-            Scopes::parse("bulk:create bulk:approve"),
-            Err(ScopeError::MakerChecker)
-        );
+        assert_eq!(Scopes::parse("payments nope"), Err(ScopeError::Unknown("nope".into())));
+        assert_eq!(Scopes::parse("bulk:create bulk:approve"), Err(ScopeError::MakerChecker));
         assert_eq!(Scopes::parse("").map(|s| s.is_empty()), Ok(true));
     }
 

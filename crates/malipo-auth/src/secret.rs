@@ -10,11 +10,7 @@ use sha2::{Digest, Sha256};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 fn random_alnum(len: usize) -> String {
-    OsRng
-        .sample_iter(&Alphanumeric)
-        .take(len)
-        .map(char::from)
-        .collect()
+    OsRng.sample_iter(&Alphanumeric).take(len).map(char::from).collect()
 }
 
 /// A new client id: `ck_test_…` or `ck_live_…`.
@@ -48,20 +44,14 @@ struct Permits {
 
 impl Permits {
     fn new(n: usize) -> Self {
-        Permits {
-            free: Mutex::new(n.max(1)),
-            freed: Condvar::new(),
-        }
+        Permits { free: Mutex::new(n.max(1)), freed: Condvar::new() }
     }
 
     fn run<T>(&self, f: impl FnOnce() -> T) -> T {
         {
             let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
             while *free == 0 {
-                free = self
-                    .freed
-                    .wait(free)
-                    .unwrap_or_else(PoisonError::into_inner);
+                free = self.freed.wait(free).unwrap_or_else(PoisonError::into_inner);
             }
             *free -= 1;
         }
@@ -105,15 +95,10 @@ impl SecretHasher {
     /// # Errors
     /// [`HashError`] if the parameters are refused.
     pub fn with_params(m_cost: u32, t_cost: u32, p_cost: u32) -> Result<Self, HashError> {
-        let params =
-            Params::new(m_cost, t_cost, p_cost, None).map_err(|e| HashError(e.to_string()))?;
+        let params = Params::new(m_cost, t_cost, p_cost, None).map_err(|e| HashError(e.to_string()))?;
         let argon = Argon2::new(Algorithm::Argon2id, Version::V0x13, params);
         let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
-        let mut hasher = SecretHasher {
-            argon,
-            dummy: String::new(),
-            permits: Arc::new(Permits::new(cores)),
-        };
+        let mut hasher = SecretHasher { argon, dummy: String::new(), permits: Arc::new(Permits::new(cores)) };
         hasher.dummy = hasher.hash("malipo-dummy-secret-for-timing")?;
         Ok(hasher)
     }
@@ -124,12 +109,7 @@ impl SecretHasher {
     /// [`HashError`].
     pub fn hash(&self, secret: &str) -> Result<String, HashError> {
         let salt = SaltString::generate(&mut OsRng);
-        self.permits.run(|| {
-            self.argon
-                .hash_password(secret.as_bytes(), &salt)
-                .map(|h| h.to_string())
-                .map_err(|e| HashError(e.to_string()))
-        })
+        self.permits.run(|| self.argon.hash_password(secret.as_bytes(), &salt).map(|h| h.to_string()).map_err(|e| HashError(e.to_string())))
     }
 
     /// Whether `secret` matches the stored hash. `None` (an unknown client) still spends the same
@@ -139,12 +119,8 @@ impl SecretHasher {
             Some(s) => (s, true),
             None => (self.dummy.as_str(), false),
         };
-        let ok = PasswordHash::new(phc)
-            .map(|h| {
-                self.permits
-                    .run(|| self.argon.verify_password(secret.as_bytes(), &h).is_ok())
-            })
-            .unwrap_or(false);
+        let ok =
+            PasswordHash::new(phc).map(|h| self.permits.run(|| self.argon.verify_password(secret.as_bytes(), &h).is_ok())).unwrap_or(false);
         ok && real
     }
 }
@@ -160,10 +136,7 @@ mod tests {
         assert!(id.starts_with("ck_test_") && id.len() == 32);
         assert!(secret.starts_with("cs_live_") && secret.len() == 48);
         for s in [&id, &secret] {
-            assert!(
-                s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
-                "{s}"
-            );
+            assert!(s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{s}");
         }
         assert_ne!(generate_secret(Mode::Test), generate_secret(Mode::Test));
     }
@@ -176,10 +149,7 @@ mod tests {
         assert!(!stored.contains("cs_test_abc"));
         assert!(h.verify("cs_test_abc", Some(&stored)));
         assert!(!h.verify("cs_test_abd", Some(&stored)));
-        assert!(
-            !h.verify("cs_test_abc", None),
-            "unknown client never verifies"
-        );
+        assert!(!h.verify("cs_test_abc", None), "unknown client never verifies");
         assert!(!h.verify("x", Some("not a phc string")));
     }
 
@@ -207,19 +177,12 @@ mod tests {
             assert!(t.join().is_ok());
         }
         let (now, peak) = *running.lock().unwrap_or_else(PoisonError::into_inner);
-        assert_eq!(
-            (now, peak),
-            (0, 2),
-            "never more than two at once, and both permits used"
-        );
+        assert_eq!((now, peak), (0, 2), "never more than two at once, and both permits used");
     }
 
     #[test]
     fn token_digest_is_stable_sha256() {
-        assert_eq!(
-            token_digest("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        assert_eq!(token_digest("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         assert_ne!(generate_token(), generate_token());
     }
 }

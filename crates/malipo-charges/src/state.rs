@@ -66,10 +66,7 @@ pub struct UnknownState(pub String);
 impl FromStr for ChargeState {
     type Err = UnknownState;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ChargeState::ALL
-            .into_iter()
-            .find(|st| st.as_str() == s)
-            .ok_or_else(|| UnknownState(s.to_owned()))
+        ChargeState::ALL.into_iter().find(|st| st.as_str() == s).ok_or_else(|| UnknownState(s.to_owned()))
     }
 }
 
@@ -125,10 +122,7 @@ impl FailureReason {
     pub fn is_payer_side(self) -> bool {
         matches!(
             self,
-            FailureReason::PayerNotFound
-                | FailureReason::WalletLocked
-                | FailureReason::LimitExceeded
-                | FailureReason::InsufficientFunds
+            FailureReason::PayerNotFound | FailureReason::WalletLocked | FailureReason::LimitExceeded | FailureReason::InsufficientFunds
         )
     }
 }
@@ -136,10 +130,7 @@ impl FailureReason {
 impl FromStr for FailureReason {
     type Err = UnknownState;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        FailureReason::ALL
-            .into_iter()
-            .find(|r| r.as_str() == s)
-            .ok_or_else(|| UnknownState(s.to_owned()))
+        FailureReason::ALL.into_iter().find(|r| r.as_str() == s).ok_or_else(|| UnknownState(s.to_owned()))
     }
 }
 
@@ -192,10 +183,7 @@ pub struct TransitionError {
 ///
 /// # Errors
 /// [`TransitionError`] when the move is not in the state machine.
-pub fn transition(
-    state: ChargeState,
-    event: ChargeEvent,
-) -> Result<(ChargeState, Option<FailureReason>), TransitionError> {
+pub fn transition(state: ChargeState, event: ChargeEvent) -> Result<(ChargeState, Option<FailureReason>), TransitionError> {
     use ChargeEvent as E;
     use ChargeState as S;
     let next = match (state, event) {
@@ -259,7 +247,9 @@ mod tests {
 
     #[test]
     fn non_payer_reasons_cannot_fail_a_pending_charge() {
-        for r in [FailureReason::DeclinedByCustomer, FailureReason::Expired, FailureReason::ProcessingError, FailureReason::PinAttemptsExceeded] {
+        for r in
+            [FailureReason::DeclinedByCustomer, FailureReason::Expired, FailureReason::ProcessingError, FailureReason::PinAttemptsExceeded]
+        {
             assert!(transition(ChargeState::Pending, ChargeEvent::PayerFailure(r)).is_err(), "{r:?}");
         }
     }

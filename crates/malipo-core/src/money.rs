@@ -173,9 +173,7 @@ pub fn parse_amount(text: &str, currency: Currency) -> Result<MinorUnit, MoneyEr
     if value.is_zero() {
         return Err(MoneyError::NotPositive);
     }
-    let scaled = value
-        .checked_mul(Decimal::from(10_i64.pow(u32::from(minor_units))))
-        .ok_or(MoneyError::Overflow)?;
+    let scaled = value.checked_mul(Decimal::from(10_i64.pow(u32::from(minor_units)))).ok_or(MoneyError::Overflow)?;
     let minor: i64 = scaled.trunc().try_into().map_err(|_| MoneyError::Overflow)?;
     // Keep amounts well inside i64 so sums of many never overflow (1e15 minor units).
     if minor > 1_000_000_000_000_000 {
@@ -193,12 +191,7 @@ pub fn format_amount(amount: MinorUnit, currency: Currency) -> String {
     let scale = 10_i128.pow(decimals);
     let sign = if v < 0 { "-" } else { "" };
     let abs = v.abs();
-    format!(
-        "{sign}{}.{:0width$}",
-        abs / scale,
-        abs % scale,
-        width = decimals as usize
-    )
+    format!("{sign}{}.{:0width$}", abs / scale, abs % scale, width = decimals as usize)
 }
 
 #[cfg(test)]

@@ -30,9 +30,7 @@ impl Msisdn {
     /// # Errors
     /// [`MsisdnError::Syntax`] otherwise.
     pub fn parse(s: &str) -> Result<Self, MsisdnError> {
-        let ok = (8..=15).contains(&s.len())
-            && s.bytes().all(|b| b.is_ascii_digit())
-            && !s.starts_with('0');
+        let ok = (8..=15).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit()) && !s.starts_with('0');
         if ok {
             Ok(Msisdn(s.to_owned()))
         } else {

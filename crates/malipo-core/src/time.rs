@@ -45,23 +45,14 @@ impl Timestamp {
 
     /// As a `time` value in UTC.
     pub fn to_offset_datetime(self) -> ::time::OffsetDateTime {
-        ::time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.0) * 1000)
-            .unwrap_or(::time::OffsetDateTime::UNIX_EPOCH)
+        ::time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.0) * 1000).unwrap_or(::time::OffsetDateTime::UNIX_EPOCH)
     }
 
     /// RFC 3339 in UTC with a `Z` suffix, e.g. `2026-11-22T10:00:00.123456Z` (fraction only when non-zero).
     pub fn to_rfc3339(self) -> String {
         let t = self.to_offset_datetime();
         let micros = self.0.rem_euclid(1_000_000);
-        let base = format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-            t.year(),
-            u8::from(t.month()),
-            t.day(),
-            t.hour(),
-            t.minute(),
-            t.second()
-        );
+        let base = format!("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", t.year(), u8::from(t.month()), t.day(), t.hour(), t.minute(), t.second());
         if micros == 0 {
             format!("{base}Z")
         } else {

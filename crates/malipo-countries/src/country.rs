@@ -47,13 +47,8 @@ pub struct Country {
 
 /// A tier with all-zero limits, answered by [`Country::top_tier`] for a hand-built country
 /// without tiers: it permits nothing.
-static NO_TIER: KycTier = KycTier {
-    tier: 0,
-    per_transaction: MinorUnit::ZERO,
-    daily: MinorUnit::ZERO,
-    max_balance: MinorUnit::ZERO,
-    requirements: Vec::new(),
-};
+static NO_TIER: KycTier =
+    KycTier { tier: 0, per_transaction: MinorUnit::ZERO, daily: MinorUnit::ZERO, max_balance: MinorUnit::ZERO, requirements: Vec::new() };
 
 impl Country {
     /// The KYC tier numbered `tier`.
@@ -75,9 +70,7 @@ impl Country {
     /// The tier an ID gives when a wallet is opened: no ID → 0; otherwise the ID type's
     /// `grants_tier`. An unknown ID type also gives 0: check it with [`Country::id_type`] first.
     pub fn tier_for_id(&self, id_type: Option<&str>) -> u8 {
-        id_type
-            .and_then(|name| self.id_type(name))
-            .map_or(0, |t| t.grants_tier)
+        id_type.and_then(|name| self.id_type(name)).map_or(0, |t| t.grants_tier)
     }
 
     /// The fee schedule of `op`, if the operation carries fees in this country.
@@ -87,8 +80,7 @@ impl Country {
 
     /// The band applying to `op` for `amount` (see [`FeeSchedule::band_applying_to`]).
     pub fn fee_band(&self, op: FeeOperation, amount: MinorUnit) -> Option<&FeeBand> {
-        self.fee_schedule(op)
-            .and_then(|s| s.band_applying_to(amount))
+        self.fee_schedule(op).and_then(|s| s.band_applying_to(amount))
     }
 
     /// Fee for an operation and amount: the band covering the amount (the last band above the
@@ -99,8 +91,7 @@ impl Country {
 
     /// The agent's share of the fee for an operation and amount (cash-out); zero otherwise.
     pub fn agent_commission(&self, op: FeeOperation, amount: MinorUnit) -> MinorUnit {
-        self.fee_band(op, amount)
-            .map_or(MinorUnit::ZERO, |b| b.agent_commission)
+        self.fee_band(op, amount).map_or(MinorUnit::ZERO, |b| b.agent_commission)
     }
 
     /// Start (inclusive) and end (exclusive) of the country's local calendar day containing `t`,
@@ -110,10 +101,7 @@ impl Country {
         let local = t.as_micros().saturating_add(offset);
         let local_midnight = local.saturating_sub(local.rem_euclid(DAY_MICROS));
         let start = local_midnight.saturating_sub(offset);
-        (
-            Timestamp::from_micros(start),
-            Timestamp::from_micros(start.saturating_add(DAY_MICROS)),
-        )
+        (Timestamp::from_micros(start), Timestamp::from_micros(start.saturating_add(DAY_MICROS)))
     }
 }
 
@@ -136,30 +124,14 @@ impl IdType {
     ///
     /// # Errors
     /// When `pattern` is not a valid regular expression.
-    pub fn new(
-        name: impl Into<String>,
-        pattern: &str,
-        grants_tier: u8,
-    ) -> Result<Self, regex::Error> {
+    pub fn new(name: impl Into<String>, pattern: &str, grants_tier: u8) -> Result<Self, regex::Error> {
         // Compile the pattern alone first, so that text such as `a)|(b` cannot escape the wrapping group.
         Regex::new(pattern)?;
         let wrapped = format!("^(?:{pattern})$");
         let regex = Regex::new(&wrapped)?;
-        let plainly_anchored = pattern.starts_with('^')
-            && pattern.ends_with('$')
-            && !pattern.ends_with("\\$")
-            && !pattern.contains('|');
-        let pattern = if plainly_anchored {
-            pattern.to_owned()
-        } else {
-            wrapped
-        };
-        Ok(IdType {
-            name: name.into(),
-            pattern,
-            grants_tier,
-            regex,
-        })
+        let plainly_anchored = pattern.starts_with('^') && pattern.ends_with('$') && !pattern.ends_with("\\$") && !pattern.contains('|');
+        let pattern = if plainly_anchored { pattern.to_owned() } else { wrapped };
+        Ok(IdType { name: name.into(), pattern, grants_tier, regex })
     }
 
     /// Whether `id_number` matches the pattern in full.

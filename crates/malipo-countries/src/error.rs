@@ -33,10 +33,7 @@ pub enum ConfigError {
 impl ConfigError {
     /// An [`ConfigError::Invalid`] for `entry`.
     pub fn invalid(entry: impl Into<String>, reason: impl Into<String>) -> Self {
-        ConfigError::Invalid {
-            entry: entry.into(),
-            reason: reason.into(),
-        }
+        ConfigError::Invalid { entry: entry.into(), reason: reason.into() }
     }
 
     /// The entry a [`ConfigError::Invalid`] names; `None` for the other kinds.

@@ -68,14 +68,11 @@ impl fmt::Display for FeeOperation {
 impl FromStr for FeeOperation {
     type Err = UnknownName;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        FeeOperation::ALL
-            .into_iter()
-            .find(|op| op.as_str() == s)
-            .ok_or_else(|| UnknownName {
-                kind: "fee operation",
-                name: s.to_owned(),
-                expected: "charge, payout, p2p, cash_in, cash_out, payment_request",
-            })
+        FeeOperation::ALL.into_iter().find(|op| op.as_str() == s).ok_or_else(|| UnknownName {
+            kind: "fee operation",
+            name: s.to_owned(),
+            expected: "charge, payout, p2p, cash_in, cash_out, payment_request",
+        })
     }
 }
 
@@ -110,11 +107,7 @@ impl FromStr for FeePayer {
         match s {
             "payer" => Ok(FeePayer::Payer),
             "payee" => Ok(FeePayer::Payee),
-            _ => Err(UnknownName {
-                kind: "fee payer",
-                name: s.to_owned(),
-                expected: "payer, payee",
-            }),
+            _ => Err(UnknownName { kind: "fee payer", name: s.to_owned(), expected: "payer, payee" }),
         }
     }
 }
@@ -144,8 +137,7 @@ impl FeeSchedule {
         if !amount.is_positive() {
             return None;
         }
-        self.band_for(amount)
-            .or_else(|| self.bands.last().filter(|last| amount > last.max))
+        self.band_for(amount).or_else(|| self.bands.last().filter(|last| amount > last.max))
     }
 }
 
@@ -179,16 +171,8 @@ mod tests {
     }
 
     fn schedule() -> FeeSchedule {
-        let band = |min, max, fee| FeeBand {
-            min: m(min),
-            max: m(max),
-            fee: m(fee),
-            agent_commission: m(0),
-        };
-        FeeSchedule {
-            paid_by: FeePayer::Payer,
-            bands: vec![band(1, 100, 0), band(101, 500, 7), band(501, 1000, 13)],
-        }
+        let band = |min, max, fee| FeeBand { min: m(min), max: m(max), fee: m(fee), agent_commission: m(0) };
+        FeeSchedule { paid_by: FeePayer::Payer, bands: vec![band(1, 100, 0), band(101, 500, 7), band(501, 1000, 13)] }
     }
 
     #[test]
@@ -211,10 +195,7 @@ mod tests {
         assert_eq!(s.band_applying_to(m(1001)).map(|b| b.fee), Some(m(13)));
         assert_eq!(s.band_applying_to(m(250)).map(|b| b.fee), Some(m(7)));
         assert_eq!(s.band_applying_to(m(0)), None);
-        let empty = FeeSchedule {
-            paid_by: FeePayer::Payee,
-            bands: vec![],
-        };
+        let empty = FeeSchedule { paid_by: FeePayer::Payee, bands: vec![] };
         assert_eq!(empty.band_applying_to(m(10)), None);
     }
 

@@ -50,10 +50,7 @@ impl Countries {
     /// [`ConfigError::Io`] naming the path when it cannot be read; otherwise as
     /// [`Countries::from_toml_str`].
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
-            path: path.to_owned(),
-            source: Arc::new(e),
-        })?;
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io { path: path.to_owned(), source: Arc::new(e) })?;
         Self::from_toml_str(&text)
     }
 
@@ -86,28 +83,17 @@ impl Countries {
     /// the number's length is not the country's.
     pub fn for_msisdn(&self, msisdn: &Msisdn) -> Result<&Country, MsisdnError> {
         let digits = msisdn.as_str();
-        let country = self
-            .countries
-            .iter()
-            .find(|c| digits.starts_with(&c.dialling_code))
-            .ok_or(MsisdnError::UnknownCountry)?;
+        let country = self.countries.iter().find(|c| digits.starts_with(&c.dialling_code)).ok_or(MsisdnError::UnknownCountry)?;
         if digits.len() == country.msisdn_length {
             Ok(country)
         } else {
-            Err(MsisdnError::Length {
-                expected: country.msisdn_length,
-            })
+            Err(MsisdnError::Length { expected: country.msisdn_length })
         }
     }
 
     /// The distinct currencies of the served countries, sorted.
     pub fn currencies(&self) -> Vec<Currency> {
-        self.countries
-            .iter()
-            .map(|c| c.currency)
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect()
+        self.countries.iter().map(|c| c.currency).collect::<BTreeSet<_>>().into_iter().collect()
     }
 }
 
@@ -180,11 +166,8 @@ mod tests {
         assert_eq!(ke.time_zone, "Africa/Nairobi");
         assert_eq!(ke.utc_offset_minutes, 180);
         assert_eq!(ke.max_charge, kes(250_000));
-        let limits: Vec<(u8, MinorUnit, MinorUnit, MinorUnit)> = ke
-            .kyc_tiers
-            .iter()
-            .map(|t| (t.tier, t.per_transaction, t.daily, t.max_balance))
-            .collect();
+        let limits: Vec<(u8, MinorUnit, MinorUnit, MinorUnit)> =
+            ke.kyc_tiers.iter().map(|t| (t.tier, t.per_transaction, t.daily, t.max_balance)).collect();
         assert_eq!(
             limits,
             [
@@ -201,8 +184,7 @@ mod tests {
         assert_eq!(ke.tier_for_id(Some("passport")), 1);
         assert_eq!(ke.tier_for_id(Some("kra_pin")), 2);
         assert_eq!(ke.tier_for_id(Some("driving_licence")), 0);
-        let payers: Vec<(FeeOperation, FeePayer)> =
-            ke.fees.iter().map(|(op, s)| (*op, s.paid_by)).collect();
+        let payers: Vec<(FeeOperation, FeePayer)> = ke.fees.iter().map(|(op, s)| (*op, s.paid_by)).collect();
         assert_eq!(
             payers,
             [
@@ -220,10 +202,7 @@ mod tests {
     fn id_patterns_of_the_builtin_file() {
         let c = builtin();
         let check = |code: &str, id: &str, good: &[&str], bad: &[&str]| {
-            let t = c
-                .get(code)
-                .and_then(|k| k.id_type(id))
-                .unwrap_or_else(|| panic!("{code} {id}"));
+            let t = c.get(code).and_then(|k| k.id_type(id)).unwrap_or_else(|| panic!("{code} {id}"));
             for g in good {
                 assert!(t.matches(g), "{code} {id} should accept {g:?}");
             }
@@ -231,47 +210,12 @@ mod tests {
                 assert!(!t.matches(b), "{code} {id} should refuse {b:?}");
             }
         };
-        check(
-            "KE",
-            "national_id",
-            &["1234567", "12345678"],
-            &["123456", "123456789", "12345678x", "x1234567", ""],
-        );
-        check(
-            "KE",
-            "kra_pin",
-            &["A012345678Z", "P051234567K"],
-            &["A012345678", "B012345678Z", "a012345678z"],
-        );
-        check(
-            "UG",
-            "nin",
-            &["CM12345678ABCD", "CF0000000000XY"],
-            &["CX12345678ABCD", "CM12345678ABC", "CM12345678ABCDE"],
-        );
-        check(
-            "GH",
-            "ghana_card",
-            &["GHA-123456789-0"],
-            &[
-                "GHA-12345678-0",
-                "GHA123456789-0",
-                "gha-123456789-0",
-                "GHA-123456789-01",
-            ],
-        );
-        check(
-            "TZ",
-            "nida",
-            &["19900101-12345-00001-23", "19900101123450000123"],
-            &["1990010112345000012", "19900101-12345-00001-2x"],
-        );
-        check(
-            "RW",
-            "national_id",
-            &["1199080012345678"],
-            &["119908001234567", "4199080012345678"],
-        );
+        check("KE", "national_id", &["1234567", "12345678"], &["123456", "123456789", "12345678x", "x1234567", ""]);
+        check("KE", "kra_pin", &["A012345678Z", "P051234567K"], &["A012345678", "B012345678Z", "a012345678z"]);
+        check("UG", "nin", &["CM12345678ABCD", "CF0000000000XY"], &["CX12345678ABCD", "CM12345678ABC", "CM12345678ABCDE"]);
+        check("GH", "ghana_card", &["GHA-123456789-0"], &["GHA-12345678-0", "GHA123456789-0", "gha-123456789-0", "GHA-123456789-01"]);
+        check("TZ", "nida", &["19900101-12345-00001-23", "19900101123450000123"], &["1990010112345000012", "19900101-12345-00001-2x"]);
+        check("RW", "national_id", &["1199080012345678"], &["119908001234567", "4199080012345678"]);
         assert!(c.get("KE").and_then(|k| k.id_type("voter_id")).is_none());
     }
 
@@ -280,51 +224,21 @@ mod tests {
         let c = builtin();
         let (m, k) = c.parse_msisdn("254712345678").unwrap();
         assert_eq!((m.as_str(), k.code.as_str()), ("254712345678", "KE"));
-        assert_eq!(
-            c.parse_msisdn("25471234567").map(|_| ()),
-            Err(MsisdnError::Length { expected: 12 })
-        );
-        assert_eq!(
-            c.parse_msisdn("2547123456789").map(|_| ()),
-            Err(MsisdnError::Length { expected: 12 })
-        );
-        assert_eq!(
-            c.parse_msisdn("999123456789").map(|_| ()),
-            Err(MsisdnError::UnknownCountry)
-        );
-        assert_eq!(
-            c.parse_msisdn("234803123456").map(|_| ()),
-            Err(MsisdnError::UnknownCountry),
-            "Nigeria"
-        );
-        assert_eq!(
-            c.parse_msisdn("0712345678").map(|_| ()),
-            Err(MsisdnError::Syntax)
-        );
-        assert_eq!(
-            c.parse_msisdn("+254712345678").map(|_| ()),
-            Err(MsisdnError::Syntax)
-        );
-        let samples = [
-            ("KE", "254712345678"),
-            ("UG", "256772123456"),
-            ("TZ", "255754123456"),
-            ("RW", "250788123456"),
-            ("GH", "233244123456"),
-        ];
+        assert_eq!(c.parse_msisdn("25471234567").map(|_| ()), Err(MsisdnError::Length { expected: 12 }));
+        assert_eq!(c.parse_msisdn("2547123456789").map(|_| ()), Err(MsisdnError::Length { expected: 12 }));
+        assert_eq!(c.parse_msisdn("999123456789").map(|_| ()), Err(MsisdnError::UnknownCountry));
+        assert_eq!(c.parse_msisdn("234803123456").map(|_| ()), Err(MsisdnError::UnknownCountry), "Nigeria");
+        assert_eq!(c.parse_msisdn("0712345678").map(|_| ()), Err(MsisdnError::Syntax));
+        assert_eq!(c.parse_msisdn("+254712345678").map(|_| ()), Err(MsisdnError::Syntax));
+        let samples =
+            [("KE", "254712345678"), ("UG", "256772123456"), ("TZ", "255754123456"), ("RW", "250788123456"), ("GH", "233244123456")];
         for (code, number) in samples {
-            let (_, k) = c
-                .parse_msisdn(number)
-                .unwrap_or_else(|e| panic!("{number}: {e}"));
+            let (_, k) = c.parse_msisdn(number).unwrap_or_else(|e| panic!("{number}: {e}"));
             assert_eq!(k.code, code, "{number}");
             let m = Msisdn::parse(number).unwrap();
             assert_eq!(c.for_msisdn(&m).map(|k| k.code.as_str()), Ok(code));
         }
-        assert_eq!(
-            samples.len(),
-            c.all().len(),
-            "a sample number for every country"
-        );
+        assert_eq!(samples.len(), c.all().len(), "a sample number for every country");
     }
 
     #[test]
@@ -335,30 +249,14 @@ mod tests {
                     assert_eq!(s.band_for(b.min), Some(b), "{} {op} band {i} min", k.code);
                     assert_eq!(s.band_for(b.max), Some(b), "{} {op} band {i} max", k.code);
                     let beyond = MinorUnit::new(b.max.get() + 1);
-                    assert_eq!(
-                        s.band_for(beyond),
-                        s.bands.get(i + 1),
-                        "{} {op} band {i} max + 1",
-                        k.code
-                    );
+                    assert_eq!(s.band_for(beyond), s.bands.get(i + 1), "{} {op} band {i} max + 1", k.code);
                     assert_eq!(k.fee(*op, b.min), b.fee);
                     assert_eq!(k.fee(*op, b.max), b.fee);
                     assert!(b.agent_commission <= b.fee);
                 }
-                assert_eq!(
-                    s.band_for(MinorUnit::new(1)).map(|b| b.min),
-                    Some(MinorUnit::new(1))
-                );
-                assert!(
-                    s.band_for(k.top_tier().per_transaction).is_some(),
-                    "{} {op} covers the top tier",
-                    k.code
-                );
-                assert!(
-                    s.band_for(k.max_charge).is_some(),
-                    "{} {op} covers max_charge",
-                    k.code
-                );
+                assert_eq!(s.band_for(MinorUnit::new(1)).map(|b| b.min), Some(MinorUnit::new(1)));
+                assert!(s.band_for(k.top_tier().per_transaction).is_some(), "{} {op} covers the top tier", k.code);
+                assert!(s.band_for(k.max_charge).is_some(), "{} {op} covers max_charge", k.code);
             }
         }
     }
@@ -376,39 +274,19 @@ mod tests {
         assert_eq!(ke.fee(FeeOperation::Charge, kes(200)), MinorUnit::ZERO);
         assert_eq!(ke.fee(FeeOperation::Charge, kes(1_000)), kes(4));
         assert_eq!(ke.fee(FeeOperation::Charge, kes(250_000)), kes(200));
-        assert_eq!(
-            ke.fee(FeeOperation::Charge, kes(300_000)),
-            kes(200),
-            "above the last band: its fee"
-        );
-        assert_eq!(
-            ke.fee(FeeOperation::Charge, MinorUnit::ZERO),
-            MinorUnit::ZERO
-        );
+        assert_eq!(ke.fee(FeeOperation::Charge, kes(300_000)), kes(200), "above the last band: its fee");
+        assert_eq!(ke.fee(FeeOperation::Charge, MinorUnit::ZERO), MinorUnit::ZERO);
         assert_eq!(ke.fee(FeeOperation::CashOut, kes(5_000)), kes(69));
-        assert_eq!(
-            ke.agent_commission(FeeOperation::CashOut, kes(5_000)),
-            kes(45)
-        );
-        assert_eq!(
-            ke.agent_commission(FeeOperation::P2p, kes(5_000)),
-            MinorUnit::ZERO
-        );
+        assert_eq!(ke.agent_commission(FeeOperation::CashOut, kes(5_000)), kes(45));
+        assert_eq!(ke.agent_commission(FeeOperation::P2p, kes(5_000)), MinorUnit::ZERO);
         let schedule = ke.fee_schedule(FeeOperation::Payout).unwrap();
         assert_eq!(schedule.paid_by, FeePayer::Payer);
         assert_eq!(schedule.band_for(kes(1_000)).map(|b| b.fee), Some(kes(5)));
-        assert_eq!(
-            schedule.band_for(MinorUnit::new(100_001)).map(|b| b.fee),
-            Some(kes(9))
-        );
+        assert_eq!(schedule.band_for(MinorUnit::new(100_001)).map(|b| b.fee), Some(kes(9)));
 
         let mut no_p2p = ke.clone();
         no_p2p.fees.remove(&FeeOperation::P2p);
-        assert_eq!(
-            no_p2p.fee(FeeOperation::P2p, kes(5_000)),
-            MinorUnit::ZERO,
-            "no schedule: free"
-        );
+        assert_eq!(no_p2p.fee(FeeOperation::P2p, kes(5_000)), MinorUnit::ZERO, "no schedule: free");
         assert!(no_p2p.fee_schedule(FeeOperation::P2p).is_none());
     }
 
@@ -417,17 +295,8 @@ mod tests {
         for k in builtin().all() {
             let s = k.fee_schedule(FeeOperation::CashIn).unwrap();
             assert_eq!(s.bands.len(), 1, "{}", k.code);
-            for amount in [
-                MinorUnit::new(1),
-                k.top_tier().per_transaction,
-                MinorUnit::new(123_456),
-            ] {
-                assert_eq!(
-                    k.fee(FeeOperation::CashIn, amount),
-                    MinorUnit::ZERO,
-                    "{}",
-                    k.code
-                );
+            for amount in [MinorUnit::new(1), k.top_tier().per_transaction, MinorUnit::new(123_456)] {
+                assert_eq!(k.fee(FeeOperation::CashIn, amount), MinorUnit::ZERO, "{}", k.code);
             }
         }
     }
@@ -447,31 +316,11 @@ mod tests {
     fn kenya_local_day_starts_at_local_midnight() {
         let ke = kenya();
         let day = (ts("2026-11-22T21:00:00Z"), ts("2026-11-23T21:00:00Z"));
-        assert_eq!(
-            ke.local_day(ts("2026-11-22T21:30:00Z")),
-            day,
-            "local 2026-11-23 00:30"
-        );
-        assert_eq!(
-            ke.local_day(ts("2026-11-22T21:00:00Z")),
-            day,
-            "local midnight belongs to its day"
-        );
-        assert_eq!(
-            ke.local_day(ts("2026-11-23T20:59:59.999999Z")),
-            day,
-            "last microsecond"
-        );
-        assert_eq!(
-            ke.local_day(ts("2026-11-23T21:00:00Z")).0,
-            day.1,
-            "next day"
-        );
-        assert_eq!(
-            ke.local_day(ts("2026-11-22T20:59:59Z")).1,
-            day.0,
-            "previous day"
-        );
+        assert_eq!(ke.local_day(ts("2026-11-22T21:30:00Z")), day, "local 2026-11-23 00:30");
+        assert_eq!(ke.local_day(ts("2026-11-22T21:00:00Z")), day, "local midnight belongs to its day");
+        assert_eq!(ke.local_day(ts("2026-11-23T20:59:59.999999Z")), day, "last microsecond");
+        assert_eq!(ke.local_day(ts("2026-11-23T21:00:00Z")).0, day.1, "next day");
+        assert_eq!(ke.local_day(ts("2026-11-22T20:59:59Z")).1, day.0, "previous day");
         assert_eq!(day.1.as_micros() - day.0.as_micros(), 86_400_000_000);
     }
 
@@ -479,37 +328,19 @@ mod tests {
     fn ghana_local_day_is_the_utc_day_and_rwanda_is_two_hours_ahead() {
         let c = builtin();
         let gh = c.get("GH").unwrap();
-        assert_eq!(
-            gh.local_day(ts("2026-11-22T21:30:00Z")),
-            (ts("2026-11-22T00:00:00Z"), ts("2026-11-23T00:00:00Z"))
-        );
-        assert_eq!(
-            gh.local_day(ts("2026-11-22T00:00:00Z")).0,
-            ts("2026-11-22T00:00:00Z")
-        );
+        assert_eq!(gh.local_day(ts("2026-11-22T21:30:00Z")), (ts("2026-11-22T00:00:00Z"), ts("2026-11-23T00:00:00Z")));
+        assert_eq!(gh.local_day(ts("2026-11-22T00:00:00Z")).0, ts("2026-11-22T00:00:00Z"));
         let rw = c.get("RW").unwrap();
-        assert_eq!(
-            rw.local_day(ts("2026-11-22T22:30:00Z")),
-            (ts("2026-11-22T22:00:00Z"), ts("2026-11-23T22:00:00Z"))
-        );
-        assert_eq!(
-            rw.local_day(ts("2026-11-22T21:30:00Z")),
-            (ts("2026-11-21T22:00:00Z"), ts("2026-11-22T22:00:00Z"))
-        );
+        assert_eq!(rw.local_day(ts("2026-11-22T22:30:00Z")), (ts("2026-11-22T22:00:00Z"), ts("2026-11-23T22:00:00Z")));
+        assert_eq!(rw.local_day(ts("2026-11-22T21:30:00Z")), (ts("2026-11-21T22:00:00Z"), ts("2026-11-22T22:00:00Z")));
     }
 
     #[test]
     fn local_day_handles_negative_offsets_and_times_before_1970() {
         let mut west = kenya();
         west.utc_offset_minutes = -300;
-        assert_eq!(
-            west.local_day(ts("1969-12-31T23:00:00Z")),
-            (ts("1969-12-31T05:00:00Z"), ts("1970-01-01T05:00:00Z"))
-        );
-        assert_eq!(
-            west.local_day(ts("1970-01-01T04:00:00Z")),
-            (ts("1969-12-31T05:00:00Z"), ts("1970-01-01T05:00:00Z"))
-        );
+        assert_eq!(west.local_day(ts("1969-12-31T23:00:00Z")), (ts("1969-12-31T05:00:00Z"), ts("1970-01-01T05:00:00Z")));
+        assert_eq!(west.local_day(ts("1970-01-01T04:00:00Z")), (ts("1969-12-31T05:00:00Z"), ts("1970-01-01T05:00:00Z")));
     }
 
     #[test]

@@ -57,10 +57,8 @@ impl FromRequest for Auth {
         let req = req.clone();
         Box::pin(async move {
             let token = bearer(&req)?;
-            let state = req
-                .app_data::<web::Data<AppState>>()
-                .ok_or_else(|| ApiError::InvalidRequest("server misconfigured".into()))?
-                .clone();
+            let state =
+                req.app_data::<web::Data<AppState>>().ok_or_else(|| ApiError::InvalidRequest("server misconfigured".into()))?.clone();
             let platform = state.platform.clone();
             let principal = web::block(move || platform.authenticate(&token))
                 .await
@@ -90,11 +88,7 @@ impl FromRequest for Body {
     type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let declared = req
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<usize>().ok());
+        let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
         let mut payload = payload.take();
         Box::pin(async move {
             if declared.is_some_and(|n| n > BODY_LIMIT) {
@@ -126,10 +120,7 @@ pub fn media_type(req: &HttpRequest) -> Option<String> {
 pub fn require_json(req: &HttpRequest) -> Result<(), ApiError> {
     match media_type(req).as_deref() {
         Some("application/json") => Ok(()),
-        other => Err(ApiError::UnsupportedMediaType(format!(
-            "Content-Type must be application/json, not {}",
-            other.unwrap_or("absent")
-        ))),
+        other => Err(ApiError::UnsupportedMediaType(format!("Content-Type must be application/json, not {}", other.unwrap_or("absent")))),
     }
 }
 
@@ -148,8 +139,7 @@ pub struct Parsed<T> {
 /// # Errors
 /// As above.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<Parsed<T>, ApiError> {
-    let tree: serde_json::Value =
-        serde_json::from_slice(body).map_err(|e| ApiError::InvalidRequest(format!("malformed JSON: {e}")))?;
+    let tree: serde_json::Value = serde_json::from_slice(body).map_err(|e| ApiError::InvalidRequest(format!("malformed JSON: {e}")))?;
     if !tree.is_object() {
         return Err(ApiError::InvalidRequest("the body must be a JSON object".into()));
     }
@@ -167,7 +157,11 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<Parsed<T>, ApiErro
             ApiError::Fields(vec![ProblemField { field, code: "unknown_field".into(), message: format!("unknown field `{name}`") }])
         } else if let Some(rest) = msg.strip_prefix("missing field `") {
             let name = rest.split('`').next().unwrap_or("").to_owned();
-            ApiError::Fields(vec![ProblemField { field: name.clone(), code: "missing_field".into(), message: format!("{name} is required") }])
+            ApiError::Fields(vec![ProblemField {
+                field: name.clone(),
+                code: "missing_field".into(),
+                message: format!("{name} is required"),
+            }])
         } else {
             let field = if path == "." { String::new() } else { format!("{path}: ") };
             ApiError::InvalidRequest(format!("{field}{msg}"))

@@ -24,11 +24,8 @@ impl Observer for ChargeMetrics {
 /// When a metric cannot be registered.
 pub fn metrics() -> Result<(PrometheusMetrics, ChargeMetrics), String> {
     let registry = Registry::new();
-    let entered = IntCounterVec::new(
-        Opts::new("malipo_charges_total", "Charges that entered each state, by state"),
-        &["state"],
-    )
-    .map_err(|e| e.to_string())?;
+    let entered = IntCounterVec::new(Opts::new("malipo_charges_total", "Charges that entered each state, by state"), &["state"])
+        .map_err(|e| e.to_string())?;
     registry.register(Box::new(entered.clone())).map_err(|e| e.to_string())?;
     let prom = PrometheusMetricsBuilder::new("malipo")
         .registry(registry)

@@ -181,7 +181,9 @@ fn service_parts(e: &ServiceError) -> (StatusCode, &'static str, &'static str, S
         ServiceError::WalletLocked => (S::UNPROCESSABLE_ENTITY, "wallet_locked", "Wallet locked", d),
         ServiceError::IdempotencyReused => (S::UNPROCESSABLE_ENTITY, "idempotency_key_reused", "Idempotency key reused", d),
         ServiceError::IdempotencyInProgress => (S::CONFLICT, "idempotency_in_progress", "Request in progress", d),
-        ServiceError::TestModeOnly => (S::FORBIDDEN, "test_mode_only", "Test mode only", "this endpoint is only available with test credentials".into()),
+        ServiceError::TestModeOnly => {
+            (S::FORBIDDEN, "test_mode_only", "Test mode only", "this endpoint is only available with test credentials".into())
+        }
         ServiceError::Token(p) => (S::UNAUTHORIZED, "invalid_token", "Invalid token", token_description(*p).into()),
         ServiceError::OAuth(OAuthProblem::InvalidClient) => {
             (S::UNAUTHORIZED, "invalid_client", "Token request refused", "client authentication failed".into())

@@ -44,11 +44,7 @@ pub async fn request_id_mw(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody + 'static>, actix_web::Error> {
-    let id = req
-        .headers()
-        .get(&X_REQUEST_ID)
-        .and_then(acceptable)
-        .unwrap_or_else(|| format!("req_{}", uuid::Uuid::now_v7().simple()));
+    let id = req.headers().get(&X_REQUEST_ID).and_then(acceptable).unwrap_or_else(|| format!("req_{}", uuid::Uuid::now_v7().simple()));
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.path().to_owned();

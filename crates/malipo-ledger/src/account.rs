@@ -74,10 +74,7 @@ pub struct UnknownKind(pub String);
 impl FromStr for AccountKind {
     type Err = UnknownKind;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        AccountKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| UnknownKind(s.to_owned()))
+        AccountKind::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| UnknownKind(s.to_owned()))
     }
 }
 

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use malipo_core::{AccountId, Currency, MinorUnit, MoneyError, Mode, Timestamp, TransactionId};
+use malipo_core::{AccountId, Currency, MinorUnit, Mode, MoneyError, Timestamp, TransactionId};
 
 use crate::account::Account;
 
@@ -112,10 +112,7 @@ impl fmt::Display for JournalKind {
 impl FromStr for JournalKind {
     type Err = crate::account::UnknownKind;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        JournalKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| crate::account::UnknownKind(s.to_owned()))
+        JournalKind::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| crate::account::UnknownKind(s.to_owned()))
     }
 }
 
@@ -161,15 +158,7 @@ impl Journal {
         lines: Vec<JournalLine>,
         now: Timestamp,
     ) -> Result<Self, LedgerError> {
-        let journal = Journal {
-            id: TransactionId::new(),
-            mode,
-            currency,
-            kind,
-            source_ref: source_ref.into(),
-            lines,
-            created_at: now,
-        };
+        let journal = Journal { id: TransactionId::new(), mode, currency, kind, source_ref: source_ref.into(), lines, created_at: now };
         journal.check_balanced()?;
         Ok(journal)
     }
@@ -301,7 +290,14 @@ mod tests {
     #[test]
     fn zero_lines_can_be_skipped() {
         let (a, b, c) = (AccountId::new(), AccountId::new(), AccountId::new());
-        let j = Journal::new_skipping_zero(Mode::Test, Currency::KES, JournalKind::Charge, "x", vec![line(&a, -5), line(&b, 5), line(&c, 0)], Timestamp::from_micros(0));
+        let j = Journal::new_skipping_zero(
+            Mode::Test,
+            Currency::KES,
+            JournalKind::Charge,
+            "x",
+            vec![line(&a, -5), line(&b, 5), line(&c, 0)],
+            Timestamp::from_micros(0),
+        );
         assert_eq!(j.map(|j| j.lines.len()), Ok(2));
     }
 
@@ -317,7 +313,11 @@ mod tests {
         assert_eq!(hold(&mut wallet, MinorUnit::new(600)), Ok(()));
         assert_eq!(hold(&mut wallet, MinorUnit::new(401)), Err(LedgerError::InsufficientFunds(wallet.id.clone())));
         assert_eq!(wallet.available(), MinorUnit::new(400));
-        assert_eq!(j.apply_line(&mut wallet, MinorUnit::new(-401)), Err(LedgerError::InsufficientFunds(wallet.id.clone())), "cannot spend held money");
+        assert_eq!(
+            j.apply_line(&mut wallet, MinorUnit::new(-401)),
+            Err(LedgerError::InsufficientFunds(wallet.id.clone())),
+            "cannot spend held money"
+        );
         assert_eq!(j.apply_line(&mut wallet, MinorUnit::new(-400)), Ok(()));
         assert_eq!(release(&mut wallet, MinorUnit::new(601)), Err(LedgerError::ReleaseExceedsHold(wallet.id.clone())));
         assert_eq!(release(&mut wallet, MinorUnit::new(600)), Ok(()));

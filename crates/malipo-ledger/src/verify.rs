@@ -110,16 +110,9 @@ pub fn verify(snapshot: &LedgerSnapshot) -> Vec<Violation> {
         let mut prev = GENESIS_HASH.to_owned();
         for (i, cj) in chain.iter().enumerate() {
             let expected_seq = i64::try_from(i).unwrap_or(i64::MAX) + 1;
-            let ok = cj.seq == expected_seq
-                && cj.prev_hash == prev
-                && cj.hash == chain_hash(&cj.prev_hash, cj.seq, &cj.journal);
+            let ok = cj.seq == expected_seq && cj.prev_hash == prev && cj.hash == chain_hash(&cj.prev_hash, cj.seq, &cj.journal);
             if !ok {
-                violations.push(Violation::BrokenChain {
-                    mode,
-                    currency,
-                    journal: cj.journal.id.clone(),
-                    seq: cj.seq,
-                });
+                violations.push(Violation::BrokenChain { mode, currency, journal: cj.journal.id.clone(), seq: cj.seq });
                 break;
             }
             prev.clone_from(&cj.hash);

@@ -1,8 +1,8 @@
 //! Organisations, credentials and bearer tokens.
 
 use malipo_auth::{
-    generate_client_id, generate_secret, generate_token, token_digest, AccessToken, Credential,
-    OrgKind, Organisation, Principal, Scopes, TOKEN_LIFETIME_SECONDS,
+    generate_client_id, generate_secret, generate_token, token_digest, AccessToken, Credential, OrgKind, Organisation, Principal, Scopes,
+    TOKEN_LIFETIME_SECONDS,
 };
 use malipo_core::{Mode, OrgId};
 use malipo_ledger::{Account, AccountKind};
@@ -49,16 +49,8 @@ impl Platform {
         let now = self.clock.now();
         for currency in self.countries.currencies() {
             for mode in Mode::ALL {
-                for kind in [
-                    AccountKind::Revenue,
-                    AccountKind::Issuance,
-                    AccountKind::SandboxFunding,
-                ] {
-                    let key = AccountKey::System {
-                        mode,
-                        currency,
-                        kind,
-                    };
+                for kind in [AccountKind::Revenue, AccountKind::Issuance, AccountKind::SandboxFunding] {
+                    let key = AccountKey::System { mode, currency, kind };
                     if read(self.store(), |tx| Ok(tx.find_account(&key)?))?.is_some() {
                         continue;
                     }
@@ -78,39 +70,18 @@ impl Platform {
     ///
     /// # Errors
     /// [`ServiceError::Validation`] for an empty name or unknown country; storage failures.
-    pub fn create_org(
-        &self,
-        name: &str,
-        kind: OrgKind,
-        country: &str,
-    ) -> Result<IssuedCredential, ServiceError> {
+    pub fn create_org(&self, name: &str, kind: OrgKind, country: &str) -> Result<IssuedCredential, ServiceError> {
         let name = name.trim();
         if name.is_empty() || name.chars().count() > 200 {
-            return Err(ServiceError::field(
-                "name",
-                "invalid_value",
-                "must be 1 to 200 characters",
-            ));
+            return Err(ServiceError::field("name", "invalid_value", "must be 1 to 200 characters"));
         }
         let currency = self
             .countries
             .get(country)
-            .ok_or_else(|| {
-                ServiceError::field(
-                    "country",
-                    "invalid_value",
-                    format!("{country} is not a configured country"),
-                )
-            })?
+            .ok_or_else(|| ServiceError::field("country", "invalid_value", format!("{country} is not a configured country")))?
             .currency;
         let now = self.clock.now();
-        let org = Organisation {
-            id: OrgId::new(),
-            name: name.to_owned(),
-            kind,
-            country: country.to_owned(),
-            created_at: now,
-        };
+        let org = Organisation { id: OrgId::new(), name: name.to_owned(), kind, country: country.to_owned(), created_at: now };
         let kinds: &[AccountKind] = match kind {
             OrgKind::Merchant => &[AccountKind::Collection, AccountKind::Payout],
             OrgKind::Agent => &[AccountKind::AgentFloat],
@@ -121,8 +92,7 @@ impl Platform {
             .flat_map(|&mode| kinds.iter().map(move |&k| (mode, k)))
             .map(|(mode, k)| Account::open(Some(org.id.clone()), mode, k, currency, None, now))
             .collect();
-        let (credential, issued) =
-            self.new_credential(&org.id, Mode::Test, kind.default_scopes())?;
+        let (credential, issued) = self.new_credential(&org.id, Mode::Test, kind.default_scopes())?;
         write(self.store(), |tx| {
             tx.insert_org(&org)?;
             for a in &accounts {
@@ -139,38 +109,21 @@ impl Platform {
     /// # Errors
     /// [`ServiceError::NotFound`] for an unknown organisation; [`ServiceError::Validation`] for
     /// scopes the kind may not have.
-    pub fn issue_credential(
-        &self,
-        org_id: &OrgId,
-        mode: Mode,
-        scopes: Option<Scopes>,
-    ) -> Result<IssuedCredential, ServiceError> {
+    pub fn issue_credential(&self, org_id: &OrgId, mode: Mode, scopes: Option<Scopes>) -> Result<IssuedCredential, ServiceError> {
         let org = read(self.store(), |tx| Ok(tx.org(org_id)?))?.ok_or(ServiceError::NotFound)?;
         let scopes = scopes.unwrap_or_else(|| org.kind.default_scopes());
         if scopes.is_empty() {
-            return Err(ServiceError::field(
-                "scopes",
-                "invalid_value",
-                "at least one scope is required",
-            ));
+            return Err(ServiceError::field("scopes", "invalid_value", "at least one scope is required"));
         }
         let (credential, issued) = self.new_credential(&org.id, mode, scopes)?;
         write(self.store(), |tx| Ok(tx.insert_credential(&credential)?))?;
         Ok(issued)
     }
 
-    fn new_credential(
-        &self,
-        org_id: &OrgId,
-        mode: Mode,
-        scopes: Scopes,
-    ) -> Result<(Credential, IssuedCredential), ServiceError> {
+    fn new_credential(&self, org_id: &OrgId, mode: Mode, scopes: Scopes) -> Result<(Credential, IssuedCredential), ServiceError> {
         let client_id = generate_client_id(mode);
         let secret = generate_secret(mode);
-        let secret_hash = self
-            .hasher
-            .hash(&secret)
-            .map_err(|e| ServiceError::Internal(e.to_string()))?;
+        let secret_hash = self.hasher.hash(&secret).map_err(|e| ServiceError::Internal(e.to_string()))?;
         let credential = Credential {
             client_id: client_id.clone(),
             org_id: org_id.clone(),
@@ -180,16 +133,7 @@ impl Platform {
             created_at: self.clock.now(),
             revoked_at: None,
         };
-        Ok((
-            credential,
-            IssuedCredential {
-                org_id: org_id.clone(),
-                client_id,
-                client_secret: secret,
-                mode,
-                scopes,
-            },
-        ))
+        Ok((credential, IssuedCredential { org_id: org_id.clone(), client_id, client_secret: secret, mode, scopes }))
     }
 
     /// Revokes a credential and every token issued to it.
@@ -209,17 +153,9 @@ impl Platform {
     ///
     /// # Errors
     /// [`OAuthProblem::InvalidClient`].
-    pub fn authenticate_client(
-        &self,
-        client_id: &str,
-        client_secret: &str,
-    ) -> Result<Credential, ServiceError> {
-        let credential = read(self.store(), |tx| Ok(tx.credential(client_id)?))?
-            .filter(|c| c.revoked_at.is_none());
-        let ok = self.hasher.verify(
-            client_secret,
-            credential.as_ref().map(|c| c.secret_hash.as_str()),
-        );
+    pub fn authenticate_client(&self, client_id: &str, client_secret: &str) -> Result<Credential, ServiceError> {
+        let credential = read(self.store(), |tx| Ok(tx.credential(client_id)?))?.filter(|c| c.revoked_at.is_none());
+        let ok = self.hasher.verify(client_secret, credential.as_ref().map(|c| c.secret_hash.as_str()));
         match credential {
             Some(c) if ok => Ok(c),
             _ => Err(ServiceError::OAuth(OAuthProblem::InvalidClient)),
@@ -231,18 +167,12 @@ impl Platform {
     ///
     /// # Errors
     /// [`OAuthProblem::InvalidClient`], [`OAuthProblem::InvalidScope`].
-    pub fn issue_token(
-        &self,
-        client_id: &str,
-        client_secret: &str,
-        scope: Option<&str>,
-    ) -> Result<IssuedToken, ServiceError> {
+    pub fn issue_token(&self, client_id: &str, client_secret: &str, scope: Option<&str>) -> Result<IssuedToken, ServiceError> {
         let credential = self.authenticate_client(client_id, client_secret)?;
         let scopes = match scope.map(str::trim).filter(|s| !s.is_empty()) {
             None => credential.scopes.clone(),
             Some(text) => {
-                let asked = Scopes::parse(text)
-                    .map_err(|e| ServiceError::OAuth(OAuthProblem::InvalidScope(e.to_string())))?;
+                let asked = Scopes::parse(text).map_err(|e| ServiceError::OAuth(OAuthProblem::InvalidScope(e.to_string())))?;
                 if !credential.scopes.covers(&asked) {
                     return Err(ServiceError::OAuth(OAuthProblem::InvalidScope(
                         "the requested scope exceeds the credential's scopes".into(),
@@ -264,12 +194,7 @@ impl Platform {
             revoked_at: None,
         };
         write(self.store(), |tx| Ok(tx.insert_token(&record)?))?;
-        Ok(IssuedToken {
-            access_token: token,
-            expires_in: TOKEN_LIFETIME_SECONDS,
-            scopes,
-            mode: credential.mode,
-        })
+        Ok(IssuedToken { access_token: token, expires_in: TOKEN_LIFETIME_SECONDS, scopes, mode: credential.mode })
     }
 
     /// RFC 7009: revokes `token` if it belongs to the authenticated client; unknown tokens are
@@ -277,17 +202,10 @@ impl Platform {
     ///
     /// # Errors
     /// [`OAuthProblem::InvalidClient`].
-    pub fn revoke_token(
-        &self,
-        client_id: &str,
-        client_secret: &str,
-        token: &str,
-    ) -> Result<(), ServiceError> {
+    pub fn revoke_token(&self, client_id: &str, client_secret: &str, token: &str) -> Result<(), ServiceError> {
         let credential = self.authenticate_client(client_id, client_secret)?;
         let now = self.clock.now();
-        write(self.store(), |tx| {
-            Ok(tx.revoke_token(&token_digest(token), &credential.client_id, now)?)
-        })?;
+        write(self.store(), |tx| Ok(tx.revoke_token(&token_digest(token), &credential.client_id, now)?))?;
         Ok(())
     }
 
@@ -297,8 +215,7 @@ impl Platform {
     /// [`ServiceError::Token`] with the reason.
     pub fn authenticate(&self, token: &str) -> Result<Principal, ServiceError> {
         let digest = token_digest(token);
-        let record = query(self.store(), |tx| Ok(tx.token(&digest)?))?
-            .ok_or(ServiceError::Token(TokenProblem::Invalid))?;
+        let record = query(self.store(), |tx| Ok(tx.token(&digest)?))?.ok_or(ServiceError::Token(TokenProblem::Invalid))?;
         if record.token.revoked_at.is_some() || record.credential_revoked {
             return Err(ServiceError::Token(TokenProblem::Revoked));
         }

@@ -24,29 +24,13 @@ impl Platform {
     ///
     /// # Errors
     /// [`ServiceError::NotFound`] when the organisation has no such account.
-    pub fn balance(
-        &self,
-        principal: &Principal,
-        kind: AccountKind,
-    ) -> Result<Balance, ServiceError> {
-        let key = AccountKey::Org {
-            org_id: principal.org_id.clone(),
-            mode: principal.mode,
-            kind,
-        };
+    pub fn balance(&self, principal: &Principal, kind: AccountKind) -> Result<Balance, ServiceError> {
+        let key = AccountKey::Org { org_id: principal.org_id.clone(), mode: principal.mode, kind };
         let as_of = self.clock.now();
         read(self.store(), |tx| {
             let account = tx.find_account(&key)?.ok_or(ServiceError::NotFound)?;
-            let pending = if kind == AccountKind::Collection {
-                tx.pending_credits(&account.id)?
-            } else {
-                MinorUnit::ZERO
-            };
-            Ok(Balance {
-                account,
-                pending,
-                as_of,
-            })
+            let pending = if kind == AccountKind::Collection { tx.pending_credits(&account.id)? } else { MinorUnit::ZERO };
+            Ok(Balance { account, pending, as_of })
         })
     }
 
@@ -60,16 +44,8 @@ impl Platform {
             let accounts = tx.org_accounts(&principal.org_id, principal.mode)?;
             let mut out = Vec::with_capacity(accounts.len());
             for account in accounts {
-                let pending = if account.kind == AccountKind::Collection {
-                    tx.pending_credits(&account.id)?
-                } else {
-                    MinorUnit::ZERO
-                };
-                out.push(Balance {
-                    account,
-                    pending,
-                    as_of,
-                });
+                let pending = if account.kind == AccountKind::Collection { tx.pending_credits(&account.id)? } else { MinorUnit::ZERO };
+                out.push(Balance { account, pending, as_of });
             }
             Ok(out)
         })
@@ -81,42 +57,20 @@ impl Platform {
     /// # Errors
     /// [`ServiceError::NotFound`] (organisation), [`ServiceError::Validation`] (amount, or a kind
     /// with nothing to fund).
-    pub fn fund_account(
-        &self,
-        org_id: &OrgId,
-        mode: Mode,
-        amount: &str,
-    ) -> Result<TransactionId, ServiceError> {
+    pub fn fund_account(&self, org_id: &OrgId, mode: Mode, amount: &str) -> Result<TransactionId, ServiceError> {
         let now = self.clock.now();
         write(self.store(), |tx| {
             let org = tx.org(org_id)?.ok_or(ServiceError::NotFound)?;
             let kind = match org.kind {
                 malipo_auth::OrgKind::Agent => AccountKind::AgentFloat,
                 malipo_auth::OrgKind::Merchant => AccountKind::Payout,
-                other => {
-                    return Err(ServiceError::field(
-                        "org",
-                        "invalid_value",
-                        format!("a {other} organisation has no account to fund"),
-                    ))
-                }
+                other => return Err(ServiceError::field("org", "invalid_value", format!("a {other} organisation has no account to fund"))),
             };
-            let target = tx
-                .find_account(&AccountKey::Org {
-                    org_id: org.id.clone(),
-                    mode,
-                    kind,
-                })?
-                .ok_or(ServiceError::NotFound)?;
-            let amount = target.currency.parse_amount(amount).map_err(|e| {
-                ServiceError::field("amount", "invalid_amount", format!("amount {e}"))
-            })?;
+            let target = tx.find_account(&AccountKey::Org { org_id: org.id.clone(), mode, kind })?.ok_or(ServiceError::NotFound)?;
+            let amount =
+                target.currency.parse_amount(amount).map_err(|e| ServiceError::field("amount", "invalid_amount", format!("amount {e}")))?;
             let issuance = tx
-                .find_account(&AccountKey::System {
-                    mode,
-                    currency: target.currency,
-                    kind: AccountKind::Issuance,
-                })?
+                .find_account(&AccountKey::System { mode, currency: target.currency, kind: AccountKind::Issuance })?
                 .ok_or(ServiceError::Internal("no issuance account".into()))?;
             let journal = Journal::new(
                 mode,
@@ -124,14 +78,8 @@ impl Platform {
                 JournalKind::Funding,
                 org.id.as_str(),
                 vec![
-                    JournalLine {
-                        account: issuance.id,
-                        amount: MinorUnit::new(-amount.get()),
-                    },
-                    JournalLine {
-                        account: target.id,
-                        amount,
-                    },
+                    JournalLine { account: issuance.id, amount: MinorUnit::new(-amount.get()) },
+                    JournalLine { account: target.id, amount },
                 ],
                 now,
             )?;

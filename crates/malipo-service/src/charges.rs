@@ -42,41 +42,20 @@ pub struct Page<T> {
 pub fn check_reference(field: &str, value: &str, errors: &mut Vec<FieldError>) {
     let n = value.chars().count();
     if n == 0 {
-        errors.push(FieldError::new(
-            field,
-            "missing_field",
-            format!("{field} must not be empty"),
-        ));
+        errors.push(FieldError::new(field, "missing_field", format!("{field} must not be empty")));
     } else if n > 64 {
-        errors.push(FieldError::new(
-            field,
-            "too_long",
-            format!("{field} must be at most 64 characters"),
-        ));
+        errors.push(FieldError::new(field, "too_long", format!("{field} must be at most 64 characters")));
     } else if value.chars().any(char::is_control) {
-        errors.push(FieldError::new(
-            field,
-            "invalid_value",
-            format!("{field} must be printable characters"),
-        ));
+        errors.push(FieldError::new(field, "invalid_value", format!("{field} must be printable characters")));
     }
 }
 
 /// Parses an amount in a currency, reporting problems under `field`.
-pub fn check_amount(
-    field: &str,
-    text: &str,
-    currency: Currency,
-    errors: &mut Vec<FieldError>,
-) -> Option<MinorUnit> {
+pub fn check_amount(field: &str, text: &str, currency: Currency, errors: &mut Vec<FieldError>) -> Option<MinorUnit> {
     match currency.parse_amount(text) {
         Ok(v) => Some(v),
         Err(e) => {
-            errors.push(FieldError::new(
-                field,
-                "invalid_amount",
-                format!("{field} {e}"),
-            ));
+            errors.push(FieldError::new(field, "invalid_amount", format!("{field} {e}")));
             None
         }
     }
@@ -102,11 +81,7 @@ impl Platform {
         let payer = match self.countries.parse_msisdn(&new.payer_msisdn) {
             Ok((m, country)) => Some((m, country)),
             Err(e) => {
-                errors.push(FieldError::new(
-                    "payer_msisdn",
-                    "invalid_msisdn",
-                    format!("payer_msisdn {e}"),
-                ));
+                errors.push(FieldError::new("payer_msisdn", "invalid_msisdn", format!("payer_msisdn {e}")));
                 None
             }
         };
@@ -126,20 +101,12 @@ impl Platform {
         check_reference("reference", &new.reference, &mut errors);
         if let Some(d) = &new.description {
             if d.chars().count() > 100 {
-                errors.push(FieldError::new(
-                    "description",
-                    "too_long",
-                    "description must be at most 100 characters",
-                ));
+                errors.push(FieldError::new("description", "too_long", "description must be at most 100 characters"));
             }
         }
         if let Some(c) = &new.currency {
             if Currency::new(c).is_err() {
-                errors.push(FieldError::new(
-                    "currency",
-                    "invalid_currency",
-                    "currency must be a three-letter ISO 4217 code",
-                ));
+                errors.push(FieldError::new("currency", "invalid_currency", "currency must be a three-letter ISO 4217 code"));
             }
         }
         if !errors.is_empty() {
@@ -150,9 +117,7 @@ impl Platform {
         };
         if let Some(c) = &new.currency {
             if c != currency.as_str() {
-                return Err(ServiceError::CurrencyMismatch(format!(
-                    "currency must be {currency}, the merchant's collection currency"
-                )));
+                return Err(ServiceError::CurrencyMismatch(format!("currency must be {currency}, the merchant's collection currency")));
             }
         }
         if payer_country.currency != currency {
@@ -161,9 +126,7 @@ impl Platform {
                 payer_country.code
             )));
         }
-        let fee = merchant_country
-            .fee(FeeOperation::Charge, amount)
-            .min(amount);
+        let fee = merchant_country.fee(FeeOperation::Charge, amount).min(amount);
         let now = self.clock.now();
         let next_action_at = match principal.mode {
             Mode::Test => now.plus_millis(self.config.sandbox_approval_delay_ms),
@@ -172,12 +135,7 @@ impl Platform {
         let outcome = self.idempotent(
             idem,
             |tx| {
-                let merchant_account = self.org_account_id(
-                    tx,
-                    &principal.org_id,
-                    principal.mode,
-                    AccountKind::Collection,
-                )?;
+                let merchant_account = self.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?;
                 let charge = Charge {
                     id: ChargeRef::new(),
                     org_id: principal.org_id.clone(),
@@ -217,25 +175,16 @@ impl Platform {
     /// [`ServiceError::NotFound`].
     pub fn get_charge(&self, principal: &Principal, id: &str) -> Result<Charge, ServiceError> {
         let id = ChargeRef::parse(id).map_err(|_| ServiceError::NotFound)?;
-        read(self.store(), |tx| {
-            Ok(tx.charge(&principal.org_id, principal.mode, &id)?)
-        })?
-        .ok_or(ServiceError::NotFound)
+        read(self.store(), |tx| Ok(tx.charge(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
     }
 
     /// The most recent charge with this reference.
     ///
     /// # Errors
     /// [`ServiceError::NotFound`].
-    pub fn charge_by_reference(
-        &self,
-        principal: &Principal,
-        reference: &str,
-    ) -> Result<Charge, ServiceError> {
-        read(self.store(), |tx| {
-            Ok(tx.latest_charge_by_reference(&principal.org_id, principal.mode, reference)?)
-        })?
-        .ok_or(ServiceError::NotFound)
+    pub fn charge_by_reference(&self, principal: &Principal, reference: &str) -> Result<Charge, ServiceError> {
+        read(self.store(), |tx| Ok(tx.latest_charge_by_reference(&principal.org_id, principal.mode, reference)?))?
+            .ok_or(ServiceError::NotFound)
     }
 
     /// The principal's charges, newest first.
@@ -250,32 +199,13 @@ impl Platform {
         limit: usize,
     ) -> Result<Page<Charge>, ServiceError> {
         let before = cursor
-            .map(|c| {
-                ChargeRef::parse(c).map_err(|_| {
-                    ServiceError::field("cursor", "invalid_cursor", "cursor is not valid")
-                })
-            })
+            .map(|c| ChargeRef::parse(c).map_err(|_| ServiceError::field("cursor", "invalid_cursor", "cursor is not valid")))
             .transpose()?;
-        let mut data = read(self.store(), |tx| {
-            Ok(tx.list_charges(
-                &principal.org_id,
-                principal.mode,
-                filter,
-                before.as_ref(),
-                limit + 1,
-            )?)
-        })?;
+        let mut data =
+            read(self.store(), |tx| Ok(tx.list_charges(&principal.org_id, principal.mode, filter, before.as_ref(), limit + 1)?))?;
         let has_more = data.len() > limit;
         data.truncate(limit);
-        let next_cursor = if has_more {
-            data.last().map(|c| c.id.to_string())
-        } else {
-            None
-        };
-        Ok(Page {
-            data,
-            has_more,
-            next_cursor,
-        })
+        let next_cursor = if has_more { data.last().map(|c| c.id.to_string()) } else { None };
+        Ok(Page { data, has_more, next_cursor })
     }
 }

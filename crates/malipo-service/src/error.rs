@@ -18,11 +18,7 @@ pub struct FieldError {
 impl FieldError {
     /// A field error.
     pub fn new(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
-        FieldError {
-            field: field.into(),
-            code,
-            message: message.into(),
-        }
+        FieldError { field: field.into(), code, message: message.into() }
     }
 }
 
@@ -110,10 +106,6 @@ impl ServiceError {
 
     /// Whether the store reported insufficient funds.
     pub fn is_insufficient_funds(&self) -> bool {
-        matches!(
-            self,
-            ServiceError::InsufficientFunds
-                | ServiceError::Store(StoreError::Ledger(LedgerError::InsufficientFunds(_)))
-        )
+        matches!(self, ServiceError::InsufficientFunds | ServiceError::Store(StoreError::Ledger(LedgerError::InsufficientFunds(_))))
     }
 }

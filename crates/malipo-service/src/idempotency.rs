@@ -1,9 +1,7 @@
 //! Running an effect under an idempotency key: the key is claimed, the effect applied and the
 //! response stored in one transaction, so a retry is settled exactly once.
 
-use malipo_idempotency::{
-    Decision, Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse,
-};
+use malipo_idempotency::{Decision, Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse};
 
 use crate::error::ServiceError;
 use crate::platform::Platform;
@@ -53,10 +51,7 @@ impl Platform {
             if !std::mem::take(&mut first_attempt) {
                 if let Some(existing) = tx.idempotency_record(&idem.scope, &idem.key)? {
                     return match existing.decide(&idem.fingerprint) {
-                        Decision::Replay(response) => Ok(IdemOutcome {
-                            response,
-                            replayed: true,
-                        }),
+                        Decision::Replay(response) => Ok(IdemOutcome { response, replayed: true }),
                         Decision::Reused => Err(ServiceError::IdempotencyReused),
                         Decision::InProgress => Err(ServiceError::IdempotencyInProgress),
                     };
@@ -64,16 +59,9 @@ impl Platform {
             }
             let value = effect(tx)?;
             let response = render(&value);
-            let record = IdempotencyRecord {
-                fingerprint: idem.fingerprint.clone(),
-                response: Some(response.clone()),
-                created_at: now,
-            };
+            let record = IdempotencyRecord { fingerprint: idem.fingerprint.clone(), response: Some(response.clone()), created_at: now };
             if tx.insert_key(&idem.scope, &idem.key, &record)? {
-                Ok(IdemOutcome {
-                    response,
-                    replayed: false,
-                })
+                Ok(IdemOutcome { response, replayed: false })
             } else {
                 // The key exists: undo this effect and answer from the stored record.
                 Err(StoreError::Retry.into())

@@ -26,11 +26,7 @@ pub struct ServiceConfig {
 
 impl Default for ServiceConfig {
     fn default() -> Self {
-        ServiceConfig {
-            charge_ttl_seconds: 90,
-            sandbox_approval_delay_ms: 2000,
-            worker_lease_seconds: 30,
-        }
+        ServiceConfig { charge_ttl_seconds: 90, sandbox_approval_delay_ms: 2000, worker_lease_seconds: 30 }
     }
 }
 
@@ -76,15 +72,7 @@ impl Platform {
         clock: Arc<dyn Clock>,
         config: ServiceConfig,
     ) -> Self {
-        Platform {
-            store,
-            countries,
-            hasher,
-            clock,
-            config,
-            observer: Arc::new(NoObserver),
-            account_ids: Arc::default(),
-        }
+        Platform { store, countries, hasher, clock, config, observer: Arc::new(NoObserver), account_ids: Arc::default() }
     }
 
     /// With a metrics hook.
@@ -104,46 +92,22 @@ impl Platform {
     /// # Errors
     /// [`ServiceError::Internal`] when an organisation names a country no longer configured.
     pub fn country(&self, code: &str) -> Result<&Country, ServiceError> {
-        self.countries
-            .get(code)
-            .ok_or_else(|| ServiceError::Internal(format!("country {code} is not configured")))
+        self.countries.get(code).ok_or_else(|| ServiceError::Internal(format!("country {code} is not configured")))
     }
 
     /// The id of an organisation's account of a kind in a mode (cached after the first lookup).
     ///
     /// # Errors
     /// [`ServiceError::Internal`] when the organisation has no such account; storage failures.
-    pub fn org_account_id(
-        &self,
-        tx: &mut dyn Tx,
-        org_id: &OrgId,
-        mode: Mode,
-        kind: AccountKind,
-    ) -> Result<AccountId, ServiceError> {
+    pub fn org_account_id(&self, tx: &mut dyn Tx, org_id: &OrgId, mode: Mode, kind: AccountKind) -> Result<AccountId, ServiceError> {
         let key = (org_id.clone(), mode, kind);
-        if let Some(id) = self
-            .account_ids
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-        {
+        if let Some(id) = self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
             return Ok(id.clone());
         }
         let account = tx
-            .find_account(&AccountKey::Org {
-                org_id: org_id.clone(),
-                mode,
-                kind,
-            })?
-            .ok_or_else(|| {
-                ServiceError::Internal(format!(
-                    "organisation {org_id} has no {mode} {kind} account"
-                ))
-            })?;
-        self.account_ids
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, account.id.clone());
+            .find_account(&AccountKey::Org { org_id: org_id.clone(), mode, kind })?
+            .ok_or_else(|| ServiceError::Internal(format!("organisation {org_id} has no {mode} {kind} account")))?;
+        self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).insert(key, account.id.clone());
         Ok(account.id)
     }
 

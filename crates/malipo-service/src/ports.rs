@@ -118,12 +118,7 @@ pub trait Tx {
     ///
     /// # Errors
     /// Storage failures.
-    fn revoke_token(
-        &mut self,
-        digest: &str,
-        client_id: &str,
-        now: Timestamp,
-    ) -> Result<bool, StoreError>;
+    fn revoke_token(&mut self, digest: &str, client_id: &str, now: Timestamp) -> Result<bool, StoreError>;
 
     // ----- accounts and the ledger -----
 
@@ -209,22 +204,12 @@ pub trait Tx {
     ///
     /// # Errors
     /// Storage failures.
-    fn charge(
-        &mut self,
-        org_id: &OrgId,
-        mode: Mode,
-        id: &ChargeRef,
-    ) -> Result<Option<Charge>, StoreError>;
+    fn charge(&mut self, org_id: &OrgId, mode: Mode, id: &ChargeRef) -> Result<Option<Charge>, StoreError>;
     /// The most recently created charge with this reference.
     ///
     /// # Errors
     /// Storage failures.
-    fn latest_charge_by_reference(
-        &mut self,
-        org_id: &OrgId,
-        mode: Mode,
-        reference: &str,
-    ) -> Result<Option<Charge>, StoreError>;
+    fn latest_charge_by_reference(&mut self, org_id: &OrgId, mode: Mode, reference: &str) -> Result<Option<Charge>, StoreError>;
     /// A charge by id, locked for update until the transaction ends.
     ///
     /// # Errors
@@ -256,21 +241,12 @@ pub trait Tx {
     ///
     /// # Errors
     /// Storage failures.
-    fn claim_due_charges(
-        &mut self,
-        now: Timestamp,
-        lease_until: Timestamp,
-        limit: usize,
-    ) -> Result<Vec<ChargeRef>, StoreError>;
+    fn claim_due_charges(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError>;
     /// Ids of the `pending` charges whose payer is this number, in this mode.
     ///
     /// # Errors
     /// Storage failures.
-    fn pending_charges_of_payer(
-        &mut self,
-        mode: Mode,
-        msisdn: &Msisdn,
-    ) -> Result<Vec<ChargeRef>, StoreError>;
+    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<ChargeRef>, StoreError>;
 
     // ----- idempotency -----
 
@@ -278,23 +254,14 @@ pub trait Tx {
     ///
     /// # Errors
     /// Storage failures.
-    fn idempotency_record(
-        &mut self,
-        scope: &KeyScope,
-        key: &IdempotencyKey,
-    ) -> Result<Option<IdempotencyRecord>, StoreError>;
+    fn idempotency_record(&mut self, scope: &KeyScope, key: &IdempotencyKey) -> Result<Option<IdempotencyRecord>, StoreError>;
     /// Stores a key with its record (fingerprint and response) unless the key exists, and says
     /// whether it was stored. `false` means another transaction holds the key: on PostgreSQL this
     /// first waits for a concurrent uncommitted insert of the same key to commit or roll back.
     ///
     /// # Errors
     /// Storage failures.
-    fn insert_key(
-        &mut self,
-        scope: &KeyScope,
-        key: &IdempotencyKey,
-        record: &IdempotencyRecord,
-    ) -> Result<bool, StoreError>;
+    fn insert_key(&mut self, scope: &KeyScope, key: &IdempotencyKey, record: &IdempotencyRecord) -> Result<bool, StoreError>;
     /// Deletes keys created before `before`; returns how many.
     ///
     /// # Errors
@@ -310,29 +277,20 @@ pub trait Store: Send + Sync {
     ///
     /// # Errors
     /// Whatever `f` returns, or [`StoreError`] wrapped in [`ServiceError::Store`].
-    fn run(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
-    ) -> Result<(), ServiceError>;
+    fn run(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError>;
 
     /// Like [`Store::run`] for closures that only read (no writer lock on SQLite).
     ///
     /// # Errors
     /// As [`Store::run`].
-    fn read(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
-    ) -> Result<(), ServiceError>;
+    fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError>;
 
     /// Runs `f` outside any explicit transaction (each statement commits on its own): for reads
     /// of a single statement on the hot path, such as resolving a bearer token.
     ///
     /// # Errors
     /// As [`Store::run`].
-    fn query(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
-    ) -> Result<(), ServiceError>;
+    fn query(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError>;
 
     /// Whether the database answers and has every migration applied.
     ///
@@ -345,10 +303,7 @@ pub trait Store: Send + Sync {
 ///
 /// # Errors
 /// As [`Store::run`].
-pub fn write<T>(
-    store: &dyn Store,
-    mut f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>,
-) -> Result<T, ServiceError> {
+pub fn write<T>(store: &dyn Store, mut f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> Result<T, ServiceError> {
     let mut out = None;
     store.run(&mut |tx| {
         out = Some(f(tx)?);
@@ -361,10 +316,7 @@ pub fn write<T>(
 ///
 /// # Errors
 /// As [`Store::query`].
-pub fn query<T>(
-    store: &dyn Store,
-    mut f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>,
-) -> Result<T, ServiceError> {
+pub fn query<T>(store: &dyn Store, mut f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> Result<T, ServiceError> {
     let mut out = None;
     store.query(&mut |tx| {
         out = Some(f(tx)?);
@@ -377,10 +329,7 @@ pub fn query<T>(
 ///
 /// # Errors
 /// As [`Store::read`].
-pub fn read<T>(
-    store: &dyn Store,
-    mut f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>,
-) -> Result<T, ServiceError> {
+pub fn read<T>(store: &dyn Store, mut f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> Result<T, ServiceError> {
     let mut out = None;
     store.read(&mut |tx| {
         out = Some(f(tx)?);

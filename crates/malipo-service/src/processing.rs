@@ -25,11 +25,9 @@ impl Platform {
     pub fn process_due(&self, limit: usize) -> Result<usize, ServiceError> {
         let now = self.clock.now();
         let lease = now.plus_seconds(self.config.worker_lease_seconds);
-        let ids = write(self.store(), |tx| {
-            Ok(tx.claim_due_charges(now, lease, limit)?)
-        })?;
+        let ids = write(self.store(), |tx| Ok(tx.claim_due_charges(now, lease, limit)?))?;
         for id in &ids {
-            match self.advance_charge(id) {
+            match self.advance_charge(id, lease) {
                 Ok(()) => {}
                 // Every remaining charge would wait for a connection in turn: leave them to
                 // their leases rather than hold this worker (and a shutdown) for the whole batch.
@@ -43,19 +41,23 @@ impl Platform {
         Ok(ids.len())
     }
 
-    /// Advances one charge as far as it can go now.
+    /// Advances one charge, claimed with `lease`, as far as it can go now. A charge rescheduled
+    /// since the claim (a customer answered, or another worker re-claimed it after the lease) is
+    /// left alone: only the current claim acts.
     ///
     /// # Errors
     /// Transient storage failures (the charge stays claimed until its lease lapses).
-    pub fn advance_charge(&self, id: &ChargeRef) -> Result<(), ServiceError> {
+    pub fn advance_charge(&self, id: &ChargeRef, lease: Timestamp) -> Result<(), ServiceError> {
+        let mut claim = Some(lease);
         loop {
             let now = self.clock.now();
-            match write(self.store(), |tx| self.step(tx, id, now)) {
+            match write(self.store(), |tx| self.step(tx, id, now, claim)) {
                 Ok((again, entered)) => {
                     self.report(&entered);
                     if !again {
                         return Ok(());
                     }
+                    claim = None;
                 }
                 Err(e) if is_processing_failure(&e) => {
                     tracing::error!(charge = %id, error = %e, "posting failed; failing the charge");
@@ -75,15 +77,19 @@ impl Platform {
     }
 
     /// One step of a locked charge. Returns whether more work is due at once.
-    fn step(
-        &self,
-        tx: &mut dyn Tx,
-        id: &ChargeRef,
-        now: Timestamp,
-    ) -> Result<(bool, Entered), ServiceError> {
+    /// `claim` is the lease the charge was claimed with (first step), or `None` for a follow-up
+    /// step this worker made due itself.
+    fn step(&self, tx: &mut dyn Tx, id: &ChargeRef, now: Timestamp, claim: Option<Timestamp>) -> Result<(bool, Entered), ServiceError> {
         let Some(mut charge) = tx.lock_charge(id)? else {
             return Ok((false, vec![]));
         };
+        let ours = match claim {
+            Some(lease) => charge.next_action_at == Some(lease),
+            None => charge.next_action_at.is_some_and(|t| t <= now),
+        };
+        if !ours {
+            return Ok((false, vec![]));
+        }
         let mut entered = vec![];
         match charge.state {
             ChargeState::Pending if now >= charge.expires_at => {
@@ -96,8 +102,7 @@ impl Platform {
             ChargeState::Authorised => self.complete(tx, &mut charge, now, &mut entered)?,
             _ => {}
         }
-        let again = charge.state == ChargeState::Authorised
-            && charge.next_action_at.is_some_and(|t| t <= now);
+        let again = charge.state == ChargeState::Authorised && charge.next_action_at.is_some_and(|t| t <= now);
         Ok((again, entered))
     }
 
@@ -110,46 +115,27 @@ impl Platform {
         now: Timestamp,
         entered: &mut Entered,
     ) -> Result<(), ServiceError> {
-        charge.apply(event, now).map_err(|e| {
-            ServiceError::InvalidState(format!("the charge is {}; {e}", charge.state))
-        })?;
+        charge.apply(event, now).map_err(|e| ServiceError::InvalidState(format!("the charge is {}; {e}", charge.state)))?;
         tx.update_charge(charge)?;
         entered.push(charge.state);
         Ok(())
     }
 
     /// Waits for the customer until the charge expires.
-    fn park(
-        &self,
-        tx: &mut dyn Tx,
-        charge: &mut Charge,
-        now: Timestamp,
-    ) -> Result<(), ServiceError> {
+    fn park(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp) -> Result<(), ServiceError> {
         charge.next_action_at = Some(charge.expires_at);
         charge.updated_at = now;
         tx.update_charge(charge)?;
         Ok(())
     }
 
-    fn sandbox_decide(
-        &self,
-        tx: &mut dyn Tx,
-        charge: &mut Charge,
-        now: Timestamp,
-        entered: &mut Entered,
-    ) -> Result<(), ServiceError> {
+    fn sandbox_decide(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
         let fail = |r| ChargeEvent::PayerFailure(r);
         match SandboxOutcome::for_payer(&charge.payer_msisdn) {
             SandboxOutcome::Approve => self.authorise(tx, charge, now, entered),
             SandboxOutcome::Decline => self.apply(tx, charge, ChargeEvent::Decline, now, entered),
             SandboxOutcome::Expire | SandboxOutcome::StayPending => self.park(tx, charge, now),
-            SandboxOutcome::InsufficientFunds => self.apply(
-                tx,
-                charge,
-                fail(FailureReason::InsufficientFunds),
-                now,
-                entered,
-            ),
+            SandboxOutcome::InsufficientFunds => self.apply(tx, charge, fail(FailureReason::InsufficientFunds), now, entered),
             SandboxOutcome::PinLockout => {
                 let payer = charge.payer_msisdn.clone();
                 let mut wallet = self.ensure_test_wallet(tx, &payer, now)?;
@@ -159,41 +145,19 @@ impl Platform {
                 }
                 self.lock_out(tx, &mut wallet, Some(charge), now, entered)
             }
-            SandboxOutcome::WalletLocked => {
-                self.apply(tx, charge, fail(FailureReason::WalletLocked), now, entered)
-            }
-            SandboxOutcome::LimitExceeded => {
-                self.apply(tx, charge, fail(FailureReason::LimitExceeded), now, entered)
-            }
-            SandboxOutcome::PayerNotFound => {
-                self.apply(tx, charge, fail(FailureReason::PayerNotFound), now, entered)
-            }
+            SandboxOutcome::WalletLocked => self.apply(tx, charge, fail(FailureReason::WalletLocked), now, entered),
+            SandboxOutcome::LimitExceeded => self.apply(tx, charge, fail(FailureReason::LimitExceeded), now, entered),
+            SandboxOutcome::PayerNotFound => self.apply(tx, charge, fail(FailureReason::PayerNotFound), now, entered),
         }
     }
 
     /// Live mode: fail at once when the payer cannot pay at all; otherwise wait for the customer.
-    fn live_check(
-        &self,
-        tx: &mut dyn Tx,
-        charge: &mut Charge,
-        now: Timestamp,
-        entered: &mut Entered,
-    ) -> Result<(), ServiceError> {
+    fn live_check(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
         match tx.wallet(charge.mode, &charge.payer_msisdn)? {
-            None => self.apply(
-                tx,
-                charge,
-                ChargeEvent::PayerFailure(FailureReason::PayerNotFound),
-                now,
-                entered,
-            ),
-            Some(w) if w.state == WalletState::Locked => self.apply(
-                tx,
-                charge,
-                ChargeEvent::PayerFailure(FailureReason::WalletLocked),
-                now,
-                entered,
-            ),
+            None => self.apply(tx, charge, ChargeEvent::PayerFailure(FailureReason::PayerNotFound), now, entered),
+            Some(w) if w.state == WalletState::Locked => {
+                self.apply(tx, charge, ChargeEvent::PayerFailure(FailureReason::WalletLocked), now, entered)
+            }
             Some(_) => self.park(tx, charge, now),
         }
     }
@@ -223,31 +187,19 @@ impl Platform {
                 charge.next_action_at = Some(now);
                 self.apply(tx, charge, ChargeEvent::Approve, now, entered)
             }
-            Err(StoreError::Ledger(LedgerError::InsufficientFunds(_))) => self.apply(
-                tx,
-                charge,
-                fail(FailureReason::InsufficientFunds),
-                now,
-                entered,
-            ),
+            Err(StoreError::Ledger(LedgerError::InsufficientFunds(_))) => {
+                self.apply(tx, charge, fail(FailureReason::InsufficientFunds), now, entered)
+            }
             Err(e) => Err(e.into()),
         }
     }
 
     /// Posts the charge: the payer pays `amount`, the merchant gets `amount - fee`, revenue the fee.
-    pub(crate) fn complete(
-        &self,
-        tx: &mut dyn Tx,
-        charge: &mut Charge,
-        now: Timestamp,
-        entered: &mut Entered,
-    ) -> Result<(), ServiceError> {
-        let payer = charge.payer_account.clone().ok_or_else(|| {
-            ServiceError::Internal(format!(
-                "authorised charge {} has no payer account",
-                charge.id
-            ))
-        })?;
+    pub(crate) fn complete(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
+        let payer = charge
+            .payer_account
+            .clone()
+            .ok_or_else(|| ServiceError::Internal(format!("authorised charge {} has no payer account", charge.id)))?;
         let revenue = self.system_account(tx, charge.mode, charge, AccountKind::Revenue)?;
         let journal = Journal::new_skipping_zero(
             charge.mode,
@@ -270,31 +222,14 @@ impl Platform {
         Ok(())
     }
 
-    fn system_account(
-        &self,
-        tx: &mut dyn Tx,
-        mode: Mode,
-        charge: &Charge,
-        kind: AccountKind,
-    ) -> Result<AccountId, ServiceError> {
-        tx.find_account(&AccountKey::System {
-            mode,
-            currency: charge.currency,
-            kind,
-        })?
-        .map(|a| a.id)
-        .ok_or_else(|| {
-            ServiceError::Internal(format!("no {kind} account for {mode} {}", charge.currency))
-        })
+    fn system_account(&self, tx: &mut dyn Tx, mode: Mode, charge: &Charge, kind: AccountKind) -> Result<AccountId, ServiceError> {
+        tx.find_account(&AccountKey::System { mode, currency: charge.currency, kind })?
+            .map(|a| a.id)
+            .ok_or_else(|| ServiceError::Internal(format!("no {kind} account for {mode} {}", charge.currency)))
     }
 
     /// After a failed posting: release the reservation and fail the charge `processing_error`.
-    fn fail_processing(
-        &self,
-        tx: &mut dyn Tx,
-        id: &ChargeRef,
-        now: Timestamp,
-    ) -> Result<Entered, ServiceError> {
+    fn fail_processing(&self, tx: &mut dyn Tx, id: &ChargeRef, now: Timestamp) -> Result<Entered, ServiceError> {
         let mut entered = vec![];
         if let Some(mut charge) = tx.lock_charge(id)? {
             if charge.state == ChargeState::Authorised {
@@ -328,17 +263,12 @@ impl Platform {
         entered: &mut Entered,
     ) -> Result<(), ServiceError> {
         wallet.state = WalletState::Locked;
-        wallet.pin_attempts = self
-            .countries
-            .for_msisdn(&wallet.msisdn)
-            .map_or(3, |c| c.max_pin_attempts);
+        wallet.pin_attempts = self.countries.for_msisdn(&wallet.msisdn).map_or(3, |c| c.max_pin_attempts);
         wallet.updated_at = now;
         tx.update_wallet(wallet)?;
         for id in tx.pending_charges_of_payer(wallet.mode, &wallet.msisdn)? {
             match current.as_deref_mut() {
-                Some(c) if c.id == id => {
-                    self.apply(tx, c, ChargeEvent::PinLockout, now, entered)?
-                }
+                Some(c) if c.id == id => self.apply(tx, c, ChargeEvent::PinLockout, now, entered)?,
                 _ => {
                     if let Some(mut other) = tx.lock_charge(&id)? {
                         if other.state == ChargeState::Pending {
@@ -357,27 +287,13 @@ impl Platform {
     }
 
     /// The test wallet of a number, opened and funded with test money on first use.
-    pub(crate) fn ensure_test_wallet(
-        &self,
-        tx: &mut dyn Tx,
-        msisdn: &Msisdn,
-        now: Timestamp,
-    ) -> Result<Wallet, ServiceError> {
+    pub(crate) fn ensure_test_wallet(&self, tx: &mut dyn Tx, msisdn: &Msisdn, now: Timestamp) -> Result<Wallet, ServiceError> {
         if let Some(w) = tx.wallet(Mode::Test, msisdn)? {
             return Ok(w);
         }
-        let country = self
-            .countries
-            .for_msisdn(msisdn)
-            .map_err(|e| ServiceError::field("msisdn", "invalid_msisdn", format!("msisdn {e}")))?;
-        let account = Account::open(
-            None,
-            Mode::Test,
-            AccountKind::Wallet,
-            country.currency,
-            Some(msisdn.to_string()),
-            now,
-        );
+        let country =
+            self.countries.for_msisdn(msisdn).map_err(|e| ServiceError::field("msisdn", "invalid_msisdn", format!("msisdn {e}")))?;
+        let account = Account::open(None, Mode::Test, AccountKind::Wallet, country.currency, Some(msisdn.to_string()), now);
         let wallet = Wallet {
             msisdn: msisdn.clone(),
             mode: Mode::Test,
@@ -404,29 +320,15 @@ impl Platform {
         tx.insert_account(&account).map_err(dup_is_retry)?;
         tx.insert_wallet(&wallet).map_err(dup_is_retry)?;
         let funding = tx
-            .find_account(&AccountKey::System {
-                mode: Mode::Test,
-                currency: country.currency,
-                kind: AccountKind::SandboxFunding,
-            })?
-            .ok_or_else(|| {
-                ServiceError::Internal(format!(
-                    "no sandbox funding account for {}",
-                    country.currency
-                ))
-            })?;
-        let amount = MinorUnit::new(
-            TEST_WALLET_MAJOR_UNITS * 10_i64.pow(u32::from(country.currency.minor_units())),
-        );
+            .find_account(&AccountKey::System { mode: Mode::Test, currency: country.currency, kind: AccountKind::SandboxFunding })?
+            .ok_or_else(|| ServiceError::Internal(format!("no sandbox funding account for {}", country.currency)))?;
+        let amount = MinorUnit::new(TEST_WALLET_MAJOR_UNITS * 10_i64.pow(u32::from(country.currency.minor_units())));
         let journal = Journal::new(
             Mode::Test,
             country.currency,
             JournalKind::SandboxFunding,
             msisdn.as_str(),
-            vec![
-                line(&funding.id, MinorUnit::new(-amount.get())),
-                line(&account.id, amount),
-            ],
+            vec![line(&funding.id, MinorUnit::new(-amount.get())), line(&account.id, amount)],
             now,
         )?;
         tx.post_journal(&journal)?;
@@ -435,18 +337,10 @@ impl Platform {
 }
 
 fn line(account: &AccountId, amount: MinorUnit) -> JournalLine {
-    JournalLine {
-        account: account.clone(),
-        amount,
-    }
+    JournalLine { account: account.clone(), amount }
 }
 
 /// Failures of posting that end the charge `processing_error` rather than being retried.
 fn is_processing_failure(e: &ServiceError) -> bool {
-    matches!(
-        e,
-        ServiceError::Store(StoreError::Ledger(_))
-            | ServiceError::InsufficientFunds
-            | ServiceError::Internal(_)
-    )
+    matches!(e, ServiceError::Store(StoreError::Ledger(_)) | ServiceError::InsufficientFunds | ServiceError::Internal(_))
 }

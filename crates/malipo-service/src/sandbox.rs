@@ -102,8 +102,7 @@ impl Platform {
         entered: &mut Entered,
     ) -> Result<(), ServiceError> {
         let pending = charge.state == ChargeState::Pending;
-        if !(pending || (action == SimulateAction::Fail && charge.state == ChargeState::Authorised))
-        {
+        if !(pending || (action == SimulateAction::Fail && charge.state == ChargeState::Authorised)) {
             return Err(ServiceError::InvalidState(format!(
                 "the charge is {}; only pending charges can be simulated (and `fail` on authorised ones)",
                 charge.state
@@ -119,29 +118,16 @@ impl Platform {
             }
             SimulateAction::Decline => self.apply(tx, charge, ChargeEvent::Decline, now, entered),
             SimulateAction::Expire => self.apply(tx, charge, ChargeEvent::Expire, now, entered),
-            SimulateAction::Fail if pending => self.apply(
-                tx,
-                charge,
-                ChargeEvent::PayerFailure(FailureReason::InsufficientFunds),
-                now,
-                entered,
-            ),
+            SimulateAction::Fail if pending => {
+                self.apply(tx, charge, ChargeEvent::PayerFailure(FailureReason::InsufficientFunds), now, entered)
+            }
             SimulateAction::Fail => self.release_and_fail(tx, charge, now, entered),
             SimulateAction::WrongPin => {
                 let mut wallet = self.ensure_test_wallet(tx, &charge.payer_msisdn, now)?;
                 if wallet.state == WalletState::Locked {
-                    return self.apply(
-                        tx,
-                        charge,
-                        ChargeEvent::PayerFailure(FailureReason::WalletLocked),
-                        now,
-                        entered,
-                    );
+                    return self.apply(tx, charge, ChargeEvent::PayerFailure(FailureReason::WalletLocked), now, entered);
                 }
-                let max = self
-                    .countries
-                    .for_msisdn(&wallet.msisdn)
-                    .map_or(3, |c| c.max_pin_attempts);
+                let max = self.countries.for_msisdn(&wallet.msisdn).map_or(3, |c| c.max_pin_attempts);
                 wallet.pin_attempts = wallet.pin_attempts.saturating_add(1);
                 if wallet.pin_attempts >= max {
                     self.lock_out(tx, &mut wallet, Some(charge), now, entered)
@@ -174,29 +160,19 @@ impl Platform {
         render: &dyn Fn(&WalletView) -> StoredResponse,
     ) -> Result<IdemOutcome, ServiceError> {
         Self::test_only(principal)?;
-        let (msisdn, country) = self
-            .countries
-            .parse_msisdn(msisdn)
-            .map_err(|e| ServiceError::field("msisdn", "invalid_msisdn", format!("msisdn {e}")))?;
+        let (msisdn, country) =
+            self.countries.parse_msisdn(msisdn).map_err(|e| ServiceError::field("msisdn", "invalid_msisdn", format!("msisdn {e}")))?;
         let target = balance
             .map(|t| match country.currency.parse_amount(t) {
                 Ok(v) => Ok(v),
                 // A syntactically valid zero empties the wallet.
                 Err(malipo_core::MoneyError::NotPositive) => Ok(MinorUnit::ZERO),
-                Err(e) => Err(ServiceError::field(
-                    "balance",
-                    "invalid_amount",
-                    format!("balance {e}"),
-                )),
+                Err(e) => Err(ServiceError::field("balance", "invalid_amount", format!("balance {e}"))),
             })
             .transpose()?;
         if let Some(t) = kyc_tier {
             if country.tier(t).is_none() {
-                return Err(ServiceError::field(
-                    "kyc_tier",
-                    "invalid_value",
-                    format!("{} has no KYC tier {t}", country.code),
-                ));
+                return Err(ServiceError::field("kyc_tier", "invalid_value", format!("{} has no KYC tier {t}", country.code)));
             }
         }
         self.idempotent(
@@ -204,9 +180,7 @@ impl Platform {
             |tx| {
                 let now = self.clock.now();
                 let mut wallet = self.ensure_test_wallet(tx, &msisdn, now)?;
-                let account = tx
-                    .account(&wallet.account_id)?
-                    .ok_or(ServiceError::Internal("wallet without account".into()))?;
+                let account = tx.account(&wallet.account_id)?.ok_or(ServiceError::Internal("wallet without account".into()))?;
                 if let Some(target) = target {
                     let diff = target.get() - account.balance.get();
                     if diff != 0 {
@@ -223,26 +197,18 @@ impl Platform {
                             JournalKind::SandboxFunding,
                             wallet.msisdn.as_str(),
                             vec![
-                                JournalLine {
-                                    account: funding.id,
-                                    amount: MinorUnit::new(-diff),
-                                },
-                                JournalLine {
-                                    account: account.id.clone(),
-                                    amount: MinorUnit::new(diff),
-                                },
+                                JournalLine { account: funding.id, amount: MinorUnit::new(-diff) },
+                                JournalLine { account: account.id.clone(), amount: MinorUnit::new(diff) },
                             ],
                             now,
                         )?;
-                        tx.post_journal(&journal)
-                            .map_err(ServiceError::from)
-                            .map_err(|e| {
-                                if e.is_insufficient_funds() {
-                                    ServiceError::InsufficientFunds
-                                } else {
-                                    e
-                                }
-                            })?;
+                        tx.post_journal(&journal).map_err(ServiceError::from).map_err(|e| {
+                            if e.is_insufficient_funds() {
+                                ServiceError::InsufficientFunds
+                            } else {
+                                e
+                            }
+                        })?;
                     }
                 }
                 if let Some(t) = kyc_tier {
@@ -250,13 +216,8 @@ impl Platform {
                     wallet.updated_at = now;
                     tx.update_wallet(&wallet)?;
                 }
-                let account = tx
-                    .account(&wallet.account_id)?
-                    .ok_or(ServiceError::Internal("wallet without account".into()))?;
-                Ok(WalletView {
-                    wallet: wallet.clone(),
-                    account,
-                })
+                let account = tx.account(&wallet.account_id)?.ok_or(ServiceError::Internal("wallet without account".into()))?;
+                Ok(WalletView { wallet: wallet.clone(), account })
             },
             render,
         )

@@ -12,9 +12,7 @@ use malipo_auth::{AccessToken, Credential, OrgKind, Organisation, TOKEN_LIFETIME
 use malipo_charges::{Charge, ChargeState, FailureReason};
 use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, Timestamp};
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
-use malipo_ledger::{
-    chain_hash, verify, Account, AccountKind, Journal, JournalKind, JournalLine, GENESIS_HASH,
-};
+use malipo_ledger::{chain_hash, verify, Account, AccountKind, Journal, JournalKind, JournalLine, GENESIS_HASH};
 use malipo_service::{read, write, ServiceError, Store, Tx, Wallet, WalletState};
 
 /// The contract's fixed "now": 2026-01-01T00:00:00Z.
@@ -42,13 +40,7 @@ pub fn msisdn(digits: &str) -> Msisdn {
 
 /// A Kenyan merchant organisation named `name`, created at `created_at`.
 pub fn organisation(name: &str, created_at: Timestamp) -> Organisation {
-    Organisation {
-        id: malipo_core::OrgId::new(),
-        name: name.to_owned(),
-        kind: OrgKind::Merchant,
-        country: "KE".to_owned(),
-        created_at,
-    }
+    Organisation { id: malipo_core::OrgId::new(), name: name.to_owned(), kind: OrgKind::Merchant, country: "KE".to_owned(), created_at }
 }
 
 /// An unrevoked credential of `org` in `mode` with the merchant's default scopes.
@@ -84,12 +76,7 @@ pub fn access_token(credential: &Credential, digest: &str) -> AccessToken {
 }
 
 /// A new empty KES account of `org` of `kind` in `mode`, opened at `created_at`.
-pub fn org_account(
-    org: &Organisation,
-    mode: Mode,
-    kind: AccountKind,
-    created_at: Timestamp,
-) -> Account {
+pub fn org_account(org: &Organisation, mode: Mode, kind: AccountKind, created_at: Timestamp) -> Account {
     Account::open(Some(org.id.clone()), mode, kind, KES, None, created_at)
 }
 
@@ -100,14 +87,7 @@ pub fn system_account(mode: Mode, currency: Currency, kind: AccountKind) -> Acco
 
 /// A new empty wallet account of `owner`, opened at [`T0`].
 pub fn wallet_account(mode: Mode, currency: Currency, owner: &Msisdn) -> Account {
-    Account::open(
-        None,
-        mode,
-        AccountKind::Wallet,
-        currency,
-        Some(owner.as_str().to_owned()),
-        at(0),
-    )
+    Account::open(None, mode, AccountKind::Wallet, currency, Some(owner.as_str().to_owned()), at(0))
 }
 
 /// An active tier-1 wallet on `account` (its mode and currency), without a PIN.
@@ -132,18 +112,10 @@ pub fn wallet(account: &Account, owner: &Msisdn) -> Wallet {
 /// A new pending charge of `amount` (fee 1 %) from `payer` into `merchant_account` (an
 /// organisation's account: its organisation, mode and currency are the charge's), reference
 /// `ORDER-1`, created at `created_at`, expiring and due 90 seconds later.
-pub fn charge(
-    merchant_account: &Account,
-    payer: &Msisdn,
-    amount: i64,
-    created_at: Timestamp,
-) -> Charge {
+pub fn charge(merchant_account: &Account, payer: &Msisdn, amount: i64, created_at: Timestamp) -> Charge {
     Charge {
         id: ChargeRef::new(),
-        org_id: merchant_account
-            .org_id
-            .clone()
-            .expect("a merchant account belongs to an organisation"),
+        org_id: merchant_account.org_id.clone().expect("a merchant account belongs to an organisation"),
         mode: merchant_account.mode,
         payer_msisdn: payer.clone(),
         amount: MinorUnit::new(amount),
@@ -179,17 +151,8 @@ pub fn in_state(charge: Charge, state: ChargeState) -> Charge {
             panic!("a completed charge needs its journal: use fixtures::completed")
         }
     };
-    let next_action_at = if state.is_final() {
-        None
-    } else {
-        charge.next_action_at.or(Some(charge.expires_at))
-    };
-    Charge {
-        state,
-        failure_reason,
-        next_action_at,
-        ..charge
-    }
+    let next_action_at = if state.is_final() { None } else { charge.next_action_at.or(Some(charge.expires_at)) };
+    Charge { state, failure_reason, next_action_at, ..charge }
 }
 
 /// `charge` completed at `when` by the posted `journal`.
@@ -206,48 +169,20 @@ pub fn completed(charge: Charge, journal: &Journal, when: Timestamp) -> Charge {
 }
 
 /// A balanced journal with `lines` of `(account, signed amount)`, source `src_test`.
-pub fn journal(
-    mode: Mode,
-    currency: Currency,
-    kind: JournalKind,
-    lines: &[(&AccountId, i64)],
-    created_at: Timestamp,
-) -> Journal {
-    let lines = lines
-        .iter()
-        .map(|(account, amount)| JournalLine {
-            account: (*account).clone(),
-            amount: MinorUnit::new(*amount),
-        })
-        .collect();
+pub fn journal(mode: Mode, currency: Currency, kind: JournalKind, lines: &[(&AccountId, i64)], created_at: Timestamp) -> Journal {
+    let lines =
+        lines.iter().map(|(account, amount)| JournalLine { account: (*account).clone(), amount: MinorUnit::new(*amount) }).collect();
     Journal::new(mode, currency, kind, "src_test", lines, created_at).expect("a balanced journal")
 }
 
 /// A `funding` journal moving `amount` from `from` to `to`, both of `mode` and `currency`.
-pub fn transfer(
-    mode: Mode,
-    currency: Currency,
-    from: &AccountId,
-    to: &AccountId,
-    amount: i64,
-    created_at: Timestamp,
-) -> Journal {
-    journal(
-        mode,
-        currency,
-        JournalKind::Funding,
-        &[(from, -amount), (to, amount)],
-        created_at,
-    )
+pub fn transfer(mode: Mode, currency: Currency, from: &AccountId, to: &AccountId, amount: i64, created_at: Timestamp) -> Journal {
+    journal(mode, currency, JournalKind::Funding, &[(from, -amount), (to, amount)], created_at)
 }
 
 /// The idempotency scope of `org_id` in `mode` for `operation`.
 pub fn key_scope(org: &Organisation, mode: Mode, operation: &str) -> KeyScope {
-    KeyScope {
-        org_id: org.id.clone(),
-        mode,
-        operation: operation.to_owned(),
-    }
+    KeyScope { org_id: org.id.clone(), mode, operation: operation.to_owned() }
 }
 
 /// An idempotency key (panics when invalid).
@@ -264,10 +199,7 @@ pub fn fingerprint(body: &str) -> Fingerprint {
 pub fn key_record(body: &str, t: Timestamp) -> malipo_idempotency::IdempotencyRecord {
     malipo_idempotency::IdempotencyRecord {
         fingerprint: fingerprint(body),
-        response: Some(malipo_idempotency::StoredResponse {
-            status: 200,
-            body: b"{}".to_vec(),
-        }),
+        response: Some(malipo_idempotency::StoredResponse { status: 200, body: b"{}".to_vec() }),
         created_at: t,
     }
 }
@@ -294,10 +226,7 @@ pub fn query<T>(store: &dyn Store, f: impl FnMut(&mut dyn Tx) -> Result<T, Servi
 
 /// Runs `f` as a write transaction that must fail, and returns its error.
 #[track_caller]
-pub fn refused<T: Debug>(
-    store: &dyn Store,
-    f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>,
-) -> ServiceError {
+pub fn refused<T: Debug>(store: &dyn Store, f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> ServiceError {
     match write(store, f) {
         Ok(v) => panic!("the transaction should have failed but returned {v:?}"),
         Err(e) => e,
@@ -344,11 +273,7 @@ pub fn insert_merchant(store: &dyn Store, name: &str, mode: Mode) -> Merchant {
         tx.insert_account(&payout)?;
         Ok(())
     });
-    Merchant {
-        org,
-        collection,
-        payout,
-    }
+    Merchant { org, collection, payout }
 }
 
 /// The platform's accounts of one mode and currency.
@@ -381,12 +306,7 @@ pub fn insert_platform(store: &dyn Store, mode: Mode, currency: Currency) -> Pla
 
 /// Inserts a wallet account and its [`wallet`] for `owner`; returns both.
 #[track_caller]
-pub fn insert_wallet(
-    store: &dyn Store,
-    mode: Mode,
-    currency: Currency,
-    owner: &Msisdn,
-) -> (Account, Wallet) {
+pub fn insert_wallet(store: &dyn Store, mode: Mode, currency: Currency, owner: &Msisdn) -> (Account, Wallet) {
     let account = wallet_account(mode, currency, owner);
     let w = wallet(&account, owner);
     commit(store, |tx| {
@@ -434,9 +354,7 @@ pub fn held(store: &dyn Store, id: &AccountId) -> i64 {
 /// How many journals the store holds (all modes).
 #[track_caller]
 pub fn journal_count(store: &dyn Store) -> usize {
-    query(store, |tx| Ok(tx.ledger_snapshot(None)?))
-        .journals
-        .len()
+    query(store, |tx| Ok(tx.ledger_snapshot(None)?)).journals.len()
 }
 
 /// Checks the whole ledger: `malipo_ledger::verify` finds nothing, and in each ledger (mode +
@@ -449,30 +367,16 @@ pub fn assert_ledger_sound(store: &dyn Store) {
     assert!(violations.is_empty(), "ledger violations: {violations:?}");
     let mut chains: BTreeMap<(Mode, Currency), Vec<_>> = BTreeMap::new();
     for cj in &snapshot.journals {
-        chains
-            .entry((cj.journal.mode, cj.journal.currency))
-            .or_default()
-            .push(cj);
+        chains.entry((cj.journal.mode, cj.journal.currency)).or_default().push(cj);
     }
     for ((mode, currency), mut chain) in chains {
         chain.sort_by_key(|cj| cj.seq);
         let mut prev = GENESIS_HASH.to_owned();
         for (i, cj) in chain.iter().enumerate() {
             let seq = i64::try_from(i).expect("small") + 1;
-            assert_eq!(
-                cj.seq, seq,
-                "{mode}/{currency}: seq of journal {}",
-                cj.journal.id
-            );
-            assert_eq!(
-                cj.prev_hash, prev,
-                "{mode}/{currency}: prev_hash of seq {seq}"
-            );
-            assert_eq!(
-                cj.hash,
-                chain_hash(&cj.prev_hash, cj.seq, &cj.journal),
-                "{mode}/{currency}: hash of seq {seq}"
-            );
+            assert_eq!(cj.seq, seq, "{mode}/{currency}: seq of journal {}", cj.journal.id);
+            assert_eq!(cj.prev_hash, prev, "{mode}/{currency}: prev_hash of seq {seq}");
+            assert_eq!(cj.hash, chain_hash(&cj.prev_hash, cj.seq, &cj.journal), "{mode}/{currency}: hash of seq {seq}");
             prev.clone_from(&cj.hash);
         }
     }

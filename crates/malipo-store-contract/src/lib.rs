@@ -3,7 +3,7 @@
 //!
 //! An adapter's test file runs the whole suite with one line:
 //!
-//! ```ignore
+//! ```text
 //! fn make() -> Box<dyn malipo_service::Store> {
 //!     Box::new(malipo_store_memory::MemoryStore::new())
 //! }
@@ -12,7 +12,7 @@
 //!
 //! which expands to one `#[test]` per case (named after the case), each running
 //! [`cases`]`::<case>` on a fresh, empty store from `make`. Attributes may precede the factory
-//! and are put on every test, e.g. `store_contract_tests!(#[ignore = "needs PostgreSQL"] make)`.
+//! and are put on every test, e.g. `store_contract_tests!(#[serial] make)`.
 //! [`cases::ALL`] lists every case with its name, to run them some other way.
 //!
 //! The list of cases lives in one place, the hidden `__store_contract_cases!` macro: both

@@ -7,11 +7,7 @@ use malipo_service::StoreError;
 
 /// Messages of transient conflicts that diesel reports as `Unknown`: PostgreSQL's
 /// `deadlock_detected` and SQLite's `SQLITE_BUSY` / `SQLITE_LOCKED`.
-const TRANSIENT: [&str; 3] = [
-    "deadlock detected",
-    "database is locked",
-    "database table is locked",
-];
+const TRANSIENT: [&str; 3] = ["deadlock detected", "database is locked", "database table is locked"];
 
 /// Maps a diesel error: unique violations to [`StoreError::Duplicate`], serialization failures,
 /// deadlocks and a busy SQLite database to [`StoreError::Retry`], a lost connection to
@@ -23,15 +19,10 @@ pub(crate) fn db_error(e: Error) -> StoreError {
             match kind {
                 DatabaseErrorKind::UniqueViolation => StoreError::Duplicate,
                 DatabaseErrorKind::SerializationFailure => StoreError::Retry,
-                DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand => {
-                    StoreError::Unavailable(message.to_owned())
-                }
+                DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand => StoreError::Unavailable(message.to_owned()),
                 _ if TRANSIENT.iter().any(|t| message.contains(t)) => StoreError::Retry,
                 _ => {
-                    let constraint = info
-                        .constraint_name()
-                        .map(|c| format!(" ({c})"))
-                        .unwrap_or_default();
+                    let constraint = info.constraint_name().map(|c| format!(" ({c})")).unwrap_or_default();
                     StoreError::Other(format!("{kind:?}: {message}{constraint}"))
                 }
             }

@@ -17,9 +17,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use diesel::connection::{
-    AnsiTransactionManager, SimpleConnection, TransactionManager, TransactionManagerStatus,
-};
+use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager, TransactionManagerStatus};
 use diesel::prelude::*;
 use diesel::r2d2::{HandleError, ManageConnection, Pool, PooledConnection, R2D2Connection};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
@@ -114,16 +112,12 @@ impl Target {
         }
         if let Some(path) = url.strip_prefix("sqlite://") {
             if path.is_empty() {
-                return Err(StoreError::Other(
-                    "sqlite:// URL without a file path".into(),
-                ));
+                return Err(StoreError::Other("sqlite:// URL without a file path".into()));
             }
             return Ok(Target::Sqlite(PathBuf::from(path)));
         }
         let scheme = url.split_once("://").map_or("(none)", |(s, _)| s);
-        Err(StoreError::Other(format!(
-            "unsupported database URL scheme `{scheme}`: use postgres://, postgresql:// or sqlite://PATH"
-        )))
+        Err(StoreError::Other(format!("unsupported database URL scheme `{scheme}`: use postgres://, postgresql:// or sqlite://PATH")))
     }
 }
 
@@ -139,20 +133,18 @@ impl ManageConnection for Manager {
 
     fn connect(&self) -> Result<DbConnection, Self::Error> {
         match &self.target {
-            Target::Postgres(url) => diesel::PgConnection::establish(url)
-                .map(DbConnection::Pg)
-                .map_err(diesel::r2d2::Error::ConnectionError),
+            Target::Postgres(url) => {
+                diesel::PgConnection::establish(url).map(DbConnection::Pg).map_err(diesel::r2d2::Error::ConnectionError)
+            }
             Target::Sqlite(path) => {
                 let path = path.to_string_lossy();
-                let mut conn = diesel::SqliteConnection::establish(&path)
-                    .map_err(diesel::r2d2::Error::ConnectionError)?;
-                conn.batch_execute(SQLITE_PRAGMAS)
-                    .map_err(diesel::r2d2::Error::QueryError)?;
+                let mut conn = diesel::SqliteConnection::establish(&path).map_err(diesel::r2d2::Error::ConnectionError)?;
+                conn.batch_execute(SQLITE_PRAGMAS).map_err(diesel::r2d2::Error::QueryError)?;
                 Ok(DbConnection::Sqlite(conn))
             }
-            Target::Closed(_) => Err(diesel::r2d2::Error::ConnectionError(
-                diesel::ConnectionError::BadConnection("the store is closed".into()),
-            )),
+            Target::Closed(_) => {
+                Err(diesel::r2d2::Error::ConnectionError(diesel::ConnectionError::BadConnection("the store is closed".into())))
+            }
         }
     }
 
@@ -192,9 +184,7 @@ pub struct DieselStore {
 
 impl std::fmt::Debug for DieselStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DieselStore")
-            .field("backend", &self.backend)
-            .finish_non_exhaustive()
+        f.debug_struct("DieselStore").field("backend", &self.backend).finish_non_exhaustive()
     }
 }
 
@@ -220,22 +210,14 @@ impl DieselStore {
                 // Every connection would open its own empty database.
                 size = 1;
             } else if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent).map_err(|e| {
-                    StoreError::Unavailable(format!(
-                        "cannot create directory {}: {e}",
-                        parent.display()
-                    ))
-                })?;
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| StoreError::Unavailable(format!("cannot create directory {}: {e}", parent.display())))?;
             }
         }
         let manager = Manager { target };
         // Open one connection first so that an unreachable database fails at once, with the
         // driver's own message, rather than after the pool's checkout timeout.
-        drop(
-            manager
-                .connect()
-                .map_err(|e| StoreError::Unavailable(e.to_string()))?,
-        );
+        drop(manager.connect().map_err(|e| StoreError::Unavailable(e.to_string()))?);
         let mut builder = Pool::builder()
             .max_size(size.max(1))
             .min_idle(Some(1))
@@ -247,9 +229,7 @@ impl DieselStore {
         if in_memory {
             builder = builder.idle_timeout(None).max_lifetime(None);
         }
-        let pool = builder
-            .build(manager)
-            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        let pool = builder.build(manager).map_err(|e| StoreError::Unavailable(e.to_string()))?;
         Ok(DieselStore { pool, backend })
     }
 
@@ -261,9 +241,7 @@ impl DieselStore {
             .min_idle(Some(0))
             .connection_timeout(Duration::from_millis(10))
             .error_handler(Box::new(diesel::r2d2::NopErrorHandler))
-            .build_unchecked(Manager {
-                target: Target::Closed(backend),
-            });
+            .build_unchecked(Manager { target: Target::Closed(backend) });
         DieselStore { pool, backend }
     }
 
@@ -302,17 +280,11 @@ impl DieselStore {
     }
 
     fn connection(&self) -> Result<PooledConnection<Manager>, StoreError> {
-        self.pool
-            .get()
-            .map_err(|e| StoreError::Unavailable(e.to_string()))
+        self.pool.get().map_err(|e| StoreError::Unavailable(e.to_string()))
     }
 
     /// Runs `f` in transactions until it succeeds, fails for good, or runs out of attempts.
-    fn transact(
-        &self,
-        access: Access,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
-    ) -> Result<(), ServiceError> {
+    fn transact(&self, access: Access, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         let mut attempt = 1;
         loop {
             match self.attempt(access, f) {
@@ -349,11 +321,7 @@ impl DieselStore {
     }
 
     /// One run of `f` in one transaction.
-    fn attempt(
-        &self,
-        access: Access,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
-    ) -> Result<(), ServiceError> {
+    fn attempt(&self, access: Access, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         let mut pooled = self.begin(access)?;
         let conn: &mut DbConnection = &mut pooled;
         let result = f(&mut DieselTx::new(conn));
@@ -362,21 +330,16 @@ impl DieselStore {
                 // The closure went on after a failed statement: PostgreSQL has aborted the
                 // transaction and would answer COMMIT with a silent ROLLBACK.
                 rollback(conn);
-                Err(StoreError::Other(
-                    "a statement failed inside the transaction, which was rolled back".into(),
-                )
-                .into())
+                Err(StoreError::Other("a statement failed inside the transaction, which was rolled back".into()).into())
             }
-            Ok(()) => {
-                match <DbConnection as Connection>::TransactionManager::commit_transaction(conn) {
-                    Ok(()) => Ok(()),
-                    Err(e) => {
-                        let e = db_error(e);
-                        finish_failed(conn, &e);
-                        Err(e.into())
-                    }
+            Ok(()) => match <DbConnection as Connection>::TransactionManager::commit_transaction(conn) {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    let e = db_error(e);
+                    finish_failed(conn, &e);
+                    Err(e.into())
                 }
-            }
+            },
             Err(e) => {
                 if let ServiceError::Store(store_error) = &e {
                     finish_failed(conn, store_error);
@@ -394,19 +357,12 @@ impl DieselStore {
 /// for writers and a deferred `BEGIN` for readers.
 fn begin(conn: &mut DbConnection, access: Access) -> QueryResult<()> {
     match (conn, access) {
-        (DbConnection::Pg(c), Access::Write) => {
-            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN ISOLATION LEVEL READ COMMITTED")
+        (DbConnection::Pg(c), Access::Write) => AnsiTransactionManager::begin_transaction_sql(c, "BEGIN ISOLATION LEVEL READ COMMITTED"),
+        (DbConnection::Pg(c), Access::Read) => {
+            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         }
-        (DbConnection::Pg(c), Access::Read) => AnsiTransactionManager::begin_transaction_sql(
-            c,
-            "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
-        ),
-        (DbConnection::Sqlite(c), Access::Write) => {
-            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE")
-        }
-        (DbConnection::Sqlite(c), Access::Read) => {
-            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN")
-        }
+        (DbConnection::Sqlite(c), Access::Write) => AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE"),
+        (DbConnection::Sqlite(c), Access::Read) => AnsiTransactionManager::begin_transaction_sql(c, "BEGIN"),
     }
 }
 
@@ -420,13 +376,11 @@ fn finish_failed(conn: &mut DbConnection, error: &StoreError) {
 }
 
 fn rollback(conn: &mut DbConnection) {
-    let in_transaction =
-        <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn)
-            .transaction_depth()
-            .is_ok_and(|d| d.is_some());
+    let in_transaction = <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn)
+        .transaction_depth()
+        .is_ok_and(|d| d.is_some());
     if in_transaction {
-        if let Err(e) = <DbConnection as Connection>::TransactionManager::rollback_transaction(conn)
-        {
+        if let Err(e) = <DbConnection as Connection>::TransactionManager::rollback_transaction(conn) {
             // diesel marks the transaction manager broken, so the pool discards the connection.
             tracing::warn!(error = %e, "rollback failed");
         }
@@ -437,18 +391,16 @@ fn rollback(conn: &mut DbConnection) {
 /// it, or the connection is broken).
 fn must_roll_back(conn: &mut DbConnection) -> bool {
     match <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn) {
-        TransactionManagerStatus::Valid(status) => status
-            .in_transaction
-            .as_ref()
-            .is_some_and(|t| t.requires_rollback_maybe_up_to_top_level),
+        TransactionManagerStatus::Valid(status) => {
+            status.in_transaction.as_ref().is_some_and(|t| t.requires_rollback_maybe_up_to_top_level)
+        }
         TransactionManagerStatus::InError => true,
     }
 }
 
 /// Makes the pool discard this connection when it is returned.
 fn mark_broken(conn: &mut DbConnection) {
-    <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn)
-        .set_in_error();
+    <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn).set_in_error();
 }
 
 /// A short randomised pause before attempt `attempt + 1`: 1–2 ms doubling up to 64–128 ms.
@@ -462,24 +414,15 @@ fn backoff(attempt: u32) -> Duration {
 }
 
 impl Store for DieselStore {
-    fn run(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
-    ) -> Result<(), ServiceError> {
+    fn run(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         self.transact(Access::Write, f)
     }
 
-    fn read(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
-    ) -> Result<(), ServiceError> {
+    fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         self.transact(Access::Read, f)
     }
 
-    fn query(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
-    ) -> Result<(), ServiceError> {
+    fn query(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         let mut attempt = 1;
         loop {
             let mut pooled = self.connection()?;
@@ -519,9 +462,7 @@ impl Store for DieselStore {
         }
         .map_err(|e| unavailable(&e))?;
         if pending {
-            return Err(StoreError::Unavailable(
-                "database migrations are pending".into(),
-            ));
+            return Err(StoreError::Unavailable("database migrations are pending".into()));
         }
         Ok(())
     }

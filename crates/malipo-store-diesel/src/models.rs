@@ -7,17 +7,12 @@ use std::str::FromStr;
 use diesel::prelude::*;
 use malipo_auth::{AccessToken, Credential, OrgKind, Organisation, Scopes};
 use malipo_charges::{Charge, ChargeState, FailureReason};
-use malipo_core::{
-    AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, OrgId, Timestamp, TransactionId,
-};
+use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, OrgId, Timestamp, TransactionId};
 use malipo_idempotency::{Fingerprint, IdempotencyRecord, StoredResponse};
 use malipo_ledger::{Account, AccountKind, JournalKind};
 use malipo_service::{StoreError, Wallet, WalletState};
 
-use crate::schema::{
-    access_tokens, accounts, charges, credentials, idempotency_keys, journals, organisations,
-    postings, wallets,
-};
+use crate::schema::{access_tokens, accounts, charges, credentials, idempotency_keys, journals, organisations, postings, wallets};
 
 fn corrupt(what: &str, value: &str) -> StoreError {
     StoreError::Other(format!("stored {what} `{value}` does not parse"))
@@ -299,12 +294,9 @@ impl TryFrom<WalletRow> for Wallet {
             msisdn: Msisdn::parse(&r.msisdn).map_err(|_| corrupt("msisdn", &r.msisdn))?,
             mode: mode(&r.mode)?,
             currency: currency(&r.currency)?,
-            state: WalletState::from_str(&r.state)
-                .map_err(|_| corrupt("wallet state", &r.state))?,
-            kyc_tier: u8::try_from(r.kyc_tier)
-                .map_err(|_| corrupt("KYC tier", &r.kyc_tier.to_string()))?,
-            pin_attempts: u8::try_from(r.pin_attempts)
-                .map_err(|_| corrupt("PIN attempts", &r.pin_attempts.to_string()))?,
+            state: WalletState::from_str(&r.state).map_err(|_| corrupt("wallet state", &r.state))?,
+            kyc_tier: u8::try_from(r.kyc_tier).map_err(|_| corrupt("KYC tier", &r.kyc_tier.to_string()))?,
+            pin_attempts: u8::try_from(r.pin_attempts).map_err(|_| corrupt("PIN attempts", &r.pin_attempts.to_string()))?,
             account_id: AccountId::from_trusted(r.account_id),
             country: r.country,
             pin_hash: r.pin_hash,
@@ -379,11 +371,9 @@ impl TryFrom<ChargeRow> for Charge {
         };
         Ok(Charge {
             mode: mode(&r.mode)?,
-            payer_msisdn: Msisdn::parse(&r.payer_msisdn)
-                .map_err(|_| corrupt("msisdn", &r.payer_msisdn))?,
+            payer_msisdn: Msisdn::parse(&r.payer_msisdn).map_err(|_| corrupt("msisdn", &r.payer_msisdn))?,
             currency: currency(&r.currency)?,
-            state: ChargeState::from_str(&r.state)
-                .map_err(|_| corrupt("charge state", &r.state))?,
+            state: ChargeState::from_str(&r.state).map_err(|_| corrupt("charge state", &r.state))?,
             failure_reason,
             id: ChargeRef::from_trusted(r.id),
             org_id: OrgId::from_trusted(r.org_id),
@@ -423,22 +413,12 @@ impl TryFrom<KeyRow> for IdempotencyRecord {
     type Error = StoreError;
     fn try_from(r: KeyRow) -> Result<Self, StoreError> {
         let response = match (r.status, r.response_body) {
-            (Some(status), Some(body)) => Some(StoredResponse {
-                status: u16::try_from(status)
-                    .map_err(|_| corrupt("HTTP status", &status.to_string()))?,
-                body,
-            }),
-            (None, None) => None,
-            _ => {
-                return Err(StoreError::Other(
-                    "stored idempotency response is half written".into(),
-                ))
+            (Some(status), Some(body)) => {
+                Some(StoredResponse { status: u16::try_from(status).map_err(|_| corrupt("HTTP status", &status.to_string()))?, body })
             }
+            (None, None) => None,
+            _ => return Err(StoreError::Other("stored idempotency response is half written".into())),
         };
-        Ok(IdempotencyRecord {
-            fingerprint: Fingerprint::from_stored(r.fingerprint),
-            response,
-            created_at: ts(r.created_at),
-        })
+        Ok(IdempotencyRecord { fingerprint: Fingerprint::from_stored(r.fingerprint), response, created_at: ts(r.created_at) })
     }
 }

@@ -29,9 +29,7 @@ pub struct TestDatabase {
 
 impl std::fmt::Debug for TestDatabase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TestDatabase")
-            .field("url", &self.url)
-            .finish_non_exhaustive()
+        f.debug_struct("TestDatabase").field("url", &self.url).finish_non_exhaustive()
     }
 }
 
@@ -57,8 +55,7 @@ impl TestDatabase {
     /// # Panics
     /// When the server cannot be reached or the database cannot be created or migrated.
     pub fn postgres() -> Self {
-        let admin_url = std::env::var("MALIPO_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
+        let admin_url = std::env::var("MALIPO_TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
         let mut admin = PgConnection::establish(&admin_url).unwrap_or_else(|e| {
             panic!(
                 "TestDatabase::postgres: cannot reach PostgreSQL at {admin_url} ({e}). Start a server there \
@@ -68,9 +65,7 @@ impl TestDatabase {
         let name = format!("malipo_t_{}", uuid::Uuid::new_v4().simple());
         admin
             .batch_execute(&format!("CREATE DATABASE {name}"))
-            .unwrap_or_else(|e| {
-                panic!("TestDatabase::postgres: CREATE DATABASE {name} failed: {e}")
-            });
+            .unwrap_or_else(|e| panic!("TestDatabase::postgres: CREATE DATABASE {name} failed: {e}"));
         drop(admin);
         let url = with_database(&admin_url, &name);
         // From here on, a failure must still drop the database: build the value first.
@@ -80,11 +75,8 @@ impl TestDatabase {
             postgres: Some((admin_url, name)),
             _dir: None,
         };
-        db.store = DieselStore::connect(&url, None)
-            .unwrap_or_else(|e| panic!("TestDatabase::postgres: cannot connect to {url}: {e}"));
-        db.store
-            .migrate()
-            .unwrap_or_else(|e| panic!("TestDatabase::postgres: migrations failed: {e}"));
+        db.store = DieselStore::connect(&url, None).unwrap_or_else(|e| panic!("TestDatabase::postgres: cannot connect to {url}: {e}"));
+        db.store.migrate().unwrap_or_else(|e| panic!("TestDatabase::postgres: migrations failed: {e}"));
         db
     }
 
@@ -93,22 +85,12 @@ impl TestDatabase {
     /// # Panics
     /// When the directory or database cannot be created or migrated.
     pub fn sqlite() -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("malipo-test-")
-            .tempdir()
-            .expect("TestDatabase::sqlite: cannot create a temporary directory");
+        let dir =
+            tempfile::Builder::new().prefix("malipo-test-").tempdir().expect("TestDatabase::sqlite: cannot create a temporary directory");
         let url = format!("sqlite://{}", dir.path().join("malipo.db").display());
-        let store = DieselStore::connect(&url, None)
-            .unwrap_or_else(|e| panic!("TestDatabase::sqlite: cannot open {url}: {e}"));
-        store
-            .migrate()
-            .unwrap_or_else(|e| panic!("TestDatabase::sqlite: migrations failed: {e}"));
-        TestDatabase {
-            url,
-            store,
-            postgres: None,
-            _dir: Some(dir),
-        }
+        let store = DieselStore::connect(&url, None).unwrap_or_else(|e| panic!("TestDatabase::sqlite: cannot open {url}: {e}"));
+        store.migrate().unwrap_or_else(|e| panic!("TestDatabase::sqlite: migrations failed: {e}"));
+        TestDatabase { url, store, postgres: None, _dir: Some(dir) }
     }
 }
 
@@ -116,17 +98,11 @@ impl Drop for TestDatabase {
     fn drop(&mut self) {
         // Close this pool's connections first (clones of the store keep theirs: FORCE ends them).
         let backend = self.store.backend();
-        drop(std::mem::replace(
-            &mut self.store,
-            DieselStore::closed(backend),
-        ));
+        drop(std::mem::replace(&mut self.store, DieselStore::closed(backend)));
         if let Some((admin_url, name)) = &self.postgres {
             let dropped = PgConnection::establish(admin_url)
                 .map_err(|e| e.to_string())
-                .and_then(|mut c| {
-                    c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                        .map_err(|e| e.to_string())
-                });
+                .and_then(|mut c| c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).map_err(|e| e.to_string()));
             if let Err(e) = dropped {
                 eprintln!("TestDatabase: could not drop database {name}: {e}");
             }
@@ -135,24 +111,15 @@ impl Drop for TestDatabase {
 }
 
 impl Store for TestDatabase {
-    fn run(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
-    ) -> Result<(), ServiceError> {
+    fn run(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         self.store.run(f)
     }
 
-    fn read(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
-    ) -> Result<(), ServiceError> {
+    fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         self.store.read(f)
     }
 
-    fn query(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
-    ) -> Result<(), ServiceError> {
+    fn query(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         self.store.query(f)
     }
 
@@ -167,17 +134,8 @@ mod tests {
 
     #[test]
     fn database_names_replace_the_path() {
-        assert_eq!(
-            with_database("postgres://u@h:5432/postgres", "x"),
-            "postgres://u@h:5432/x"
-        );
-        assert_eq!(
-            with_database("postgres://u@h:5432", "x"),
-            "postgres://u@h:5432/x"
-        );
-        assert_eq!(
-            with_database("postgresql://u:p@h/db?sslmode=disable", "x"),
-            "postgresql://u:p@h/x?sslmode=disable"
-        );
+        assert_eq!(with_database("postgres://u@h:5432/postgres", "x"), "postgres://u@h:5432/x");
+        assert_eq!(with_database("postgres://u@h:5432", "x"), "postgres://u@h:5432/x");
+        assert_eq!(with_database("postgresql://u:p@h/db?sslmode=disable", "x"), "postgresql://u:p@h/x?sslmode=disable");
     }
 }

@@ -9,20 +9,13 @@ use malipo_auth::{AccessToken, Credential, Organisation};
 use malipo_charges::{Charge, ChargeFilter};
 use malipo_core::{AccountId, ChargeRef, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
 use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
-use malipo_ledger::{
-    chain_hash, Account, ChainedJournal, Journal, JournalLine, LedgerError, LedgerSnapshot,
-    GENESIS_HASH,
-};
+use malipo_ledger::{chain_hash, Account, ChainedJournal, Journal, JournalLine, LedgerError, LedgerSnapshot, GENESIS_HASH};
 use malipo_service::{AccountKey, StoreError, TokenRecord, Tx, Wallet};
 
 use crate::error::{account_error, db_error, Fail};
-use crate::models::{
-    self, AccountRow, ChargeRow, CredentialRow, JournalRow, KeyRow, NewPosting, OrgRow, TokenRow,
-    WalletRow,
-};
+use crate::models::{self, AccountRow, ChargeRow, CredentialRow, JournalRow, KeyRow, NewPosting, OrgRow, TokenRow, WalletRow};
 use crate::schema::{
-    access_tokens, accounts, charges, credentials, idempotency_keys, journals, ledger_heads,
-    organisations, postings, wallets,
+    access_tokens, accounts, charges, credentials, idempotency_keys, journals, ledger_heads, organisations, postings, wallets,
 };
 use crate::DbConnection;
 
@@ -76,12 +69,10 @@ impl Tx for DieselTx<'_> {
 
     fn insert_org(&mut self, org: &Organisation) -> Result<(), StoreError> {
         let row = OrgRow::from(org);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(
-            organisations::table
-        )
-        .values(&row)
-        .on_conflict_do_nothing()
-        .execute(c)))
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(organisations::table)
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(c)))
     }
 
     fn org(&mut self, id: &OrgId) -> Result<Option<Organisation>, StoreError> {
@@ -109,12 +100,10 @@ impl Tx for DieselTx<'_> {
 
     fn insert_credential(&mut self, credential: &Credential) -> Result<(), StoreError> {
         let row = CredentialRow::from(credential);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(
-            credentials::table
-        )
-        .values(&row)
-        .on_conflict_do_nothing()
-        .execute(c)))
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(credentials::table)
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(c)))
     }
 
     fn credential(&mut self, client_id: &str) -> Result<Option<Credential>, StoreError> {
@@ -129,36 +118,27 @@ impl Tx for DieselTx<'_> {
     }
 
     fn revoke_credential(&mut self, client_id: &str, now: Timestamp) -> Result<bool, StoreError> {
-        let revoked = diesel::update(
-            credentials::table
-                .filter(credentials::client_id.eq(client_id))
-                .filter(credentials::revoked_at.is_null()),
-        )
-        .set(credentials::revoked_at.eq(now.as_micros()))
-        .execute(self.conn)
-        .map_err(db_error)?;
+        let revoked =
+            diesel::update(credentials::table.filter(credentials::client_id.eq(client_id)).filter(credentials::revoked_at.is_null()))
+                .set(credentials::revoked_at.eq(now.as_micros()))
+                .execute(self.conn)
+                .map_err(db_error)?;
         if revoked == 0 {
             return Ok(false);
         }
-        diesel::update(
-            access_tokens::table
-                .filter(access_tokens::client_id.eq(client_id))
-                .filter(access_tokens::revoked_at.is_null()),
-        )
-        .set(access_tokens::revoked_at.eq(now.as_micros()))
-        .execute(self.conn)
-        .map_err(db_error)?;
+        diesel::update(access_tokens::table.filter(access_tokens::client_id.eq(client_id)).filter(access_tokens::revoked_at.is_null()))
+            .set(access_tokens::revoked_at.eq(now.as_micros()))
+            .execute(self.conn)
+            .map_err(db_error)?;
         Ok(true)
     }
 
     fn insert_token(&mut self, token: &AccessToken) -> Result<(), StoreError> {
         let row = TokenRow::from(token);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(
-            access_tokens::table
-        )
-        .values(&row)
-        .on_conflict_do_nothing()
-        .execute(c)))
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(access_tokens::table)
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(c)))
     }
 
     fn token(&mut self, digest: &str) -> Result<Option<TokenRecord>, StoreError> {
@@ -166,11 +146,7 @@ impl Tx for DieselTx<'_> {
             .inner_join(credentials::table)
             .inner_join(organisations::table.on(organisations::id.eq(access_tokens::org_id)))
             .filter(access_tokens::digest.eq(digest))
-            .select((
-                TokenRow::as_select(),
-                OrgRow::as_select(),
-                credentials::revoked_at,
-            ))
+            .select((TokenRow::as_select(), OrgRow::as_select(), credentials::revoked_at))
             .first(self.conn)
             .optional()
             .map_err(db_error)?;
@@ -185,15 +161,8 @@ impl Tx for DieselTx<'_> {
             .transpose()
     }
 
-    fn revoke_token(
-        &mut self,
-        digest: &str,
-        client_id: &str,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        let mine = access_tokens::table
-            .filter(access_tokens::digest.eq(digest))
-            .filter(access_tokens::client_id.eq(client_id));
+    fn revoke_token(&mut self, digest: &str, client_id: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let mine = access_tokens::table.filter(access_tokens::digest.eq(digest)).filter(access_tokens::client_id.eq(client_id));
         let revoked = diesel::update(mine.filter(access_tokens::revoked_at.is_null()))
             .set(access_tokens::revoked_at.eq(now.as_micros()))
             .execute(self.conn)
@@ -202,21 +171,14 @@ impl Tx for DieselTx<'_> {
             return Ok(true);
         }
         // Already revoked: still this client's token (revocation is idempotent).
-        diesel::select(diesel::dsl::exists(mine))
-            .get_result(self.conn)
-            .map_err(db_error)
+        diesel::select(diesel::dsl::exists(mine)).get_result(self.conn).map_err(db_error)
     }
 
     // ----- accounts and the ledger -----
 
     fn insert_account(&mut self, account: &Account) -> Result<(), StoreError> {
         let row = AccountRow::from(account);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(
-            accounts::table
-        )
-        .values(&row)
-        .on_conflict_do_nothing()
-        .execute(c)))
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(accounts::table).values(&row).on_conflict_do_nothing().execute(c)))
     }
 
     fn account(&mut self, id: &AccountId) -> Result<Option<Account>, StoreError> {
@@ -239,11 +201,7 @@ impl Tx for DieselTx<'_> {
                 .select(AccountRow::as_select())
                 .first(self.conn)
                 .optional(),
-            AccountKey::System {
-                mode,
-                currency,
-                kind,
-            } => accounts::table
+            AccountKey::System { mode, currency, kind } => accounts::table
                 .filter(accounts::mode.eq(mode.as_str()))
                 .filter(accounts::currency.eq(currency.as_str()))
                 .filter(accounts::kind.eq(kind.as_str()))
@@ -290,14 +248,10 @@ impl Tx for DieselTx<'_> {
 
     fn release(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
         let amt = amount.get();
-        let updated = diesel::update(
-            accounts::table
-                .filter(accounts::id.eq(account.as_str()))
-                .filter(accounts::held.ge(amt)),
-        )
-        .set(accounts::held.eq(accounts::held - amt))
-        .execute(self.conn)
-        .map_err(|e| account_error(e, account))?;
+        let updated = diesel::update(accounts::table.filter(accounts::id.eq(account.as_str())).filter(accounts::held.ge(amt)))
+            .set(accounts::held.eq(accounts::held - amt))
+            .execute(self.conn)
+            .map_err(|e| account_error(e, account))?;
         if updated > 0 {
             return Ok(());
         }
@@ -312,9 +266,7 @@ impl Tx for DieselTx<'_> {
         journal.check_balanced()?;
         // In a savepoint: a refused line undoes the lines before it, and the caller's
         // transaction stays usable (e.g. to record the failure).
-        self.conn
-            .transaction::<_, Fail, _>(|conn| post_journal(conn, journal))
-            .map_err(StoreError::from)
+        self.conn.transaction::<_, Fail, _>(|conn| post_journal(conn, journal)).map_err(StoreError::from)
     }
 
     fn pending_credits(&mut self, account: &AccountId) -> Result<MinorUnit, StoreError> {
@@ -326,9 +278,7 @@ impl Tx for DieselTx<'_> {
             .map_err(db_error)?;
         let mut total = MinorUnit::ZERO;
         for (amount, fee) in rows {
-            total = total
-                .checked_add(MinorUnit::new(amount - fee))
-                .map_err(|_| StoreError::Ledger(LedgerError::Overflow))?;
+            total = total.checked_add(MinorUnit::new(amount - fee)).map_err(|_| StoreError::Ledger(LedgerError::Overflow))?;
         }
         Ok(total)
     }
@@ -341,12 +291,7 @@ impl Tx for DieselTx<'_> {
 
     fn insert_wallet(&mut self, wallet: &Wallet) -> Result<(), StoreError> {
         let row = WalletRow::from(wallet);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(
-            wallets::table
-        )
-        .values(&row)
-        .on_conflict_do_nothing()
-        .execute(c)))
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(wallets::table).values(&row).on_conflict_do_nothing().execute(c)))
     }
 
     fn wallet(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Option<Wallet>, StoreError> {
@@ -375,10 +320,7 @@ impl Tx for DieselTx<'_> {
             .execute(self.conn)
             .map_err(db_error)?;
         if updated == 0 {
-            return Err(StoreError::Other(format!(
-                "no {} wallet {} to update",
-                row.mode, row.msisdn
-            )));
+            return Err(StoreError::Other(format!("no {} wallet {} to update", row.mode, row.msisdn)));
         }
         Ok(())
     }
@@ -387,20 +329,10 @@ impl Tx for DieselTx<'_> {
 
     fn insert_charge(&mut self, charge: &Charge) -> Result<(), StoreError> {
         let row = ChargeRow::from(charge);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(
-            charges::table
-        )
-        .values(&row)
-        .on_conflict_do_nothing()
-        .execute(c)))
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(charges::table).values(&row).on_conflict_do_nothing().execute(c)))
     }
 
-    fn charge(
-        &mut self,
-        org_id: &OrgId,
-        mode: Mode,
-        id: &ChargeRef,
-    ) -> Result<Option<Charge>, StoreError> {
+    fn charge(&mut self, org_id: &OrgId, mode: Mode, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
         charges::table
             .filter(charges::id.eq(id.as_str()))
             .filter(charges::org_id.eq(org_id.as_str()))
@@ -413,12 +345,7 @@ impl Tx for DieselTx<'_> {
             .transpose()
     }
 
-    fn latest_charge_by_reference(
-        &mut self,
-        org_id: &OrgId,
-        mode: Mode,
-        reference: &str,
-    ) -> Result<Option<Charge>, StoreError> {
+    fn latest_charge_by_reference(&mut self, org_id: &OrgId, mode: Mode, reference: &str) -> Result<Option<Charge>, StoreError> {
         charges::table
             .filter(charges::org_id.eq(org_id.as_str()))
             .filter(charges::mode.eq(mode.as_str()))
@@ -435,11 +362,7 @@ impl Tx for DieselTx<'_> {
     fn lock_charge(&mut self, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
         let query = charges::table.find(id.as_str());
         let found = match &mut *self.conn {
-            DbConnection::Pg(c) => query
-                .select(ChargeRow::as_select())
-                .for_update()
-                .first(c)
-                .optional(),
+            DbConnection::Pg(c) => query.select(ChargeRow::as_select()).for_update().first(c).optional(),
             // Writers are serialised by BEGIN IMMEDIATE: the row cannot change under us.
             DbConnection::Sqlite(c) => query.select(ChargeRow::as_select()).first(c).optional(),
         };
@@ -475,10 +398,7 @@ impl Tx for DieselTx<'_> {
         before: Option<&ChargeRef>,
         limit: usize,
     ) -> Result<Vec<Charge>, StoreError> {
-        let mut query = charges::table
-            .filter(charges::org_id.eq(org_id.as_str()))
-            .filter(charges::mode.eq(mode.as_str()))
-            .into_boxed();
+        let mut query = charges::table.filter(charges::org_id.eq(org_id.as_str())).filter(charges::mode.eq(mode.as_str())).into_boxed();
         if let Some(state) = filter.state {
             query = query.filter(charges::state.eq(state.as_str()));
         }
@@ -505,12 +425,7 @@ impl Tx for DieselTx<'_> {
             .collect()
     }
 
-    fn claim_due_charges(
-        &mut self,
-        now: Timestamp,
-        lease_until: Timestamp,
-        limit: usize,
-    ) -> Result<Vec<ChargeRef>, StoreError> {
+    fn claim_due_charges(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError> {
         if limit == 0 {
             return Ok(Vec::new());
         }
@@ -553,23 +468,14 @@ impl Tx for DieselTx<'_> {
                         .execute(c)
                         .map_err(db_error)?;
                 }
-                due.into_iter()
-                    .map(|(id, at)| (at.unwrap_or_default(), id))
-                    .collect()
+                due.into_iter().map(|(id, at)| (at.unwrap_or_default(), id)).collect()
             }
         };
         claimed.sort();
-        Ok(claimed
-            .into_iter()
-            .map(|(_, id)| ChargeRef::from_trusted(id))
-            .collect())
+        Ok(claimed.into_iter().map(|(_, id)| ChargeRef::from_trusted(id)).collect())
     }
 
-    fn pending_charges_of_payer(
-        &mut self,
-        mode: Mode,
-        msisdn: &Msisdn,
-    ) -> Result<Vec<ChargeRef>, StoreError> {
+    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<ChargeRef>, StoreError> {
         let ids: Vec<String> = charges::table
             .filter(charges::mode.eq(mode.as_str()))
             .filter(charges::payer_msisdn.eq(msisdn.as_str()))
@@ -583,18 +489,9 @@ impl Tx for DieselTx<'_> {
 
     // ----- idempotency -----
 
-    fn idempotency_record(
-        &mut self,
-        scope: &KeyScope,
-        key: &IdempotencyKey,
-    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+    fn idempotency_record(&mut self, scope: &KeyScope, key: &IdempotencyKey) -> Result<Option<IdempotencyRecord>, StoreError> {
         idempotency_keys::table
-            .find((
-                scope.org_id.as_str(),
-                scope.mode.as_str(),
-                scope.operation.as_str(),
-                key.as_str(),
-            ))
+            .find((scope.org_id.as_str(), scope.mode.as_str(), scope.operation.as_str(), key.as_str()))
             .select(KeyRow::as_select())
             .first(self.conn)
             .optional()
@@ -603,12 +500,7 @@ impl Tx for DieselTx<'_> {
             .transpose()
     }
 
-    fn insert_key(
-        &mut self,
-        scope: &KeyScope,
-        key: &IdempotencyKey,
-        record: &IdempotencyRecord,
-    ) -> Result<bool, StoreError> {
+    fn insert_key(&mut self, scope: &KeyScope, key: &IdempotencyKey, record: &IdempotencyRecord) -> Result<bool, StoreError> {
         let row = KeyRow {
             org_id: scope.org_id.as_str().to_owned(),
             mode: scope.mode.as_str().to_owned(),
@@ -620,22 +512,18 @@ impl Tx for DieselTx<'_> {
             created_at: record.created_at.as_micros(),
         };
         // On PostgreSQL this waits for a concurrent uncommitted insert of the same key.
-        let inserted = per_backend!(&mut *self.conn, |c| diesel::insert_into(
-            idempotency_keys::table
-        )
-        .values(&row)
-        .on_conflict_do_nothing()
-        .execute(c))
+        let inserted = per_backend!(&mut *self.conn, |c| diesel::insert_into(idempotency_keys::table)
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(c))
         .map_err(db_error)?;
         Ok(inserted > 0)
     }
 
     fn purge_keys(&mut self, before: Timestamp) -> Result<u64, StoreError> {
-        let deleted = diesel::delete(
-            idempotency_keys::table.filter(idempotency_keys::created_at.lt(before.as_micros())),
-        )
-        .execute(self.conn)
-        .map_err(db_error)?;
+        let deleted = diesel::delete(idempotency_keys::table.filter(idempotency_keys::created_at.lt(before.as_micros())))
+            .execute(self.conn)
+            .map_err(db_error)?;
         Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
     }
 }
@@ -650,9 +538,7 @@ struct ClaimedRow {
 }
 
 fn account_exists(conn: &mut DbConnection, id: &AccountId) -> Result<bool, StoreError> {
-    diesel::select(diesel::dsl::exists(accounts::table.find(id.as_str())))
-        .get_result(conn)
-        .map_err(db_error)
+    diesel::select(diesel::dsl::exists(accounts::table.find(id.as_str()))).get_result(conn).map_err(db_error)
 }
 
 /// Posts a checked journal (inside a savepoint).
@@ -679,18 +565,10 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
             .filter(accounts::allow_negative.or((accounts::balance + amount).ge(accounts::held)));
         let set = accounts::balance.eq(accounts::balance + amount);
         let balance: Option<i64> = match &mut *conn {
-            DbConnection::Pg(c) => diesel::update(target)
-                .set(set)
-                .returning(accounts::balance)
-                .get_result(c)
-                .optional(),
+            DbConnection::Pg(c) => diesel::update(target).set(set).returning(accounts::balance).get_result(c).optional(),
             DbConnection::Sqlite(c) => match diesel::update(target).set(set).execute(c) {
                 Ok(0) => Ok(None),
-                Ok(_) => accounts::table
-                    .find(line.account.as_str())
-                    .select(accounts::balance)
-                    .first(c)
-                    .map(Some),
+                Ok(_) => accounts::table.find(line.account.as_str()).select(accounts::balance).first(c).map(Some),
                 Err(e) => Err(e),
             },
         }
@@ -711,8 +589,7 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
         .map(|(i, line)| {
             Ok(NewPosting {
                 journal_id: journal.id.as_str(),
-                line_no: i32::try_from(i)
-                    .map_err(|_| StoreError::Other("too many journal lines".into()))?,
+                line_no: i32::try_from(i).map_err(|_| StoreError::Other("too many journal lines".into()))?,
                 account_id: line.account.as_str(),
                 amount: line.amount.get(),
                 balance_after: balance_after[i],
@@ -720,9 +597,7 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
             })
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
-    per_backend!(&mut *conn, |c| diesel::insert_into(postings::table)
-        .values(&postings)
-        .execute(c))?;
+    per_backend!(&mut *conn, |c| diesel::insert_into(postings::table).values(&postings).execute(c))?;
 
     let (prev_seq, prev_hash) = lock_ledger_head(conn, mode, currency)?;
     let seq = prev_seq + 1;
@@ -741,28 +616,17 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
         prev_hash,
         hash,
     };
-    diesel::insert_into(journals::table)
-        .values(&row)
-        .execute(conn)?;
+    diesel::insert_into(journals::table).values(&row).execute(conn)?;
     Ok(())
 }
 
 /// Why the conditional update of a line changed nothing.
-fn refused_line(
-    conn: &mut DbConnection,
-    journal: &Journal,
-    account: &AccountId,
-) -> Result<LedgerError, Fail> {
-    let found: Option<(String, String)> = accounts::table
-        .find(account.as_str())
-        .select((accounts::mode, accounts::currency))
-        .first(conn)
-        .optional()?;
+fn refused_line(conn: &mut DbConnection, journal: &Journal, account: &AccountId) -> Result<LedgerError, Fail> {
+    let found: Option<(String, String)> =
+        accounts::table.find(account.as_str()).select((accounts::mode, accounts::currency)).first(conn).optional()?;
     Ok(match found {
         None => LedgerError::UnknownAccount(account.clone()),
-        Some((mode, currency))
-            if mode != journal.mode.as_str() || currency != journal.currency.as_str() =>
-        {
+        Some((mode, currency)) if mode != journal.mode.as_str() || currency != journal.currency.as_str() => {
             LedgerError::Mismatch(account.clone())
         }
         Some(_) => LedgerError::InsufficientFunds(account.clone()),
@@ -771,15 +635,9 @@ fn refused_line(
 
 /// Reads a ledger's chain head, locked until the transaction ends (PostgreSQL `FOR UPDATE`;
 /// SQLite writers are serialised anyway), creating it at the genesis if absent.
-fn lock_ledger_head(
-    conn: &mut DbConnection,
-    mode: &str,
-    currency: &str,
-) -> Result<(i64, String), Fail> {
+fn lock_ledger_head(conn: &mut DbConnection, mode: &str, currency: &str) -> Result<(i64, String), Fail> {
     for _ in 0..2 {
-        let query = ledger_heads::table
-            .find((mode, currency))
-            .select((ledger_heads::seq, ledger_heads::hash));
+        let query = ledger_heads::table.find((mode, currency)).select((ledger_heads::seq, ledger_heads::hash));
         let head: Option<(i64, String)> = match &mut *conn {
             DbConnection::Pg(c) => query.for_update().first(c).optional()?,
             DbConnection::Sqlite(c) => query.first(c).optional()?,
@@ -799,25 +657,15 @@ fn lock_ledger_head(
             .on_conflict_do_nothing()
             .execute(c))?;
     }
-    Err(StoreError::Other(format!(
-        "ledger head {mode}/{currency} could not be created"
-    ))
-    .into())
+    Err(StoreError::Other(format!("ledger head {mode}/{currency} could not be created")).into())
 }
 
 /// Every account and journal of one mode or all.
 fn ledger_snapshot(conn: &mut DbConnection, mode: Option<Mode>) -> Result<LedgerSnapshot, Fail> {
-    let mut accounts_query = accounts::table
-        .select(AccountRow::as_select())
-        .order(accounts::id.asc())
-        .into_boxed();
+    let mut accounts_query = accounts::table.select(AccountRow::as_select()).order(accounts::id.asc()).into_boxed();
     let mut journals_query = journals::table
         .select(JournalRow::as_select())
-        .order((
-            journals::mode.asc(),
-            journals::currency.asc(),
-            journals::seq.asc(),
-        ))
+        .order((journals::mode.asc(), journals::currency.asc(), journals::seq.asc()))
         .into_boxed();
     let mut lines_query = postings::table
         .inner_join(journals::table)
@@ -829,20 +677,16 @@ fn ledger_snapshot(conn: &mut DbConnection, mode: Option<Mode>) -> Result<Ledger
         journals_query = journals_query.filter(journals::mode.eq(mode.as_str()));
         lines_query = lines_query.filter(journals::mode.eq(mode.as_str()));
     }
-    let accounts = accounts_query
-        .load::<AccountRow>(conn)?
-        .into_iter()
-        .map(Account::try_from)
-        .collect::<Result<Vec<_>, _>>()?;
+    let accounts = accounts_query.load::<AccountRow>(conn)?.into_iter().map(Account::try_from).collect::<Result<Vec<_>, _>>()?;
     let journal_rows: Vec<JournalRow> = journals_query.load(conn)?;
     let line_rows: Vec<(String, String, i64)> = lines_query.load(conn)?;
 
     let mut lines: HashMap<String, Vec<JournalLine>> = HashMap::new();
     for (journal_id, account, amount) in line_rows {
-        lines.entry(journal_id).or_default().push(JournalLine {
-            account: AccountId::from_trusted(account),
-            amount: MinorUnit::new(amount),
-        });
+        lines
+            .entry(journal_id)
+            .or_default()
+            .push(JournalLine { account: AccountId::from_trusted(account), amount: MinorUnit::new(amount) });
     }
     let mut journals = Vec::with_capacity(journal_rows.len());
     for row in journal_rows {
@@ -855,12 +699,7 @@ fn ledger_snapshot(conn: &mut DbConnection, mode: Option<Mode>) -> Result<Ledger
             source_ref: row.source_ref,
             created_at: Timestamp::from_micros(row.created_at),
         };
-        journals.push(ChainedJournal {
-            seq: row.seq,
-            prev_hash: row.prev_hash,
-            hash: row.hash,
-            journal,
-        });
+        journals.push(ChainedJournal { seq: row.seq, prev_hash: row.prev_hash, hash: row.hash, journal });
     }
     Ok(LedgerSnapshot { accounts, journals })
 }

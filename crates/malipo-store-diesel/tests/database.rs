@@ -11,9 +11,7 @@ use std::time::Duration;
 use malipo_auth::{OrgKind, Organisation};
 use malipo_charges::{Charge, ChargeState};
 use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
-use malipo_idempotency::{
-    Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse,
-};
+use malipo_idempotency::{Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse};
 use malipo_ledger::{verify, Account, AccountKind, Journal, JournalKind, JournalLine};
 use malipo_service::{read, write, ServiceError, Store, StoreError, Tx};
 use malipo_store_diesel::testing::TestDatabase;
@@ -38,37 +36,10 @@ struct Fixture {
 }
 
 fn fixture(store: &dyn Store) -> Fixture {
-    let org = Organisation {
-        id: OrgId::new(),
-        name: "Duka".into(),
-        kind: OrgKind::Merchant,
-        country: "KE".into(),
-        created_at: at(0),
-    };
-    let collection = Account::open(
-        Some(org.id.clone()),
-        Mode::Test,
-        AccountKind::Collection,
-        Currency::KES,
-        None,
-        at(0),
-    );
-    let issuance = Account::open(
-        None,
-        Mode::Test,
-        AccountKind::Issuance,
-        Currency::KES,
-        None,
-        at(0),
-    );
-    let wallet = Account::open(
-        None,
-        Mode::Test,
-        AccountKind::Wallet,
-        Currency::KES,
-        Some("254712000001".into()),
-        at(0),
-    );
+    let org = Organisation { id: OrgId::new(), name: "Duka".into(), kind: OrgKind::Merchant, country: "KE".into(), created_at: at(0) };
+    let collection = Account::open(Some(org.id.clone()), Mode::Test, AccountKind::Collection, Currency::KES, None, at(0));
+    let issuance = Account::open(None, Mode::Test, AccountKind::Issuance, Currency::KES, None, at(0));
+    let wallet = Account::open(None, Mode::Test, AccountKind::Wallet, Currency::KES, Some("254712000001".into()), at(0));
     let funding = journal(&issuance.id, &wallet.id, 10_000);
     commit(store, |tx| {
         tx.insert_org(&org)?;
@@ -78,12 +49,7 @@ fn fixture(store: &dyn Store) -> Fixture {
         tx.post_journal(&funding)?;
         Ok(())
     });
-    Fixture {
-        org,
-        collection,
-        issuance,
-        wallet,
-    }
+    Fixture { org, collection, issuance, wallet }
 }
 
 fn journal(from: &AccountId, to: &AccountId, amount: i64) -> Journal {
@@ -93,14 +59,8 @@ fn journal(from: &AccountId, to: &AccountId, amount: i64) -> Journal {
         JournalKind::Transfer,
         "test",
         vec![
-            JournalLine {
-                account: from.clone(),
-                amount: MinorUnit::new(-amount),
-            },
-            JournalLine {
-                account: to.clone(),
-                amount: MinorUnit::new(amount),
-            },
+            JournalLine { account: from.clone(), amount: MinorUnit::new(-amount) },
+            JournalLine { account: to.clone(), amount: MinorUnit::new(amount) },
         ],
         at(1),
     )
@@ -147,10 +107,7 @@ fn ledger_is_sound(store: &dyn Store) {
 fn journals_and_postings_are_append_only(db: &TestDatabase) {
     let f = fixture(db);
     for table in ["journals", "postings"] {
-        refused(
-            db,
-            &format!("UPDATE {table} SET created_at = created_at + 1"),
-        );
+        refused(db, &format!("UPDATE {table} SET created_at = created_at + 1"));
         refused(db, &format!("DELETE FROM {table}"));
         if db.store.backend() == Backend::Postgres {
             refused(db, &format!("TRUNCATE {table} CASCADE"));
@@ -159,64 +116,28 @@ fn journals_and_postings_are_append_only(db: &TestDatabase) {
     let snapshot = read(db, |tx| Ok(tx.ledger_snapshot(None)?)).unwrap();
     assert_eq!(snapshot.journals.len(), 1);
     assert_eq!(snapshot.journals[0].journal.lines.len(), 2);
-    assert_eq!(
-        read(db, |tx| Ok(tx.account(&f.wallet.id)?))
-            .unwrap()
-            .map(|a| a.balance.get()),
-        Some(10_000)
-    );
+    assert_eq!(read(db, |tx| Ok(tx.account(&f.wallet.id)?)).unwrap().map(|a| a.balance.get()), Some(10_000));
     ledger_is_sound(db);
 }
 
 fn balances_are_checked_by_the_database(db: &TestDatabase) {
     let f = fixture(db);
     let wallet = f.wallet.id.as_str();
-    refused(
-        db,
-        &format!("UPDATE accounts SET balance = -1 WHERE id = '{wallet}'"),
-    );
-    refused(
-        db,
-        &format!("UPDATE accounts SET held = balance + 1 WHERE id = '{wallet}'"),
-    );
-    refused(
-        db,
-        &format!("UPDATE accounts SET held = -1 WHERE id = '{wallet}'"),
-    );
-    refused(
-        db,
-        &format!("UPDATE accounts SET allow_negative = TRUE WHERE id = '{wallet}'"),
-    );
-    refused(
-        db,
-        &format!(
-            "UPDATE accounts SET allow_negative = FALSE WHERE id = '{}'",
-            f.issuance.id
-        ),
-    );
+    refused(db, &format!("UPDATE accounts SET balance = -1 WHERE id = '{wallet}'"));
+    refused(db, &format!("UPDATE accounts SET held = balance + 1 WHERE id = '{wallet}'"));
+    refused(db, &format!("UPDATE accounts SET held = -1 WHERE id = '{wallet}'"));
+    refused(db, &format!("UPDATE accounts SET allow_negative = TRUE WHERE id = '{wallet}'"));
+    refused(db, &format!("UPDATE accounts SET allow_negative = FALSE WHERE id = '{}'", f.issuance.id));
     refused(
         db,
         "INSERT INTO accounts (id, mode, kind, currency, balance, held, allow_negative, created_at) \
          VALUES ('acc_negative', 'test', 'wallet', 'KES', -5, 0, FALSE, 0)",
     );
     // The same statements within the rules pass: the checks refuse exactly the wrong states.
+    assert_eq!(db.store.raw_execute(&format!("UPDATE accounts SET held = balance WHERE id = '{wallet}'")), Ok(1));
+    assert_eq!(db.store.raw_execute(&format!("UPDATE accounts SET held = 0 WHERE id = '{wallet}'")), Ok(1));
     assert_eq!(
-        db.store.raw_execute(&format!(
-            "UPDATE accounts SET held = balance WHERE id = '{wallet}'"
-        )),
-        Ok(1)
-    );
-    assert_eq!(
-        db.store.raw_execute(&format!(
-            "UPDATE accounts SET held = 0 WHERE id = '{wallet}'"
-        )),
-        Ok(1)
-    );
-    assert_eq!(
-        db.store.raw_execute(&format!(
-            "UPDATE accounts SET balance = balance - 1 WHERE id = '{}'",
-            f.issuance.id
-        )),
+        db.store.raw_execute(&format!("UPDATE accounts SET balance = balance - 1 WHERE id = '{}'", f.issuance.id)),
         Ok(1),
         "issuance may go negative"
     );
@@ -227,26 +148,11 @@ fn charges_are_checked_by_the_database(db: &TestDatabase) {
     let charge = pending_charge(&f, "254712000002", at(0));
     commit(db, |tx| Ok(tx.insert_charge(&charge)?));
     let id = charge.id.as_str();
-    refused(
-        db,
-        &format!("UPDATE charges SET state = 'completed', next_action_at = NULL WHERE id = '{id}'"),
-    );
-    refused(
-        db,
-        &format!("UPDATE charges SET state = 'failed', next_action_at = NULL WHERE id = '{id}'"),
-    );
-    refused(
-        db,
-        &format!("UPDATE charges SET next_action_at = NULL WHERE id = '{id}'"),
-    );
-    refused(
-        db,
-        &format!("UPDATE charges SET fee = amount + 1 WHERE id = '{id}'"),
-    );
-    refused(
-        db,
-        &format!("UPDATE charges SET state = 'done' WHERE id = '{id}'"),
-    );
+    refused(db, &format!("UPDATE charges SET state = 'completed', next_action_at = NULL WHERE id = '{id}'"));
+    refused(db, &format!("UPDATE charges SET state = 'failed', next_action_at = NULL WHERE id = '{id}'"));
+    refused(db, &format!("UPDATE charges SET next_action_at = NULL WHERE id = '{id}'"));
+    refused(db, &format!("UPDATE charges SET fee = amount + 1 WHERE id = '{id}'"));
+    refused(db, &format!("UPDATE charges SET state = 'done' WHERE id = '{id}'"));
     assert_eq!(
         db.store.raw_execute(&format!(
             "UPDATE charges SET state = 'completed', next_action_at = NULL, transaction_id = 'tx_1' WHERE id = '{id}'"
@@ -266,9 +172,7 @@ fn store_errors_leave_the_transaction_usable(db: &TestDatabase) {
         assert_eq!(tx.insert_org(&f.org), Err(StoreError::Duplicate));
         assert_eq!(
             tx.post_journal(&overdraft),
-            Err(StoreError::Ledger(
-                malipo_ledger::LedgerError::InsufficientFunds(f.collection.id.clone())
-            ))
+            Err(StoreError::Ledger(malipo_ledger::LedgerError::InsufficientFunds(f.collection.id.clone())))
         );
         tx.post_journal(&refund)?;
         // Posting it again fails on the journal's id after its lines were applied: the savepoint
@@ -276,13 +180,7 @@ fn store_errors_leave_the_transaction_usable(db: &TestDatabase) {
         assert_eq!(tx.post_journal(&refund), Err(StoreError::Duplicate));
         Ok(())
     });
-    let balances = read(db, |tx| {
-        Ok((
-            tx.account(&f.wallet.id)?.unwrap().balance,
-            tx.account(&f.collection.id)?.unwrap().balance,
-        ))
-    })
-    .unwrap();
+    let balances = read(db, |tx| Ok((tx.account(&f.wallet.id)?.unwrap().balance, tx.account(&f.collection.id)?.unwrap().balance))).unwrap();
     assert_eq!(balances, (MinorUnit::new(7_500), MinorUnit::new(2_500)));
     ledger_is_sound(db);
 }
@@ -291,9 +189,7 @@ fn store_errors_leave_the_transaction_usable(db: &TestDatabase) {
 fn concurrent_claims_never_overlap(db: &TestDatabase) {
     let f = fixture(db);
     let total = 200;
-    let charges: Vec<Charge> = (0..total)
-        .map(|i| pending_charge(&f, "254712000003", at(i)))
-        .collect();
+    let charges: Vec<Charge> = (0..total).map(|i| pending_charge(&f, "254712000003", at(i))).collect();
     commit(db, |tx| {
         for c in &charges {
             tx.insert_charge(c)?;
@@ -329,58 +225,31 @@ fn concurrent_claims_never_overlap(db: &TestDatabase) {
     let all: Vec<&ChargeRef> = claimed.iter().flatten().collect();
     let unique: HashSet<&ChargeRef> = all.iter().copied().collect();
     assert_eq!(all.len(), unique.len(), "a charge was claimed twice");
-    assert_eq!(
-        unique,
-        charges.iter().map(|c| &c.id).collect::<HashSet<_>>(),
-        "every due charge was claimed"
-    );
+    assert_eq!(unique, charges.iter().map(|c| &c.id).collect::<HashSet<_>>(), "every due charge was claimed");
     if db.store.backend() == Backend::Postgres {
         // SQLite's write lock is not fair: one worker may take every batch there.
         let counts: Vec<usize> = claimed.iter().map(Vec::len).collect();
-        assert!(
-            counts.iter().all(|&n| n > 0),
-            "both workers claimed some: {counts:?}"
-        );
+        assert!(counts.iter().all(|&n| n > 0), "both workers claimed some: {counts:?}");
     }
-    assert_eq!(
-        commit(db, |tx| Ok(tx.claim_due_charges(
-            at(1_000),
-            at(10_000),
-            10
-        )?)),
-        vec![],
-        "leased until later"
-    );
+    assert_eq!(commit(db, |tx| Ok(tx.claim_due_charges(at(1_000), at(10_000), 10)?)), vec![], "leased until later");
 }
 
 /// 48 transactions claim the same idempotency key at once: exactly one gets it.
 fn racing_claims_of_one_key_yield_one_winner(db: &TestDatabase) {
     let f = fixture(db);
-    let scope = KeyScope {
-        org_id: f.org.id.clone(),
-        mode: Mode::Test,
-        operation: "POST /partner/stk".into(),
-    };
+    let scope = KeyScope { org_id: f.org.id.clone(), mode: Mode::Test, operation: "POST /partner/stk".into() };
     let key = IdempotencyKey::parse("race").unwrap();
     let threads = 48;
     let start = Arc::new(Barrier::new(threads));
     let racers: Vec<_> = (0..threads)
         .map(|i| {
-            let (store, scope, key, start) = (
-                db.store.clone(),
-                scope.clone(),
-                key.clone(),
-                Arc::clone(&start),
-            );
+            let (store, scope, key, start) = (db.store.clone(), scope.clone(), key.clone(), Arc::clone(&start));
             std::thread::spawn(move || {
                 start.wait();
                 write(&store, |tx| {
                     let record = IdempotencyRecord {
                         fingerprint: Fingerprint::from_stored(format!("fp{i}")),
-                        response: Some(StoredResponse {
-                            status: 200,
-                            body: format!("{i}").into_bytes(),
-                        }),
+                        response: Some(StoredResponse { status: 200, body: format!("{i}").into_bytes() }),
                         created_at: at(0),
                     };
                     let stored = tx.insert_key(&scope, &key, &record)?;
@@ -393,32 +262,18 @@ fn racing_claims_of_one_key_yield_one_winner(db: &TestDatabase) {
         })
         .collect();
     let results: Vec<_> = racers.into_iter().map(|r| r.join().unwrap()).collect();
-    assert_eq!(
-        results.iter().filter(|stored| **stored).count(),
-        1,
-        "exactly one insert stores the key"
-    );
-    let kept = write(&db.store, |tx| Ok(tx.idempotency_record(&scope, &key)?))
-        .unwrap()
-        .unwrap();
-    assert!(
-        kept.fingerprint.as_str().starts_with("fp"),
-        "the winner's record is kept"
-    );
+    assert_eq!(results.iter().filter(|stored| **stored).count(), 1, "exactly one insert stores the key");
+    let kept = write(&db.store, |tx| Ok(tx.idempotency_record(&scope, &key)?)).unwrap().unwrap();
+    assert!(kept.fingerprint.as_str().starts_with("fp"), "the winner's record is kept");
 }
 
 /// Two transactions that lock two accounts in opposite orders deadlock on PostgreSQL (or wait
 /// for the write lock on SQLite); the conflict is retried and both commit.
 fn conflicting_transactions_are_retried(db: &TestDatabase) {
     let f = fixture(db);
-    commit(db, |tx| {
-        Ok(tx.post_journal(&journal(&f.issuance.id, &f.collection.id, 10_000))?)
-    });
+    commit(db, |tx| Ok(tx.post_journal(&journal(&f.issuance.id, &f.collection.id, 10_000))?));
     let both_locked_one = Arc::new(Barrier::new(2));
-    let pairs = [
-        (f.wallet.id.clone(), f.collection.id.clone()),
-        (f.collection.id.clone(), f.wallet.id.clone()),
-    ];
+    let pairs = [(f.wallet.id.clone(), f.collection.id.clone()), (f.collection.id.clone(), f.wallet.id.clone())];
     let threads: Vec<_> = pairs
         .into_iter()
         .map(|(first, second)| {
@@ -438,24 +293,11 @@ fn conflicting_transactions_are_retried(db: &TestDatabase) {
             })
         })
         .collect();
-    let attempts: Vec<u32> = threads
-        .into_iter()
-        .map(|t| t.join().unwrap().unwrap())
-        .collect();
+    let attempts: Vec<u32> = threads.into_iter().map(|t| t.join().unwrap().unwrap()).collect();
     if db.store.backend() == Backend::Postgres {
-        assert_eq!(
-            attempts.iter().sum::<u32>(),
-            3,
-            "one deadlock victim ran again: {attempts:?}"
-        );
+        assert_eq!(attempts.iter().sum::<u32>(), 3, "one deadlock victim ran again: {attempts:?}");
     }
-    let held = read(db, |tx| {
-        Ok((
-            tx.account(&f.wallet.id)?.unwrap().held,
-            tx.account(&f.collection.id)?.unwrap().held,
-        ))
-    })
-    .unwrap();
+    let held = read(db, |tx| Ok((tx.account(&f.wallet.id)?.unwrap().held, tx.account(&f.collection.id)?.unwrap().held))).unwrap();
     assert_eq!(held, (MinorUnit::new(20), MinorUnit::new(20)));
 }
 
@@ -467,14 +309,7 @@ fn concurrent_postings_keep_the_ledger_sound(db: &TestDatabase) {
     let wallets: Vec<Account> = (0..4)
         .map(|i| {
             let owner = format!("25471200010{i}");
-            Account::open(
-                None,
-                Mode::Test,
-                AccountKind::Wallet,
-                Currency::KES,
-                Some(owner),
-                at(0),
-            )
+            Account::open(None, Mode::Test, AccountKind::Wallet, Currency::KES, Some(owner), at(0))
         })
         .collect();
     commit(db, |tx| {
@@ -497,14 +332,9 @@ fn concurrent_postings_keep_the_ledger_sound(db: &TestDatabase) {
                         continue;
                     }
                     let amount = i64::try_from(50 + (t * 37 + i * 91) % 400).unwrap();
-                    match write(
-                        &store,
-                        |tx| Ok(tx.post_journal(&journal(from, to, amount))?),
-                    ) {
+                    match write(&store, |tx| Ok(tx.post_journal(&journal(from, to, amount))?)) {
                         Ok(()) => posted += 1,
-                        Err(ServiceError::Store(StoreError::Ledger(
-                            malipo_ledger::LedgerError::InsufficientFunds(_),
-                        ))) => {}
+                        Err(ServiceError::Store(StoreError::Ledger(malipo_ledger::LedgerError::InsufficientFunds(_)))) => {}
                         Err(e) => panic!("unexpected failure: {e:?}"),
                     }
                 }
@@ -517,16 +347,8 @@ fn concurrent_postings_keep_the_ledger_sound(db: &TestDatabase) {
     let snapshot = read(db, |tx| Ok(tx.ledger_snapshot(Some(Mode::Test))?)).unwrap();
     assert_eq!(verify(&snapshot), vec![]);
     assert_eq!(snapshot.journals.len(), 1 + 4 + posted);
-    let total: i64 = snapshot
-        .accounts
-        .iter()
-        .filter(|a| ids.contains(&a.id))
-        .map(|a| a.balance.get())
-        .sum();
-    assert_eq!(
-        total, 4_000,
-        "transfers between wallets create and destroy nothing"
-    );
+    let total: i64 = snapshot.accounts.iter().filter(|a| ids.contains(&a.id)).map(|a| a.balance.get()).sum();
+    assert_eq!(total, 4_000, "transfers between wallets create and destroy nothing");
 }
 
 /// A closure that goes on after a failed statement and returns `Ok`: PostgreSQL has aborted the
@@ -534,11 +356,7 @@ fn concurrent_postings_keep_the_ledger_sound(db: &TestDatabase) {
 /// written; SQLite only undid the failed statement, so the rest commits.
 fn a_swallowed_database_error(db: &TestDatabase) {
     let f = fixture(db);
-    let stranger = Organisation {
-        id: OrgId::new(),
-        name: "Stranger".into(),
-        ..f.org.clone()
-    };
+    let stranger = Organisation { id: OrgId::new(), name: "Stranger".into(), ..f.org.clone() };
     let orphan = malipo_auth::Credential {
         client_id: "ck_test_orphan".into(),
         org_id: OrgId::new(),
@@ -550,19 +368,13 @@ fn a_swallowed_database_error(db: &TestDatabase) {
     };
     let result = write(db, |tx| {
         tx.insert_org(&stranger)?;
-        assert!(
-            tx.insert_credential(&orphan).is_err(),
-            "no such organisation"
-        );
+        assert!(tx.insert_credential(&orphan).is_err(), "no such organisation");
         Ok(())
     });
     let stored = read(db, |tx| Ok(tx.org(&stranger.id)?)).unwrap();
     match db.store.backend() {
         Backend::Postgres => {
-            assert!(
-                matches!(result, Err(ServiceError::Store(StoreError::Other(_)))),
-                "{result:?}"
-            );
+            assert!(matches!(result, Err(ServiceError::Store(StoreError::Other(_)))), "{result:?}");
             assert_eq!(stored, None);
         }
         Backend::Sqlite => {
@@ -570,10 +382,7 @@ fn a_swallowed_database_error(db: &TestDatabase) {
             assert_eq!(stored, Some(stranger));
         }
     }
-    assert_eq!(
-        read(db, |tx| Ok(tx.credential("ck_test_orphan")?)),
-        Ok(None)
-    );
+    assert_eq!(read(db, |tx| Ok(tx.credential("ck_test_orphan")?)), Ok(None));
 }
 
 fn migrations_are_applied_once_and_ready_reports_them(db: &TestDatabase) {
@@ -658,29 +467,15 @@ fn dead_pooled_connections_are_replaced() {
 
 #[test]
 fn the_url_scheme_picks_the_backend() {
-    for url in [
-        "mysql://localhost/malipo",
-        "malipo.db",
-        "file:malipo.db",
-        "sqlite://",
-    ] {
-        assert!(
-            matches!(DieselStore::connect(url, None), Err(StoreError::Other(_))),
-            "{url}"
-        );
+    for url in ["mysql://localhost/malipo", "malipo.db", "file:malipo.db", "sqlite://"] {
+        assert!(matches!(DieselStore::connect(url, None), Err(StoreError::Other(_))), "{url}");
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nested/dirs/malipo.db");
     let store = DieselStore::connect(&format!("sqlite://{}", path.display()), Some(1)).unwrap();
-    assert_eq!(
-        (store.backend(), store.backend().as_str()),
-        (Backend::Sqlite, "sqlite")
-    );
+    assert_eq!((store.backend(), store.backend().as_str()), (Backend::Sqlite, "sqlite"));
     assert!(path.exists(), "parent directories are created");
-    assert!(
-        matches!(store.ready(), Err(StoreError::Unavailable(_))),
-        "not ready before the migrations ran"
-    );
+    assert!(matches!(store.ready(), Err(StoreError::Unavailable(_))), "not ready before the migrations ran");
     assert_eq!(store.migrate(), Ok(1));
     assert_eq!(store.ready(), Ok(()));
 
@@ -691,17 +486,8 @@ fn the_url_scheme_picks_the_backend() {
 
 #[test]
 fn an_unreachable_postgres_is_unavailable() {
-    let result = DieselStore::connect(
-        "postgres://postgres@127.0.0.1:1/malipo?connect_timeout=2",
-        None,
-    );
-    assert!(
-        matches!(result, Err(StoreError::Unavailable(_))),
-        "{result:?}"
-    );
+    let result = DieselStore::connect("postgres://postgres@127.0.0.1:1/malipo?connect_timeout=2", None);
+    assert!(matches!(result, Err(StoreError::Unavailable(_))), "{result:?}");
     let db = TestDatabase::postgres();
-    assert_eq!(
-        (db.store.backend(), db.store.backend().as_str()),
-        (Backend::Postgres, "postgres")
-    );
+    assert_eq!((db.store.backend(), db.store.backend().as_str()), (Backend::Postgres, "postgres"));
 }

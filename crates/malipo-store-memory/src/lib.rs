@@ -53,10 +53,7 @@ impl ActiveGuard {
             nested
         });
         if nested {
-            Err(StoreError::Other(
-                "a transaction was opened inside another transaction of the same store".into(),
-            )
-            .into())
+            Err(StoreError::Other("a transaction was opened inside another transaction of the same store".into()).into())
         } else {
             Ok(ActiveGuard(id))
         }
@@ -78,11 +75,8 @@ impl MemoryStore {
     /// Enters a transaction: refuses nesting, then takes the store's lock.
     fn begin(&self) -> Result<(ActiveGuard, MutexGuard<'_, State>), ServiceError> {
         let active = ActiveGuard::enter(Arc::as_ptr(&self.state) as usize)?;
-        let state = self.state.lock().map_err(|_| {
-            StoreError::Other(
-                "the in-memory store's lock is poisoned (a transaction panicked)".into(),
-            )
-        })?;
+        let state =
+            self.state.lock().map_err(|_| StoreError::Other("the in-memory store's lock is poisoned (a transaction panicked)".into()))?;
         Ok((active, state))
     }
 }
@@ -93,10 +87,7 @@ fn is_retry(e: &ServiceError) -> bool {
 }
 
 impl Store for MemoryStore {
-    fn run(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
-    ) -> Result<(), ServiceError> {
+    fn run(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         let (_active, mut state) = self.begin()?;
         let mut attempt = 1;
         loop {
@@ -112,10 +103,7 @@ impl Store for MemoryStore {
         }
     }
 
-    fn read(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
-    ) -> Result<(), ServiceError> {
+    fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         let (_active, mut state) = self.begin()?;
         let mut attempt = 1;
         loop {
@@ -127,10 +115,7 @@ impl Store for MemoryStore {
         }
     }
 
-    fn query(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>,
-    ) -> Result<(), ServiceError> {
+    fn query(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         self.read(f)
     }
 
@@ -166,10 +151,7 @@ mod tests {
             Ok(())
         })
         .unwrap_err();
-        assert!(
-            matches!(err, ServiceError::Store(StoreError::Other(_))),
-            "{err:?}"
-        );
+        assert!(matches!(err, ServiceError::Store(StoreError::Other(_))), "{err:?}");
         assert_eq!(read(&store, |tx| Ok(tx.org(&o.id)?)).unwrap(), None);
     }
 
@@ -182,10 +164,7 @@ mod tests {
             Ok(())
         })
         .unwrap_err();
-        assert!(
-            matches!(err, ServiceError::Store(StoreError::Other(_))),
-            "{err:?}"
-        );
+        assert!(matches!(err, ServiceError::Store(StoreError::Other(_))), "{err:?}");
         // Another store on the same thread is independent, and the guard was released.
         let other = MemoryStore::new();
         write(&store, |_| write(&other, |_| Ok(()))).unwrap();
@@ -203,19 +182,14 @@ mod tests {
             Timestamp::from_micros(1),
         );
         let err = write(&store, |tx| Ok(tx.insert_account(&account)?)).unwrap_err();
-        assert!(
-            matches!(err, ServiceError::Store(StoreError::Other(_))),
-            "{err:?}"
-        );
+        assert!(matches!(err, ServiceError::Store(StoreError::Other(_))), "{err:?}");
     }
 
     #[test]
     fn check_constraints_are_enforced() {
         use malipo_charges::{Charge, ChargeState};
         use malipo_core::MinorUnit;
-        use malipo_store_contract::fixtures::{
-            at, charge, in_state, insert_merchant, insert_wallet, msisdn, KES,
-        };
+        use malipo_store_contract::fixtures::{at, charge, in_state, insert_merchant, insert_wallet, msisdn, KES};
 
         let store = MemoryStore::new();
         let m = insert_merchant(&store, "Duka", Mode::Test);
@@ -223,75 +197,29 @@ mod tests {
         let refused = |c: &Charge| write(&store, |tx| Ok(tx.insert_charge(c)?)).unwrap_err();
         let base = charge(&m.collection, &payer, 1_000, at(1));
         for bad in [
-            Charge {
-                state: ChargeState::Completed,
-                next_action_at: None,
-                ..base.clone()
-            },
-            Charge {
-                state: ChargeState::Expired,
-                next_action_at: None,
-                ..base.clone()
-            },
-            Charge {
-                next_action_at: None,
-                ..base.clone()
-            },
-            Charge {
-                fee: MinorUnit::new(1_001),
-                ..base.clone()
-            },
-            Charge {
-                amount_reversed: MinorUnit::new(-1),
-                ..base.clone()
-            },
+            Charge { state: ChargeState::Completed, next_action_at: None, ..base.clone() },
+            Charge { state: ChargeState::Expired, next_action_at: None, ..base.clone() },
+            Charge { next_action_at: None, ..base.clone() },
+            Charge { fee: MinorUnit::new(1_001), ..base.clone() },
+            Charge { amount_reversed: MinorUnit::new(-1), ..base.clone() },
         ] {
-            assert!(
-                matches!(refused(&bad), ServiceError::Store(StoreError::Other(_))),
-                "{bad:?}"
-            );
+            assert!(matches!(refused(&bad), ServiceError::Store(StoreError::Other(_))), "{bad:?}");
         }
         write(&store, |tx| Ok(tx.insert_charge(&base)?)).unwrap();
-        let expired_without_reason = Charge {
-            failure_reason: None,
-            ..in_state(base.clone(), ChargeState::Expired)
-        };
+        let expired_without_reason = Charge { failure_reason: None, ..in_state(base.clone(), ChargeState::Expired) };
         let err = write(&store, |tx| Ok(tx.update_charge(&expired_without_reason)?)).unwrap_err();
-        assert!(
-            matches!(err, ServiceError::Store(StoreError::Other(_))),
-            "{err:?}"
-        );
-        assert_eq!(
-            read(&store, |tx| Ok(tx.lock_charge(&base.id)?)).unwrap(),
-            Some(base)
-        );
+        assert!(matches!(err, ServiceError::Store(StoreError::Other(_))), "{err:?}");
+        assert_eq!(read(&store, |tx| Ok(tx.lock_charge(&base.id)?)).unwrap(), Some(base));
 
         let (account, wallet) = insert_wallet(&store, Mode::Test, KES, &payer);
-        let same_account = malipo_service::Wallet {
-            msisdn: msisdn("254712000098"),
-            ..wallet
-        };
+        let same_account = malipo_service::Wallet { msisdn: msisdn("254712000098"), ..wallet };
         let err = write(&store, |tx| Ok(tx.insert_wallet(&same_account)?)).unwrap_err();
-        assert_eq!(
-            err,
-            ServiceError::Store(StoreError::Duplicate),
-            "one wallet per account"
-        );
-        let overdrawn = malipo_ledger::Account {
-            held: MinorUnit::new(1),
-            ..malipo_store_contract::fixtures::wallet_account(Mode::Live, KES, &payer)
-        };
+        assert_eq!(err, ServiceError::Store(StoreError::Duplicate), "one wallet per account");
+        let overdrawn =
+            malipo_ledger::Account { held: MinorUnit::new(1), ..malipo_store_contract::fixtures::wallet_account(Mode::Live, KES, &payer) };
         let err = write(&store, |tx| Ok(tx.insert_account(&overdrawn)?)).unwrap_err();
-        assert!(
-            matches!(err, ServiceError::Store(StoreError::Other(_))),
-            "{err:?}"
-        );
-        assert_eq!(
-            read(&store, |tx| Ok(tx.account(&account.id)?))
-                .unwrap()
-                .map(|a| a.held),
-            Some(MinorUnit::ZERO)
-        );
+        assert!(matches!(err, ServiceError::Store(StoreError::Other(_))), "{err:?}");
+        assert_eq!(read(&store, |tx| Ok(tx.account(&account.id)?)).unwrap().map(|a| a.held), Some(MinorUnit::ZERO));
     }
 
     #[test]
@@ -303,10 +231,7 @@ mod tests {
         })
         .join();
         let err = read(&store, |_| Ok(())).unwrap_err();
-        assert!(
-            matches!(err, ServiceError::Store(StoreError::Other(_))),
-            "{err:?}"
-        );
+        assert!(matches!(err, ServiceError::Store(StoreError::Other(_))), "{err:?}");
         assert_eq!(store.ready(), Ok(()));
     }
 

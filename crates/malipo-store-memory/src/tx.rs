@@ -8,8 +8,7 @@ use malipo_core::{AccountId, ChargeRef, MinorUnit, Mode, Msisdn, OrgId, Timestam
 use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
 use malipo_ledger::journal::{hold, release};
 use malipo_ledger::{
-    chain_hash, Account, AccountKind, ChainedJournal, Journal, JournalLine, LedgerError,
-    LedgerSnapshot, Posting, GENESIS_HASH,
+    chain_hash, Account, AccountKind, ChainedJournal, Journal, JournalLine, LedgerError, LedgerSnapshot, Posting, GENESIS_HASH,
 };
 use malipo_service::{AccountKey, StoreError, TokenRecord, Tx, Wallet};
 
@@ -37,9 +36,7 @@ impl<'a> MemoryTx<'a> {
     /// writes in a `READ ONLY` transaction).
     fn w(&mut self) -> Result<&mut State, StoreError> {
         if self.read_only {
-            return Err(StoreError::Other(
-                "write attempted in a read-only transaction".into(),
-            ));
+            return Err(StoreError::Other("write attempted in a read-only transaction".into()));
         }
         Ok(self.state)
     }
@@ -50,9 +47,7 @@ fn foreign_key(exists: bool, what: &str) -> Result<(), StoreError> {
     if exists {
         Ok(())
     } else {
-        Err(StoreError::Other(format!(
-            "foreign key violation: {what} does not exist"
-        )))
+        Err(StoreError::Other(format!("foreign key violation: {what} does not exist")))
     }
 }
 
@@ -72,35 +67,15 @@ fn check_charge(c: &Charge) -> Result<(), StoreError> {
     let (amount, fee, reversed) = (c.amount.get(), c.fee.get(), c.amount_reversed.get());
     check(amount > 0, "charges_amount_check")?;
     check((0..=amount).contains(&fee), "charges_fee_check")?;
-    check(
-        (0..=amount).contains(&reversed),
-        "charges_amount_reversed_check",
-    )?;
-    check(
-        c.state.is_final() != c.next_action_at.is_some(),
-        "charges_next_action_check",
-    )?;
-    check(
-        (c.state == ChargeState::Completed) == c.transaction_id.is_some(),
-        "charges_transaction_check",
-    )?;
-    let failed = matches!(
-        c.state,
-        ChargeState::Declined | ChargeState::Expired | ChargeState::Failed
-    );
-    check(
-        failed == c.failure_reason.is_some(),
-        "charges_failure_reason_check",
-    )
+    check((0..=amount).contains(&reversed), "charges_amount_reversed_check")?;
+    check(c.state.is_final() != c.next_action_at.is_some(), "charges_next_action_check")?;
+    check((c.state == ChargeState::Completed) == c.transaction_id.is_some(), "charges_transaction_check")?;
+    let failed = matches!(c.state, ChargeState::Declined | ChargeState::Expired | ChargeState::Failed);
+    check(failed == c.failure_reason.is_some(), "charges_failure_reason_check")
 }
 
 fn idem_key(scope: &KeyScope, key: &IdempotencyKey) -> IdemKey {
-    (
-        scope.org_id.clone(),
-        scope.mode,
-        scope.operation.clone(),
-        key.as_str().to_owned(),
-    )
+    (scope.org_id.clone(), scope.mode, scope.operation.clone(), key.as_str().to_owned())
 }
 
 /// Whether a charge passes a list filter (`from` inclusive, `to` exclusive).
@@ -108,10 +83,7 @@ fn matches_filter(charge: &Charge, filter: &ChargeFilter) -> bool {
     filter.state.is_none_or(|s| charge.state == s)
         && filter.from.is_none_or(|from| charge.created_at >= from)
         && filter.to.is_none_or(|to| charge.created_at < to)
-        && filter
-            .reference
-            .as_deref()
-            .is_none_or(|r| charge.reference == r)
+        && filter.reference.as_deref().is_none_or(|r| charge.reference == r)
 }
 
 impl Tx for MemoryTx<'_> {
@@ -131,13 +103,7 @@ impl Tx for MemoryTx<'_> {
     }
 
     fn org_by_name(&mut self, name: &str) -> Result<Option<Organisation>, StoreError> {
-        Ok(self
-            .r()
-            .orgs
-            .values()
-            .filter(|o| o.name == name)
-            .min_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)))
-            .cloned())
+        Ok(self.r().orgs.values().filter(|o| o.name == name).min_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id))).cloned())
     }
 
     fn insert_credential(&mut self, credential: &Credential) -> Result<(), StoreError> {
@@ -145,12 +111,8 @@ impl Tx for MemoryTx<'_> {
         if s.credentials.contains_key(&credential.client_id) {
             return Err(StoreError::Duplicate);
         }
-        foreign_key(
-            s.orgs.contains_key(&credential.org_id),
-            "the credential's organisation",
-        )?;
-        s.credentials
-            .insert(credential.client_id.clone(), credential.clone());
+        foreign_key(s.orgs.contains_key(&credential.org_id), "the credential's organisation")?;
+        s.credentials.insert(credential.client_id.clone(), credential.clone());
         Ok(())
     }
 
@@ -167,11 +129,7 @@ impl Tx for MemoryTx<'_> {
             return Ok(false);
         }
         credential.revoked_at = Some(now);
-        for token in s
-            .tokens
-            .values_mut()
-            .filter(|t| t.client_id == client_id && t.revoked_at.is_none())
-        {
+        for token in s.tokens.values_mut().filter(|t| t.client_id == client_id && t.revoked_at.is_none()) {
             token.revoked_at = Some(now);
         }
         Ok(true)
@@ -182,10 +140,7 @@ impl Tx for MemoryTx<'_> {
         if s.tokens.contains_key(&token.digest) {
             return Err(StoreError::Duplicate);
         }
-        foreign_key(
-            s.credentials.contains_key(&token.client_id),
-            "the token's credential",
-        )?;
+        foreign_key(s.credentials.contains_key(&token.client_id), "the token's credential")?;
         s.tokens.insert(token.digest.clone(), token.clone());
         Ok(())
     }
@@ -195,25 +150,16 @@ impl Tx for MemoryTx<'_> {
         let Some(token) = s.tokens.get(digest) else {
             return Ok(None);
         };
-        let org = s.orgs.get(&token.org_id).ok_or_else(|| {
-            StoreError::Other(format!("token's organisation {} is missing", token.org_id))
-        })?;
-        let credential = s.credentials.get(&token.client_id).ok_or_else(|| {
-            StoreError::Other(format!("token's credential {} is missing", token.client_id))
-        })?;
-        Ok(Some(TokenRecord {
-            token: token.clone(),
-            org: org.clone(),
-            credential_revoked: credential.revoked_at.is_some(),
-        }))
+        let org =
+            s.orgs.get(&token.org_id).ok_or_else(|| StoreError::Other(format!("token's organisation {} is missing", token.org_id)))?;
+        let credential = s
+            .credentials
+            .get(&token.client_id)
+            .ok_or_else(|| StoreError::Other(format!("token's credential {} is missing", token.client_id)))?;
+        Ok(Some(TokenRecord { token: token.clone(), org: org.clone(), credential_revoked: credential.revoked_at.is_some() }))
     }
 
-    fn revoke_token(
-        &mut self,
-        digest: &str,
-        client_id: &str,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
+    fn revoke_token(&mut self, digest: &str, client_id: &str, now: Timestamp) -> Result<bool, StoreError> {
         let s = self.w()?;
         match s.tokens.get_mut(digest) {
             Some(token) if token.client_id == client_id => {
@@ -232,28 +178,15 @@ impl Tx for MemoryTx<'_> {
         if s.accounts.contains_key(&account.id) {
             return Err(StoreError::Duplicate);
         }
-        let org_key = account
-            .org_id
-            .as_ref()
-            .map(|org| (org.clone(), account.mode, account.kind));
-        let system_key =
-            account
-                .kind
-                .is_system()
-                .then_some((account.mode, account.currency, account.kind));
+        let org_key = account.org_id.as_ref().map(|org| (org.clone(), account.mode, account.kind));
+        let system_key = account.kind.is_system().then_some((account.mode, account.currency, account.kind));
         let wallet_key = match (&account.owner_msisdn, account.kind) {
             (Some(msisdn), AccountKind::Wallet) => Some((account.mode, msisdn.clone())),
             _ => None,
         };
-        let taken = org_key
-            .as_ref()
-            .is_some_and(|k| s.org_account_index.contains_key(k))
-            || system_key
-                .as_ref()
-                .is_some_and(|k| s.system_account_index.contains_key(k))
-            || wallet_key
-                .as_ref()
-                .is_some_and(|k| s.wallet_account_index.contains_key(k));
+        let taken = org_key.as_ref().is_some_and(|k| s.org_account_index.contains_key(k))
+            || system_key.as_ref().is_some_and(|k| s.system_account_index.contains_key(k))
+            || wallet_key.as_ref().is_some_and(|k| s.wallet_account_index.contains_key(k));
         if taken {
             return Err(StoreError::Duplicate);
         }
@@ -261,10 +194,7 @@ impl Tx for MemoryTx<'_> {
             foreign_key(s.orgs.contains_key(org), "the account's organisation")?;
         }
         check(account.held >= MinorUnit::ZERO, "accounts_held_check")?;
-        check(
-            account.kind.allows_negative() || account.balance >= account.held,
-            "accounts_balance_check",
-        )?;
+        check(account.kind.allows_negative() || account.balance >= account.held, "accounts_balance_check")?;
         if let Some(k) = org_key {
             s.org_account_index.insert(k, account.id.clone());
         }
@@ -285,46 +215,29 @@ impl Tx for MemoryTx<'_> {
     fn find_account(&mut self, key: &AccountKey) -> Result<Option<Account>, StoreError> {
         let s = self.r();
         let id = match key {
-            AccountKey::Org { org_id, mode, kind } => {
-                s.org_account_index.get(&(org_id.clone(), *mode, *kind))
-            }
-            AccountKey::System {
-                mode,
-                currency,
-                kind,
-            } => s.system_account_index.get(&(*mode, *currency, *kind)),
+            AccountKey::Org { org_id, mode, kind } => s.org_account_index.get(&(org_id.clone(), *mode, *kind)),
+            AccountKey::System { mode, currency, kind } => s.system_account_index.get(&(*mode, *currency, *kind)),
         };
         Ok(id.and_then(|id| s.accounts.get(id)).cloned())
     }
 
     fn org_accounts(&mut self, org_id: &OrgId, mode: Mode) -> Result<Vec<Account>, StoreError> {
-        let mut accounts: Vec<Account> = self
-            .r()
-            .accounts
-            .values()
-            .filter(|a| a.org_id.as_ref() == Some(org_id) && a.mode == mode)
-            .cloned()
-            .collect();
+        let mut accounts: Vec<Account> =
+            self.r().accounts.values().filter(|a| a.org_id.as_ref() == Some(org_id) && a.mode == mode).cloned().collect();
         accounts.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         Ok(accounts)
     }
 
     fn hold(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
         let s = self.w()?;
-        let acc = s
-            .accounts
-            .get_mut(account)
-            .ok_or_else(|| LedgerError::UnknownAccount(account.clone()))?;
+        let acc = s.accounts.get_mut(account).ok_or_else(|| LedgerError::UnknownAccount(account.clone()))?;
         hold(acc, amount)?;
         Ok(())
     }
 
     fn release(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
         let s = self.w()?;
-        let acc = s
-            .accounts
-            .get_mut(account)
-            .ok_or_else(|| LedgerError::UnknownAccount(account.clone()))?;
+        let acc = s.accounts.get_mut(account).ok_or_else(|| LedgerError::UnknownAccount(account.clone()))?;
         release(acc, amount)?;
         Ok(())
     }
@@ -339,10 +252,7 @@ impl Tx for MemoryTx<'_> {
         let mut touched: BTreeMap<AccountId, Account> = BTreeMap::new();
         for line in &journal.lines {
             if !touched.contains_key(&line.account) {
-                let acc = s
-                    .accounts
-                    .get(&line.account)
-                    .ok_or_else(|| LedgerError::UnknownAccount(line.account.clone()))?;
+                let acc = s.accounts.get(&line.account).ok_or_else(|| LedgerError::UnknownAccount(line.account.clone()))?;
                 if acc.currency != journal.currency || acc.mode != journal.mode {
                     return Err(LedgerError::Mismatch(acc.id.clone()).into());
                 }
@@ -352,9 +262,7 @@ impl Tx for MemoryTx<'_> {
         // Apply the lines in order, on copies: nothing is written unless every line applies.
         let mut postings = Vec::with_capacity(journal.lines.len());
         for line in &journal.lines {
-            let acc = touched
-                .get_mut(&line.account)
-                .ok_or_else(|| LedgerError::UnknownAccount(line.account.clone()))?;
+            let acc = touched.get_mut(&line.account).ok_or_else(|| LedgerError::UnknownAccount(line.account.clone()))?;
             journal.apply_line(acc, line.amount)?;
             postings.push(Posting {
                 journal_id: journal.id.clone(),
@@ -372,19 +280,8 @@ impl Tx for MemoryTx<'_> {
             None => (1, GENESIS_HASH.to_owned()),
         };
         let hash = chain_hash(&prev_hash, seq, journal);
-        s.heads.insert(
-            ledger,
-            LedgerHead {
-                seq,
-                hash: hash.clone(),
-            },
-        );
-        s.journals.push(ChainedJournal {
-            seq,
-            prev_hash,
-            hash,
-            journal: journal.clone(),
-        });
+        s.heads.insert(ledger, LedgerHead { seq, hash: hash.clone() });
+        s.journals.push(ChainedJournal { seq, prev_hash, hash, journal: journal.clone() });
         s.journal_ids.insert(journal.id.clone());
         s.postings.extend(postings);
         s.accounts.extend(touched);
@@ -406,10 +303,7 @@ impl Tx for MemoryTx<'_> {
         let in_mode = |m: Mode| mode.is_none_or(|wanted| wanted == m);
         let mut lines: BTreeMap<_, Vec<JournalLine>> = BTreeMap::new();
         for p in &s.postings {
-            lines.entry(&p.journal_id).or_default().push(JournalLine {
-                account: p.account.clone(),
-                amount: p.amount,
-            });
+            lines.entry(&p.journal_id).or_default().push(JournalLine { account: p.account.clone(), amount: p.amount });
         }
         let journals = s
             .journals
@@ -421,12 +315,7 @@ impl Tx for MemoryTx<'_> {
                 cj
             })
             .collect();
-        let accounts = s
-            .accounts
-            .values()
-            .filter(|a| in_mode(a.mode))
-            .cloned()
-            .collect();
+        let accounts = s.accounts.values().filter(|a| in_mode(a.mode)).cloned().collect();
         Ok(LedgerSnapshot { accounts, journals })
     }
 
@@ -435,17 +324,10 @@ impl Tx for MemoryTx<'_> {
     fn insert_wallet(&mut self, wallet: &Wallet) -> Result<(), StoreError> {
         let s = self.w()?;
         let key = (wallet.mode, wallet.msisdn.clone());
-        if s.wallets.contains_key(&key)
-            || s.wallets
-                .values()
-                .any(|w| w.account_id == wallet.account_id)
-        {
+        if s.wallets.contains_key(&key) || s.wallets.values().any(|w| w.account_id == wallet.account_id) {
             return Err(StoreError::Duplicate);
         }
-        foreign_key(
-            s.accounts.contains_key(&wallet.account_id),
-            "the wallet's account",
-        )?;
+        foreign_key(s.accounts.contains_key(&wallet.account_id), "the wallet's account")?;
         s.wallets.insert(key, wallet.clone());
         Ok(())
     }
@@ -476,39 +358,18 @@ impl Tx for MemoryTx<'_> {
         if s.charges.contains_key(&charge.id) {
             return Err(StoreError::Duplicate);
         }
-        foreign_key(
-            s.orgs.contains_key(&charge.org_id),
-            "the charge's organisation",
-        )?;
-        foreign_key(
-            s.accounts.contains_key(&charge.merchant_account),
-            "the charge's merchant account",
-        )?;
+        foreign_key(s.orgs.contains_key(&charge.org_id), "the charge's organisation")?;
+        foreign_key(s.accounts.contains_key(&charge.merchant_account), "the charge's merchant account")?;
         check_charge(charge)?;
         s.charges.insert(charge.id.clone(), charge.clone());
         Ok(())
     }
 
-    fn charge(
-        &mut self,
-        org_id: &OrgId,
-        mode: Mode,
-        id: &ChargeRef,
-    ) -> Result<Option<Charge>, StoreError> {
-        Ok(self
-            .r()
-            .charges
-            .get(id)
-            .filter(|c| &c.org_id == org_id && c.mode == mode)
-            .cloned())
+    fn charge(&mut self, org_id: &OrgId, mode: Mode, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
+        Ok(self.r().charges.get(id).filter(|c| &c.org_id == org_id && c.mode == mode).cloned())
     }
 
-    fn latest_charge_by_reference(
-        &mut self,
-        org_id: &OrgId,
-        mode: Mode,
-        reference: &str,
-    ) -> Result<Option<Charge>, StoreError> {
+    fn latest_charge_by_reference(&mut self, org_id: &OrgId, mode: Mode, reference: &str) -> Result<Option<Charge>, StoreError> {
         Ok(self
             .r()
             .charges
@@ -567,22 +428,10 @@ impl Tx for MemoryTx<'_> {
             .collect())
     }
 
-    fn claim_due_charges(
-        &mut self,
-        now: Timestamp,
-        lease_until: Timestamp,
-        limit: usize,
-    ) -> Result<Vec<ChargeRef>, StoreError> {
+    fn claim_due_charges(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError> {
         let s = self.w()?;
-        let mut due: Vec<(Timestamp, ChargeRef)> = s
-            .charges
-            .values()
-            .filter_map(|c| {
-                c.next_action_at
-                    .filter(|at| *at <= now)
-                    .map(|at| (at, c.id.clone()))
-            })
-            .collect();
+        let mut due: Vec<(Timestamp, ChargeRef)> =
+            s.charges.values().filter_map(|c| c.next_action_at.filter(|at| *at <= now).map(|at| (at, c.id.clone()))).collect();
         due.sort();
         due.truncate(limit);
         let mut claimed = Vec::with_capacity(due.len());
@@ -595,38 +444,23 @@ impl Tx for MemoryTx<'_> {
         Ok(claimed)
     }
 
-    fn pending_charges_of_payer(
-        &mut self,
-        mode: Mode,
-        msisdn: &Msisdn,
-    ) -> Result<Vec<ChargeRef>, StoreError> {
+    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<ChargeRef>, StoreError> {
         Ok(self
             .r()
             .charges
             .values()
-            .filter(|c| {
-                c.mode == mode && &c.payer_msisdn == msisdn && c.state == ChargeState::Pending
-            })
+            .filter(|c| c.mode == mode && &c.payer_msisdn == msisdn && c.state == ChargeState::Pending)
             .map(|c| c.id.clone())
             .collect())
     }
 
     // ----- idempotency -----
 
-    fn idempotency_record(
-        &mut self,
-        scope: &KeyScope,
-        key: &IdempotencyKey,
-    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+    fn idempotency_record(&mut self, scope: &KeyScope, key: &IdempotencyKey) -> Result<Option<IdempotencyRecord>, StoreError> {
         Ok(self.r().keys.get(&idem_key(scope, key)).cloned())
     }
 
-    fn insert_key(
-        &mut self,
-        scope: &KeyScope,
-        key: &IdempotencyKey,
-        record: &IdempotencyRecord,
-    ) -> Result<bool, StoreError> {
+    fn insert_key(&mut self, scope: &KeyScope, key: &IdempotencyKey, record: &IdempotencyRecord) -> Result<bool, StoreError> {
         let s = self.w()?;
         let k = idem_key(scope, key);
         if s.keys.contains_key(&k) {

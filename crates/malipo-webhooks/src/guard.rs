@@ -20,20 +20,12 @@ pub struct UrlPolicy {
 impl UrlPolicy {
     /// Live mode: https, public addresses only (unless the operator allows private ones).
     pub fn live(allow_private: bool) -> Self {
-        UrlPolicy {
-            require_https: true,
-            allow_loopback: allow_private,
-            allow_private,
-        }
+        UrlPolicy { require_https: true, allow_loopback: allow_private, allow_private }
     }
 
     /// Test mode: http and loopback allowed.
     pub fn test(allow_private: bool) -> Self {
-        UrlPolicy {
-            require_https: false,
-            allow_loopback: true,
-            allow_private,
-        }
+        UrlPolicy { require_https: false, allow_loopback: true, allow_private }
     }
 }
 
@@ -101,9 +93,7 @@ fn forbidden_v6(ip: Ipv6Addr) -> bool {
 fn loopback(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => {
-            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
-        }
+        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
     }
 }
 
@@ -113,11 +103,7 @@ fn loopback(ip: IpAddr) -> bool {
 /// [`UrlError::Forbidden`].
 pub fn check_ip(ip: IpAddr, policy: UrlPolicy) -> Result<(), UrlError> {
     if loopback(ip) {
-        return if policy.allow_loopback {
-            Ok(())
-        } else {
-            Err(UrlError::Forbidden(ip.to_string()))
-        };
+        return if policy.allow_loopback { Ok(()) } else { Err(UrlError::Forbidden(ip.to_string())) };
     }
     if is_forbidden_ip(ip) && !policy.allow_private {
         return Err(UrlError::Forbidden(ip.to_string()));
@@ -164,16 +150,8 @@ pub fn check_url(text: &str, policy: UrlPolicy) -> Result<Url, UrlError> {
 mod tests {
     use super::*;
 
-    const LIVE: UrlPolicy = UrlPolicy {
-        require_https: true,
-        allow_loopback: false,
-        allow_private: false,
-    };
-    const TEST: UrlPolicy = UrlPolicy {
-        require_https: false,
-        allow_loopback: true,
-        allow_private: false,
-    };
+    const LIVE: UrlPolicy = UrlPolicy { require_https: true, allow_loopback: false, allow_private: false };
+    const TEST: UrlPolicy = UrlPolicy { require_https: false, allow_loopback: true, allow_private: false };
 
     fn refused(url: &str, policy: UrlPolicy) -> bool {
         matches!(check_url(url, policy), Err(UrlError::Forbidden(_)))
@@ -213,85 +191,36 @@ mod tests {
 
     #[test]
     fn public_https_is_allowed_in_live_mode() {
-        for url in [
-            "https://example.com/hooks/malipo",
-            "https://93.184.216.34/x",
-            "https://[2606:4700::1111]/",
-        ] {
+        for url in ["https://example.com/hooks/malipo", "https://93.184.216.34/x", "https://[2606:4700::1111]/"] {
             assert!(check_url(url, LIVE).is_ok(), "{url}");
         }
-        assert!(!is_forbidden_ip(
-            "8.8.8.8"
-                .parse()
-                .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
-        ));
-        assert!(!is_forbidden_ip(
-            "172.32.0.1"
-                .parse()
-                .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
-        ));
+        assert!(!is_forbidden_ip("8.8.8.8".parse().unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))));
+        assert!(!is_forbidden_ip("172.32.0.1".parse().unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))));
     }
 
     #[test]
     fn live_requires_https_and_test_allows_http_and_loopback() {
-        assert_eq!(
-            check_url("http://example.com/x", LIVE),
-            Err(UrlError::NotHttps)
-        );
+        assert_eq!(check_url("http://example.com/x", LIVE), Err(UrlError::NotHttps));
         assert!(check_url("http://127.0.0.1:9000/x", TEST).is_ok());
         assert!(check_url("http://localhost:9000/x", TEST).is_ok());
         assert!(check_url("http://[::1]:9000/x", TEST).is_ok());
-        assert!(
-            refused("http://169.254.169.254/", TEST),
-            "metadata stays refused in test mode"
-        );
-        assert!(
-            refused("http://10.1.2.3/", TEST),
-            "private stays refused in test mode"
-        );
-        assert!(check_url(
-            "http://10.1.2.3/",
-            UrlPolicy {
-                allow_private: true,
-                ..TEST
-            }
-        )
-        .is_ok());
-        assert!(
-            check_url("https://10.1.2.3/", UrlPolicy::live(true)).is_ok(),
-            "operator opt-in"
-        );
+        assert!(refused("http://169.254.169.254/", TEST), "metadata stays refused in test mode");
+        assert!(refused("http://10.1.2.3/", TEST), "private stays refused in test mode");
+        assert!(check_url("http://10.1.2.3/", UrlPolicy { allow_private: true, ..TEST }).is_ok());
+        assert!(check_url("https://10.1.2.3/", UrlPolicy::live(true)).is_ok(), "operator opt-in");
     }
 
     #[test]
     fn malformed_urls_are_refused() {
-        for url in [
-            "",
-            "example.com/x",
-            "ftp://example.com/",
-            "https://user:pw@example.com/",
-            "javascript:alert(1)",
-        ] {
-            assert!(
-                matches!(
-                    check_url(url, TEST),
-                    Err(UrlError::Malformed | UrlError::NotHttps)
-                ),
-                "{url}"
-            );
+        for url in ["", "example.com/x", "ftp://example.com/", "https://user:pw@example.com/", "javascript:alert(1)"] {
+            assert!(matches!(check_url(url, TEST), Err(UrlError::Malformed | UrlError::NotHttps)), "{url}");
         }
-        assert_eq!(
-            check_url(&format!("https://example.com/{}", "a".repeat(2048)), LIVE),
-            Err(UrlError::Malformed)
-        );
+        assert_eq!(check_url(&format!("https://example.com/{}", "a".repeat(2048)), LIVE), Err(UrlError::Malformed));
     }
 
     #[test]
     fn check_ip_applies_the_policy_after_resolution() {
-        let ip = |s: &str| {
-            s.parse::<IpAddr>()
-                .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
-        };
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
         assert!(check_ip(ip("127.0.0.1"), LIVE).is_err());
         assert!(check_ip(ip("127.0.0.1"), TEST).is_ok());
         assert!(check_ip(ip("10.0.0.1"), TEST).is_err());

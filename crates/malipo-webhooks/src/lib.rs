@@ -8,7 +8,4 @@ pub mod signing;
 
 pub use guard::{check_ip, check_url, is_forbidden_ip, UrlError, UrlPolicy};
 pub use schedule::{RetrySchedule, ScheduleError};
-pub use signing::{
-    body_signature, sign, signature_header, Secret, SecretError, Verifier, VerifyError,
-    TOLERANCE_SECONDS,
-};
+pub use signing::{body_signature, sign, signature_header, Secret, SecretError, Verifier, VerifyError, TOLERANCE_SECONDS};

@@ -15,9 +15,7 @@ pub struct RetrySchedule(Vec<u64>);
 impl Default for RetrySchedule {
     /// At once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h.
     fn default() -> Self {
-        RetrySchedule(vec![
-            0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400,
-        ])
+        RetrySchedule(vec![0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400])
     }
 }
 
@@ -27,10 +25,7 @@ impl RetrySchedule {
     /// # Errors
     /// [`ScheduleError`] for an empty list or a non-number.
     pub fn parse(text: &str) -> Result<Self, ScheduleError> {
-        let v: Vec<u64> = text
-            .split(',')
-            .map(|s| s.trim().parse::<u64>().map_err(|_| ScheduleError))
-            .collect::<Result<_, _>>()?;
+        let v: Vec<u64> = text.split(',').map(|s| s.trim().parse::<u64>().map_err(|_| ScheduleError)).collect::<Result<_, _>>()?;
         if v.is_empty() {
             return Err(ScheduleError);
         }
@@ -65,11 +60,7 @@ mod tests {
     fn default_is_the_standard_webhooks_schedule() {
         let s = RetrySchedule::default();
         assert_eq!(s.attempts(), 10);
-        assert_eq!(
-            s,
-            RetrySchedule::parse("0,5,300,1800,7200,18000,36000,50400,72000,86400")
-                .unwrap_or_default()
-        );
+        assert_eq!(s, RetrySchedule::parse("0,5,300,1800,7200,18000,36000,50400,72000,86400").unwrap_or_default());
         assert_eq!(s.delay_after(0, 0.0), Some(Duration::ZERO));
         assert_eq!(s.delay_after(1, 0.0), Some(Duration::from_secs(5)));
         assert_eq!(s.delay_after(9, 0.0), Some(Duration::from_secs(86400)));
@@ -81,11 +72,7 @@ mod tests {
         let s = RetrySchedule::default();
         assert_eq!(s.delay_after(2, -1.0), Some(Duration::from_secs(270)));
         assert_eq!(s.delay_after(2, 1.0), Some(Duration::from_secs(330)));
-        assert_eq!(
-            s.delay_after(2, 7.0),
-            Some(Duration::from_secs(330)),
-            "clamped"
-        );
+        assert_eq!(s.delay_after(2, 7.0), Some(Duration::from_secs(330)), "clamped");
         for _ in 0..1000 {
             let d = s.next_delay(3).unwrap_or_default().as_secs_f64();
             assert!((1620.0..=1980.0).contains(&d), "{d}");

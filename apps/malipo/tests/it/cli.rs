@@ -301,7 +301,8 @@ async fn credentials_issue_live_and_revoke(db: Db) {
     assert_secret_shape(live["client_secret"].as_str().unwrap(), "cs_live_");
     assert_eq!(live["mode"], "live");
     assert_eq!(scopes(&live), set(&["payments", "payouts", "reversals", "bulk:create"]), "the kind's defaults");
-    let narrow = malipo(url, &["credentials", "issue", "--org", org_id, "--mode", "test", "--scopes", "payments", "--json"]).await.ok().json();
+    let narrow =
+        malipo(url, &["credentials", "issue", "--org", org_id, "--mode", "test", "--scopes", "payments", "--json"]).await.ok().json();
     assert_eq!(narrow["scopes"], "payments");
     assert!(narrow["client_id"].as_str().unwrap().starts_with("ck_test_"));
 
@@ -373,10 +374,7 @@ async fn account_fund_and_ledger_verify(db: Db) {
         let q = p.clone();
         blocking(move || read(q.store(), |tx| Ok(tx.find_account(&key)?))).await.unwrap().unwrap()
     };
-    database
-        .store
-        .raw_execute(&format!("UPDATE accounts SET balance = balance + 1 WHERE id = '{}'", float.id))
-        .unwrap();
+    database.store.raw_execute(&format!("UPDATE accounts SET balance = balance + 1 WHERE id = '{}'", float.id)).unwrap();
     let broken = malipo(url, &["ledger", "verify", "--json"]).await;
     assert_eq!(broken.code, Some(1), "a violation exits 1: {broken:?}");
     let v = broken.json();
@@ -494,7 +492,12 @@ async fn assert_credential_works(b: &Banner) {
     let http = reqwest::Client::new();
     let started = Instant::now();
     let r = loop {
-        match http.post(format!("{}/oauth/token", b.base)).json(&json!({"client_id": b.client_id, "client_secret": b.client_secret})).send().await {
+        match http
+            .post(format!("{}/oauth/token", b.base))
+            .json(&json!({"client_id": b.client_id, "client_secret": b.client_secret}))
+            .send()
+            .await
+        {
             Ok(r) => break r,
             Err(e) => {
                 assert!(started.elapsed() < Duration::from_secs(10), "the printed server does not answer: {e}");
@@ -571,7 +574,6 @@ async fn blocking_server(dir: &Path, url: Option<&str>) -> Server {
     let (dir, url) = (dir.to_owned(), url.map(str::to_owned));
     blocking(move || Server::start(&dir, url.as_deref())).await
 }
-
 
 // ----- help -----
 

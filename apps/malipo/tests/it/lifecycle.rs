@@ -143,15 +143,8 @@ fn charge_journals(s: &LedgerSnapshot) -> HashMap<String, usize> {
 async fn wait_final(http: &reqwest::Client, base: &str, token: &str, id: &str, timeout: Duration) -> Value {
     let started = Instant::now();
     loop {
-        let v: Value = http
-            .get(format!("{base}/api/v1/partner/charges/{id}"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v: Value =
+            http.get(format!("{base}/api/v1/partner/charges/{id}")).bearer_auth(token).send().await.unwrap().json().await.unwrap();
         if ["completed", "declined", "expired", "failed"].contains(&v["state"].as_str().unwrap_or("")) {
             return v;
         }
@@ -197,13 +190,11 @@ async fn stopping_while_workers_are_busy_strands_no_charge(db: Db) {
     let options = Options { sandbox_delay_ms: 0, ..Options::default() };
     let app = TestApp::with(db, options.clone()).await;
     let (creds, token) = app.merchant_token().await;
-    let charges = futures_util::future::join_all(
-        (0..40).map(|i| {
-            let token = &token;
-            let app = &app;
-            async move { app.charge(token, &format!("25471235{:04}", 6000 + i), "99.99").await }
-        }),
-    )
+    let charges = futures_util::future::join_all((0..40).map(|i| {
+        let token = &token;
+        let app = &app;
+        async move { app.charge(token, &format!("25471235{:04}", 6000 + i), "99.99").await }
+    }))
     .await;
     // Stop while the workers are settling them: whatever was claimed is finished, nothing is
     // left under a lease that would hold it back for half a minute.
@@ -288,16 +279,16 @@ async fn a_crashed_workers_claim_is_picked_up_after_its_lease(db: Db) {
     let lease_until = app.platform.clock.now().plus_seconds(1);
     // Another instance claims the charge when it comes due, and dies before working on it.
     let p = app.platform.clone();
-    let claimed = tokio::task::spawn_blocking(move || write(p.store(), |tx| Ok(tx.claim_due_charges(due, lease_until, 10)?)))
-        .await
-        .unwrap()
-        .unwrap();
+    let claimed =
+        tokio::task::spawn_blocking(move || write(p.store(), |tx| Ok(tx.claim_due_charges(due, lease_until, 10)?))).await.unwrap().unwrap();
     assert_eq!(claimed, vec![id.clone()], "the dying instance claims the due charge");
     let p = app.platform.clone();
-    let again = tokio::task::spawn_blocking(move || write(p.store(), |tx| Ok(tx.claim_due_charges(lease_until.plus_millis(-1), lease_until.plus_seconds(30), 10)?)))
-        .await
-        .unwrap()
-        .unwrap();
+    let again = tokio::task::spawn_blocking(move || {
+        write(p.store(), |tx| Ok(tx.claim_due_charges(lease_until.plus_millis(-1), lease_until.plus_seconds(30), 10)?))
+    })
+    .await
+    .unwrap()
+    .unwrap();
     assert!(again.is_empty(), "a leased charge was claimed twice: {again:?}");
     // Nobody touches it while the lease holds...
     while app.platform.clock.now() < lease_until.plus_millis(-150) {
@@ -351,7 +342,9 @@ async fn a_sandbox_answer_after_the_ttl_comes_too_late(db: Db) {
     let c = app.charge(&token, "254712340077", "60").await;
     let done = app.wait_for(&token, &charge_ref(&c), "expired", Duration::from_secs(5)).await;
     assert_eq!(done["failure_reason"], "expired", "{done}");
-    assert!(wallet_account(&app.platform, "254712340077").await.is_none_or(|w| w.balance.get() == TEST_WALLET_KES_MINOR && w.held.get() == 0));
+    assert!(wallet_account(&app.platform, "254712340077")
+        .await
+        .is_none_or(|w| w.balance.get() == TEST_WALLET_KES_MINOR && w.held.get() == 0));
     assert_eq!(collection_account(&app.platform, &creds.org_id).await.balance.get(), 0);
     app.assert_ledger_ok().await;
     app.stop().await;
@@ -364,11 +357,7 @@ async fn a_sandbox_answer_after_the_ttl_comes_too_late(db: Db) {
 fn parse_response(raw: &[u8]) -> Result<(u16, String), String> {
     let text = String::from_utf8_lossy(raw);
     let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| format!("truncated response head: {text:?}"))?;
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse::<u16>().ok())
-        .ok_or_else(|| format!("bad status line: {head:?}"))?;
+    let status = head.split(' ').nth(1).and_then(|s| s.parse::<u16>().ok()).ok_or_else(|| format!("bad status line: {head:?}"))?;
     let length = head
         .lines()
         .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("content-length")).map(|(_, v)| v.trim().to_owned()))
@@ -534,7 +523,14 @@ async fn money_is_conserved_and_tampering_is_detected(db: Db) {
     // The sandbox's `fail` and `expire` answers, on prompts that would otherwise stay pending.
     for (action, state, reason) in [("fail", "failed", "insufficient_funds"), ("expire", "expired", "expired")] {
         let c = app.charge(&token, "254700001009", "10").await;
-        let r = app.post(&token, &format!("/sandbox/charges/{}/simulate", charge_ref(&c)), &json!({"action": action}), Some(&uuid::Uuid::new_v4().to_string())).await;
+        let r = app
+            .post(
+                &token,
+                &format!("/sandbox/charges/{}/simulate", charge_ref(&c)),
+                &json!({"action": action}),
+                Some(&uuid::Uuid::new_v4().to_string()),
+            )
+            .await;
         assert_eq!(r.status(), 200, "simulate {action}: {}", r.text().await.unwrap());
         expected.push((c, state, reason));
     }
@@ -555,7 +551,8 @@ async fn money_is_conserved_and_tampering_is_detected(db: Db) {
     }
     assert!(per_currency.values().all(|&sum| sum == 0), "test ledger balances do not sum to zero: {per_currency:?}");
     let kes = Currency::new("KES").unwrap();
-    let sum = |kind: AccountKind| -> i64 { snap.accounts.iter().filter(|a| a.kind == kind && a.currency == kes).map(|a| a.balance.get()).sum() };
+    let sum =
+        |kind: AccountKind| -> i64 { snap.accounts.iter().filter(|a| a.kind == kind && a.currency == kes).map(|a| a.balance.get()).sum() };
     let wallets = snap.accounts.iter().filter(|a| a.kind == AccountKind::Wallet).count();
     assert!(wallets >= 3, "the paying customers have wallets");
     let issued = i64::try_from(wallets).unwrap() * TEST_WALLET_KES_MINOR;

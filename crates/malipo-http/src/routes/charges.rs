@@ -97,22 +97,17 @@ pub async fn list(auth: Auth, query: web::Query<HashMap<String, String>>, state:
     let principal = auth.require(Scope::Payments)?.clone();
     let q = query.into_inner();
     let filter = ChargeFilter {
-        state: q
-            .get("state")
-            .map(|s| s.parse::<ChargeState>().map_err(|e| ApiError::InvalidRequest(e.to_string())))
-            .transpose()?,
+        state: q.get("state").map(|s| s.parse::<ChargeState>().map_err(|e| ApiError::InvalidRequest(e.to_string()))).transpose()?,
         from: timestamp(&q, "from")?,
         to: timestamp(&q, "to")?,
         reference: None,
     };
     let limit = limit(q.get("limit").map(String::as_str))?;
     let cursor = q.get("cursor").cloned();
-    let page = run(&state, move |p| p.list_charges(&principal, &filter, cursor.as_deref(), limit))
-        .await
-        .map_err(|e| match e {
-            ApiError::Service(malipo_service::ServiceError::Validation(_)) => ApiError::InvalidRequest("cursor is not valid".into()),
-            other => other,
-        })?;
+    let page = run(&state, move |p| p.list_charges(&principal, &filter, cursor.as_deref(), limit)).await.map_err(|e| match e {
+        ApiError::Service(malipo_service::ServiceError::Validation(_)) => ApiError::InvalidRequest("cursor is not valid".into()),
+        other => other,
+    })?;
     Ok(HttpResponse::Ok().json(ListDto {
         data: page.data.iter().map(ChargeDto::from).collect(),
         has_more: page.has_more,

@@ -24,10 +24,7 @@ pub async fn run<T: Send + 'static>(
     f: impl FnOnce(&Platform) -> Result<T, ServiceError> + Send + 'static,
 ) -> Result<T, ApiError> {
     let platform = state.platform.clone();
-    web::block(move || f(&platform))
-        .await
-        .map_err(|e| ApiError::Service(ServiceError::Internal(e.to_string())))?
-        .map_err(ApiError::from)
+    web::block(move || f(&platform)).await.map_err(|e| ApiError::Service(ServiceError::Internal(e.to_string())))?.map_err(ApiError::from)
 }
 
 /// A 200 JSON answer, as stored for replay under an idempotency key.

@@ -34,12 +34,18 @@ fn parse_params(req: &HttpRequest, body: &[u8], revoke: bool) -> Result<Params, 
                     other => bad(other.to_string()),
                 })?;
                 let r = r.value;
-                Ok(Params { grant_type: r.grant_type, client_id: r.client_id, client_secret: r.client_secret, scope: r.scope, json: true, ..Params::default() })
+                Ok(Params {
+                    grant_type: r.grant_type,
+                    client_id: r.client_id,
+                    client_secret: r.client_secret,
+                    scope: r.scope,
+                    json: true,
+                    ..Params::default()
+                })
             }
         }
         Some("application/x-www-form-urlencoded") => {
-            let pairs: Vec<(String, String)> =
-                serde_urlencoded::from_bytes(body).map_err(|e| bad(format!("malformed form body: {e}")))?;
+            let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(body).map_err(|e| bad(format!("malformed form body: {e}")))?;
             let mut p = Params::default();
             for (k, v) in pairs {
                 let slot = match k.as_str() {
@@ -68,7 +74,8 @@ fn basic(req: &HttpRequest) -> Result<Option<(String, String)>, ApiError> {
     let Some(value) = req.headers().get(header::AUTHORIZATION) else {
         return Ok(None);
     };
-    let invalid = || ApiError::OAuth { code: "invalid_client", description: "malformed Basic credentials".into(), auth: Some(ClientAuth::Basic) };
+    let invalid =
+        || ApiError::OAuth { code: "invalid_client", description: "malformed Basic credentials".into(), auth: Some(ClientAuth::Basic) };
     let value = value.to_str().map_err(|_| invalid())?;
     let Some((scheme, encoded)) = value.split_once(' ') else {
         return Err(invalid());
@@ -104,11 +111,9 @@ fn client(req: &HttpRequest, p: &mut Params) -> Result<(String, String, ClientAu
 
 fn oauth_error(e: ServiceError, auth: ClientAuth) -> ApiError {
     match e {
-        ServiceError::OAuth(OAuthProblem::InvalidClient) => ApiError::OAuth {
-            code: "invalid_client",
-            description: "client authentication failed".into(),
-            auth: Some(auth),
-        },
+        ServiceError::OAuth(OAuthProblem::InvalidClient) => {
+            ApiError::OAuth { code: "invalid_client", description: "client authentication failed".into(), auth: Some(auth) }
+        }
         ServiceError::OAuth(OAuthProblem::InvalidScope(m)) => ApiError::OAuth { code: "invalid_scope", description: m, auth: None },
         other => ApiError::Service(other),
     }

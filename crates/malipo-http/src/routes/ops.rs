@@ -17,7 +17,9 @@ pub async fn healthz() -> HttpResponse {
 #[utoipa::path(get, path = "/readyz", tag = "Operations", responses((status = 200, description = "Ready"), (status = 503, description = "unavailable", body = crate::problem::Problem)), security(()))]
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     run(&state, |p| p.store().ready().map_err(ServiceError::Store)).await.map_err(|e| match e {
-        ApiError::Service(ServiceError::Store(s)) => ApiError::Service(ServiceError::Store(malipo_service::StoreError::Unavailable(s.to_string()))),
+        ApiError::Service(ServiceError::Store(s)) => {
+            ApiError::Service(ServiceError::Store(malipo_service::StoreError::Unavailable(s.to_string())))
+        }
         other => other,
     })?;
     Ok(HttpResponse::Ok().json(serde_json::json!({"status": "ready"})))

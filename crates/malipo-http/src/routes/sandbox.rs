@@ -35,7 +35,13 @@ fn test_mode(auth: &Auth) -> Result<(), ApiError> {
     ),
     security(("bearer" = ["payments"]))
 )]
-pub async fn simulate(req: HttpRequest, auth: Auth, path: web::Path<String>, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn simulate(
+    req: HttpRequest,
+    auth: Auth,
+    path: web::Path<String>,
+    body: Body,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Payments)?.clone();
     test_mode(&auth)?;
     require_json(&req)?;

@@ -12,19 +12,11 @@ fn find(store: &dyn Store, key: AccountKey) -> Option<Account> {
 }
 
 fn org_key(org_id: &OrgId, mode: Mode, kind: AccountKind) -> AccountKey {
-    AccountKey::Org {
-        org_id: org_id.clone(),
-        mode,
-        kind,
-    }
+    AccountKey::Org { org_id: org_id.clone(), mode, kind }
 }
 
 fn system_key(mode: Mode, currency: malipo_core::Currency, kind: AccountKind) -> AccountKey {
-    AccountKey::System {
-        mode,
-        currency,
-        kind,
-    }
+    AccountKey::System { mode, currency, kind }
 }
 
 /// Accounts round trip by id, and are found by [`AccountKey::Org`] (organisation, mode, kind)
@@ -32,108 +24,33 @@ fn system_key(mode: Mode, currency: malipo_core::Currency, kind: AccountKind) ->
 pub fn accounts_insert_and_find(store: &dyn Store) {
     let m = insert_merchant(store, "Duka", Mode::Test);
     let other = insert_merchant(store, "Other", Mode::Test);
-    let live = insert_account(
-        store,
-        org_account(&m.org, Mode::Live, AccountKind::Collection, at(1)),
-    );
+    let live = insert_account(store, org_account(&m.org, Mode::Live, AccountKind::Collection, at(1)));
     let kes = insert_platform(store, Mode::Test, KES);
-    let live_issuance = insert_account(
-        store,
-        system_account(Mode::Live, KES, AccountKind::Issuance),
-    );
-    let ugx_issuance = insert_account(
-        store,
-        system_account(Mode::Test, ugx(), AccountKind::Issuance),
-    );
+    let live_issuance = insert_account(store, system_account(Mode::Live, KES, AccountKind::Issuance));
+    let ugx_issuance = insert_account(store, system_account(Mode::Test, ugx(), AccountKind::Issuance));
     let (wallet, _) = insert_wallet(store, Mode::Test, KES, &msisdn("254712000001"));
 
-    for a in [
-        &m.collection,
-        &m.payout,
-        &live,
-        &kes.revenue,
-        &kes.issuance,
-        &kes.sandbox_funding,
-        &live_issuance,
-        &ugx_issuance,
-        &wallet,
-    ] {
-        assert_eq!(
-            query(store, |tx| Ok(tx.account(&a.id)?)).as_ref(),
-            Some(a),
-            "account {} round trips",
-            a.id
-        );
+    for a in [&m.collection, &m.payout, &live, &kes.revenue, &kes.issuance, &kes.sandbox_funding, &live_issuance, &ugx_issuance, &wallet] {
+        assert_eq!(query(store, |tx| Ok(tx.account(&a.id)?)).as_ref(), Some(a), "account {} round trips", a.id);
     }
     assert_eq!(query(store, |tx| Ok(tx.account(&AccountId::new())?)), None);
 
     let org = &m.org.id;
-    assert_eq!(
-        find(store, org_key(org, Mode::Test, AccountKind::Collection)),
-        Some(m.collection.clone())
-    );
-    assert_eq!(
-        find(store, org_key(org, Mode::Test, AccountKind::Payout)),
-        Some(m.payout.clone())
-    );
-    assert_eq!(
-        find(store, org_key(org, Mode::Live, AccountKind::Collection)),
-        Some(live.clone())
-    );
-    assert_eq!(
-        find(store, org_key(org, Mode::Live, AccountKind::Payout)),
-        None
-    );
-    assert_eq!(
-        find(store, org_key(org, Mode::Test, AccountKind::AgentFloat)),
-        None
-    );
-    assert_eq!(
-        find(
-            store,
-            org_key(&other.org.id, Mode::Test, AccountKind::Collection)
-        ),
-        Some(other.collection.clone())
-    );
-    assert_eq!(
-        find(
-            store,
-            org_key(&OrgId::new(), Mode::Test, AccountKind::Collection)
-        ),
-        None
-    );
+    assert_eq!(find(store, org_key(org, Mode::Test, AccountKind::Collection)), Some(m.collection.clone()));
+    assert_eq!(find(store, org_key(org, Mode::Test, AccountKind::Payout)), Some(m.payout.clone()));
+    assert_eq!(find(store, org_key(org, Mode::Live, AccountKind::Collection)), Some(live.clone()));
+    assert_eq!(find(store, org_key(org, Mode::Live, AccountKind::Payout)), None);
+    assert_eq!(find(store, org_key(org, Mode::Test, AccountKind::AgentFloat)), None);
+    assert_eq!(find(store, org_key(&other.org.id, Mode::Test, AccountKind::Collection)), Some(other.collection.clone()));
+    assert_eq!(find(store, org_key(&OrgId::new(), Mode::Test, AccountKind::Collection)), None);
 
-    assert_eq!(
-        find(store, system_key(Mode::Test, KES, AccountKind::Revenue)),
-        Some(kes.revenue.clone())
-    );
-    assert_eq!(
-        find(store, system_key(Mode::Test, KES, AccountKind::Issuance)),
-        Some(kes.issuance.clone())
-    );
-    assert_eq!(
-        find(
-            store,
-            system_key(Mode::Test, KES, AccountKind::SandboxFunding)
-        ),
-        Some(kes.sandbox_funding.clone())
-    );
-    assert_eq!(
-        find(store, system_key(Mode::Live, KES, AccountKind::Issuance)),
-        Some(live_issuance)
-    );
-    assert_eq!(
-        find(store, system_key(Mode::Test, ugx(), AccountKind::Issuance)),
-        Some(ugx_issuance)
-    );
-    assert_eq!(
-        find(store, system_key(Mode::Live, KES, AccountKind::Revenue)),
-        None
-    );
-    assert_eq!(
-        find(store, system_key(Mode::Test, ugx(), AccountKind::Revenue)),
-        None
-    );
+    assert_eq!(find(store, system_key(Mode::Test, KES, AccountKind::Revenue)), Some(kes.revenue.clone()));
+    assert_eq!(find(store, system_key(Mode::Test, KES, AccountKind::Issuance)), Some(kes.issuance.clone()));
+    assert_eq!(find(store, system_key(Mode::Test, KES, AccountKind::SandboxFunding)), Some(kes.sandbox_funding.clone()));
+    assert_eq!(find(store, system_key(Mode::Live, KES, AccountKind::Issuance)), Some(live_issuance));
+    assert_eq!(find(store, system_key(Mode::Test, ugx(), AccountKind::Issuance)), Some(ugx_issuance));
+    assert_eq!(find(store, system_key(Mode::Live, KES, AccountKind::Revenue)), None);
+    assert_eq!(find(store, system_key(Mode::Test, ugx(), AccountKind::Revenue)), None);
 }
 
 /// Unique keys of accounts: the id; (organisation, mode, kind); (mode, currency, kind) of
@@ -142,63 +59,26 @@ pub fn accounts_insert_and_find(store: &dyn Store) {
 pub fn duplicate_accounts_are_refused(store: &dyn Store) {
     let m = insert_merchant(store, "Duka", Mode::Test);
 
-    let same_id = Account {
-        kind: AccountKind::AgentFloat,
-        ..m.collection.clone()
-    };
-    assert_eq!(
-        refused(store, |tx| Ok(tx.insert_account(&same_id)?)),
-        duplicate(),
-        "same id"
-    );
+    let same_id = Account { kind: AccountKind::AgentFloat, ..m.collection.clone() };
+    assert_eq!(refused(store, |tx| Ok(tx.insert_account(&same_id)?)), duplicate(), "same id");
     let same_kind = org_account(&m.org, Mode::Test, AccountKind::Collection, at(5));
-    assert_eq!(
-        refused(store, |tx| Ok(tx.insert_account(&same_kind)?)),
-        duplicate(),
-        "same (org, mode, kind)"
-    );
-    insert_account(
-        store,
-        org_account(&m.org, Mode::Live, AccountKind::Collection, at(5)),
-    );
+    assert_eq!(refused(store, |tx| Ok(tx.insert_account(&same_kind)?)), duplicate(), "same (org, mode, kind)");
+    insert_account(store, org_account(&m.org, Mode::Live, AccountKind::Collection, at(5)));
 
-    let issuance = insert_account(
-        store,
-        system_account(Mode::Test, KES, AccountKind::Issuance),
-    );
+    let issuance = insert_account(store, system_account(Mode::Test, KES, AccountKind::Issuance));
     let again = system_account(Mode::Test, KES, AccountKind::Issuance);
-    assert_eq!(
-        refused(store, |tx| Ok(tx.insert_account(&again)?)),
-        duplicate(),
-        "same (mode, currency, kind)"
-    );
-    insert_account(
-        store,
-        system_account(Mode::Test, ugx(), AccountKind::Issuance),
-    );
-    insert_account(
-        store,
-        system_account(Mode::Live, KES, AccountKind::Issuance),
-    );
+    assert_eq!(refused(store, |tx| Ok(tx.insert_account(&again)?)), duplicate(), "same (mode, currency, kind)");
+    insert_account(store, system_account(Mode::Test, ugx(), AccountKind::Issuance));
+    insert_account(store, system_account(Mode::Live, KES, AccountKind::Issuance));
 
     let owner = msisdn("254712000002");
     let wallet = insert_account(store, wallet_account(Mode::Test, KES, &owner));
     let again = wallet_account(Mode::Test, KES, &owner);
-    assert_eq!(
-        refused(store, |tx| Ok(tx.insert_account(&again)?)),
-        duplicate(),
-        "same (mode, msisdn)"
-    );
+    assert_eq!(refused(store, |tx| Ok(tx.insert_account(&again)?)), duplicate(), "same (mode, msisdn)");
     insert_account(store, wallet_account(Mode::Live, KES, &owner));
 
-    assert_eq!(
-        query(store, |tx| Ok(tx.org_accounts(&m.org.id, Mode::Test)?)),
-        vec![m.collection.clone(), m.payout.clone()]
-    );
-    assert_eq!(
-        find(store, system_key(Mode::Test, KES, AccountKind::Issuance)),
-        Some(issuance)
-    );
+    assert_eq!(query(store, |tx| Ok(tx.org_accounts(&m.org.id, Mode::Test)?)), vec![m.collection.clone(), m.payout.clone()]);
+    assert_eq!(find(store, system_key(Mode::Test, KES, AccountKind::Issuance)), Some(issuance));
     assert_eq!(query(store, |tx| Ok(tx.account(&wallet.id)?)), Some(wallet));
 }
 
@@ -221,24 +101,9 @@ pub fn org_accounts_only_of_that_org_and_mode(store: &dyn Store) {
     insert_platform(store, Mode::Test, KES);
     insert_wallet(store, Mode::Test, KES, &msisdn("254712000003"));
 
-    assert_eq!(
-        query(store, |tx| Ok(tx.org_accounts(&a.id, Mode::Test)?)),
-        vec![collection, payout, float]
-    );
-    assert_eq!(
-        query(store, |tx| Ok(tx.org_accounts(&a.id, Mode::Live)?)),
-        vec![live]
-    );
-    assert_eq!(
-        query(store, |tx| Ok(tx.org_accounts(&b.id, Mode::Test)?)),
-        vec![b_collection]
-    );
-    assert_eq!(
-        query(store, |tx| Ok(tx.org_accounts(&b.id, Mode::Live)?)),
-        vec![]
-    );
-    assert_eq!(
-        query(store, |tx| Ok(tx.org_accounts(&OrgId::new(), Mode::Test)?)),
-        vec![]
-    );
+    assert_eq!(query(store, |tx| Ok(tx.org_accounts(&a.id, Mode::Test)?)), vec![collection, payout, float]);
+    assert_eq!(query(store, |tx| Ok(tx.org_accounts(&a.id, Mode::Live)?)), vec![live]);
+    assert_eq!(query(store, |tx| Ok(tx.org_accounts(&b.id, Mode::Test)?)), vec![b_collection]);
+    assert_eq!(query(store, |tx| Ok(tx.org_accounts(&b.id, Mode::Live)?)), vec![]);
+    assert_eq!(query(store, |tx| Ok(tx.org_accounts(&OrgId::new(), Mode::Test)?)), vec![]);
 }

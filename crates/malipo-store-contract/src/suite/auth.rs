@@ -20,27 +20,14 @@ pub fn organisations_round_trip(store: &dyn Store) {
         tx.insert_org(&older)?;
         Ok(())
     });
-    assert_eq!(
-        query(store, |tx| Ok(tx.org(&older.id)?)),
-        Some(older.clone())
-    );
-    assert_eq!(
-        query(store, |tx| Ok(tx.org(&newer.id)?)),
-        Some(newer.clone())
-    );
+    assert_eq!(query(store, |tx| Ok(tx.org(&older.id)?)), Some(older.clone()));
+    assert_eq!(query(store, |tx| Ok(tx.org(&newer.id)?)), Some(newer.clone()));
     assert_eq!(query(store, |tx| Ok(tx.org(&OrgId::new())?)), None);
-    assert_eq!(
-        query(store, |tx| Ok(tx.org_by_name("Duka")?)),
-        Some(older.clone()),
-        "the oldest of the name"
-    );
+    assert_eq!(query(store, |tx| Ok(tx.org_by_name("Duka")?)), Some(older.clone()), "the oldest of the name");
     assert_eq!(query(store, |tx| Ok(tx.org_by_name("Other")?)), Some(other));
     assert_eq!(query(store, |tx| Ok(tx.org_by_name("Nobody")?)), None);
 
-    let again = Organisation {
-        name: "Renamed".into(),
-        ..older.clone()
-    };
+    let again = Organisation { name: "Renamed".into(), ..older.clone() };
     assert_eq!(refused(store, |tx| Ok(tx.insert_org(&again)?)), duplicate());
     assert_eq!(query(store, |tx| Ok(tx.org(&older.id)?)), Some(older));
 }
@@ -55,18 +42,9 @@ pub fn credentials_round_trip(store: &dyn Store) {
         tx.insert_credential(&live)?;
         Ok(())
     });
-    assert_eq!(
-        query(store, |tx| Ok(tx.credential("ck_test_roundtrip1")?)),
-        Some(test.clone())
-    );
-    assert_eq!(
-        query(store, |tx| Ok(tx.credential("ck_live_roundtrip1")?)),
-        Some(live.clone())
-    );
-    assert_eq!(
-        query(store, |tx| Ok(tx.credential("ck_test_nobody")?)),
-        None
-    );
+    assert_eq!(query(store, |tx| Ok(tx.credential("ck_test_roundtrip1")?)), Some(test.clone()));
+    assert_eq!(query(store, |tx| Ok(tx.credential("ck_live_roundtrip1")?)), Some(live.clone()));
+    assert_eq!(query(store, |tx| Ok(tx.credential("ck_test_nobody")?)), None);
 }
 
 /// A second credential with an existing client id is refused, even for another organisation.
@@ -76,19 +54,10 @@ pub fn duplicate_client_id_is_refused(store: &dyn Store) {
     let first = credential(&a, Mode::Test, "ck_test_taken");
     commit(store, |tx| Ok(tx.insert_credential(&first)?));
     let same_org = credential(&a, Mode::Live, "ck_test_taken");
-    assert_eq!(
-        refused(store, |tx| Ok(tx.insert_credential(&same_org)?)),
-        duplicate()
-    );
+    assert_eq!(refused(store, |tx| Ok(tx.insert_credential(&same_org)?)), duplicate());
     let other_org = credential(&b, Mode::Test, "ck_test_taken");
-    assert_eq!(
-        refused(store, |tx| Ok(tx.insert_credential(&other_org)?)),
-        duplicate()
-    );
-    assert_eq!(
-        query(store, |tx| Ok(tx.credential("ck_test_taken")?)),
-        Some(first)
-    );
+    assert_eq!(refused(store, |tx| Ok(tx.insert_credential(&other_org)?)), duplicate());
+    assert_eq!(query(store, |tx| Ok(tx.credential("ck_test_taken")?)), Some(first));
 }
 
 /// Revoking a credential stamps it and every one of its tokens (`token()` then shows
@@ -98,11 +67,7 @@ pub fn revoking_a_credential_revokes_its_tokens(store: &dyn Store) {
     let org = insert_org(store, "Duka", at(0));
     let a = credential(&org, Mode::Test, "ck_test_revoke_a");
     let b = credential(&org, Mode::Test, "ck_test_revoke_b");
-    let (a1, a2, b1) = (
-        access_token(&a, &digest("a1")),
-        access_token(&a, &digest("a2")),
-        access_token(&b, &digest("b1")),
-    );
+    let (a1, a2, b1) = (access_token(&a, &digest("a1")), access_token(&a, &digest("a2")), access_token(&b, &digest("b1")));
     commit(store, |tx| {
         tx.insert_credential(&a)?;
         tx.insert_credential(&b)?;
@@ -112,45 +77,22 @@ pub fn revoking_a_credential_revokes_its_tokens(store: &dyn Store) {
         Ok(())
     });
 
-    assert!(commit(store, |tx| Ok(
-        tx.revoke_credential("ck_test_revoke_a", at(100))?
-    )));
-    let stored = query(store, |tx| Ok(tx.credential("ck_test_revoke_a")?))
-        .expect("a revoked credential is still returned");
+    assert!(commit(store, |tx| Ok(tx.revoke_credential("ck_test_revoke_a", at(100))?)));
+    let stored = query(store, |tx| Ok(tx.credential("ck_test_revoke_a")?)).expect("a revoked credential is still returned");
     assert_eq!(stored.revoked_at, Some(at(100)));
     for t in [&a1, &a2] {
         let record = query(store, |tx| Ok(tx.token(&t.digest)?)).expect("the token exists");
         assert!(record.credential_revoked, "token of a revoked credential");
-        assert_eq!(
-            record.token.revoked_at,
-            Some(at(100)),
-            "the token itself is revoked too"
-        );
+        assert_eq!(record.token.revoked_at, Some(at(100)), "the token itself is revoked too");
     }
     let record = query(store, |tx| Ok(tx.token(&b1.digest)?)).expect("the token exists");
     assert!(!record.credential_revoked);
     assert_eq!(record.token.revoked_at, None);
-    assert_eq!(
-        query(store, |tx| Ok(tx.credential("ck_test_revoke_b")?)).map(|c| c.revoked_at),
-        Some(None)
-    );
+    assert_eq!(query(store, |tx| Ok(tx.credential("ck_test_revoke_b")?)).map(|c| c.revoked_at), Some(None));
 
-    assert!(
-        !commit(store, |tx| Ok(
-            tx.revoke_credential("ck_test_revoke_a", at(200))?
-        )),
-        "already revoked"
-    );
-    assert_eq!(
-        query(store, |tx| Ok(tx.credential("ck_test_revoke_a")?)).and_then(|c| c.revoked_at),
-        Some(at(100))
-    );
-    assert!(
-        !commit(store, |tx| Ok(
-            tx.revoke_credential("ck_test_nobody", at(200))?
-        )),
-        "unknown"
-    );
+    assert!(!commit(store, |tx| Ok(tx.revoke_credential("ck_test_revoke_a", at(200))?)), "already revoked");
+    assert_eq!(query(store, |tx| Ok(tx.credential("ck_test_revoke_a")?)).and_then(|c| c.revoked_at), Some(at(100)));
+    assert!(!commit(store, |tx| Ok(tx.revoke_credential("ck_test_nobody", at(200))?)), "unknown");
 }
 
 /// `token()` returns the token with its organisation; an unknown digest is `None`; a
@@ -166,17 +108,10 @@ pub fn token_returns_its_organisation(store: &dyn Store) {
     });
     assert_eq!(
         query(store, |tx| Ok(tx.token(&token.digest)?)),
-        Some(TokenRecord {
-            token: token.clone(),
-            org: org.clone(),
-            credential_revoked: false
-        })
+        Some(TokenRecord { token: token.clone(), org: org.clone(), credential_revoked: false })
     );
     assert_eq!(query(store, |tx| Ok(tx.token(&digest("nobody"))?)), None);
-    assert_eq!(
-        refused(store, |tx| Ok(tx.insert_token(&token)?)),
-        duplicate()
-    );
+    assert_eq!(refused(store, |tx| Ok(tx.insert_token(&token)?)), duplicate());
 }
 
 /// `revoke_token` revokes only when the token belongs to the given client id.
@@ -191,41 +126,15 @@ pub fn revoke_token_only_for_its_client(store: &dyn Store) {
         tx.insert_token(&token)?;
         Ok(())
     });
-    let revoked_at = |store: &dyn Store| {
-        query(store, |tx| Ok(tx.token(&token.digest)?)).and_then(|r| r.token.revoked_at)
-    };
+    let revoked_at = |store: &dyn Store| query(store, |tx| Ok(tx.token(&token.digest)?)).and_then(|r| r.token.revoked_at);
 
-    assert!(
-        !commit(store, |tx| Ok(tx.revoke_token(
-            &token.digest,
-            "ck_test_stranger",
-            at(50)
-        )?)),
-        "another client's token"
-    );
+    assert!(!commit(store, |tx| Ok(tx.revoke_token(&token.digest, "ck_test_stranger", at(50))?)), "another client's token");
     assert_eq!(revoked_at(store), None);
-    assert!(
-        !commit(store, |tx| Ok(tx.revoke_token(
-            &digest("nobody"),
-            "ck_test_owner",
-            at(50)
-        )?)),
-        "unknown token"
-    );
+    assert!(!commit(store, |tx| Ok(tx.revoke_token(&digest("nobody"), "ck_test_owner", at(50))?)), "unknown token");
 
-    assert!(commit(store, |tx| Ok(tx.revoke_token(
-        &token.digest,
-        "ck_test_owner",
-        at(60)
-    )?)));
+    assert!(commit(store, |tx| Ok(tx.revoke_token(&token.digest, "ck_test_owner", at(60))?)));
     assert_eq!(revoked_at(store), Some(at(60)));
     let record = query(store, |tx| Ok(tx.token(&token.digest)?)).expect("the token exists");
-    assert!(
-        !record.credential_revoked,
-        "revoking a token leaves its credential alone"
-    );
-    assert_eq!(
-        query(store, |tx| Ok(tx.credential("ck_test_owner")?)).map(|c| c.revoked_at),
-        Some(None)
-    );
+    assert!(!record.credential_revoked, "revoking a token leaves its credential alone");
+    assert_eq!(query(store, |tx| Ok(tx.credential("ck_test_owner")?)).map(|c| c.revoked_at), Some(None));
 }

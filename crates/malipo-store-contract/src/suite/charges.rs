@@ -24,40 +24,16 @@ pub fn charges_round_trip_scoped_by_org_and_mode(store: &dyn Store) {
     let kes = insert_platform(store, Mode::Test, KES);
     let a = insert_merchant(store, "A", Mode::Test);
     let b = insert_merchant(store, "B", Mode::Test);
-    let a_live = insert_account(
-        store,
-        org_account(
-            &a.org,
-            Mode::Live,
-            malipo_ledger::AccountKind::Collection,
-            at(0),
-        ),
-    );
+    let a_live = insert_account(store, org_account(&a.org, Mode::Live, malipo_ledger::AccountKind::Collection, at(0)));
     let payer = msisdn("254712000030");
     let (w, _) = insert_wallet(store, Mode::Test, KES, &payer);
-    post(
-        store,
-        transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 20_000, at(1)),
-    );
+    post(store, transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 20_000, at(1)));
     let paid = post(
         store,
-        journal(
-            Mode::Test,
-            KES,
-            JournalKind::Charge,
-            &[
-                (&w.id, -10_000),
-                (&a.collection.id, 9_900),
-                (&kes.revenue.id, 100),
-            ],
-            at(3),
-        ),
+        journal(Mode::Test, KES, JournalKind::Charge, &[(&w.id, -10_000), (&a.collection.id, 9_900), (&kes.revenue.id, 100)], at(3)),
     );
 
-    let plain = Charge {
-        description: None,
-        ..charge(&a.collection, &payer, 25_000, at(1))
-    };
+    let plain = Charge { description: None, ..charge(&a.collection, &payer, 25_000, at(1)) };
     let full = Charge {
         reference: "INV-2026/001 ✓".into(),
         description: Some("Invoice 001, «special» characters".into()),
@@ -68,23 +44,13 @@ pub fn charges_round_trip_scoped_by_org_and_mode(store: &dyn Store) {
         updated_at: at(3),
         completed_at: Some(at(3)),
         next_action_at: None,
-        ..charge(
-            &a.collection,
-            &payer,
-            10_000,
-            Timestamp::from_micros(at(2).as_micros() + 1_001),
-        )
+        ..charge(&a.collection, &payer, 10_000, Timestamp::from_micros(at(2).as_micros() + 1_001))
     };
     let failed = Charge {
         state: ChargeState::Failed,
         failure_reason: Some(FailureReason::InsufficientFunds),
         next_action_at: None,
-        ..charge(
-            &a.collection,
-            &payer,
-            99,
-            Timestamp::from_micros(at(4).as_micros() + 123_457),
-        )
+        ..charge(&a.collection, &payer, 99, Timestamp::from_micros(at(4).as_micros() + 123_457))
     };
     let live = charge(&a_live, &payer, 500, at(5));
     let charges = [plain.clone(), full.clone(), failed.clone(), live.clone()];
@@ -96,51 +62,19 @@ pub fn charges_round_trip_scoped_by_org_and_mode(store: &dyn Store) {
     });
 
     for c in &charges {
-        assert_eq!(
-            get(store, &a.org.id, c.mode, &c.id).as_ref(),
-            Some(c),
-            "charge {} round trips",
-            c.id
-        );
+        assert_eq!(get(store, &a.org.id, c.mode, &c.id).as_ref(), Some(c), "charge {} round trips", c.id);
     }
-    assert_eq!(
-        get(store, &b.org.id, Mode::Test, &plain.id),
-        None,
-        "another organisation's"
-    );
-    assert_eq!(
-        get(store, &a.org.id, Mode::Live, &plain.id),
-        None,
-        "another mode's"
-    );
-    assert_eq!(
-        get(store, &a.org.id, Mode::Test, &live.id),
-        None,
-        "another mode's"
-    );
+    assert_eq!(get(store, &b.org.id, Mode::Test, &plain.id), None, "another organisation's");
+    assert_eq!(get(store, &a.org.id, Mode::Live, &plain.id), None, "another mode's");
+    assert_eq!(get(store, &a.org.id, Mode::Test, &live.id), None, "another mode's");
     assert_eq!(get(store, &a.org.id, Mode::Test, &ChargeRef::new()), None);
 
-    assert_eq!(
-        commit(store, |tx| Ok(tx.lock_charge(&full.id)?)),
-        Some(full.clone())
-    );
-    assert_eq!(
-        commit(store, |tx| Ok(tx.lock_charge(&live.id)?)),
-        Some(live.clone())
-    );
-    assert_eq!(
-        commit(store, |tx| Ok(tx.lock_charge(&ChargeRef::new())?)),
-        None
-    );
+    assert_eq!(commit(store, |tx| Ok(tx.lock_charge(&full.id)?)), Some(full.clone()));
+    assert_eq!(commit(store, |tx| Ok(tx.lock_charge(&live.id)?)), Some(live.clone()));
+    assert_eq!(commit(store, |tx| Ok(tx.lock_charge(&ChargeRef::new())?)), None);
 
-    let again = Charge {
-        reference: "OTHER".into(),
-        ..plain.clone()
-    };
-    assert_eq!(
-        refused(store, |tx| Ok(tx.insert_charge(&again)?)),
-        duplicate()
-    );
+    let again = Charge { reference: "OTHER".into(), ..plain.clone() };
+    assert_eq!(refused(store, |tx| Ok(tx.insert_charge(&again)?)), duplicate());
     assert_eq!(get(store, &a.org.id, Mode::Test, &plain.id), Some(plain));
     assert_ledger_sound(store);
 }
@@ -153,23 +87,10 @@ pub fn update_charge_persists_every_mutable_field(store: &dyn Store) {
     let m = insert_merchant(store, "Duka", Mode::Test);
     let payer = msisdn("254712000031");
     let (w, _) = insert_wallet(store, Mode::Test, KES, &payer);
-    post(
-        store,
-        transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 30_000, at(1)),
-    );
+    post(store, transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 30_000, at(1)));
     let paid = post(
         store,
-        journal(
-            Mode::Test,
-            KES,
-            JournalKind::Charge,
-            &[
-                (&w.id, -25_000),
-                (&m.collection.id, 24_750),
-                (&kes.revenue.id, 250),
-            ],
-            at(10),
-        ),
+        journal(Mode::Test, KES, JournalKind::Charge, &[(&w.id, -25_000), (&m.collection.id, 24_750), (&kes.revenue.id, 250)], at(10)),
     );
     let original = insert_charge(store, charge(&m.collection, &payer, 25_000, at(2)));
     let unchanged = original.clone();
@@ -201,23 +122,14 @@ pub fn update_charge_persists_every_mutable_field(store: &dyn Store) {
     assert_eq!(stored(), Some(authorised.clone()));
 
     // authorised → completed: transaction, completion, reversal amount set, next action cleared.
-    let done = Charge {
-        amount_reversed: MinorUnit::new(700),
-        ..completed(authorised.clone(), &paid, at(10))
-    };
+    let done = Charge { amount_reversed: MinorUnit::new(700), ..completed(authorised.clone(), &paid, at(10)) };
     update(&tampered(done.clone()));
     assert_eq!(stored(), Some(done));
 
     // authorised → failed on another charge: failure reason set, payer account and next action cleared.
     let second = insert_charge(
         store,
-        in_state(
-            Charge {
-                payer_account: Some(w.id.clone()),
-                ..charge(&m.collection, &payer, 500, at(3))
-            },
-            ChargeState::Authorised,
-        ),
+        in_state(Charge { payer_account: Some(w.id.clone()), ..charge(&m.collection, &payer, 500, at(3)) }, ChargeState::Authorised),
     );
     let failed = Charge {
         state: ChargeState::Failed,
@@ -229,11 +141,7 @@ pub fn update_charge_persists_every_mutable_field(store: &dyn Store) {
     };
     update(&tampered(failed.clone()));
     assert_eq!(get(store, &m.org.id, Mode::Test, &second.id), Some(failed));
-    assert_eq!(
-        stored().map(|c| c.state),
-        Some(ChargeState::Completed),
-        "only the named charge changes"
-    );
+    assert_eq!(stored().map(|c| c.state), Some(ChargeState::Completed), "only the named charge changes");
     assert_ledger_sound(store);
 }
 
@@ -242,15 +150,7 @@ pub fn update_charge_persists_every_mutable_field(store: &dyn Store) {
 pub fn latest_charge_by_reference_picks_the_newest(store: &dyn Store) {
     let a = insert_merchant(store, "A", Mode::Test);
     let b = insert_merchant(store, "B", Mode::Test);
-    let a_live = insert_account(
-        store,
-        org_account(
-            &a.org,
-            Mode::Live,
-            malipo_ledger::AccountKind::Collection,
-            at(0),
-        ),
-    );
+    let a_live = insert_account(store, org_account(&a.org, Mode::Live, malipo_ledger::AccountKind::Collection, at(0)));
     let payer = msisdn("254712000032");
     let with_ref = |account: &malipo_ledger::Account, reference: &str, t: i64| Charge {
         reference: reference.into(),
@@ -269,21 +169,13 @@ pub fn latest_charge_by_reference_picks_the_newest(store: &dyn Store) {
         }
         Ok(())
     });
-    let latest = |org: &OrgId, mode: Mode, reference: &str| {
-        query(store, |tx| {
-            Ok(tx.latest_charge_by_reference(org, mode, reference)?)
-        })
-    };
+    let latest = |org: &OrgId, mode: Mode, reference: &str| query(store, |tx| Ok(tx.latest_charge_by_reference(org, mode, reference)?));
     assert_eq!(latest(&a.org.id, Mode::Test, "R"), Some(r3));
     assert_eq!(latest(&a.org.id, Mode::Test, "S"), Some(other_ref));
     assert_eq!(latest(&a.org.id, Mode::Live, "R"), Some(live));
     assert_eq!(latest(&b.org.id, Mode::Test, "R"), Some(other_org));
     assert_eq!(latest(&b.org.id, Mode::Test, "S"), None);
-    assert_eq!(
-        latest(&a.org.id, Mode::Test, "r"),
-        None,
-        "references are case-sensitive"
-    );
+    assert_eq!(latest(&a.org.id, Mode::Test, "r"), None, "references are case-sensitive");
 }
 
 /// `list_charges` returns the organisation's charges of the mode newest first (by id), pages
@@ -291,19 +183,9 @@ pub fn latest_charge_by_reference_picks_the_newest(store: &dyn Store) {
 pub fn list_charges_pages_newest_first(store: &dyn Store) {
     let a = insert_merchant(store, "A", Mode::Test);
     let b = insert_merchant(store, "B", Mode::Test);
-    let a_live = insert_account(
-        store,
-        org_account(
-            &a.org,
-            Mode::Live,
-            malipo_ledger::AccountKind::Collection,
-            at(0),
-        ),
-    );
+    let a_live = insert_account(store, org_account(&a.org, Mode::Live, malipo_ledger::AccountKind::Collection, at(0)));
     let payer = msisdn("254712000033");
-    let mine: Vec<Charge> = (1..=5)
-        .map(|t| charge(&a.collection, &payer, 1_000 * t, at(t)))
-        .collect();
+    let mine: Vec<Charge> = (1..=5).map(|t| charge(&a.collection, &payer, 1_000 * t, at(t))).collect();
     let live = charge(&a_live, &payer, 100, at(6));
     let theirs = charge(&b.collection, &payer, 100, at(7));
     commit(store, |tx| {
@@ -315,59 +197,18 @@ pub fn list_charges_pages_newest_first(store: &dyn Store) {
     let mut newest_first = mine.clone();
     newest_first.sort_by(|x, y| y.id.cmp(&x.id));
     let list = |before: Option<&ChargeRef>, limit: usize| {
-        query(store, |tx| {
-            Ok(tx.list_charges(
-                &a.org.id,
-                Mode::Test,
-                &ChargeFilter::default(),
-                before,
-                limit,
-            )?)
-        })
+        query(store, |tx| Ok(tx.list_charges(&a.org.id, Mode::Test, &ChargeFilter::default(), before, limit)?))
     };
 
     assert_eq!(list(None, 100), newest_first, "every charge, newest first");
     assert_eq!(list(None, 2), newest_first[..2].to_vec());
-    assert_eq!(
-        list(Some(&newest_first[1].id), 2),
-        newest_first[2..4].to_vec()
-    );
-    assert_eq!(
-        list(Some(&newest_first[3].id), 2),
-        newest_first[4..].to_vec()
-    );
+    assert_eq!(list(Some(&newest_first[1].id), 2), newest_first[2..4].to_vec());
+    assert_eq!(list(Some(&newest_first[3].id), 2), newest_first[4..].to_vec());
     assert_eq!(list(Some(&newest_first[4].id), 2), vec![]);
     assert_eq!(list(None, 0), vec![]);
-    assert_eq!(
-        query(store, |tx| Ok(tx.list_charges(
-            &a.org.id,
-            Mode::Live,
-            &ChargeFilter::default(),
-            None,
-            100
-        )?)),
-        vec![live]
-    );
-    assert_eq!(
-        query(store, |tx| Ok(tx.list_charges(
-            &b.org.id,
-            Mode::Test,
-            &ChargeFilter::default(),
-            None,
-            100
-        )?)),
-        vec![theirs]
-    );
-    assert_eq!(
-        query(store, |tx| Ok(tx.list_charges(
-            &b.org.id,
-            Mode::Live,
-            &ChargeFilter::default(),
-            None,
-            100
-        )?)),
-        vec![]
-    );
+    assert_eq!(query(store, |tx| Ok(tx.list_charges(&a.org.id, Mode::Live, &ChargeFilter::default(), None, 100)?)), vec![live]);
+    assert_eq!(query(store, |tx| Ok(tx.list_charges(&b.org.id, Mode::Test, &ChargeFilter::default(), None, 100)?)), vec![theirs]);
+    assert_eq!(query(store, |tx| Ok(tx.list_charges(&b.org.id, Mode::Live, &ChargeFilter::default(), None, 100)?)), vec![]);
 }
 
 /// `list_charges` filters by state, `from` (created at or after), `to` (created before) and
@@ -376,13 +217,7 @@ pub fn list_charges_filters(store: &dyn Store) {
     let m = insert_merchant(store, "Duka", Mode::Test);
     let payer = msisdn("254712000034");
     let make = |t: i64, state: ChargeState, reference: &str| {
-        in_state(
-            Charge {
-                reference: reference.into(),
-                ..charge(&m.collection, &payer, 1_000, at(t))
-            },
-            state,
-        )
+        in_state(Charge { reference: reference.into(), ..charge(&m.collection, &payer, 1_000, at(t)) }, state)
     };
     let c1 = make(10, ChargeState::Pending, "A");
     let c2 = make(20, ChargeState::Authorised, "B");
@@ -399,75 +234,29 @@ pub fn list_charges_filters(store: &dyn Store) {
         ids(&v)
     };
     let list = |filter: ChargeFilter, before: Option<&ChargeRef>| {
-        ids(&query(store, |tx| {
-            Ok(tx.list_charges(&m.org.id, Mode::Test, &filter, before, 100)?)
-        }))
+        ids(&query(store, |tx| Ok(tx.list_charges(&m.org.id, Mode::Test, &filter, before, 100)?)))
     };
 
-    let state = |s: ChargeState| ChargeFilter {
-        state: Some(s),
-        ..ChargeFilter::default()
-    };
-    assert_eq!(
-        list(state(ChargeState::Pending), None),
-        newest_first(vec![c1.clone(), c4.clone()])
-    );
-    assert_eq!(
-        list(state(ChargeState::Authorised), None),
-        newest_first(vec![c2.clone()])
-    );
+    let state = |s: ChargeState| ChargeFilter { state: Some(s), ..ChargeFilter::default() };
+    assert_eq!(list(state(ChargeState::Pending), None), newest_first(vec![c1.clone(), c4.clone()]));
+    assert_eq!(list(state(ChargeState::Authorised), None), newest_first(vec![c2.clone()]));
     assert_eq!(list(state(ChargeState::Expired), None), vec![]);
 
-    let from = ChargeFilter {
-        from: Some(at(20)),
-        ..ChargeFilter::default()
-    };
-    assert_eq!(
-        list(from, None),
-        newest_first(vec![c2.clone(), c3.clone(), c4.clone()]),
-        "from is inclusive"
-    );
-    let to = ChargeFilter {
-        to: Some(at(30)),
-        ..ChargeFilter::default()
-    };
-    assert_eq!(
-        list(to, None),
-        newest_first(vec![c1.clone(), c2.clone()]),
-        "to is exclusive"
-    );
-    let window = ChargeFilter {
-        from: Some(at(20)),
-        to: Some(at(40)),
-        ..ChargeFilter::default()
-    };
-    assert_eq!(
-        list(window, None),
-        newest_first(vec![c2.clone(), c3.clone()])
-    );
+    let from = ChargeFilter { from: Some(at(20)), ..ChargeFilter::default() };
+    assert_eq!(list(from, None), newest_first(vec![c2.clone(), c3.clone(), c4.clone()]), "from is inclusive");
+    let to = ChargeFilter { to: Some(at(30)), ..ChargeFilter::default() };
+    assert_eq!(list(to, None), newest_first(vec![c1.clone(), c2.clone()]), "to is exclusive");
+    let window = ChargeFilter { from: Some(at(20)), to: Some(at(40)), ..ChargeFilter::default() };
+    assert_eq!(list(window, None), newest_first(vec![c2.clone(), c3.clone()]));
 
-    let reference = |r: &str| ChargeFilter {
-        reference: Some(r.into()),
-        ..ChargeFilter::default()
-    };
-    assert_eq!(
-        list(reference("A"), None),
-        newest_first(vec![c1.clone(), c3.clone()])
-    );
+    let reference = |r: &str| ChargeFilter { reference: Some(r.into()), ..ChargeFilter::default() };
+    assert_eq!(list(reference("A"), None), newest_first(vec![c1.clone(), c3.clone()]));
     assert_eq!(list(reference("Z"), None), vec![]);
 
-    let pending_b = ChargeFilter {
-        state: Some(ChargeState::Pending),
-        reference: Some("B".into()),
-        ..ChargeFilter::default()
-    };
+    let pending_b = ChargeFilter { state: Some(ChargeState::Pending), reference: Some("B".into()), ..ChargeFilter::default() };
     assert_eq!(list(pending_b, None), vec![c4.id.clone()]);
     let newer_a = newest_first(vec![c1.clone(), c3.clone()]);
-    assert_eq!(
-        list(reference("A"), Some(&newer_a[0])),
-        newer_a[1..].to_vec(),
-        "filter and cursor together"
-    );
+    assert_eq!(list(reference("A"), Some(&newer_a[0])), newer_a[1..].to_vec(), "filter and cursor together");
 }
 
 /// `claim_due_charges` claims charges whose `next_action_at <= now` (any organisation or
@@ -493,52 +282,25 @@ pub fn claim_due_charges_leases(store: &dyn Store) {
         }
         Ok(())
     });
-    let claim = |now: i64, lease: i64, limit: usize| {
-        commit(store, |tx| {
-            Ok(tx.claim_due_charges(at(now), at(lease), limit)?)
-        })
-    };
-    let next_action =
-        |c: &Charge| get(store, &c.org_id, c.mode, &c.id).and_then(|c| c.next_action_at);
+    let claim = |now: i64, lease: i64, limit: usize| commit(store, |tx| Ok(tx.claim_due_charges(at(now), at(lease), limit)?));
+    let next_action = |c: &Charge| get(store, &c.org_id, c.mode, &c.id).and_then(|c| c.next_action_at);
 
-    assert_eq!(
-        claim(20, 80, 2),
-        vec![d2.id.clone(), d1.id.clone()],
-        "oldest due first, at most limit"
-    );
+    assert_eq!(claim(20, 80, 2), vec![d2.id.clone(), d1.id.clone()], "oldest due first, at most limit");
     assert_eq!(next_action(&d2), Some(at(80)), "leased");
     assert_eq!(next_action(&d1), Some(at(80)));
     assert_eq!(next_action(&d3), Some(at(20)), "not claimed yet");
-    assert_eq!(
-        claim(20, 80, 10),
-        vec![d_other.id.clone(), d3.id.clone()],
-        "every organisation and mode"
-    );
-    assert_eq!(
-        claim(20, 80, 10),
-        vec![],
-        "claimed charges are not claimed again"
-    );
+    assert_eq!(claim(20, 80, 10), vec![d_other.id.clone(), d3.id.clone()], "every organisation and mode");
+    assert_eq!(claim(20, 80, 10), vec![], "claimed charges are not claimed again");
     assert_eq!(claim(79, 140, 10), vec![], "before the lease passes");
     assert_eq!(next_action(&later), Some(at(100)));
     assert_eq!(next_action(&done), None);
 
     let again: BTreeSet<ChargeRef> = claim(80, 140, 10).into_iter().collect();
-    let expected: BTreeSet<ChargeRef> = [&d1, &d2, &d3, &d_other]
-        .into_iter()
-        .map(|c| c.id.clone())
-        .collect();
-    assert_eq!(
-        again, expected,
-        "a lease that passed makes the charge due again"
-    );
+    let expected: BTreeSet<ChargeRef> = [&d1, &d2, &d3, &d_other].into_iter().map(|c| c.id.clone()).collect();
+    assert_eq!(again, expected, "a lease that passed makes the charge due again");
     assert_eq!(next_action(&d1), Some(at(140)));
     assert_eq!(claim(100, 200, 10), vec![later.id.clone()]);
-    assert_eq!(
-        next_action(&done),
-        None,
-        "charges without next_action_at are never claimed"
-    );
+    assert_eq!(next_action(&done), None, "charges without next_action_at are never claimed");
 }
 
 /// `pending_charges_of_payer` returns the `pending` charges of that number in that mode, of
@@ -546,26 +308,12 @@ pub fn claim_due_charges_leases(store: &dyn Store) {
 pub fn pending_charges_of_payer(store: &dyn Store) {
     let a = insert_merchant(store, "A", Mode::Test);
     let b = insert_merchant(store, "B", Mode::Test);
-    let a_live = insert_account(
-        store,
-        org_account(
-            &a.org,
-            Mode::Live,
-            malipo_ledger::AccountKind::Collection,
-            at(0),
-        ),
-    );
+    let a_live = insert_account(store, org_account(&a.org, Mode::Live, malipo_ledger::AccountKind::Collection, at(0)));
     let (p, q) = (msisdn("254712000036"), msisdn("254712000037"));
     let p1 = charge(&a.collection, &p, 1_000, at(1));
     let p2 = charge(&b.collection, &p, 1_000, at(2));
-    let authorised = in_state(
-        charge(&a.collection, &p, 1_000, at(3)),
-        ChargeState::Authorised,
-    );
-    let expired = in_state(
-        charge(&a.collection, &p, 1_000, at(4)),
-        ChargeState::Expired,
-    );
+    let authorised = in_state(charge(&a.collection, &p, 1_000, at(3)), ChargeState::Authorised);
+    let expired = in_state(charge(&a.collection, &p, 1_000, at(4)), ChargeState::Expired);
     let other_payer = charge(&a.collection, &q, 1_000, at(5));
     let live = charge(&a_live, &p, 1_000, at(6));
     commit(store, |tx| {
@@ -575,22 +323,11 @@ pub fn pending_charges_of_payer(store: &dyn Store) {
         Ok(())
     });
     let pending = |mode: Mode, payer: &malipo_core::Msisdn| -> BTreeSet<ChargeRef> {
-        query(store, |tx| Ok(tx.pending_charges_of_payer(mode, payer)?))
-            .into_iter()
-            .collect()
+        query(store, |tx| Ok(tx.pending_charges_of_payer(mode, payer)?)).into_iter().collect()
     };
-    assert_eq!(
-        pending(Mode::Test, &p),
-        [p1.id, p2.id].into_iter().collect()
-    );
+    assert_eq!(pending(Mode::Test, &p), [p1.id, p2.id].into_iter().collect());
     assert_eq!(pending(Mode::Live, &p), [live.id].into_iter().collect());
-    assert_eq!(
-        pending(Mode::Test, &q),
-        [other_payer.id].into_iter().collect()
-    );
+    assert_eq!(pending(Mode::Test, &q), [other_payer.id].into_iter().collect());
     assert_eq!(pending(Mode::Live, &q), BTreeSet::new());
-    assert_eq!(
-        pending(Mode::Test, &msisdn("254712000038")),
-        BTreeSet::new()
-    );
+    assert_eq!(pending(Mode::Test, &msisdn("254712000038")), BTreeSet::new());
 }

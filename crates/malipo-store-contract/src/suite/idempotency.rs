@@ -7,14 +7,7 @@ use malipo_service::Store;
 use crate::fixtures::*;
 
 fn record(fp: &str, status: u16, body: &[u8], t: i64) -> IdempotencyRecord {
-    IdempotencyRecord {
-        fingerprint: fingerprint(fp),
-        response: Some(StoredResponse {
-            status,
-            body: body.to_vec(),
-        }),
-        created_at: at(t),
-    }
+    IdempotencyRecord { fingerprint: fingerprint(fp), response: Some(StoredResponse { status, body: body.to_vec() }), created_at: at(t) }
 }
 
 /// `insert_key` stores a key with its record once and says `false` afterwards, leaving the first
@@ -26,79 +19,31 @@ pub fn insert_key_then_read(store: &dyn Store) {
     let scope = key_scope(&org, Mode::Test, "POST /partner/stk");
     let key = idem_key("order-1001");
     // Exact bytes: not necessarily UTF-8, trailing whitespace kept.
-    let first = record(
-        "{\"amount\":\"250\"}",
-        201,
-        b"{\"id\":\"ch_1\",\"note\":\"\xc3\xa9\"}\n\x00\xff ",
-        1,
-    );
+    let first = record("{\"amount\":\"250\"}", 201, b"{\"id\":\"ch_1\",\"note\":\"\xc3\xa9\"}\n\x00\xff ", 1);
     let second = record("{\"amount\":\"999\"}", 200, b"{}", 2);
 
-    assert_eq!(
-        commit(store, |tx| Ok(tx.idempotency_record(&scope, &key)?)),
-        None,
-        "absent at first"
-    );
-    assert!(
-        commit(store, |tx| Ok(tx.insert_key(&scope, &key, &first)?)),
-        "the first insert stores"
-    );
-    assert!(
-        !commit(store, |tx| Ok(tx.insert_key(&scope, &key, &second)?)),
-        "a repeat does not"
-    );
-    assert_eq!(
-        commit(store, |tx| Ok(tx.idempotency_record(&scope, &key)?)),
-        Some(first.clone()),
-        "the first record stays, byte for byte"
-    );
+    assert_eq!(commit(store, |tx| Ok(tx.idempotency_record(&scope, &key)?)), None, "absent at first");
+    assert!(commit(store, |tx| Ok(tx.insert_key(&scope, &key, &first)?)), "the first insert stores");
+    assert!(!commit(store, |tx| Ok(tx.insert_key(&scope, &key, &second)?)), "a repeat does not");
+    assert_eq!(commit(store, |tx| Ok(tx.idempotency_record(&scope, &key)?)), Some(first.clone()), "the first record stays, byte for byte");
 
     for (other, label) in [
-        (
-            key_scope(&org, Mode::Test, "POST /partner/payouts"),
-            "another operation",
-        ),
-        (
-            key_scope(&org, Mode::Live, "POST /partner/stk"),
-            "another mode",
-        ),
-        (
-            key_scope(&other_org, Mode::Test, "POST /partner/stk"),
-            "another organisation",
-        ),
+        (key_scope(&org, Mode::Test, "POST /partner/payouts"), "another operation"),
+        (key_scope(&org, Mode::Live, "POST /partner/stk"), "another mode"),
+        (key_scope(&other_org, Mode::Test, "POST /partner/stk"), "another organisation"),
     ] {
-        assert_eq!(
-            commit(store, |tx| Ok(tx.idempotency_record(&other, &key)?)),
-            None,
-            "{label}"
-        );
-        assert!(
-            commit(store, |tx| Ok(tx.insert_key(&other, &key, &second)?)),
-            "{label}"
-        );
+        assert_eq!(commit(store, |tx| Ok(tx.idempotency_record(&other, &key)?)), None, "{label}");
+        assert!(commit(store, |tx| Ok(tx.insert_key(&other, &key, &second)?)), "{label}");
     }
-    assert!(
-        commit(store, |tx| Ok(tx.insert_key(
-            &scope,
-            &idem_key("order-1002"),
-            &second
-        )?)),
-        "another key"
-    );
+    assert!(commit(store, |tx| Ok(tx.insert_key(&scope, &idem_key("order-1002"), &second)?)), "another key");
 
     let empty = record("{}", 204, b"", 6);
     let key3 = idem_key("order-1003");
-    assert!(commit(
-        store,
-        |tx| Ok(tx.insert_key(&scope, &key3, &empty)?)
-    ));
+    assert!(commit(store, |tx| Ok(tx.insert_key(&scope, &key3, &empty)?)));
     let stored = commit(store, |tx| Ok(tx.idempotency_record(&scope, &key3)?)).expect("stored");
     assert_eq!(
         stored.response,
-        Some(StoredResponse {
-            status: 204,
-            body: Vec::new()
-        }),
+        Some(StoredResponse { status: 204, body: Vec::new() }),
         "an empty body is stored as empty, not as no response"
     );
 }
@@ -107,41 +52,18 @@ pub fn insert_key_then_read(store: &dyn Store) {
 pub fn purge_keys_removes_old_ones_only(store: &dyn Store) {
     let org = insert_org(store, "Duka", at(0));
     let scope = key_scope(&org, Mode::Test, "POST /partner/stk");
-    let get = |key: &str| {
-        commit(store, |tx| {
-            Ok(tx.idempotency_record(&scope, &idem_key(key))?)
-        })
-    };
+    let get = |key: &str| commit(store, |tx| Ok(tx.idempotency_record(&scope, &idem_key(key))?));
     for (key, t) in [("k1", 1), ("k2", 2), ("k3", 3)] {
         let r = record("{}", 200, b"{}", t);
-        assert!(commit(store, |tx| Ok(tx.insert_key(
-            &scope,
-            &idem_key(key),
-            &r
-        )?)));
+        assert!(commit(store, |tx| Ok(tx.insert_key(&scope, &idem_key(key), &r)?)));
     }
 
     assert_eq!(commit(store, |tx| Ok(tx.purge_keys(at(0))?)), 0);
-    assert_eq!(
-        commit(store, |tx| Ok(tx.purge_keys(at(2))?)),
-        1,
-        "only k1 is older than the cut-off"
-    );
+    assert_eq!(commit(store, |tx| Ok(tx.purge_keys(at(2))?)), 1, "only k1 is older than the cut-off");
     assert_eq!(get("k1"), None, "purged");
     let again = record("{}", 200, b"{}", 10);
-    assert!(
-        commit(store, |tx| Ok(tx.insert_key(
-            &scope,
-            &idem_key("k1"),
-            &again
-        )?)),
-        "a purged key can be used afresh"
-    );
-    assert_eq!(
-        get("k2").map(|r| r.created_at),
-        Some(at(2)),
-        "created at the cut-off: kept"
-    );
+    assert!(commit(store, |tx| Ok(tx.insert_key(&scope, &idem_key("k1"), &again)?)), "a purged key can be used afresh");
+    assert_eq!(get("k2").map(|r| r.created_at), Some(at(2)), "created at the cut-off: kept");
     assert_eq!(get("k3").map(|r| r.created_at), Some(at(3)));
     assert_eq!(commit(store, |tx| Ok(tx.purge_keys(at(11))?)), 3);
     assert_eq!(get("k2"), None);

@@ -17,28 +17,9 @@ pub fn post_journal_updates_balances_and_chains(store: &dyn Store) {
     let m = insert_merchant(store, "Duka", Mode::Test);
     let (w, _) = insert_wallet(store, Mode::Test, KES, &msisdn("254712000010"));
 
-    let j1 = post(
-        store,
-        transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 10_000, at(1)),
-    );
-    let j2 = journal(
-        Mode::Test,
-        KES,
-        JournalKind::Charge,
-        &[
-            (&w.id, -2_500),
-            (&m.collection.id, 2_475),
-            (&kes.revenue.id, 25),
-        ],
-        at(2),
-    );
-    let j3 = journal(
-        Mode::Test,
-        KES,
-        JournalKind::SandboxFunding,
-        &[(&kes.sandbox_funding.id, -500), (&w.id, 500)],
-        at(3),
-    );
+    let j1 = post(store, transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 10_000, at(1)));
+    let j2 = journal(Mode::Test, KES, JournalKind::Charge, &[(&w.id, -2_500), (&m.collection.id, 2_475), (&kes.revenue.id, 25)], at(2));
+    let j3 = journal(Mode::Test, KES, JournalKind::SandboxFunding, &[(&kes.sandbox_funding.id, -500), (&w.id, 500)], at(3));
     commit(store, |tx| {
         tx.post_journal(&j2)?;
         tx.post_journal(&j3)?;
@@ -54,44 +35,17 @@ pub fn post_journal_updates_balances_and_chains(store: &dyn Store) {
     // Other ledgers have their own chains.
     let live = insert_platform(store, Mode::Live, KES);
     let live_m = insert_merchant(store, "Duka Live", Mode::Live);
-    let j4 = post(
-        store,
-        transfer(
-            Mode::Live,
-            KES,
-            &live.issuance.id,
-            &live_m.payout.id,
-            700,
-            at(4),
-        ),
-    );
+    let j4 = post(store, transfer(Mode::Live, KES, &live.issuance.id, &live_m.payout.id, 700, at(4)));
     let ugx_platform = insert_platform(store, Mode::Test, ugx());
     let (ugx_w, _) = insert_wallet(store, Mode::Test, ugx(), &msisdn("256712000010"));
-    let j5 = post(
-        store,
-        transfer(
-            Mode::Test,
-            ugx(),
-            &ugx_platform.sandbox_funding.id,
-            &ugx_w.id,
-            900,
-            at(5),
-        ),
-    );
+    let j5 = post(store, transfer(Mode::Test, ugx(), &ugx_platform.sandbox_funding.id, &ugx_w.id, 900, at(5)));
     assert_eq!(balance(store, &live_m.payout.id), 700);
     assert_eq!(balance(store, &ugx_w.id), 900);
 
     let snapshot = query(store, |tx| Ok(tx.ledger_snapshot(None)?));
-    let mut kes_test: Vec<_> = snapshot
-        .journals
-        .iter()
-        .filter(|cj| cj.journal.mode == Mode::Test && cj.journal.currency == KES)
-        .collect();
+    let mut kes_test: Vec<_> = snapshot.journals.iter().filter(|cj| cj.journal.mode == Mode::Test && cj.journal.currency == KES).collect();
     kes_test.sort_by_key(|cj| cj.seq);
-    assert_eq!(
-        kes_test.iter().map(|cj| cj.seq).collect::<Vec<_>>(),
-        vec![1, 2, 3]
-    );
+    assert_eq!(kes_test.iter().map(|cj| cj.seq).collect::<Vec<_>>(), vec![1, 2, 3]);
     for (cj, posted) in kes_test.iter().zip([&j1, &j2, &j3]) {
         assert_eq!(&cj.journal, posted, "the journal as posted, lines in order");
     }
@@ -102,25 +56,13 @@ pub fn post_journal_updates_balances_and_chains(store: &dyn Store) {
         assert_eq!(cj.hash, chain_hash(&cj.prev_hash, cj.seq, &cj.journal));
     }
     for (j, label) in [(&j4, "live KES"), (&j5, "test UGX")] {
-        let cj = snapshot
-            .journals
-            .iter()
-            .find(|cj| cj.journal.id == j.id)
-            .unwrap_or_else(|| panic!("{label} journal in the snapshot"));
-        assert_eq!(
-            (cj.seq, cj.prev_hash.as_str()),
-            (1, GENESIS_HASH),
-            "{label} starts its own chain"
-        );
+        let cj = snapshot.journals.iter().find(|cj| cj.journal.id == j.id).unwrap_or_else(|| panic!("{label} journal in the snapshot"));
+        assert_eq!((cj.seq, cj.prev_hash.as_str()), (1, GENESIS_HASH), "{label} starts its own chain");
         assert_eq!(cj.hash, chain_hash(GENESIS_HASH, 1, j));
         assert_eq!(&cj.journal, j);
     }
     assert_eq!(snapshot.journals.len(), 5);
-    assert_eq!(
-        snapshot.accounts.len(),
-        3 + 2 + 1 + 3 + 2 + 3 + 1,
-        "every account of both modes"
-    );
+    assert_eq!(snapshot.accounts.len(), 3 + 2 + 1 + 3 + 2 + 3 + 1, "every account of both modes");
 
     let test = query(store, |tx| Ok(tx.ledger_snapshot(Some(Mode::Test))?));
     assert_eq!(test.journals.len(), 4);
@@ -128,14 +70,7 @@ pub fn post_journal_updates_balances_and_chains(store: &dyn Store) {
     assert_eq!(test.accounts.len(), 3 + 2 + 1 + 3 + 1);
     assert!(test.accounts.iter().all(|a| a.mode == Mode::Test));
     let live_snapshot = query(store, |tx| Ok(tx.ledger_snapshot(Some(Mode::Live))?));
-    assert_eq!(
-        live_snapshot
-            .journals
-            .iter()
-            .map(|cj| &cj.journal)
-            .collect::<Vec<_>>(),
-        vec![&j4]
-    );
+    assert_eq!(live_snapshot.journals.iter().map(|cj| &cj.journal).collect::<Vec<_>>(), vec![&j4]);
     assert!(live_snapshot.accounts.iter().all(|a| a.mode == Mode::Live));
     assert_eq!(live_snapshot.accounts.len(), 3 + 2);
     assert!(malipo_ledger::verify(&test).is_empty());
@@ -150,10 +85,7 @@ pub fn overdraft_is_refused_and_writes_nothing(store: &dyn Store) {
     let kes = insert_platform(store, Mode::Test, KES);
     let m = insert_merchant(store, "Duka", Mode::Test);
     let (w, _) = insert_wallet(store, Mode::Test, KES, &msisdn("254712000011"));
-    post(
-        store,
-        transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 1_000, at(1)),
-    );
+    post(store, transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 1_000, at(1)));
 
     let top_up = transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 500, at(2));
     let overdraft = transfer(Mode::Test, KES, &w.id, &m.collection.id, 1_501, at(2));
@@ -162,33 +94,16 @@ pub fn overdraft_is_refused_and_writes_nothing(store: &dyn Store) {
         tx.post_journal(&overdraft)?;
         Ok(())
     });
-    assert_eq!(
-        err,
-        ledger_error(LedgerError::InsufficientFunds(w.id.clone()))
-    );
+    assert_eq!(err, ledger_error(LedgerError::InsufficientFunds(w.id.clone())));
     assert!(err.is_insufficient_funds());
-    assert_eq!(
-        balance(store, &w.id),
-        1_000,
-        "the top-up in the failed transaction is rolled back"
-    );
+    assert_eq!(balance(store, &w.id), 1_000, "the top-up in the failed transaction is rolled back");
     assert_eq!(balance(store, &kes.issuance.id), -1_000);
     assert_eq!(balance(store, &m.collection.id), 0);
-    assert_eq!(
-        journal_count(store),
-        1,
-        "no journal of the failed transaction remains"
-    );
+    assert_eq!(journal_count(store), 1, "no journal of the failed transaction remains");
 
     let overdraft = transfer(Mode::Test, KES, &w.id, &m.collection.id, 1_001, at(3));
-    assert_eq!(
-        refused(store, |tx| Ok(tx.post_journal(&overdraft)?)),
-        ledger_error(LedgerError::InsufficientFunds(w.id.clone()))
-    );
-    post(
-        store,
-        transfer(Mode::Test, KES, &w.id, &m.collection.id, 1_000, at(4)),
-    );
+    assert_eq!(refused(store, |tx| Ok(tx.post_journal(&overdraft)?)), ledger_error(LedgerError::InsufficientFunds(w.id.clone())));
+    post(store, transfer(Mode::Test, KES, &w.id, &m.collection.id, 1_000, at(4)));
     assert_eq!(balance(store, &w.id), 0, "exactly the balance may be spent");
     assert_eq!(balance(store, &m.collection.id), 1_000);
     assert_eq!(journal_count(store), 2);
@@ -199,44 +114,17 @@ pub fn overdraft_is_refused_and_writes_nothing(store: &dyn Store) {
 pub fn issuance_may_go_negative(store: &dyn Store) {
     let kes = insert_platform(store, Mode::Test, KES);
     let m = insert_merchant(store, "Duka", Mode::Test);
-    post(
-        store,
-        transfer(
-            Mode::Test,
-            KES,
-            &kes.issuance.id,
-            &m.payout.id,
-            1_000_000_000,
-            at(1),
-        ),
-    );
-    post(
-        store,
-        transfer(
-            Mode::Test,
-            KES,
-            &kes.sandbox_funding.id,
-            &m.collection.id,
-            5,
-            at(2),
-        ),
-    );
+    post(store, transfer(Mode::Test, KES, &kes.issuance.id, &m.payout.id, 1_000_000_000, at(1)));
+    post(store, transfer(Mode::Test, KES, &kes.sandbox_funding.id, &m.collection.id, 5, at(2)));
     assert_eq!(balance(store, &kes.issuance.id), -1_000_000_000);
     assert_eq!(balance(store, &kes.sandbox_funding.id), -5);
     assert_eq!(balance(store, &m.payout.id), 1_000_000_000);
 
-    commit(store, |tx| {
-        Ok(tx.hold(&kes.issuance.id, MinorUnit::new(700))?)
-    });
+    commit(store, |tx| Ok(tx.hold(&kes.issuance.id, MinorUnit::new(700))?));
     assert_eq!(held(store, &kes.issuance.id), 700);
-    post(
-        store,
-        transfer(Mode::Test, KES, &kes.issuance.id, &m.payout.id, 1, at(3)),
-    );
+    post(store, transfer(Mode::Test, KES, &kes.issuance.id, &m.payout.id, 1, at(3)));
     assert_eq!(balance(store, &kes.issuance.id), -1_000_000_001);
-    commit(store, |tx| {
-        Ok(tx.release(&kes.issuance.id, MinorUnit::new(700))?)
-    });
+    commit(store, |tx| Ok(tx.release(&kes.issuance.id, MinorUnit::new(700))?));
     assert_eq!(held(store, &kes.issuance.id), 0);
     assert_ledger_sound(store);
 }
@@ -247,21 +135,12 @@ pub fn unknown_account_is_refused(store: &dyn Store) {
     let kes = insert_platform(store, Mode::Test, KES);
     let ghost = AccountId::new();
     let j = transfer(Mode::Test, KES, &kes.issuance.id, &ghost, 100, at(1));
-    assert_eq!(
-        refused(store, |tx| Ok(tx.post_journal(&j)?)),
-        ledger_error(LedgerError::UnknownAccount(ghost.clone()))
-    );
+    assert_eq!(refused(store, |tx| Ok(tx.post_journal(&j)?)), ledger_error(LedgerError::UnknownAccount(ghost.clone())));
     assert_eq!(balance(store, &kes.issuance.id), 0);
     assert_eq!(journal_count(store), 0);
     assert_eq!(query(store, |tx| Ok(tx.account(&ghost)?)), None);
-    assert_eq!(
-        refused(store, |tx| Ok(tx.hold(&ghost, MinorUnit::new(1))?)),
-        ledger_error(LedgerError::UnknownAccount(ghost.clone()))
-    );
-    assert_eq!(
-        refused(store, |tx| Ok(tx.release(&ghost, MinorUnit::new(1))?)),
-        ledger_error(LedgerError::UnknownAccount(ghost.clone()))
-    );
+    assert_eq!(refused(store, |tx| Ok(tx.hold(&ghost, MinorUnit::new(1))?)), ledger_error(LedgerError::UnknownAccount(ghost.clone())));
+    assert_eq!(refused(store, |tx| Ok(tx.release(&ghost, MinorUnit::new(1))?)), ledger_error(LedgerError::UnknownAccount(ghost.clone())));
     assert_ledger_sound(store);
 }
 
@@ -272,30 +151,10 @@ pub fn currency_or_mode_mismatch_is_refused(store: &dyn Store) {
     let (ugx_wallet, _) = insert_wallet(store, Mode::Test, ugx(), &msisdn("256712000012"));
     let live = insert_merchant(store, "Duka Live", Mode::Live);
 
-    let other_currency = transfer(
-        Mode::Test,
-        KES,
-        &kes.issuance.id,
-        &ugx_wallet.id,
-        100,
-        at(1),
-    );
-    assert_eq!(
-        refused(store, |tx| Ok(tx.post_journal(&other_currency)?)),
-        ledger_error(LedgerError::Mismatch(ugx_wallet.id.clone()))
-    );
-    let other_mode = transfer(
-        Mode::Test,
-        KES,
-        &kes.issuance.id,
-        &live.collection.id,
-        100,
-        at(2),
-    );
-    assert_eq!(
-        refused(store, |tx| Ok(tx.post_journal(&other_mode)?)),
-        ledger_error(LedgerError::Mismatch(live.collection.id.clone()))
-    );
+    let other_currency = transfer(Mode::Test, KES, &kes.issuance.id, &ugx_wallet.id, 100, at(1));
+    assert_eq!(refused(store, |tx| Ok(tx.post_journal(&other_currency)?)), ledger_error(LedgerError::Mismatch(ugx_wallet.id.clone())));
+    let other_mode = transfer(Mode::Test, KES, &kes.issuance.id, &live.collection.id, 100, at(2));
+    assert_eq!(refused(store, |tx| Ok(tx.post_journal(&other_mode)?)), ledger_error(LedgerError::Mismatch(live.collection.id.clone())));
 
     assert_eq!(balance(store, &kes.issuance.id), 0);
     assert_eq!(balance(store, &ugx_wallet.id), 0);
@@ -311,42 +170,21 @@ pub fn holds_and_releases(store: &dyn Store) {
     let kes = insert_platform(store, Mode::Test, KES);
     let m = insert_merchant(store, "Duka", Mode::Test);
     let (w, _) = insert_wallet(store, Mode::Test, KES, &msisdn("254712000013"));
-    post(
-        store,
-        transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 1_000, at(1)),
-    );
+    post(store, transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 1_000, at(1)));
     let insufficient = || ledger_error(LedgerError::InsufficientFunds(w.id.clone()));
 
     commit(store, |tx| Ok(tx.hold(&w.id, MinorUnit::new(600))?));
     let stored = account(store, &w.id);
-    assert_eq!(
-        (
-            stored.balance.get(),
-            stored.held.get(),
-            stored.available().get()
-        ),
-        (1_000, 600, 400)
-    );
+    assert_eq!((stored.balance.get(), stored.held.get(), stored.available().get()), (1_000, 600, 400));
 
-    assert_eq!(
-        refused(store, |tx| Ok(tx.hold(&w.id, MinorUnit::new(401))?)),
-        insufficient(),
-        "hold beyond available"
-    );
+    assert_eq!(refused(store, |tx| Ok(tx.hold(&w.id, MinorUnit::new(401))?)), insufficient(), "hold beyond available");
     assert_eq!(held(store, &w.id), 600);
 
     let eats_into_hold = transfer(Mode::Test, KES, &w.id, &m.collection.id, 401, at(2));
-    assert_eq!(
-        refused(store, |tx| Ok(tx.post_journal(&eats_into_hold)?)),
-        insufficient(),
-        "debit into held money"
-    );
+    assert_eq!(refused(store, |tx| Ok(tx.post_journal(&eats_into_hold)?)), insufficient(), "debit into held money");
     assert_eq!(balance(store, &w.id), 1_000);
 
-    post(
-        store,
-        transfer(Mode::Test, KES, &w.id, &m.collection.id, 400, at(3)),
-    );
+    post(store, transfer(Mode::Test, KES, &w.id, &m.collection.id, 400, at(3)));
     let stored = account(store, &w.id);
     assert_eq!((stored.balance.get(), stored.held.get()), (600, 600));
 
@@ -355,11 +193,7 @@ pub fn holds_and_releases(store: &dyn Store) {
         Err::<(), _>(ServiceError::InvalidState("abort".into()))
     });
     assert_eq!(err, ServiceError::InvalidState("abort".into()));
-    assert_eq!(
-        held(store, &m.collection.id),
-        0,
-        "the hold of a failed transaction is rolled back"
-    );
+    assert_eq!(held(store, &m.collection.id), 0, "the hold of a failed transaction is rolled back");
 
     assert_eq!(
         refused(store, |tx| Ok(tx.release(&w.id, MinorUnit::new(601))?)),
@@ -372,10 +206,7 @@ pub fn holds_and_releases(store: &dyn Store) {
         Ok(())
     });
     assert_eq!(held(store, &w.id), 0);
-    post(
-        store,
-        transfer(Mode::Test, KES, &w.id, &m.collection.id, 600, at(4)),
-    );
+    post(store, transfer(Mode::Test, KES, &w.id, &m.collection.id, 600, at(4)));
     assert_eq!(balance(store, &w.id), 0);
     assert_ledger_sound(store);
 }
@@ -386,20 +217,13 @@ pub fn pending_credits_sum_authorised_charges(store: &dyn Store) {
     let a = insert_merchant(store, "A", Mode::Test);
     let b = insert_merchant(store, "B", Mode::Test);
     let payer = msisdn("254712000014");
-    let with_state = |account: &malipo_ledger::Account, amount: i64, state: ChargeState, t: i64| {
-        in_state(charge(account, &payer, amount, at(t)), state)
-    };
+    let with_state =
+        |account: &malipo_ledger::Account, amount: i64, state: ChargeState, t: i64| in_state(charge(account, &payer, amount, at(t)), state);
     // A completed charge, with its journal.
     let kes = insert_platform(store, Mode::Test, KES);
     let (w, _) = insert_wallet(store, Mode::Test, KES, &payer);
-    post(
-        store,
-        transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 3_000, at(1)),
-    );
-    let paid = post(
-        store,
-        transfer(Mode::Test, KES, &w.id, &a.collection.id, 3_000, at(4)),
-    );
+    post(store, transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 3_000, at(1)));
+    let paid = post(store, transfer(Mode::Test, KES, &w.id, &a.collection.id, 3_000, at(4)));
     let done = completed(charge(&a.collection, &payer, 3_000, at(4)), &paid, at(4));
     let charges = [
         with_state(&a.collection, 10_000, ChargeState::Authorised, 1), // net 9_900
@@ -409,7 +233,7 @@ pub fn pending_credits_sum_authorised_charges(store: &dyn Store) {
         with_state(&a.collection, 6_000, ChargeState::Expired, 4),
         with_state(&a.collection, 2_000, ChargeState::Failed, 5),
         with_state(&a.collection, 1_000, ChargeState::Declined, 6),
-        with_state(&a.payout, 4_000, ChargeState::Authorised, 7), // net 3_960
+        with_state(&a.payout, 4_000, ChargeState::Authorised, 7),     // net 3_960
         with_state(&b.collection, 8_000, ChargeState::Authorised, 8), // net 7_920
     ];
     commit(store, |tx| {

@@ -12,8 +12,7 @@ use crate::fixtures::*;
 pub fn wallets_insert_get_update(store: &dyn Store) {
     let owner = msisdn("254712000020");
     let (account, stored) = insert_wallet(store, Mode::Test, KES, &owner);
-    let get =
-        |mode: Mode, number: &malipo_core::Msisdn| query(store, |tx| Ok(tx.wallet(mode, number)?));
+    let get = |mode: Mode, number: &malipo_core::Msisdn| query(store, |tx| Ok(tx.wallet(mode, number)?));
     assert_eq!(get(Mode::Test, &owner), Some(stored.clone()));
     assert_eq!(get(Mode::Live, &owner), None);
     assert_eq!(get(Mode::Test, &msisdn("254712000029")), None);
@@ -21,15 +20,7 @@ pub fn wallets_insert_get_update(store: &dyn Store) {
     assert_eq!(original.account_id, account.id);
 
     // A second existing account, so that a wrongly overwritten account_id cannot hide behind a foreign key.
-    let other = insert_account(
-        store,
-        org_account(
-            &insert_org(store, "Agent", at(0)),
-            Mode::Test,
-            AccountKind::AgentFloat,
-            at(0),
-        ),
-    );
+    let other = insert_account(store, org_account(&insert_org(store, "Agent", at(0)), Mode::Test, AccountKind::AgentFloat, at(0)));
     let changed = Wallet {
         // Mutable.
         state: WalletState::Locked,
@@ -78,31 +69,12 @@ pub fn wallets_insert_get_update(store: &dyn Store) {
 pub fn duplicate_wallet_is_refused(store: &dyn Store) {
     let owner = msisdn("254712000021");
     let (_, test) = insert_wallet(store, Mode::Test, KES, &owner);
-    let spare = insert_account(
-        store,
-        wallet_account(Mode::Test, KES, &msisdn("254712000022")),
-    );
-    let again = Wallet {
-        account_id: spare.id.clone(),
-        kyc_tier: 3,
-        ..test.clone()
-    };
-    assert_eq!(
-        refused(store, |tx| Ok(tx.insert_wallet(&again)?)),
-        duplicate()
-    );
-    assert_eq!(
-        query(store, |tx| Ok(tx.wallet(Mode::Test, &owner)?)),
-        Some(test.clone())
-    );
+    let spare = insert_account(store, wallet_account(Mode::Test, KES, &msisdn("254712000022")));
+    let again = Wallet { account_id: spare.id.clone(), kyc_tier: 3, ..test.clone() };
+    assert_eq!(refused(store, |tx| Ok(tx.insert_wallet(&again)?)), duplicate());
+    assert_eq!(query(store, |tx| Ok(tx.wallet(Mode::Test, &owner)?)), Some(test.clone()));
 
     let (_, live) = insert_wallet(store, Mode::Live, KES, &owner);
-    assert_eq!(
-        query(store, |tx| Ok(tx.wallet(Mode::Live, &owner)?)),
-        Some(live)
-    );
-    assert_eq!(
-        query(store, |tx| Ok(tx.wallet(Mode::Test, &owner)?)),
-        Some(test)
-    );
+    assert_eq!(query(store, |tx| Ok(tx.wallet(Mode::Live, &owner)?)), Some(live));
+    assert_eq!(query(store, |tx| Ok(tx.wallet(Mode::Test, &owner)?)), Some(test));
 }
