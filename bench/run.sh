@@ -36,6 +36,7 @@ PACED_RATE=1000
 export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
 PG_DB=malipo_bench          # the server's database
 PG_SCRATCH_DB=malipo_pgbench # pgbench's tables (bench/pgbench_schema.sql)
+BENCH_WEBHOOK_KEY=$(head -c 32 /dev/urandom | base64)
 
 SERVER_PID=
 SQLITE_DIR=
@@ -113,6 +114,8 @@ start_server() {
         MALIPO_SANDBOX_APPROVAL_DELAY_MS="$3"
         MALIPO_CHARGE_TTL_SECONDS="$4"
         MALIPO_LOG=warn
+        # PostgreSQL deployments must be given the key that seals webhook secrets (one per run).
+        MALIPO_WEBHOOK_KEY="$BENCH_WEBHOOK_KEY"
     )
     SERVER_LOG=$2
     env "${MALIPO_ENV[@]}" "$MALIPO" serve >"$SERVER_LOG" 2>&1 &

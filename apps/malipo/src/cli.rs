@@ -169,11 +169,11 @@ pub fn run(settings: &Settings, command: Command) -> anyhow::Result<i32> {
         let store = malipo_store_diesel::DieselStore::connect(&settings.database_url, settings.db_pool_size)
             .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
         let n = store.migrate().map_err(|e| anyhow::anyhow!("migrations failed: {e}"))?;
-        crate::platform(settings)?;
+        crate::operator_platform(settings)?;
         println!("migrations applied; {n} pending were run");
         return Ok(0);
     }
-    let (platform, _store) = crate::platform(settings)?;
+    let (platform, _store) = crate::operator_platform(settings)?;
     match command {
         Command::Serve | Command::Migrate => unreachable_serve(),
         Command::Org(OrgCommand::Create { name, kind, country, json }) => {

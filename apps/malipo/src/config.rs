@@ -2,6 +2,7 @@
 //! section 13 names them. Command-line flags of the same names override them.
 
 use clap::Args;
+use malipo_webhooks::RetrySchedule;
 
 /// Everything the server and the operator commands read from the environment.
 #[derive(Debug, Clone, Args)]
@@ -42,4 +43,53 @@ pub struct Settings {
     /// Create a demo merchant on a first start with an empty database.
     #[arg(long, env = "MALIPO_DEMO", default_value_t = true, action = clap::ArgAction::Set, global = true)]
     pub demo: bool,
+    /// Seconds to wait before each webhook attempt: the first (usually 0), then after each failure.
+    #[arg(
+        long,
+        env = "MALIPO_WEBHOOK_RETRY_SCHEDULE",
+        default_value = "0,5,300,1800,7200,18000,36000,50400,72000,86400",
+        value_parser = RetrySchedule::parse,
+        global = true
+    )]
+    pub webhook_retry_schedule: RetrySchedule,
+    /// A webhook delivery succeeds on a 2xx answer within this many milliseconds.
+    #[arg(long, env = "MALIPO_WEBHOOK_TIMEOUT_MS", default_value_t = 15_000, value_parser = clap::value_parser!(u64).range(1..=600_000), global = true)]
+    pub webhook_timeout_ms: u64,
+    /// Let live endpoints use loopback and private addresses (never the default).
+    #[arg(long, env = "MALIPO_WEBHOOK_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set, global = true)]
+    pub webhook_allow_private: bool,
+    /// Base64 of 32 bytes that encrypts endpoint secrets at rest. Every instance of a deployment
+    /// needs the same key. Unset on SQLite: `webhook.key` beside the database file (created once);
+    /// unset on PostgreSQL: the server refuses to start.
+    #[arg(long, env = "MALIPO_WEBHOOK_KEY", hide_env_values = true, global = true)]
+    pub webhook_key: Option<WebhookKey>,
+    /// Webhook sends in flight at once per instance (a receiver that hangs holds one until its timeout).
+    #[arg(long, env = "MALIPO_WEBHOOK_CONCURRENCY", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096), global = true)]
+    pub webhook_concurrency: u32,
+}
+
+impl Settings {
+    /// The webhook send timeout.
+    pub fn webhook_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.webhook_timeout_ms)
+    }
+}
+
+/// `MALIPO_WEBHOOK_KEY` as given (base64 of 32 bytes; checked when the platform is assembled).
+/// Never printed: its `Debug` form is redacted.
+#[derive(Clone, PartialEq, Eq)]
+pub struct WebhookKey(pub String);
+
+impl std::fmt::Debug for WebhookKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WebhookKey(…)")
+    }
+}
+
+impl std::str::FromStr for WebhookKey {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(WebhookKey(s.to_owned()))
+    }
 }

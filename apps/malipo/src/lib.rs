@@ -3,7 +3,9 @@
 
 pub mod cli;
 pub mod config;
+pub mod delivery;
 pub mod demo;
+pub mod webhook_key;
 pub mod worker;
 
 use std::net::TcpListener;
@@ -16,11 +18,12 @@ use malipo_auth::SecretHasher;
 use malipo_core::SystemClock;
 use malipo_countries::Countries;
 use malipo_http::{AppState, RateLimits};
-use malipo_service::{Platform, ServiceConfig};
+use malipo_service::{Platform, ServiceConfig, WebhookConfig};
 use malipo_store_diesel::DieselStore;
+use malipo_webhooks::SecretCipher;
 use tokio::sync::watch;
 
-pub use config::Settings;
+pub use config::{Settings, WebhookKey};
 
 /// Loads the country configuration named by the settings (or the built-in file).
 ///
@@ -33,22 +36,53 @@ pub fn load_countries(settings: &Settings) -> anyhow::Result<Countries> {
     }
 }
 
-/// Connects, migrates, and assembles the platform.
+/// Connects, migrates, and assembles the platform, as the server runs it: with the webhook key
+/// (see [`webhook_key`]), so PostgreSQL without `MALIPO_WEBHOOK_KEY` is refused.
 ///
 /// # Errors
 /// Unreachable database, failed migration, invalid configuration.
 pub fn platform(settings: &Settings) -> anyhow::Result<(Platform, DieselStore)> {
+    let key = webhook_key::source(settings)?;
+    assemble(settings, key)
+}
+
+/// The platform of an operator command (`malipo org create`, …). These never seal or open
+/// webhook endpoint secrets, so on PostgreSQL without `MALIPO_WEBHOOK_KEY` they run with a
+/// throw-away key rather than refuse.
+///
+/// # Errors
+/// As [`platform`].
+pub fn operator_platform(settings: &Settings) -> anyhow::Result<(Platform, DieselStore)> {
+    let key = match webhook_key::source(settings) {
+        Err(webhook_key::KeyError::MissingForPostgres) => webhook_key::KeySource::Ephemeral,
+        other => other?,
+    };
+    assemble(settings, key)
+}
+
+/// The webhook delivery tunables of the settings.
+pub fn webhook_config(settings: &Settings) -> WebhookConfig {
+    WebhookConfig {
+        schedule: settings.webhook_retry_schedule.clone(),
+        timeout: settings.webhook_timeout(),
+        allow_private: settings.webhook_allow_private,
+    }
+}
+
+fn assemble(settings: &Settings, key: webhook_key::KeySource) -> anyhow::Result<(Platform, DieselStore)> {
     let countries = load_countries(settings)?;
     let store = DieselStore::connect(&settings.database_url, settings.db_pool_size)
         .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
     store.migrate().map_err(|e| anyhow::anyhow!("migrations failed: {e}"))?;
+    let cipher: SecretCipher = key.cipher()?;
     let hasher = SecretHasher::new().map_err(|e| anyhow::anyhow!("{e}"))?;
     let config = ServiceConfig {
         charge_ttl_seconds: settings.charge_ttl_seconds,
         sandbox_approval_delay_ms: settings.sandbox_approval_delay_ms,
         ..ServiceConfig::default()
     };
-    let platform = Platform::new(Arc::new(store.clone()), Arc::new(countries), Arc::new(hasher), Arc::new(SystemClock), config);
+    let platform = Platform::new(Arc::new(store.clone()), Arc::new(countries), Arc::new(hasher), Arc::new(SystemClock), config)
+        .with_webhooks(Arc::new(malipo_http::JsonEvents), cipher, webhook_config(settings));
     platform.ensure_system_accounts().map_err(|e| anyhow::anyhow!("cannot create system accounts: {e}"))?;
     Ok((platform, store))
 }
@@ -92,7 +126,8 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     let server = server.run();
     let handle = server.handle();
     let (stop_tx, stop_rx) = watch::channel(false);
-    let workers = worker::spawn(platform.clone(), settings.workers, stop_rx);
+    let mut workers = worker::spawn(platform.clone(), settings.workers, stop_rx.clone());
+    workers.push(delivery::spawn(platform.clone(), settings.webhook_concurrency as usize, stop_rx));
     let done = tokio::spawn(async move {
         server.await?;
         tracing::info!("HTTP server stopped; stopping workers");

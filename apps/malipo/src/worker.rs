@@ -1,5 +1,6 @@
-//! Background work: claiming due charges (sandbox decisions, completion, expiry) and purging old
-//! idempotency keys. All state is in the database; any number of instances may run these.
+//! Background work: claiming due charges (sandbox decisions, completion, expiry), purging old
+//! idempotency keys and events past their retention. All state is in the database; any number of
+//! instances may run these. Webhook sending is in [`crate::delivery`].
 
 use std::time::Duration;
 
@@ -62,6 +63,12 @@ async fn housekeeping(platform: Platform, mut stop: watch::Receiver<bool>) {
         match purged {
             Ok(Ok(n)) if n > 0 => tracing::info!(purged = n, "purged expired idempotency keys"),
             Ok(Err(e)) => tracing::warn!(error = %e, "purging idempotency keys failed"),
+            _ => {}
+        }
+        let p = platform.clone();
+        match tokio::task::spawn_blocking(move || p.purge_events()).await {
+            Ok(Ok(n)) if n > 0 => tracing::info!(purged = n, "purged events past their retention"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "purging old events failed"),
             _ => {}
         }
         tokio::select! {

@@ -3,7 +3,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::problem::ApiError;
-use crate::routes::{balance, charges, oauth, ops, sandbox};
+use crate::routes::{balance, charges, oauth, ops, sandbox, webhooks};
 
 async fn not_found() -> Result<HttpResponse, ApiError> {
     Err(ApiError::NotFound)
@@ -42,6 +42,20 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .service(resource("/accounts").route(web::get().to(balance::accounts)))
                 .service(resource("/sandbox/charges/{charge_ref}/simulate").route(web::post().to(sandbox::simulate)))
                 .service(resource("/sandbox/wallets").route(web::post().to(sandbox::wallets)))
+                .service(
+                    resource("/webhooks/endpoints")
+                        .route(web::post().to(webhooks::create_endpoint))
+                        .route(web::get().to(webhooks::list_endpoints)),
+                )
+                .service(
+                    resource("/webhooks/endpoints/{endpoint_id}")
+                        .route(web::get().to(webhooks::get_endpoint))
+                        .route(web::delete().to(webhooks::delete_endpoint)),
+                )
+                .service(resource("/webhooks/endpoints/{endpoint_id}/rotate-secret").route(web::post().to(webhooks::rotate_secret)))
+                .service(resource("/events").route(web::get().to(webhooks::list_events)))
+                .service(resource("/events/{event_id}").route(web::get().to(webhooks::get_event)))
+                .service(resource("/events/{event_id}/redeliver").route(web::post().to(webhooks::redeliver)))
                 .default_service(web::to(not_found)),
         )
         .default_service(web::to(not_found));

@@ -8,11 +8,13 @@ pub mod extract;
 pub mod metrics;
 pub mod openapi;
 pub mod problem;
+pub mod render;
 pub mod request_id;
 pub mod routes;
 pub mod state;
 
 pub use app::configure;
 pub use metrics::{metrics, ChargeMetrics};
+pub use render::JsonEvents;
 pub use request_id::request_id_mw;
 pub use state::{AppState, RateLimits};

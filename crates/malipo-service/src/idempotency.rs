@@ -50,14 +50,22 @@ impl Platform {
         write(self.store(), |tx| {
             if !std::mem::take(&mut first_attempt) {
                 if let Some(existing) = tx.idempotency_record(&idem.scope, &idem.key)? {
-                    return match existing.decide(&idem.fingerprint) {
-                        Decision::Replay(response) => Ok(IdemOutcome { response, replayed: true }),
-                        Decision::Reused => Err(ServiceError::IdempotencyReused),
-                        Decision::InProgress => Err(ServiceError::IdempotencyInProgress),
-                    };
+                    return decide(&existing, &idem.fingerprint);
                 }
             }
-            let value = effect(tx)?;
+            let value = match effect(tx) {
+                Ok(v) => v,
+                // A repeat whose effect would now be refused (the charge has moved on, the
+                // endpoint is deleted) still answers as the first request did. Store errors are
+                // excluded: they may have aborted the transaction.
+                Err(e) if !matches!(e, ServiceError::Store(_)) => {
+                    return match tx.idempotency_record(&idem.scope, &idem.key)? {
+                        Some(existing) => decide(&existing, &idem.fingerprint),
+                        None => Err(e),
+                    };
+                }
+                Err(e) => return Err(e),
+            };
             let response = render(&value);
             let record = IdempotencyRecord { fingerprint: idem.fingerprint.clone(), response: Some(response.clone()), created_at: now };
             if tx.insert_key(&idem.scope, &idem.key, &record)? {
@@ -67,5 +75,14 @@ impl Platform {
                 Err(StoreError::Retry.into())
             }
         })
+    }
+}
+
+/// The answer to a request that found its key already stored.
+fn decide(existing: &IdempotencyRecord, fingerprint: &Fingerprint) -> Result<IdemOutcome, ServiceError> {
+    match existing.decide(fingerprint) {
+        Decision::Replay(response) => Ok(IdemOutcome { response, replayed: true }),
+        Decision::Reused => Err(ServiceError::IdempotencyReused),
+        Decision::InProgress => Err(ServiceError::IdempotencyInProgress),
     }
 }

@@ -11,6 +11,7 @@ pub mod ports;
 pub mod processing;
 pub mod sandbox;
 pub mod wallet;
+pub mod webhooks;
 
 pub use access::{IssuedCredential, IssuedToken};
 pub use balances::Balance;
@@ -21,3 +22,6 @@ pub use platform::{NoObserver, Observer, Platform, ServiceConfig};
 pub use ports::{query, read, write, AccountKey, Store, StoreError, TokenRecord, Tx};
 pub use sandbox::{SimulateAction, WalletView};
 pub use wallet::{Wallet, WalletState};
+pub use webhooks::{
+    charge_event_kind, DeliveryJob, EndpointWithSecret, EventDetail, EventRenderer, NoRenderer, Redelivery, SendOutcome, WebhookConfig,
+};

@@ -12,6 +12,8 @@ use malipo_ledger::AccountKind;
 
 use crate::error::ServiceError;
 use crate::ports::{AccountKey, Store, Tx};
+use crate::webhooks::{EventRenderer, NoRenderer, WebhookConfig};
+use malipo_webhooks::SecretCipher;
 
 /// Tunables of the use cases.
 #[derive(Clone, Debug)]
@@ -60,6 +62,12 @@ pub struct Platform {
     pub config: ServiceConfig,
     /// Metrics hook.
     pub observer: Arc<dyn Observer>,
+    /// The wire forms of events (the HTTP adapter's JSON).
+    pub renderer: Arc<dyn EventRenderer>,
+    /// Seals endpoint secrets at rest.
+    pub cipher: Arc<SecretCipher>,
+    /// Webhook delivery tunables.
+    pub webhooks: WebhookConfig,
     account_ids: Arc<AccountIds>,
 }
 
@@ -72,13 +80,33 @@ impl Platform {
         clock: Arc<dyn Clock>,
         config: ServiceConfig,
     ) -> Self {
-        Platform { store, countries, hasher, clock, config, observer: Arc::new(NoObserver), account_ids: Arc::default() }
+        Platform {
+            store,
+            countries,
+            hasher,
+            clock,
+            config,
+            observer: Arc::new(NoObserver),
+            renderer: Arc::new(NoRenderer),
+            cipher: Arc::new(SecretCipher::ephemeral()),
+            webhooks: WebhookConfig::default(),
+            account_ids: Arc::default(),
+        }
     }
 
     /// With a metrics hook.
     #[must_use]
     pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
         self.observer = observer;
+        self
+    }
+
+    /// With the event renderer, the secret cipher and the delivery tunables.
+    #[must_use]
+    pub fn with_webhooks(mut self, renderer: Arc<dyn EventRenderer>, cipher: SecretCipher, webhooks: WebhookConfig) -> Self {
+        self.renderer = renderer;
+        self.cipher = Arc::new(cipher);
+        self.webhooks = webhooks;
         self
     }
 

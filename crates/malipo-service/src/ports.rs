@@ -7,9 +7,10 @@
 
 use malipo_auth::{AccessToken, Credential, Organisation};
 use malipo_charges::{Charge, ChargeFilter};
-use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
+use malipo_core::{AccountId, ChargeRef, Currency, EndpointId, EventId, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
 use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
 use malipo_ledger::{Account, AccountKind, Journal, LedgerError, LedgerSnapshot};
+use malipo_webhooks::{Attempt, Delivery, Endpoint, Event};
 
 use crate::error::ServiceError;
 use crate::wallet::Wallet;
@@ -262,6 +263,101 @@ pub trait Tx {
     /// # Errors
     /// Storage failures.
     fn insert_key(&mut self, scope: &KeyScope, key: &IdempotencyKey, record: &IdempotencyRecord) -> Result<bool, StoreError>;
+    // ----- webhooks: endpoints, the event outbox, deliveries -----
+
+    /// Inserts an endpoint.
+    ///
+    /// # Errors
+    /// [`StoreError::Duplicate`] if the id exists.
+    fn insert_endpoint(&mut self, endpoint: &Endpoint) -> Result<(), StoreError>;
+    /// An endpoint by id, deleted ones included (the caller checks ownership and deletion).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn endpoint(&mut self, id: &EndpointId) -> Result<Option<Endpoint>, StoreError>;
+    /// An organisation's endpoints in a mode that are not deleted, oldest first.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn list_endpoints(&mut self, org_id: &OrgId, mode: Mode) -> Result<Vec<Endpoint>, StoreError>;
+    /// Overwrites an endpoint's mutable fields (url, description, events, enabled, secret,
+    /// previous_secret, disabled_reason, failing_since, deleted_at, updated_at).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn update_endpoint(&mut self, endpoint: &Endpoint) -> Result<(), StoreError>;
+    /// Inserts an event.
+    ///
+    /// # Errors
+    /// [`StoreError::Duplicate`] if the id exists.
+    fn insert_event(&mut self, event: &Event) -> Result<(), StoreError>;
+    /// An event of an organisation in a mode.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn event(&mut self, org_id: &OrgId, mode: Mode, id: &EventId) -> Result<Option<Event>, StoreError>;
+    /// An organisation's events in a mode, oldest first (by id, which is time-ordered), with ids
+    /// strictly above `after` when given, of one kind when given, at most `limit`.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn list_events(
+        &mut self,
+        org_id: &OrgId,
+        mode: Mode,
+        kind: Option<&str>,
+        after: Option<&EventId>,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError>;
+    /// Inserts a delivery.
+    ///
+    /// # Errors
+    /// [`StoreError::Duplicate`] if the id exists.
+    fn insert_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError>;
+    /// A delivery by id, locked for update until the transaction ends.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn lock_delivery(&mut self, id: &str) -> Result<Option<Delivery>, StoreError>;
+    /// Overwrites a delivery's mutable fields (state, attempts, next_attempt_at, updated_at).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn update_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError>;
+    /// Claims up to `limit` pending deliveries whose `next_attempt_at <= now`, oldest due first,
+    /// by setting `next_attempt_at` to `lease_until`, and returns their ids. Concurrent callers
+    /// never claim the same delivery (PostgreSQL: `FOR UPDATE SKIP LOCKED`).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn claim_due_deliveries(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<String>, StoreError>;
+    /// The deliveries of an event, oldest first.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn deliveries_of_event(&mut self, event_id: &EventId) -> Result<Vec<Delivery>, StoreError>;
+    /// The pending deliveries to an endpoint.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn pending_deliveries_of_endpoint(&mut self, endpoint_id: &EndpointId) -> Result<Vec<Delivery>, StoreError>;
+    /// Appends an attempt.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn insert_attempt(&mut self, attempt: &Attempt) -> Result<(), StoreError>;
+    /// The attempts of an event, oldest first.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn attempts_of_event(&mut self, event_id: &EventId) -> Result<Vec<Attempt>, StoreError>;
+    /// Deletes events created before `before` with their deliveries and attempts; returns how
+    /// many events.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn purge_events(&mut self, before: Timestamp) -> Result<u64, StoreError>;
+
     /// Deletes keys created before `before`; returns how many.
     ///
     /// # Errors

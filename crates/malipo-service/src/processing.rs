@@ -117,6 +117,7 @@ impl Platform {
     ) -> Result<(), ServiceError> {
         charge.apply(event, now).map_err(|e| ServiceError::InvalidState(format!("the charge is {}; {e}", charge.state)))?;
         tx.update_charge(charge)?;
+        self.emit_charge(tx, charge, now)?;
         entered.push(charge.state);
         Ok(())
     }

@@ -10,10 +10,11 @@ use std::fmt::Debug;
 
 use malipo_auth::{AccessToken, Credential, OrgKind, Organisation, TOKEN_LIFETIME_SECONDS};
 use malipo_charges::{Charge, ChargeState, FailureReason};
-use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, Timestamp};
+use malipo_core::{AccountId, ChargeRef, Currency, EndpointId, EventId, MinorUnit, Mode, Msisdn, Timestamp};
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
 use malipo_ledger::{chain_hash, verify, Account, AccountKind, Journal, JournalKind, JournalLine, GENESIS_HASH};
 use malipo_service::{read, write, ServiceError, Store, Tx, Wallet, WalletState};
+use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event, EventFilter, Summary};
 
 /// The contract's fixed "now": 2026-01-01T00:00:00Z.
 pub const T0: Timestamp = Timestamp::from_micros(1_767_225_600_000_000);
@@ -204,6 +205,89 @@ pub fn key_record(body: &str, t: Timestamp) -> malipo_idempotency::IdempotencyRe
     }
 }
 
+/// An enabled webhook endpoint of `org` in `mode` receiving every event, registered at
+/// `created_at`, with a sealed secret of arbitrary bytes and no previous secret.
+pub fn endpoint(org: &Organisation, mode: Mode, created_at: Timestamp) -> Endpoint {
+    Endpoint {
+        id: EndpointId::new(),
+        org_id: org.id.clone(),
+        mode,
+        url: "https://hooks.example.com/malipo".to_owned(),
+        description: Some("Orders".to_owned()),
+        events: EventFilter::All,
+        enabled: true,
+        secret: b"sealed\x00\x01\xfe\xff secret ".to_vec(),
+        previous_secret: None,
+        disabled_reason: None,
+        failing_since: None,
+        deleted_at: None,
+        created_at,
+        updated_at: created_at,
+    }
+}
+
+/// An event of `kind` about a new charge of `org` in `mode`, created at `created_at`, with a
+/// JSON `data` and a full summary.
+pub fn event(org: &Organisation, mode: Mode, kind: &str, created_at: Timestamp) -> Event {
+    let object_id = ChargeRef::new().into_string();
+    Event {
+        id: EventId::new(),
+        org_id: org.id.clone(),
+        mode,
+        kind: kind.to_owned(),
+        data: format!("{{\"id\":\"{object_id}\",\"amount\":\"250.00\",\"currency\":\"KES\",\"state\":\"completed\"}}").into_bytes(),
+        object_id,
+        summary: Summary {
+            amount: Some("250.00".to_owned()),
+            currency: Some("KES".to_owned()),
+            state: Some("completed".to_owned()),
+            reference: Some("ORDER-1".to_owned()),
+        },
+        created_at,
+    }
+}
+
+/// A new delivery id: `dlv_` and a UUIDv7, so time-ordered like the service's.
+pub fn delivery_id() -> String {
+    let charge = ChargeRef::new();
+    format!("dlv_{}", charge.as_str().trim_start_matches(ChargeRef::PREFIX))
+}
+
+/// A pending delivery of `event` to `endpoint` without attempts, created with the event, due at
+/// `due`.
+pub fn delivery(event: &Event, endpoint: &Endpoint, due: Timestamp) -> Delivery {
+    Delivery {
+        id: delivery_id(),
+        event_id: event.id.clone(),
+        endpoint_id: endpoint.id.clone(),
+        state: DeliveryState::Pending,
+        attempts: 0,
+        next_attempt_at: Some(due),
+        created_at: event.created_at,
+        updated_at: event.created_at,
+    }
+}
+
+/// `delivery` settled (succeeded or failed) at `when` after `attempts` attempts: no next attempt.
+pub fn settled(delivery: Delivery, state: DeliveryState, attempts: u32, when: Timestamp) -> Delivery {
+    assert_ne!(state, DeliveryState::Pending, "a settled delivery is not pending");
+    Delivery { state, attempts, next_attempt_at: None, updated_at: when, ..delivery }
+}
+
+/// An attempt of `delivery` at `attempted_at` taking `latency_ms`: answered with `status`,
+/// and/or failed with `error`.
+pub fn attempt(delivery: &Delivery, attempted_at: Timestamp, status: Option<u16>, error: Option<&str>, latency_ms: u32) -> Attempt {
+    Attempt {
+        delivery_id: delivery.id.clone(),
+        event_id: delivery.event_id.clone(),
+        endpoint_id: delivery.endpoint_id.clone(),
+        attempted_at,
+        status,
+        latency_ms,
+        error: error.map(str::to_owned),
+    }
+}
+
 // ----- running transactions -----
 
 /// Runs `f` as a write transaction; panics when it fails.
@@ -329,6 +413,34 @@ pub fn insert_charge(store: &dyn Store, charge: Charge) -> Charge {
 pub fn post(store: &dyn Store, journal: Journal) -> Journal {
     commit(store, |tx| Ok(tx.post_journal(&journal)?));
     journal
+}
+
+/// Inserts `endpoint` and returns it.
+#[track_caller]
+pub fn insert_endpoint(store: &dyn Store, endpoint: Endpoint) -> Endpoint {
+    commit(store, |tx| Ok(tx.insert_endpoint(&endpoint)?));
+    endpoint
+}
+
+/// Inserts `event` and returns it.
+#[track_caller]
+pub fn insert_event(store: &dyn Store, event: Event) -> Event {
+    commit(store, |tx| Ok(tx.insert_event(&event)?));
+    event
+}
+
+/// Inserts `delivery` and returns it.
+#[track_caller]
+pub fn insert_delivery(store: &dyn Store, delivery: Delivery) -> Delivery {
+    commit(store, |tx| Ok(tx.insert_delivery(&delivery)?));
+    delivery
+}
+
+/// Appends `attempt` and returns it.
+#[track_caller]
+pub fn insert_attempt(store: &dyn Store, attempt: Attempt) -> Attempt {
+    commit(store, |tx| Ok(tx.insert_attempt(&attempt)?));
+    attempt
 }
 
 // ----- reading back -----

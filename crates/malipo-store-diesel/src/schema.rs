@@ -1,5 +1,5 @@
 //! The tables, written by hand to match both migrations
-//! (`migrations/{postgres,sqlite}/2026-11-22-000001_core/up.sql`). Ids are `Text`, timestamps
+//! (`migrations/{postgres,sqlite}/2026-11-22-000001_core/up.sql` and `…-000002_webhooks/up.sql`). Ids are `Text`, timestamps
 //! `BigInt` microseconds, money `BigInt` minor units.
 
 #![allow(missing_docs, unreachable_pub)]
@@ -145,9 +145,74 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    webhook_endpoints (id) {
+        id -> Text,
+        org_id -> Text,
+        mode -> Text,
+        url -> Text,
+        description -> Nullable<Text>,
+        events -> Text,
+        enabled -> Bool,
+        secret -> Binary,
+        previous_secret -> Nullable<Binary>,
+        previous_secret_expires_at -> Nullable<BigInt>,
+        disabled_reason -> Nullable<Text>,
+        failing_since -> Nullable<BigInt>,
+        deleted_at -> Nullable<BigInt>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    events (id) {
+        id -> Text,
+        org_id -> Text,
+        mode -> Text,
+        kind -> Text,
+        object_id -> Text,
+        data -> Binary,
+        amount -> Nullable<Text>,
+        currency -> Nullable<Text>,
+        state -> Nullable<Text>,
+        reference -> Nullable<Text>,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    deliveries (id) {
+        id -> Text,
+        event_id -> Text,
+        endpoint_id -> Text,
+        state -> Text,
+        attempts -> Integer,
+        next_attempt_at -> Nullable<BigInt>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    delivery_attempts (id) {
+        id -> BigInt,
+        delivery_id -> Text,
+        event_id -> Text,
+        endpoint_id -> Text,
+        attempted_at -> BigInt,
+        status -> Nullable<Integer>,
+        latency_ms -> Integer,
+        error -> Nullable<Text>,
+    }
+}
+
 diesel::joinable!(credentials -> organisations (org_id));
 diesel::joinable!(access_tokens -> credentials (client_id));
 diesel::joinable!(postings -> journals (journal_id));
+diesel::joinable!(deliveries -> events (event_id));
+diesel::joinable!(deliveries -> webhook_endpoints (endpoint_id));
+diesel::joinable!(delivery_attempts -> deliveries (delivery_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     organisations,
@@ -160,4 +225,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     wallets,
     charges,
     idempotency_keys,
+    webhook_endpoints,
+    events,
+    deliveries,
+    delivery_attempts,
 );

@@ -1,6 +1,7 @@
 //! Tests of the database layer itself, on both backends: the schema refuses wrong states written
-//! by hand (append-only ledger, balance and charge constraints), concurrent claims never
-//! overlap, transient conflicts are retried, and connecting picks the backend by URL scheme.
+//! by hand (append-only ledger and events, balance, charge and delivery constraints), concurrent
+//! claims never overlap, transient conflicts are retried, and connecting picks the backend by URL
+//! scheme.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -16,6 +17,7 @@ use malipo_ledger::{verify, Account, AccountKind, Journal, JournalKind, JournalL
 use malipo_service::{read, write, ServiceError, Store, StoreError, Tx};
 use malipo_store_diesel::testing::TestDatabase;
 use malipo_store_diesel::{Backend, DieselStore};
+use malipo_webhooks::{Delivery, Endpoint, Event};
 
 const T0: Timestamp = Timestamp::from_micros(1_767_225_600_000_000);
 
@@ -234,6 +236,102 @@ fn concurrent_claims_never_overlap(db: &TestDatabase) {
     assert_eq!(commit(db, |tx| Ok(tx.claim_due_charges(at(1_000), at(10_000), 10)?)), vec![], "leased until later");
 }
 
+/// An endpoint of the fixture's organisation and an event with `deliveries` pending deliveries
+/// to it, due one second apart from `at(0)`.
+fn webhook_fixture(db: &TestDatabase, f: &Fixture, deliveries: i64) -> (Endpoint, Event, Vec<Delivery>) {
+    use malipo_store_contract::fixtures::{delivery, endpoint, event};
+    let ep = endpoint(&f.org, Mode::Test, at(0));
+    let ev = event(&f.org, Mode::Test, "charge.completed", at(0));
+    let due: Vec<Delivery> = (0..deliveries).map(|i| delivery(&ev, &ep, at(i))).collect();
+    commit(db, |tx| {
+        tx.insert_endpoint(&ep)?;
+        tx.insert_event(&ev)?;
+        for d in &due {
+            tx.insert_delivery(d)?;
+        }
+        Ok(())
+    });
+    (ep, ev, due)
+}
+
+/// Events are append-only (UPDATE is refused by a trigger; DELETE, which only the purge does,
+/// is allowed for an event without deliveries), and deliveries and attempts are checked.
+fn events_are_append_only_and_deliveries_checked(db: &TestDatabase) {
+    let f = fixture(db);
+    let (ep, ev, due) = webhook_fixture(db, &f, 1);
+    let id = ev.id.as_str();
+    refused(db, &format!("UPDATE events SET kind = 'charge.failed' WHERE id = '{id}'"));
+    refused(db, "UPDATE events SET created_at = created_at + 1");
+    refused(db, &format!("DELETE FROM events WHERE id = '{id}'"));
+    assert_eq!(read(db, |tx| Ok(tx.event(&f.org.id, Mode::Test, &ev.id)?)).unwrap(), Some(ev.clone()), "unchanged");
+
+    let d = due[0].id.as_str();
+    refused(db, &format!("UPDATE deliveries SET state = 'succeeded' WHERE id = '{d}'"));
+    refused(db, &format!("UPDATE deliveries SET next_attempt_at = NULL WHERE id = '{d}'"));
+    refused(db, &format!("UPDATE deliveries SET state = 'done', next_attempt_at = NULL WHERE id = '{d}'"));
+    refused(db, &format!("UPDATE deliveries SET attempts = -1 WHERE id = '{d}'"));
+    refused(db, &format!("UPDATE webhook_endpoints SET previous_secret_expires_at = 1 WHERE id = '{}'", ep.id));
+    refused(db, &format!("UPDATE webhook_endpoints SET mode = 'prod' WHERE id = '{}'", ep.id));
+    refused(
+        db,
+        &format!(
+            "INSERT INTO delivery_attempts (delivery_id, event_id, endpoint_id, attempted_at, status, latency_ms, error) \
+             VALUES ('{d}', '{id}', '{}', 0, 200, -1, NULL)",
+            ep.id
+        ),
+    );
+    assert_eq!(
+        db.store.raw_execute(&format!("UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL WHERE id = '{d}'")),
+        Ok(1),
+        "a settled delivery without a next attempt is fine"
+    );
+
+    let bare = malipo_store_contract::fixtures::event(&f.org, Mode::Test, "charge.failed", at(1));
+    commit(db, |tx| Ok(tx.insert_event(&bare)?));
+    assert_eq!(db.store.raw_execute(&format!("DELETE FROM events WHERE id = '{}'", bare.id)), Ok(1), "events may be deleted");
+}
+
+/// Two workers claiming due deliveries at once never claim the same one, and together claim all.
+fn concurrent_delivery_claims_never_overlap(db: &TestDatabase) {
+    let f = fixture(db);
+    let (_, _, due) = webhook_fixture(db, &f, 200);
+    let start = Arc::new(Barrier::new(2));
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let store = db.store.clone();
+            let start = Arc::clone(&start);
+            std::thread::spawn(move || {
+                start.wait();
+                let mut mine = Vec::new();
+                loop {
+                    let batch = write(&store, |tx| {
+                        let ids = tx.claim_due_deliveries(at(1_000), at(10_000), 7)?;
+                        // Hold the row locks a moment so that the other worker runs into them.
+                        std::thread::sleep(Duration::from_millis(1));
+                        Ok(ids)
+                    })
+                    .unwrap();
+                    if batch.is_empty() {
+                        return mine;
+                    }
+                    mine.extend(batch);
+                }
+            })
+        })
+        .collect();
+    let claimed: Vec<Vec<String>> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    let all: Vec<&String> = claimed.iter().flatten().collect();
+    let unique: HashSet<&String> = all.iter().copied().collect();
+    assert_eq!(all.len(), unique.len(), "a delivery was claimed twice");
+    assert_eq!(unique, due.iter().map(|d| &d.id).collect::<HashSet<_>>(), "every due delivery was claimed");
+    if db.store.backend() == Backend::Postgres {
+        // SQLite's write lock is not fair: one worker may take every batch there.
+        let counts: Vec<usize> = claimed.iter().map(Vec::len).collect();
+        assert!(counts.iter().all(|&n| n > 0), "both workers claimed some: {counts:?}");
+    }
+    assert_eq!(commit(db, |tx| Ok(tx.claim_due_deliveries(at(1_000), at(10_000), 10)?)), Vec::<String>::new(), "leased until later");
+}
+
 /// 48 transactions claim the same idempotency key at once: exactly one gets it.
 fn racing_claims_of_one_key_yield_one_winner(db: &TestDatabase) {
     let f = fixture(db);
@@ -420,6 +518,8 @@ on_both_backends!(
     charges_are_checked_by_the_database,
     store_errors_leave_the_transaction_usable,
     concurrent_claims_never_overlap,
+    events_are_append_only_and_deliveries_checked,
+    concurrent_delivery_claims_never_overlap,
     racing_claims_of_one_key_yield_one_winner,
     conflicting_transactions_are_retried,
     concurrent_postings_keep_the_ledger_sound,
@@ -476,11 +576,11 @@ fn the_url_scheme_picks_the_backend() {
     assert_eq!((store.backend(), store.backend().as_str()), (Backend::Sqlite, "sqlite"));
     assert!(path.exists(), "parent directories are created");
     assert!(matches!(store.ready(), Err(StoreError::Unavailable(_))), "not ready before the migrations ran");
-    assert_eq!(store.migrate(), Ok(1));
+    assert_eq!(store.migrate(), Ok(2));
     assert_eq!(store.ready(), Ok(()));
 
     let memory = DieselStore::connect("sqlite://:memory:", None).unwrap();
-    assert_eq!(memory.migrate(), Ok(1));
+    assert_eq!(memory.migrate(), Ok(2));
     assert_eq!(memory.ready(), Ok(()), "one connection, so one database");
 }
 

@@ -2,9 +2,11 @@
 //! service tests. It enforces what the SQL adapters' schema enforces: unique keys
 //! ([`StoreError::Duplicate`]); the foreign keys (credential → organisation, token →
 //! credential, account → organisation, wallet → account, charge → organisation and merchant
-//! account) and check constraints (accounts' holds; charges' amounts and the fields tied to
-//! their state) as [`StoreError::Other`]; the ledger's balance rules, through `malipo_ledger`'s
-//! own functions; and the audit chain of each ledger (mode + currency).
+//! account, webhook endpoint and event → organisation, delivery → event and endpoint, attempt →
+//! delivery) and check constraints (accounts' holds; charges' amounts and the fields tied to
+//! their state; a delivery's next attempt exactly while pending) as [`StoreError::Other`]; the
+//! ledger's balance rules, through `malipo_ledger`'s own functions; and the audit chain of each
+//! ledger (mode + currency).
 //!
 //! Transactions serialise: [`Store::run`] locks the whole store for the closure, runs it on a
 //! copy of the tables and swaps the copy in only when the closure returns `Ok`, so a failed

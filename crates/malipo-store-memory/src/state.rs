@@ -4,10 +4,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use malipo_auth::{AccessToken, Credential, Organisation};
 use malipo_charges::Charge;
-use malipo_core::{AccountId, ChargeRef, Currency, Mode, Msisdn, OrgId, TransactionId};
+use malipo_core::{AccountId, ChargeRef, Currency, EndpointId, EventId, Mode, Msisdn, OrgId, TransactionId};
 use malipo_idempotency::IdempotencyRecord;
 use malipo_ledger::{Account, AccountKind, ChainedJournal, Posting};
 use malipo_service::Wallet;
+use malipo_webhooks::{Attempt, Delivery, Endpoint, Event};
 
 /// The last journal of one ledger (mode + currency): where its audit chain continues.
 #[derive(Clone, Debug)]
@@ -52,4 +53,12 @@ pub(crate) struct State {
     pub(crate) charges: BTreeMap<ChargeRef, Charge>,
     /// Idempotency records.
     pub(crate) keys: BTreeMap<IdemKey, IdempotencyRecord>,
+    /// Webhook endpoints by id (deleted ones too).
+    pub(crate) endpoints: BTreeMap<EndpointId, Endpoint>,
+    /// The event outbox, by id.
+    pub(crate) events: BTreeMap<EventId, Event>,
+    /// Deliveries by id.
+    pub(crate) deliveries: BTreeMap<String, Delivery>,
+    /// Every delivery attempt, in insertion order (the SQL tables' serial id).
+    pub(crate) attempts: Vec<Attempt>,
 }

@@ -402,6 +402,10 @@ impl Server {
     fn start(dir: &Path, url: Option<&str>) -> Server {
         let mut cmd = command(dir, url, &["serve"]);
         cmd.env("MALIPO_BIND", "127.0.0.1:0").env("MALIPO_DEMO", "true").env("MALIPO_SANDBOX_APPROVAL_DELAY_MS", "100");
+        if url.is_some_and(|u| u.starts_with("postgres")) {
+            // Several instances share one PostgreSQL, so the server requires the shared key.
+            cmd.env("MALIPO_WEBHOOK_KEY", crate::harness::TEST_WEBHOOK_KEY);
+        }
         let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();

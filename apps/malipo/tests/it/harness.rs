@@ -76,8 +76,18 @@ pub fn settings(url: &str, o: &Options) -> Settings {
         workers: 2,
         http_workers: Some(2),
         demo: false,
+        webhook_retry_schedule: malipo_webhooks::RetrySchedule::default(),
+        webhook_timeout_ms: 15_000,
+        webhook_allow_private: false,
+        // PostgreSQL needs a key (instances share it); SQLite keeps one beside its database file.
+        webhook_key: url.starts_with("postgres").then(|| malipo::WebhookKey(TEST_WEBHOOK_KEY.to_owned())),
+        webhook_concurrency: 64,
     }
 }
+
+/// The webhook key of test servers on PostgreSQL (base64 of 32 bytes; the same for every
+/// instance and restart of a test, as a deployment's would be).
+pub const TEST_WEBHOOK_KEY: &str = "bWFsaXBvLXRlc3Qtd2ViaG9vay1rZXktMzItYnl0ZXM=";
 
 impl TestApp {
     pub async fn spawn(db: Db) -> TestApp {

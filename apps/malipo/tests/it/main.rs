@@ -13,3 +13,5 @@ mod isolation;
 mod lifecycle;
 mod ops;
 mod sandbox;
+mod webhooks_api;
+mod webhooks_delivery;

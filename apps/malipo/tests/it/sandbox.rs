@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use crate::harness::{field_problem, msisdn, problem_strict, Answer, Db, Options, TestApp};
 
 crate::on_both!(
+    simulate_repeated_after_the_charge_moved_on_replays,
     magic_numbers_fail_or_decline_with_their_reason,
     number_ending_1002_expires_after_the_ttl,
     number_ending_1004_locks_the_wallet_then_fails_wallet_locked,
@@ -388,4 +389,24 @@ async fn sandbox_wallet_validates_its_fields(db: Db) {
     field_problem(app.sandbox_wallet(&token, &json!({"msisdn": "254711110004", "pin": "1234"})).await, "pin", "unknown_field").await;
     field_problem(app.sandbox_wallet(&token, &json!({})).await, "msisdn", "missing_field").await;
     problem_strict(app.sandbox_wallet(&token, &json!({"msisdn": "254711110004", "kyc_tier": "one"})).await, 400, "invalid_request").await;
+}
+
+/// A retry of a simulate call whose first answer was lost replays that answer, even though the
+/// charge has moved on and a new request would be refused with 409.
+async fn simulate_repeated_after_the_charge_moved_on_replays(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let (_, token) = app.merchant_token().await;
+    let charge = app.charge(&token, &msisdn("1009"), "100").await;
+    let path = format!("/sandbox/charges/{}/simulate", charge["charge_ref"].as_str().unwrap());
+    let body = serde_json::json!({"action": "approve"});
+    let first = app.post(&token, &path, &body, Some("sim-once")).await;
+    assert_eq!(first.status(), 200);
+    let first = first.bytes().await.unwrap();
+    let again = app.post(&token, &path, &body, Some("sim-once")).await;
+    assert_eq!(again.status(), 200, "a replay, not 409 invalid_state");
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    assert_eq!(again.bytes().await.unwrap(), first);
+    let fresh = app.post(&token, &path, &body, Some("sim-twice")).await;
+    assert_eq!(fresh.status(), 409, "a new key on a completed charge is refused");
+    app.stop().await;
 }

@@ -5,6 +5,7 @@ pub mod charges;
 pub mod oauth;
 pub mod ops;
 pub mod sandbox;
+pub mod webhooks;
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};

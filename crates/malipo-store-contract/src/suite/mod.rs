@@ -7,6 +7,7 @@ pub(crate) mod idempotency;
 pub(crate) mod ledger;
 pub(crate) mod transactions;
 pub(crate) mod wallets;
+pub(crate) mod webhooks;
 
 use malipo_ledger::LedgerError;
 use malipo_service::{ServiceError, StoreError};

@@ -16,6 +16,8 @@ pub fn fresh_store_is_ready_and_empty(store: &dyn Store) {
     assert_eq!(query(store, |tx| Ok(tx.org_by_name("Duka")?)), None);
     assert_eq!(commit(store, |tx| Ok(tx.claim_due_charges(at(1_000_000), at(1_000_060), 100)?)), vec![]);
     assert_eq!(commit(store, |tx| Ok(tx.purge_keys(at(1_000_000))?)), 0);
+    assert_eq!(commit(store, |tx| Ok(tx.claim_due_deliveries(at(1_000_000), at(1_000_060), 100)?)), Vec::<String>::new());
+    assert_eq!(commit(store, |tx| Ok(tx.purge_events(at(1_000_000))?)), 0);
 }
 
 /// A closure that returns `Err` after writing through every kind of write method leaves the

@@ -1,0 +1,156 @@
+//! The wire forms of events: the `data` of a charge event, and the body of each delivery
+//! (contract section 12).
+
+use malipo_charges::Charge;
+use malipo_service::EventRenderer;
+use malipo_webhooks::{Event, Summary};
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::dto::ChargeDto;
+
+/// Renders events as the API's JSON.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct JsonEvents;
+
+/// A `charge.*` delivery: the seed's fields at the top level, then the envelope.
+#[derive(Serialize)]
+struct ChargeEnvelope<'a> {
+    id: &'a str,
+    event: &'a str,
+    created_at: String,
+    mode: &'a str,
+    timestamp: i64,
+    charge_ref: &'a str,
+    amount: Option<&'a RawValue>,
+    currency: Option<&'a str>,
+    state: Option<&'a str>,
+    reference: Option<&'a str>,
+    data: &'a RawValue,
+    signature: &'a str,
+}
+
+/// Any other delivery.
+#[derive(Serialize)]
+struct Envelope<'a> {
+    id: &'a str,
+    event: &'a str,
+    created_at: String,
+    mode: &'a str,
+    timestamp: i64,
+    data: &'a RawValue,
+    signature: &'a str,
+}
+
+fn raw(bytes: &[u8]) -> Box<RawValue> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| RawValue::from_string(s.to_owned()).ok())
+        .unwrap_or_else(|| RawValue::from_string("{}".to_owned()).unwrap_or_default())
+}
+
+impl EventRenderer for JsonEvents {
+    fn charge(&self, charge: &Charge) -> (Vec<u8>, Summary) {
+        let data = serde_json::to_vec(&ChargeDto::from(charge)).unwrap_or_else(|_| b"{}".to_vec());
+        let summary = Summary {
+            amount: Some(charge.currency.format_amount(charge.amount)),
+            currency: Some(charge.currency.to_string()),
+            state: Some(charge.state.as_str().to_owned()),
+            reference: Some(charge.reference.clone()),
+        };
+        (data, summary)
+    }
+
+    fn delivery_body(&self, event: &Event, timestamp: i64, signature: &str) -> Vec<u8> {
+        let data = raw(&event.data);
+        let created_at = event.created_at.to_rfc3339();
+        let body = if event.kind.starts_with("charge.") {
+            let amount = event.summary.amount.as_deref().and_then(|a| RawValue::from_string(a.to_owned()).ok());
+            serde_json::to_vec(&ChargeEnvelope {
+                id: event.id.as_str(),
+                event: &event.kind,
+                created_at,
+                mode: event.mode.as_str(),
+                timestamp,
+                charge_ref: &event.object_id,
+                amount: amount.as_deref(),
+                currency: event.summary.currency.as_deref(),
+                state: event.summary.state.as_deref(),
+                reference: event.summary.reference.as_deref(),
+                data: &data,
+                signature,
+            })
+        } else {
+            serde_json::to_vec(&Envelope {
+                id: event.id.as_str(),
+                event: &event.kind,
+                created_at,
+                mode: event.mode.as_str(),
+                timestamp,
+                data: &data,
+                signature,
+            })
+        };
+        body.unwrap_or_else(|_| b"{}".to_vec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use malipo_charges::ChargeState;
+    use malipo_core::{AccountId, ChargeRef, Currency, EventId, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
+
+    #[test]
+    fn charge_delivery_has_the_seed_fields_and_the_full_object() {
+        let t = Timestamp::from_micros(1_763_805_600_000_000);
+        let charge = Charge {
+            id: ChargeRef::new(),
+            org_id: OrgId::new(),
+            mode: Mode::Test,
+            payer_msisdn: Msisdn::parse("254712345678").unwrap(),
+            amount: MinorUnit::new(25_000),
+            fee: MinorUnit::new(200),
+            currency: Currency::KES,
+            amount_reversed: MinorUnit::ZERO,
+            reference: "ORDER-1042".into(),
+            description: None,
+            state: ChargeState::Completed,
+            failure_reason: None,
+            transaction_id: None,
+            merchant_account: AccountId::new(),
+            payer_account: None,
+            created_at: t,
+            updated_at: t,
+            expires_at: t,
+            completed_at: Some(t),
+            next_action_at: None,
+        };
+        let (data, summary) = JsonEvents.charge(&charge);
+        let event = Event {
+            id: EventId::new(),
+            org_id: charge.org_id.clone(),
+            mode: Mode::Test,
+            kind: "charge.completed".into(),
+            object_id: charge.id.to_string(),
+            data,
+            summary,
+            created_at: t,
+        };
+        let body = String::from_utf8(JsonEvents.delivery_body(&event, 1_763_805_600, "v1,abc")).unwrap();
+        assert!(body.contains("\"amount\":250.00,"), "two decimals at the top level: {body}");
+        assert!(body.contains("\"event\":\"charge.completed\""), "{body}");
+        assert!(body.contains("\"timestamp\":1763805600"), "{body}");
+        assert!(body.contains("\"signature\":\"v1,abc\""), "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["id"], event.id.as_str());
+        assert_eq!(v["charge_ref"], charge.id.as_str());
+        assert_eq!(v["currency"], "KES");
+        assert_eq!(v["state"], "completed");
+        assert_eq!(v["reference"], "ORDER-1042");
+        assert_eq!(v["data"]["charge_ref"], charge.id.as_str());
+        assert_eq!(v["data"]["fee"].to_string(), "2.0");
+        assert!(body.contains("\"fee\":2.00"), "data keeps the API's number form");
+    }
+}
