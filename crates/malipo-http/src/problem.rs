@@ -80,9 +80,9 @@ pub enum ApiError {
     /// Unknown route.
     #[error("no such resource")]
     NotFound,
-    /// Known route, wrong method.
-    #[error("method not allowed")]
-    MethodNotAllowed,
+    /// Known route, wrong method (with the methods it allows).
+    #[error("method not allowed; this resource allows {0}")]
+    MethodNotAllowed(&'static str),
     /// Body too large.
     #[error("the request body exceeds {0} bytes")]
     PayloadTooLarge(usize),
@@ -123,7 +123,7 @@ impl ApiError {
             ApiError::Unauthorized => (S::UNAUTHORIZED, "unauthorized", "Unauthorized", d),
             ApiError::InsufficientScope(_) => (S::FORBIDDEN, "insufficient_scope", "Insufficient scope", d),
             ApiError::NotFound => (S::NOT_FOUND, "not_found", "Not found", d),
-            ApiError::MethodNotAllowed => (S::METHOD_NOT_ALLOWED, "method_not_allowed", "Method not allowed", d),
+            ApiError::MethodNotAllowed(_) => (S::METHOD_NOT_ALLOWED, "method_not_allowed", "Method not allowed", d),
             ApiError::PayloadTooLarge(_) => (S::PAYLOAD_TOO_LARGE, "payload_too_large", "Payload too large", d),
             ApiError::UnsupportedMediaType(_) => (S::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", "Unsupported media type", d),
             ApiError::RateLimited(_) => (S::TOO_MANY_REQUESTS, "rate_limited", "Too many requests", d),
@@ -240,6 +240,9 @@ impl ResponseError for ApiError {
             }
             ApiError::Service(ServiceError::IdempotencyInProgress) => {
                 res.insert_header((header::RETRY_AFTER, "1"));
+            }
+            ApiError::MethodNotAllowed(allow) => {
+                res.insert_header((header::ALLOW, *allow));
             }
             ApiError::RateLimited(secs) => {
                 res.insert_header((header::RETRY_AFTER, secs.to_string()));

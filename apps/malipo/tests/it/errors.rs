@@ -315,7 +315,16 @@ async fn unknown_path_is_not_found_problem(db: Db) {
 async fn wrong_method_is_method_not_allowed_problem(db: Db) {
     let app = TestApp::shared(db);
     let (_, token) = app.merchant_token().await;
-    problem_strict(app.send(Method::DELETE, Some(&token), "/partner/stk", None, "").await, 405, "method_not_allowed").await;
+    let r = app.send(Method::DELETE, Some(&token), "/partner/stk", None, "").await;
+    assert_eq!(
+        r.headers().get("allow").map(|v| v.to_str().unwrap().to_owned()),
+        Some("POST".to_owned()),
+        "RFC 9110: 405 says what is allowed"
+    );
+    problem_strict(r, 405, "method_not_allowed").await;
+    let r = app.send(Method::PUT, Some(&token), "/webhooks/endpoints", None, "").await;
+    assert_eq!(r.headers().get("allow").map(|v| v.to_str().unwrap().to_owned()), Some("POST, GET".to_owned()));
+    problem_strict(r, 405, "method_not_allowed").await;
     problem_strict(app.send(Method::GET, Some(&token), "/partner/stk", None, "").await, 405, "method_not_allowed").await;
     problem_strict(app.send(Method::GET, None, "/oauth/token", None, "").await, 405, "method_not_allowed").await;
     problem_strict(
