@@ -11,6 +11,11 @@
 #   - charge creation at full speed (32 connections), in rounds; on PostgreSQL each round is
 #     followed by a pgbench round of bench/charge.sql (the SQL of one creation), so the ratio is
 #     measured side by side;
+#   - webhooks, on the lifecycle server after its runs: a local receiver (malipo-loadgen receiver)
+#     acknowledges at once; deliveries/s after a full-speed lifecycle run and from a backlog (a
+#     redelivery of each of its events queued at once: malipo-loadgen redeliver), and the lag from a
+#     charge.completed event to its acknowledged delivery (p50/p99) with charges paced at 200/s,
+#     both read from the database (events, delivery_attempts);
 #   - the server's peak RSS (VmHWM) in each phase.
 # Every result lands as a file in bench-out/ (git-ignored); bench/report.py turns that one run into
 # docs/performance.md. Nothing in the document is typed by hand.
@@ -39,6 +44,7 @@ PG_SCRATCH_DB=malipo_pgbench # pgbench's tables (bench/pgbench_schema.sql)
 BENCH_WEBHOOK_KEY=$(head -c 32 /dev/urandom | base64)
 
 SERVER_PID=
+RECEIVER_PID=
 SQLITE_DIR=
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -81,6 +87,7 @@ cleanup() {
     local rc=$?
     trap - EXIT
     stop_server
+    if [[ -n $RECEIVER_PID ]]; then kill -TERM "$RECEIVER_PID" 2>/dev/null || true; fi
     if [[ -n $SQLITE_DIR ]]; then rm -rf "$SQLITE_DIR"; fi
     if [[ -n ${PSQL:-} ]]; then
         "$PSQL" -X -q -d postgres -c "DROP DATABASE IF EXISTS $PG_SCRATCH_DB WITH (FORCE)" \
@@ -173,6 +180,181 @@ charges() { # charges OUTFILE LIMIT ARGS...
     log "  $(basename "$out" .json): $(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print("%.0f/s ok, p50 %.2f ms, p99 %.2f ms, errors %d" % (r["rate_per_sec"], r["p50_ms"], r["p99_ms"], r["errors"]))' "$out")"
 }
 
+# db_rows SQL: the rows of one query on the current backend's database, tab-separated (same SQL on
+# both backends; SQLite is read with Python's sqlite3 module while the server runs).
+db_rows() {
+    if [[ $BACKEND == postgres ]]; then
+        "$PSQL" -X -At -F $'\t' -v ON_ERROR_STOP=1 -d "$PG_DB" -c "$1"
+    else
+        python3 -c '
+import sqlite3, sys
+db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True, timeout=30)
+for row in db.execute(sys.argv[2]):
+    print("\t".join("" if v is None else str(v) for v in row))' "$SQLITE_PATH" "$1"
+    fi
+}
+
+# wait_deliveries ORG_ID SINCE_US LIMIT_SECS: until every charge.completed event of the org created
+# at or after SINCE_US has a succeeded delivery (or the limit). Prints the JSON of the wait.
+wait_deliveries() {
+    local org=$1 since=$2 limit=$3 left start=$SECONDS
+    while :; do
+        left=$(db_rows "SELECT count(*) FROM events e WHERE e.org_id = '$org' AND e.kind = 'charge.completed'
+            AND e.created_at >= $since AND NOT EXISTS (SELECT 1 FROM deliveries d
+            WHERE d.event_id = e.id AND d.state = 'succeeded')")
+        if ((left == 0)); then
+            echo "{\"done\": true, \"waited_secs\": $((SECONDS - start))}"
+            return
+        fi
+        if ((SECONDS - start >= limit)); then
+            echo "{\"done\": false, \"undelivered\": $left, \"waited_secs\": $((SECONDS - start))}"
+            return
+        fi
+        sleep 0.25
+    done
+}
+
+# backlog_wait SINCE_US N LIMIT_SECS: until the endpoint ($endpoint) has N successful attempts
+# at or after SINCE_US and none pending (or the limit). Prints the JSON of the wait.
+backlog_wait() {
+    local since=$1 want=$2 limit=$3 got start=$SECONDS
+    while :; do
+        got=$(db_rows "SELECT count(*) FROM delivery_attempts WHERE endpoint_id = '$endpoint'
+            AND attempted_at >= $since AND status = 200")
+        if ((got >= want)); then
+            echo "{\"done\": true, \"waited_secs\": $((SECONDS - start))}"
+            return
+        fi
+        if ((SECONDS - start >= limit)); then
+            echo "{\"done\": false, \"delivered\": $got, \"waited_secs\": $((SECONDS - start))}"
+            return
+        fi
+        sleep 0.25
+    done
+}
+
+# webhook_stats KIND OUTFILE: summarises tab-separated rows (event created_at, first 200 attempt's
+# attempted_at, its latency_ms, attempts of the event) on stdin into OUTFILE. KIND "throughput":
+# deliveries/s over the span of the successful attempts; "lag": acknowledged-at minus event
+# created_at, p50/p99 (nearest rank).
+webhook_stats() {
+    python3 -c '
+import json, math, sys
+kind, out = sys.argv[1], sys.argv[2]
+rows = [l.rstrip("\n").split("\t") for l in sys.stdin if l.strip()]
+created = [int(r[0]) for r in rows]
+ok = [(int(r[0]), int(r[1]), int(r[2])) for r in rows if r[1] != ""]
+attempts = sum(int(r[3] or 0) for r in rows)
+res = {"events": len(rows), "delivered": len(ok), "undelivered": len(rows) - len(ok), "attempts": attempts}
+if kind == "throughput":
+    if len(ok) >= 2:
+        first, last = min(a for _, a, _ in ok), max(a for _, a, _ in ok)
+        res["span_secs"] = (last - first) / 1e6
+        res["deliveries_per_sec"] = len(ok) / res["span_secs"] if last > first else None
+        span = (max(created) - min(created)) / 1e6
+        res["events_span_secs"] = span
+        res["events_per_sec"] = len(rows) / span if span > 0 else None
+else:
+    lags = sorted(a + l * 1000 - c for c, a, l in ok)
+    def pct(p):
+        return lags[max(0, math.ceil(p / 100 * len(lags)) - 1)] / 1000 if lags else None
+    res.update({"p50_ms": pct(50), "p99_ms": pct(99), "max_ms": lags[-1] / 1000 if lags else None})
+    span = (max(created) - min(created)) / 1e6 if len(created) >= 2 else 0
+    res["completions_per_sec"] = len(rows) / span if span > 0 else None
+json.dump(res, open(out, "w"), indent=2)
+print(json.dumps(res))' "$1" "$2"
+}
+
+# webhook_rows ORG_ID SINCE_US: per charge.completed event of the org since SINCE_US, its
+# created_at and its first 200 attempt (attempted_at, latency_ms), and its number of attempts.
+webhook_rows() {
+    db_rows "SELECT e.created_at, a.attempted_at, a.latency_ms,
+            (SELECT count(*) FROM delivery_attempts x WHERE x.event_id = e.id)
+        FROM events e LEFT JOIN delivery_attempts a ON a.id = (SELECT min(y.id) FROM delivery_attempts y
+            WHERE y.event_id = e.id AND y.status = 200)
+        WHERE e.org_id = '$1' AND e.kind = 'charge.completed' AND e.created_at >= $2"
+}
+
+now_us() { python3 -c 'import time; print(time.time_ns() // 1000)'; }
+
+# webhook_phase: on the running lifecycle server (approval delay 0), after its other runs.
+webhook_phase() {
+    local port recv_pid creds org id secret token since since_backlog endpoint
+    log "webhooks: receiver, endpoint for a dedicated merchant"
+    port=$(free_port)
+    "$LOADGEN" receiver --port "$port" --duration-secs 400 >"$DIR/webhook-receiver.json" \
+        2>"$DIR/webhook-receiver.log" &
+    recv_pid=$!
+    RECEIVER_PID=$recv_pid
+    for _ in $(seq 50); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+        sleep 0.1
+    done
+    create_merchant bench-webhooks >"$DIR/webhooks.jsonl"
+    creds=$DIR/webhooks.jsonl
+    org=$(json_field "$creds" organisation_id)
+    id=$(json_field "$creds" client_id)
+    secret=$(json_field "$creds" client_secret)
+    token=$(curl -fsS --max-time 10 -H 'content-type: application/json' \
+        -d "{\"client_id\": \"$id\", \"client_secret\": \"$secret\"}" "$API/oauth/token" \
+        | python3 -c 'import json, sys; print(json.load(sys.stdin)["access_token"])') \
+        || die "no token for the webhook merchant"
+    curl -fsS --max-time 10 -H "authorization: Bearer $token" -H 'content-type: application/json' \
+        -H "Idempotency-Key: $(python3 -c 'import uuid; print(uuid.uuid4())')" \
+        -d "{\"url\": \"http://127.0.0.1:$port/hook\", \"events\": [\"charge.completed\"]}" \
+        "$API/webhooks/endpoints" >"$DIR/webhook-endpoint.json" \
+        || die "registering the webhook endpoint failed"
+    endpoint=$(json_field "$DIR/webhook-endpoint.json" endpoint_id)
+    log "  endpoint $endpoint -> 127.0.0.1:$port"
+
+    log "webhooks: throughput, lifecycle of $LIFECYCLE_COUNT charges at full speed"
+    since=$(now_us)
+    loadgen 150 "$DIR/webhook-lifecycle.json" lifecycle --base-url "$API" --credentials "$creds" \
+        --count "$LIFECYCLE_COUNT" --concurrency "$CONCURRENCY" --timeout-secs 120
+    wait_deliveries "$org" "$since" 120 >"$DIR/webhook-wait-throughput.json"
+    webhook_rows "$org" "$since" | webhook_stats throughput "$DIR/webhook-throughput.json" >/dev/null
+    log "  as completed: $(tr -d '\n ' <"$DIR/webhook-throughput.json")"
+    # Those deliveries followed the completions, so they show the completion rate. Now a backlog:
+    # a redelivery of each of those events, queued at full speed; the successful attempts after
+    # this point are counted over their own span.
+    log "webhooks: backlog, redelivering those events"
+    db_rows "SELECT id FROM events WHERE org_id = '$org' AND kind = 'charge.completed'
+        AND created_at >= $since" >"$DIR/webhook-backlog-ids.txt"
+    since_backlog=$(now_us)
+    loadgen 120 "$DIR/webhook-redeliver.json" redeliver --base-url "$API" --client-id "$id" \
+        --client-secret "$secret" --ids "$DIR/webhook-backlog-ids.txt" --concurrency "$CONCURRENCY"
+    log "  queued: $(cat "$DIR/webhook-redeliver.json")"
+    backlog_wait "$since_backlog" "$(wc -l <"$DIR/webhook-backlog-ids.txt")" 120 \
+        >"$DIR/webhook-wait-backlog.json"
+    db_rows "SELECT attempted_at, status FROM delivery_attempts WHERE endpoint_id = '$endpoint'
+        AND attempted_at >= $since_backlog" | python3 -c '
+import json, sys
+rows = [l.split("\t") for l in sys.stdin if l.strip()]
+ok = sorted(int(a) for a, s in rows if s.strip() == "200")
+res = {"attempts": len(rows), "delivered": len(ok), "expected": int(sys.argv[2])}
+if len(ok) >= 2 and ok[-1] > ok[0]:
+    res["span_secs"] = (ok[-1] - ok[0]) / 1e6
+    res["deliveries_per_sec"] = len(ok) / res["span_secs"]
+json.dump(res, open(sys.argv[1], "w"), indent=2)' "$DIR/webhook-backlog.json" \
+        "$(wc -l <"$DIR/webhook-backlog-ids.txt")"
+    log "  backlog: $(tr -d '\n ' <"$DIR/webhook-backlog.json")"
+
+    log "webhooks: lag, charges at 200/s for 10 s"
+    since=$(now_us)
+    loadgen 60 "$DIR/webhook-paced.json" charges --base-url "$API" --client-id "$id" \
+        --client-secret "$secret" --concurrency "$CONCURRENCY" --rate 200 --duration-secs 10
+    loadgen 135 "$DIR/drain-webhooks-paced.json" wait-idle --base-url "$API" --credentials "$creds" \
+        --timeout-secs 120
+    wait_deliveries "$org" "$since" 120 >"$DIR/webhook-wait-lag.json"
+    webhook_rows "$org" "$since" | webhook_stats lag "$DIR/webhook-lag.json" >/dev/null
+    log "  $(cat "$DIR/webhook-lag.json" | tr -d '\n ')"
+
+    kill -TERM "$recv_pid" 2>/dev/null || true
+    wait "$recv_pid" 2>/dev/null || true
+    RECEIVER_PID=
+    log "  receiver: $(cat "$DIR/webhook-receiver.json")"
+}
+
 pgbench_round() { # pgbench_round N
     "$PGBENCH" -n -M prepared -c "$CONCURRENCY" -j 2 -T "$ROUND_SECS" -f bench/charge.sql \
         "$PG_SCRATCH_DB" >"$OUT/pgbench-$1.txt" 2>"$OUT/pgbench-$1.err"
@@ -183,6 +365,8 @@ pgbench_round() { # pgbench_round N
 run_backend() {
     local name=$1 url=$2 i
     DIR=$OUT/$name
+    BACKEND=$name
+    SQLITE_PATH=${url#sqlite://}
     mkdir -p "$DIR"
 
     # Phase 1, lifecycle: the sandbox approves at once, background workers complete charges.
@@ -216,6 +400,8 @@ run_backend() {
         log "  $(cat "$DIR/lifecycle-$i.json")"
     done
     record_rss "$DIR/rss-lifecycle.json"
+    # Phase 1b, webhooks: after the lifecycle figures, on the same server, so those stay comparable.
+    webhook_phase
     stop_server
 
     # Phase 2, creation: approval an hour away, so no background work competes with creation

@@ -5,6 +5,8 @@
 mod api;
 mod charges;
 mod lifecycle;
+mod receiver;
+mod redeliver;
 
 use clap::{Parser, Subcommand};
 
@@ -26,6 +28,11 @@ enum Command {
     /// Wait until the merchants have no pending or authorised charges left (drains background work
     /// between measurements).
     WaitIdle(lifecycle::WaitIdleArgs),
+    /// A minimal HTTP/1.1 webhook receiver on 127.0.0.1 that acknowledges every request at once
+    /// and counts them; stops after --duration-secs (or on SIGINT/SIGTERM).
+    Receiver(receiver::Args),
+    /// Queue a redelivery of every event in a file at once (a backlog for the webhook workers).
+    Redeliver(redeliver::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -36,6 +43,8 @@ fn main() -> anyhow::Result<()> {
             Command::Charges(args) => charges::run(args).await,
             Command::Lifecycle(args) => lifecycle::run(args).await,
             Command::WaitIdle(args) => lifecycle::wait_idle_command(args).await,
+            Command::Receiver(args) => receiver::run(args).await,
+            Command::Redeliver(args) => redeliver::run(args).await,
         }
     })?;
     println!("{}", serde_json::to_string(&report)?);
