@@ -1,6 +1,7 @@
 //! Webhooks: events written in the same transaction as the change they report (the outbox), one
 //! delivery per subscribed endpoint, the delivery schedule, and the endpoints and events API.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use malipo_auth::Principal;
@@ -234,34 +235,42 @@ impl Platform {
         let now = self.clock.now();
         let timeout = self.webhooks.timeout;
         let lease = now.plus_millis(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX)).plus_seconds(LEASE_MARGIN_SECONDS);
-        let ids = write(self.store(), |tx| Ok(tx.claim_due_deliveries(now, lease, limit)?))?;
-        let mut jobs = Vec::with_capacity(ids.len());
-        for id in ids {
-            let prepared = write(self.store(), |tx| {
-                let Some(mut delivery) = tx.lock_delivery(&id)? else { return Ok(None) };
-                let endpoint = tx.endpoint(&delivery.endpoint_id)?;
+        // One transaction for the whole batch: claim, load (each endpoint once) and prepare.
+        write(self.store(), |tx| {
+            let ids = tx.claim_due_deliveries(now, lease, limit)?;
+            let mut endpoints: HashMap<EndpointId, Option<Endpoint>> = HashMap::new();
+            let mut jobs = Vec::with_capacity(ids.len());
+            for id in &ids {
+                let Some(mut delivery) = tx.lock_delivery(id)? else { continue };
+                let endpoint = match endpoints.get(&delivery.endpoint_id) {
+                    Some(e) => e.clone(),
+                    None => {
+                        let e = tx.endpoint(&delivery.endpoint_id)?;
+                        endpoints.insert(delivery.endpoint_id.clone(), e.clone());
+                        e
+                    }
+                };
                 let event = match &endpoint {
                     Some(e) => tx.event(&e.org_id, e.mode, &delivery.event_id)?,
                     None => None,
                 };
-                let (Some(endpoint), Some(event)) = (endpoint, event) else { return Ok(None) };
+                let (Some(endpoint), Some(event)) = (endpoint, event) else { continue };
                 if !endpoint.enabled || endpoint.deleted_at.is_some() {
                     delivery.state = DeliveryState::Failed;
                     delivery.next_attempt_at = None;
                     delivery.updated_at = now;
                     tx.update_delivery(&delivery)?;
-                    return Ok(None);
+                    continue;
                 }
-                Ok(Some(self.prepare(&delivery, &endpoint, &event, lease, now)?))
-            });
-            // One delivery that cannot be prepared (a secret the key cannot open) must not hold
-            // up the rest of the batch: it is logged and comes due again after its lease.
-            match prepared {
-                Ok(job) => jobs.extend(job),
-                Err(e) => tracing::error!(delivery = %id, error = %e, "cannot prepare the webhook delivery"),
+                // One delivery that cannot be prepared (a secret the key cannot open) must not
+                // hold up the rest of the batch: it is logged and comes due again after its lease.
+                match self.prepare(&delivery, &endpoint, &event, lease, now) {
+                    Ok(job) => jobs.push(job),
+                    Err(e) => tracing::error!(delivery = %id, error = %e, "cannot prepare the webhook delivery"),
+                }
             }
-        }
-        Ok(jobs)
+            Ok(jobs)
+        })
     }
 
     fn prepare(
