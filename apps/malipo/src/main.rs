@@ -2,6 +2,11 @@
 
 use std::net::TcpListener;
 
+/// jemalloc returns freed pages to the system on a decay timer; glibc's per-thread arenas kept
+/// fragmented memory from bursts of concurrent requests (see docs/performance.md).
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 use clap::Parser;
 use malipo::cli::{Cli, Command};
 
