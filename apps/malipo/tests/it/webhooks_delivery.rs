@@ -575,6 +575,30 @@ fn verify_script() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/verify_standardwebhooks.py")
 }
 
+/// Makes sure Python's `standardwebhooks` package is importable, installing it with pip on a
+/// fresh machine (so `cargo test --workspace` needs no other set-up); panics, never skips, when
+/// that is impossible.
+fn ensure_standardwebhooks() {
+    static READY: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    READY.get_or_init(|| {
+        let importable = || {
+            std::process::Command::new("python3")
+                .args(["-c", "import standardwebhooks"])
+                .output()
+                .unwrap_or_else(|e| panic!("python3 is required for this test (and by CI): {e}"))
+                .status
+                .success()
+        };
+        if !importable() {
+            let install = std::process::Command::new("python3")
+                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "standardwebhooks"])
+                .status()
+                .unwrap_or_else(|e| panic!("cannot run pip to install standardwebhooks: {e}"));
+            assert!(install.success() && importable(), "the standardwebhooks Python package is required and could not be installed");
+        }
+    });
+}
+
 /// A delivery as recorded: its headers and raw body.
 type Recorded = (Vec<(String, String)>, Vec<u8>);
 
@@ -590,6 +614,7 @@ async fn python_verify(deliveries: &[Recorded], secret: &str) -> (i32, String) {
         })
         .collect();
     std::fs::write(file.path(), serde_json::to_vec(&list).unwrap()).unwrap();
+    tokio::task::spawn_blocking(ensure_standardwebhooks).await.unwrap();
     let (path, secret) = (file.path().to_owned(), secret.to_owned());
     let out =
         tokio::task::spawn_blocking(move || std::process::Command::new("python3").arg(verify_script()).arg(&path).arg(&secret).output())
