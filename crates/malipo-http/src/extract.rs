@@ -9,7 +9,7 @@ use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 use futures_util::StreamExt;
 use malipo_auth::{Principal, Scope};
-use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyError, KeyScope};
+use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
 use malipo_service::Idem;
 use serde::de::DeserializeOwned;
 
@@ -177,10 +177,7 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<Parsed<T>, ApiErro
 /// [`ApiError::IdempotencyKeyMissing`], or 400 for a malformed or conflicting key.
 pub fn idem(req: &HttpRequest, principal: &Principal, operation: &str, body_key: Option<&str>, canonical: &[u8]) -> Result<Idem, ApiError> {
     let header = req.headers().get("idempotency-key").map(|v| v.to_str().unwrap_or("\u{0}"));
-    let key = IdempotencyKey::from_header_or_body(header, body_key).map_err(|e| match e {
-        KeyError::Invalid => ApiError::InvalidRequest(e.to_string()),
-        KeyError::Conflicting => ApiError::InvalidRequest(e.to_string()),
-    })?;
+    let key = IdempotencyKey::from_header_or_body(header, body_key).map_err(|e| ApiError::InvalidRequest(e.to_string()))?;
     let key = key.ok_or(ApiError::IdempotencyKeyMissing)?;
     Ok(Idem {
         scope: KeyScope { org_id: principal.org_id.clone(), mode: principal.mode, operation: operation.to_owned() },

@@ -258,8 +258,3 @@ impl ResponseError for ApiError {
         res.json(problem)
     }
 }
-
-/// The JSON body of a problem, for places that build responses by hand.
-pub fn problem_response(err: &ApiError) -> HttpResponse {
-    err.error_response()
-}

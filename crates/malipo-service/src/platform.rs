@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use malipo_auth::{Principal, SecretHasher};
+use malipo_auth::SecretHasher;
 use malipo_charges::ChargeState;
-use malipo_core::{AccountId, Clock, Currency, Mode, OrgId};
+use malipo_core::{AccountId, Clock, Mode, OrgId};
 use malipo_countries::{Countries, Country};
 use malipo_ledger::AccountKind;
 
@@ -137,13 +137,5 @@ impl Platform {
             .ok_or_else(|| ServiceError::Internal(format!("organisation {org_id} has no {mode} {kind} account")))?;
         self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).insert(key, account.id.clone());
         Ok(account.id)
-    }
-
-    /// The currency of a principal's accounts.
-    ///
-    /// # Errors
-    /// As [`Platform::country`].
-    pub fn currency_of(&self, principal: &Principal) -> Result<Currency, ServiceError> {
-        Ok(self.country(&principal.country)?.currency)
     }
 }
