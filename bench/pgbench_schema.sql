@@ -1,7 +1,8 @@
 -- Scratch schema for the pgbench baseline of `bench/run.sh` (loaded into a throw-away database).
 --
 -- KEEP IN STEP WITH migrations/postgres/*/up.sql: the tables below are copied from
--- migrations/postgres/2026-11-22-000001_core/up.sql (columns, constraints, foreign keys and every
+-- migrations/postgres/2026-11-22-000001_core/up.sql and the `charges` columns added by
+-- migrations/postgres/2026-11-22-000003_customers/up.sql (columns, constraints, foreign keys and every
 -- index of the tables one `POST /partner/stk` touches, since each costs on insert), so that the
 -- "our rate / pgbench" ratio in docs/performance.md compares like with like. Change both together.
 
@@ -83,6 +84,9 @@ CREATE TABLE charges (
     expires_at       BIGINT NOT NULL,
     completed_at     BIGINT NULL,
     next_action_at   BIGINT NULL,
+    kind             TEXT NOT NULL DEFAULT 'charge' CONSTRAINT charges_kind_check CHECK (kind IN ('charge', 'cash_out')),
+    commission       BIGINT NOT NULL DEFAULT 0 CONSTRAINT charges_commission_check CHECK (commission >= 0 AND commission <= fee),
+    CONSTRAINT charges_id_prefix_check CHECK ((kind = 'charge') = (id LIKE 'ch\_%')),
     CONSTRAINT charges_next_action_check CHECK ((state IN ('pending', 'authorised')) = (next_action_at IS NOT NULL)),
     CONSTRAINT charges_transaction_check CHECK ((state = 'completed') = (transaction_id IS NOT NULL)),
     CONSTRAINT charges_failure_reason_check CHECK ((state IN ('declined', 'expired', 'failed')) = (failure_reason IS NOT NULL))

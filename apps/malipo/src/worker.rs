@@ -71,6 +71,12 @@ async fn housekeeping(platform: Platform, mut stop: watch::Receiver<bool>) {
             Ok(Err(e)) => tracing::warn!(error = %e, "purging old events failed"),
             _ => {}
         }
+        let p = platform.clone();
+        match tokio::task::spawn_blocking(move || p.purge_ussd_sessions()).await {
+            Ok(Ok(n)) if n > 0 => tracing::info!(purged = n, "purged expired USSD sessions"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "purging USSD sessions failed"),
+            _ => {}
+        }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(600)) => {}
             _ = stop.changed() => {}

@@ -4,11 +4,47 @@ use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, OrgId
 
 use crate::state::{transition, ChargeEvent, ChargeState, FailureReason, TransitionError};
 
-/// A collection from a customer's wallet into a merchant's collection account.
+/// What a prompt on the customer's phone asks them to approve. Both kinds share the state
+/// machine, the worker, expiry and PIN lockout; they differ in who pays the fee and where the
+/// money goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ChargeKind {
+    /// A merchant's collection (`ch_…`): the merchant pays the fee out of the amount.
+    Charge,
+    /// An agent's cash-out (`wd_…`): the customer pays amount + fee, the agent's float receives
+    /// the amount plus its commission, the operator the rest of the fee.
+    CashOut,
+}
+
+impl ChargeKind {
+    /// The storage name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChargeKind::Charge => "charge",
+            ChargeKind::CashOut => "cash_out",
+        }
+    }
+}
+
+impl std::str::FromStr for ChargeKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "charge" => Ok(ChargeKind::Charge),
+            "cash_out" => Ok(ChargeKind::CashOut),
+            other => Err(format!("unknown charge kind `{other}`")),
+        }
+    }
+}
+
+/// A prompt to a customer: a collection into a merchant's collection account, or a cash-out
+/// into an agent's float (see [`ChargeKind`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Charge {
-    /// `ch_…`.
+    /// `ch_…` for a charge; `wd_…` for a cash-out (stored in the same table).
     pub id: ChargeRef,
+    /// Charge or cash-out.
+    pub kind: ChargeKind,
     /// The merchant.
     pub org_id: OrgId,
     /// Test or live.
@@ -17,8 +53,11 @@ pub struct Charge {
     pub payer_msisdn: Msisdn,
     /// Amount the payer pays.
     pub amount: MinorUnit,
-    /// The merchant's fee, from the country's configuration.
+    /// The fee, from the country's configuration (paid by the merchant for a charge, by the
+    /// customer for a cash-out).
     pub fee: MinorUnit,
+    /// The agent's share of a cash-out fee (zero for charges).
+    pub commission: MinorUnit,
     /// The charge's currency (the merchant's collection currency).
     pub currency: Currency,
     /// Sum of reversals against this charge.
@@ -73,6 +112,27 @@ impl Charge {
     pub fn net(&self) -> MinorUnit {
         MinorUnit::new(self.amount.get() - self.fee.get())
     }
+
+    /// What leaves the customer's wallet (and is reserved on approval).
+    pub fn payer_debit(&self) -> MinorUnit {
+        match self.kind {
+            ChargeKind::Charge => self.amount,
+            ChargeKind::CashOut => MinorUnit::new(self.amount.get() + self.fee.get()),
+        }
+    }
+
+    /// What the merchant's collection account or the agent's float receives.
+    pub fn payee_credit(&self) -> MinorUnit {
+        match self.kind {
+            ChargeKind::Charge => self.net(),
+            ChargeKind::CashOut => MinorUnit::new(self.amount.get() + self.commission.get()),
+        }
+    }
+
+    /// What the operator's revenue account receives.
+    pub fn revenue(&self) -> MinorUnit {
+        MinorUnit::new(self.fee.get() - self.commission.get())
+    }
 }
 
 /// Filters of `GET /partner/charges`.
@@ -96,6 +156,8 @@ mod tests {
         let t = Timestamp::from_micros(1_000_000);
         Charge {
             id: ChargeRef::new(),
+            kind: ChargeKind::Charge,
+            commission: MinorUnit::ZERO,
             org_id: OrgId::new(),
             mode: Mode::Test,
             payer_msisdn: Msisdn::parse("254712345678").unwrap_or_else(|e| panic!("{e}")),
@@ -129,6 +191,17 @@ mod tests {
         assert_eq!(c.apply(ChargeEvent::Complete, t2), Ok(()));
         assert_eq!((c.state, c.completed_at, c.next_action_at), (ChargeState::Completed, Some(t2), None));
         assert_eq!(c.net(), MinorUnit::new(24_900));
+    }
+
+    #[test]
+    fn the_money_of_each_kind_balances() {
+        let c = charge();
+        assert_eq!((c.payer_debit().get(), c.payee_credit().get(), c.revenue().get()), (25_000, 24_900, 100));
+        let w = Charge { kind: ChargeKind::CashOut, fee: MinorUnit::new(2_900), commission: MinorUnit::new(1_900), ..charge() };
+        assert_eq!((w.payer_debit().get(), w.payee_credit().get(), w.revenue().get()), (27_900, 26_900, 1_000));
+        for x in [c, w] {
+            assert_eq!(x.payer_debit().get(), x.payee_credit().get() + x.revenue().get());
+        }
     }
 
     #[test]

@@ -5,6 +5,6 @@ pub mod charge;
 pub mod sandbox;
 pub mod state;
 
-pub use charge::{Charge, ChargeFilter};
+pub use charge::{Charge, ChargeFilter, ChargeKind};
 pub use sandbox::SandboxOutcome;
 pub use state::{ChargeEvent, ChargeState, FailureReason, TransitionError};

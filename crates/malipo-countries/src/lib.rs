@@ -7,6 +7,8 @@ mod country;
 mod error;
 mod fees;
 mod file;
+mod limits;
+mod pin;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -15,7 +17,9 @@ use std::sync::Arc;
 pub use country::{Country, IdType, KycTier};
 pub use error::ConfigError;
 pub use fees::{FeeBand, FeeOperation, FeePayer, FeeSchedule, UnknownName};
+pub use limits::LimitBreach;
 use malipo_core::{Currency, Msisdn, MsisdnError};
+pub use pin::{is_weak_pin, PinError};
 
 /// The countries file shipped in the repository.
 pub const BUILTIN_TOML: &str = include_str!("../../../config/countries.toml");

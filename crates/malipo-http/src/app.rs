@@ -3,7 +3,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::problem::ApiError;
-use crate::routes::{balance, charges, oauth, ops, sandbox, webhooks};
+use crate::routes::{agents, balance, charges, config, oauth, ops, sandbox, ussd, wallets, webhooks};
 
 async fn not_found() -> Result<HttpResponse, ApiError> {
     Err(ApiError::NotFound)
@@ -40,6 +40,19 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .service(resource("/partner/charges/{charge_ref}", "GET").route(web::get().to(charges::get)))
                 .service(resource("/partner/balance", "GET").route(web::get().to(balance::balance)))
                 .service(resource("/accounts", "GET").route(web::get().to(balance::accounts)))
+                .service(resource("/wallets", "POST").route(web::post().to(wallets::open)))
+                .service(resource("/wallets/{msisdn}", "GET").route(web::get().to(wallets::get)))
+                .service(resource("/wallets/{msisdn}/pin", "POST").route(web::post().to(wallets::set_pin)))
+                .service(resource("/wallets/{msisdn}/lock", "POST").route(web::post().to(wallets::lock)))
+                .service(resource("/wallets/{msisdn}/unlock", "POST").route(web::post().to(wallets::unlock)))
+                .service(resource("/wallets/{msisdn}/kyc", "POST").route(web::post().to(wallets::kyc)))
+                .service(resource("/wallets/{msisdn}/transactions", "GET").route(web::get().to(wallets::transactions)))
+                .service(resource("/agents/cash-in", "POST").route(web::post().to(agents::cash_in)))
+                .service(resource("/agents/cash-out", "POST").route(web::post().to(agents::cash_out)))
+                .service(resource("/agents/cash-out/{withdrawal_ref}", "GET").route(web::get().to(agents::get_cash_out)))
+                .service(resource("/agents/float", "GET").route(web::get().to(agents::float)))
+                .service(resource("/ussd", "POST").route(web::post().to(ussd::ussd)))
+                .service(resource("/config/countries", "GET").route(web::get().to(config::countries)))
                 .service(resource("/sandbox/charges/{charge_ref}/simulate", "POST").route(web::post().to(sandbox::simulate)))
                 .service(resource("/sandbox/wallets", "POST").route(web::post().to(sandbox::wallets)))
                 .service(

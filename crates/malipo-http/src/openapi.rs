@@ -29,7 +29,7 @@ impl Modify for Security {
     info(
         title = "Malipo API",
         version = "1",
-        description = "Collect money from customers' phones and pay money out. Errors are RFC 9457 problem documents; amounts are decimal numbers in major units; every state-changing call carries an idempotency key."
+        description = "Collect money from customers' phones and pay money out; run customers' wallets, agents and the USSD channel. Errors are RFC 9457 problem documents; amounts are decimal numbers in major units; every state-changing call carries an idempotency key."
     ),
     servers((url = "/", description = "This server")),
     paths(
@@ -41,6 +41,19 @@ impl Modify for Security {
         routes::charges::get,
         routes::balance::balance,
         routes::balance::accounts,
+        routes::wallets::open,
+        routes::wallets::get,
+        routes::wallets::set_pin,
+        routes::wallets::lock,
+        routes::wallets::unlock,
+        routes::wallets::kyc,
+        routes::wallets::transactions,
+        routes::agents::cash_in,
+        routes::agents::cash_out,
+        routes::agents::get_cash_out,
+        routes::agents::float,
+        routes::ussd::ussd,
+        routes::config::countries,
         routes::sandbox::simulate,
         routes::sandbox::wallets,
         routes::webhooks::create_endpoint,
@@ -69,6 +82,20 @@ impl Modify for Security {
         dto::SandboxWalletRequest,
         dto::WalletDto,
         dto::WalletLimitsDto,
+        dto::OpenWalletRequest,
+        dto::SetPinRequest,
+        dto::WalletReasonRequest,
+        dto::RaiseKycRequest,
+        dto::StatementLineDto,
+        dto::AgentCashRequest,
+        dto::CashInDto,
+        dto::CashOutDto,
+        dto::UssdCallback,
+        dto::CountryDto,
+        dto::IdTypeDto,
+        dto::KycTierDto,
+        dto::FeeScheduleDto,
+        dto::FeeBandDto,
         dto::EndpointCreateRequest,
         dto::RotateSecretRequest,
         dto::EndpointDto,
@@ -84,6 +111,8 @@ impl Modify for Security {
         (name = "Auth", description = "OAuth 2.0 client credentials"),
         (name = "Charges", description = "Payment prompts pushed to customers' phones"),
         (name = "Accounts", description = "Balances and accounts"),
+        (name = "Wallets", description = "Customers' wallets, PINs and KYC (operator back office)"),
+        (name = "Agents", description = "Agents' cash-in, cash-out and float"),
         (name = "Channels", description = "Sandbox helpers, USSD and configuration"),
         (name = "Webhooks", description = "Events, webhook endpoints and their deliveries"),
         (name = "Operations", description = "Health, readiness and this document"),
@@ -95,4 +124,49 @@ pub struct ApiDoc;
 pub fn document_json() -> String {
     static DOC: OnceLock<String> = OnceLock::new();
     DOC.get_or_init(|| ApiDoc::openapi().to_pretty_json().unwrap_or_else(|_| "{}".into())).clone()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    #[test]
+    fn the_document_has_every_customer_side_operation() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document_json()).unwrap();
+        for (path, method, tag, scope) in [
+            ("/api/v1/wallets", "post", "Wallets", Some("wallets")),
+            ("/api/v1/wallets/{msisdn}", "get", "Wallets", Some("wallets")),
+            ("/api/v1/wallets/{msisdn}/pin", "post", "Wallets", Some("wallets")),
+            ("/api/v1/wallets/{msisdn}/lock", "post", "Wallets", Some("wallets")),
+            ("/api/v1/wallets/{msisdn}/unlock", "post", "Wallets", Some("wallets")),
+            ("/api/v1/wallets/{msisdn}/kyc", "post", "Wallets", Some("wallets")),
+            ("/api/v1/wallets/{msisdn}/transactions", "get", "Wallets", Some("wallets")),
+            ("/api/v1/agents/cash-in", "post", "Agents", Some("agent")),
+            ("/api/v1/agents/cash-out", "post", "Agents", Some("agent")),
+            ("/api/v1/agents/cash-out/{withdrawal_ref}", "get", "Agents", Some("agent")),
+            ("/api/v1/agents/float", "get", "Agents", Some("agent")),
+            ("/api/v1/ussd", "post", "Channels", Some("ussd")),
+            ("/api/v1/config/countries", "get", "Channels", None),
+        ] {
+            let op = &doc["paths"][path][method];
+            assert!(op.is_object(), "{method} {path}");
+            assert_eq!(op["tags"][0], tag, "{method} {path}");
+            let scopes = &op["security"][0]["bearer"];
+            match scope {
+                Some(s) => assert_eq!(scopes[0], s, "{method} {path}"),
+                None => assert_eq!(scopes.as_array().map(Vec::len), Some(0), "{method} {path}"),
+            }
+        }
+        let ussd = &doc["paths"]["/api/v1/ussd"]["post"];
+        let content = ussd["requestBody"]["content"].as_object().unwrap();
+        assert!(content.contains_key("application/json") && content.contains_key("application/x-www-form-urlencoded"), "{content:?}");
+        assert!(ussd["responses"]["200"]["content"]["text/plain; charset=utf-8"].is_object(), "{}", ussd["responses"]["200"]);
+        for schema in ["WalletDto", "CashInDto", "CashOutDto", "CountryDto", "StatementLineDto", "UssdCallback", "FeeScheduleDto"] {
+            assert!(doc["components"]["schemas"][schema].is_object(), "{schema}");
+        }
+        assert_eq!(doc["components"]["schemas"]["CountryDto"]["properties"]["fees"]["type"], "object");
+        let required = doc["components"]["schemas"]["UssdCallback"]["required"].as_array().unwrap();
+        assert!(required.contains(&"sessionId".into()) && required.contains(&"phoneNumber".into()) && !required.contains(&"text".into()));
+        assert!(doc["components"]["schemas"]["WalletDto"]["required"].as_array().unwrap().contains(&"limits".into()));
+    }
 }

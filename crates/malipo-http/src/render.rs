@@ -1,5 +1,5 @@
-//! The wire forms of events: the `data` of a charge event, and the body of each delivery
-//! (contract section 12).
+//! The wire forms of events: the `data` of a charge or cash-out event, and the body of each
+//! delivery (contract section 12).
 
 use malipo_charges::Charge;
 use malipo_service::EventRenderer;
@@ -7,7 +7,7 @@ use malipo_webhooks::{Event, Summary};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::dto::ChargeDto;
+use crate::dto::{CashOutDto, ChargeDto};
 
 /// Renders events as the API's JSON.
 #[derive(Debug, Default, Clone, Copy)]
@@ -30,7 +30,7 @@ struct ChargeEnvelope<'a> {
     signature: &'a str,
 }
 
-/// Any other delivery.
+/// Any other delivery (`cash_out.completed`, `payout.*`, ...): the envelope around the full object.
 #[derive(Serialize)]
 struct Envelope<'a> {
     id: &'a str,
@@ -57,6 +57,17 @@ impl EventRenderer for JsonEvents {
             currency: Some(charge.currency.to_string()),
             state: Some(charge.state.as_str().to_owned()),
             reference: Some(charge.reference.clone()),
+        };
+        (data, summary)
+    }
+
+    fn cash_out(&self, cash_out: &Charge) -> (Vec<u8>, Summary) {
+        let data = serde_json::to_vec(&CashOutDto::from(cash_out)).unwrap_or_else(|_| b"{}".to_vec());
+        let summary = Summary {
+            amount: Some(cash_out.currency.format_amount(cash_out.amount)),
+            currency: Some(cash_out.currency.to_string()),
+            state: Some(cash_out.state.as_str().to_owned()),
+            reference: None,
         };
         (data, summary)
     }
@@ -99,19 +110,20 @@ impl EventRenderer for JsonEvents {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use malipo_charges::ChargeState;
-    use malipo_core::{AccountId, ChargeRef, Currency, EventId, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
+    use malipo_charges::{ChargeKind, ChargeState};
+    use malipo_core::{AccountId, ChargeRef, Currency, EventId, MinorUnit, Mode, Msisdn, OrgId, Timestamp, WithdrawalRef};
 
-    #[test]
-    fn charge_delivery_has_the_seed_fields_and_the_full_object() {
+    fn completed(kind: ChargeKind, id: ChargeRef, fee: i64, commission: i64) -> Charge {
         let t = Timestamp::from_micros(1_763_805_600_000_000);
-        let charge = Charge {
-            id: ChargeRef::new(),
+        Charge {
+            id,
+            kind,
             org_id: OrgId::new(),
             mode: Mode::Test,
             payer_msisdn: Msisdn::parse("254712345678").unwrap(),
             amount: MinorUnit::new(25_000),
-            fee: MinorUnit::new(200),
+            fee: MinorUnit::new(fee),
+            commission: MinorUnit::new(commission),
             currency: Currency::KES,
             amount_reversed: MinorUnit::ZERO,
             reference: "ORDER-1042".into(),
@@ -126,18 +138,26 @@ mod tests {
             expires_at: t,
             completed_at: Some(t),
             next_action_at: None,
-        };
-        let (data, summary) = JsonEvents.charge(&charge);
-        let event = Event {
+        }
+    }
+
+    fn event(charge: &Charge, kind: &str, (data, summary): (Vec<u8>, Summary)) -> Event {
+        Event {
             id: EventId::new(),
             org_id: charge.org_id.clone(),
             mode: Mode::Test,
-            kind: "charge.completed".into(),
+            kind: kind.into(),
             object_id: charge.id.to_string(),
             data,
             summary,
-            created_at: t,
-        };
+            created_at: charge.created_at,
+        }
+    }
+
+    #[test]
+    fn charge_delivery_has_the_seed_fields_and_the_full_object() {
+        let charge = completed(ChargeKind::Charge, ChargeRef::new(), 200, 0);
+        let event = event(&charge, "charge.completed", JsonEvents.charge(&charge));
         let body = String::from_utf8(JsonEvents.delivery_body(&event, 1_763_805_600, "v1,abc")).unwrap();
         assert!(body.contains("\"amount\":250.00,"), "two decimals at the top level: {body}");
         assert!(body.contains("\"event\":\"charge.completed\""), "{body}");
@@ -152,5 +172,28 @@ mod tests {
         assert_eq!(v["data"]["charge_ref"], charge.id.as_str());
         assert_eq!(v["data"]["fee"].to_string(), "2.0");
         assert!(body.contains("\"fee\":2.00"), "data keeps the API's number form");
+    }
+
+    #[test]
+    fn cash_out_delivery_is_the_generic_envelope_around_the_cash_out() {
+        let id = ChargeRef::from_trusted(WithdrawalRef::new().into_string());
+        let cash_out = completed(ChargeKind::CashOut, id, 3_300, 1_100);
+        let (data, summary) = JsonEvents.cash_out(&cash_out);
+        assert_eq!(summary.amount.as_deref(), Some("250.00"));
+        assert_eq!(summary.currency.as_deref(), Some("KES"));
+        assert_eq!(summary.state.as_deref(), Some("completed"));
+        assert_eq!(summary.reference, None);
+        let event = event(&cash_out, "cash_out.completed", (data, summary));
+        let body = String::from_utf8(JsonEvents.delivery_body(&event, 1_763_805_600, "v1,abc")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["created_at", "data", "event", "id", "mode", "signature", "timestamp"], "{body}");
+        assert_eq!(v["event"], "cash_out.completed");
+        assert_eq!(v["data"]["withdrawal_ref"], cash_out.id.as_str());
+        assert!(cash_out.id.as_str().starts_with("wd_"));
+        assert_eq!(v["data"]["customer_msisdn"], "254712345678");
+        assert_eq!(v["data"]["state"], "completed");
+        assert!(body.contains("\"amount\":250.00,\"fee\":33.00,\"agent_commission\":11.00,"), "{body}");
+        assert!(v["data"].get("charge_ref").is_none() && v["data"].get("reference").is_none());
     }
 }

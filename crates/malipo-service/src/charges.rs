@@ -1,7 +1,7 @@
 //! Charges: validation, creation under an idempotency key, and reads.
 
 use malipo_auth::Principal;
-use malipo_charges::{Charge, ChargeFilter, ChargeState};
+use malipo_charges::{Charge, ChargeFilter, ChargeKind, ChargeState};
 use malipo_core::{ChargeRef, Currency, MinorUnit, Mode};
 use malipo_countries::FeeOperation;
 use malipo_idempotency::StoredResponse;
@@ -138,6 +138,8 @@ impl Platform {
                 let merchant_account = self.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?;
                 let charge = Charge {
                     id: ChargeRef::new(),
+                    kind: ChargeKind::Charge,
+                    commission: MinorUnit::ZERO,
                     org_id: principal.org_id.clone(),
                     mode: principal.mode,
                     payer_msisdn: payer.clone(),

@@ -78,6 +78,20 @@ impl Platform {
     }
 }
 
+impl Platform {
+    /// The answer already stored for this key, if any: for use cases whose checks before the
+    /// effect must not run again on a retry (a PIN change re-checking a PIN that has changed).
+    ///
+    /// # Errors
+    /// [`ServiceError::IdempotencyReused`], [`ServiceError::IdempotencyInProgress`], storage failures.
+    pub(crate) fn stored_outcome(&self, idem: &Idem) -> Result<Option<IdemOutcome>, ServiceError> {
+        match crate::ports::read(self.store(), |tx| Ok(tx.idempotency_record(&idem.scope, &idem.key)?))? {
+            Some(existing) => decide(&existing, &idem.fingerprint).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
 /// The answer to a request that found its key already stored.
 fn decide(existing: &IdempotencyRecord, fingerprint: &Fingerprint) -> Result<IdemOutcome, ServiceError> {
     match existing.decide(fingerprint) {

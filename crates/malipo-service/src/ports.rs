@@ -9,10 +9,11 @@ use malipo_auth::{AccessToken, Credential, Organisation};
 use malipo_charges::{Charge, ChargeFilter};
 use malipo_core::{AccountId, ChargeRef, Currency, EndpointId, EventId, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
 use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
-use malipo_ledger::{Account, AccountKind, Journal, LedgerError, LedgerSnapshot};
+use malipo_ledger::{Account, AccountKind, Journal, LedgerError, LedgerSnapshot, Posting};
 use malipo_webhooks::{Attempt, Delivery, Endpoint, Event};
 
 use crate::error::ServiceError;
+use crate::ussd::UssdSession;
 use crate::wallet::Wallet;
 
 /// What a storage adapter can report.
@@ -57,6 +58,15 @@ pub enum AccountKey {
         /// The kind.
         kind: AccountKind,
     },
+}
+
+/// One line of an account's statement: a posting and its position in the account's history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatementLine {
+    /// Increases with every posting (the statement cursor).
+    pub seq: i64,
+    /// The posting.
+    pub posting: Posting,
 }
 
 /// A token with what is needed to authorise its requests.
@@ -165,11 +175,23 @@ pub trait Tx {
     /// [`LedgerError::InsufficientFunds`], [`LedgerError::UnknownAccount`],
     /// [`LedgerError::Mismatch`] (as [`StoreError::Ledger`]); the caller's transaction then fails.
     fn post_journal(&mut self, journal: &Journal) -> Result<(), StoreError>;
-    /// Sum of `amount - fee` of `authorised` charges whose merchant account is `account`.
+    /// Sum of `amount - fee` of `authorised` charges (kind `charge`) whose merchant account is `account`.
     ///
     /// # Errors
     /// Storage failures.
     fn pending_credits(&mut self, account: &AccountId) -> Result<MinorUnit, StoreError>;
+    /// Total of the account's debits (negative postings, as a positive amount) posted at or after
+    /// `since`, leaving out `sandbox_funding` journals (the sandbox setting a test balance is not
+    /// the customer moving money).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn debits_since(&mut self, account: &AccountId, since: Timestamp) -> Result<MinorUnit, StoreError>;
+    /// The account's postings, oldest first, with `seq` strictly above `after` when given, at most `limit`.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn account_postings(&mut self, account: &AccountId, after: Option<i64>, limit: usize) -> Result<Vec<StatementLine>, StoreError>;
     /// Every account and journal (with its lines as stored postings, in line order) of one mode or all.
     ///
     /// # Errors
@@ -188,7 +210,13 @@ pub trait Tx {
     /// # Errors
     /// Storage failures.
     fn wallet(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Option<Wallet>, StoreError>;
-    /// Overwrites a wallet's mutable fields (state, KYC tier, PIN hash, attempts, names, updated_at).
+    /// A wallet by mode and number, locked for update until the transaction ends.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn lock_wallet(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Option<Wallet>, StoreError>;
+    /// Overwrites a wallet's mutable fields (state, KYC tier, PIN hash, attempts, names, ID,
+    /// date of birth, lock reason, updated_at).
     ///
     /// # Errors
     /// Storage failures.
@@ -206,7 +234,7 @@ pub trait Tx {
     /// # Errors
     /// Storage failures.
     fn charge(&mut self, org_id: &OrgId, mode: Mode, id: &ChargeRef) -> Result<Option<Charge>, StoreError>;
-    /// The most recently created charge with this reference.
+    /// The most recently created charge (kind `charge`, never a cash-out) with this reference.
     ///
     /// # Errors
     /// Storage failures.
@@ -222,7 +250,7 @@ pub trait Tx {
     /// # Errors
     /// Storage failures.
     fn update_charge(&mut self, charge: &Charge) -> Result<(), StoreError>;
-    /// An organisation's charges in a mode, newest first (by id, which is time-ordered), with ids
+    /// An organisation's charges (kind `charge`, never cash-outs) in a mode, newest first (by id, which is time-ordered), with ids
     /// strictly below `before` when given, at most `limit`.
     ///
     /// # Errors
@@ -243,11 +271,29 @@ pub trait Tx {
     /// # Errors
     /// Storage failures.
     fn claim_due_charges(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError>;
-    /// Ids of the `pending` charges whose payer is this number, in this mode.
+    /// The `pending` charges and cash-outs whose payer is this number, in this mode, oldest first.
     ///
     /// # Errors
     /// Storage failures.
-    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<ChargeRef>, StoreError>;
+    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<Charge>, StoreError>;
+
+    // ----- USSD sessions -----
+
+    /// A USSD session of a gateway organisation, locked for update until the transaction ends.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn ussd_session(&mut self, org_id: &OrgId, mode: Mode, session_id: &str) -> Result<Option<UssdSession>, StoreError>;
+    /// Inserts or overwrites a USSD session.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn put_ussd_session(&mut self, session: &UssdSession) -> Result<(), StoreError>;
+    /// Deletes sessions last updated before `before`; returns how many.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn purge_ussd_sessions(&mut self, before: Timestamp) -> Result<u64, StoreError>;
 
     // ----- idempotency -----
 

@@ -2,7 +2,7 @@
 //! completion, expiry), customer approval, and PIN lockout. Each step is one transaction on a
 //! locked charge, so concurrent workers and instances settle every charge exactly once.
 
-use malipo_charges::{Charge, ChargeEvent, ChargeState, FailureReason, SandboxOutcome};
+use malipo_charges::{Charge, ChargeEvent, ChargeKind, ChargeState, FailureReason, SandboxOutcome};
 use malipo_core::{AccountId, ChargeRef, MinorUnit, Mode, Msisdn, Timestamp};
 use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine, LedgerError};
 
@@ -10,6 +10,9 @@ use crate::error::ServiceError;
 use crate::platform::Platform;
 use crate::ports::{write, AccountKey, StoreError, Tx};
 use crate::wallet::{Wallet, WalletState};
+
+/// The lock reason of a wallet locked by wrong PINs.
+pub const PIN_LOCKOUT_REASON: &str = "pin_attempts_exceeded";
 
 /// Test wallets start with 1,000,000.00 in their currency.
 const TEST_WALLET_MAJOR_UNITS: i64 = 1_000_000;
@@ -48,7 +51,19 @@ impl Platform {
     /// # Errors
     /// Transient storage failures (the charge stays claimed until its lease lapses).
     pub fn advance_charge(&self, id: &ChargeRef, lease: Timestamp) -> Result<(), ServiceError> {
-        let mut claim = Some(lease);
+        self.advance(id, Some(lease))
+    }
+
+    /// Advances a charge whose work is due now (a customer just approved it): the same steps
+    /// the worker takes, without a claim.
+    ///
+    /// # Errors
+    /// As [`Platform::advance_charge`]; the worker finishes what this leaves.
+    pub fn settle_now(&self, id: &ChargeRef) -> Result<(), ServiceError> {
+        self.advance(id, None)
+    }
+
+    fn advance(&self, id: &ChargeRef, mut claim: Option<Timestamp>) -> Result<(), ServiceError> {
         loop {
             let now = self.clock.now();
             match write(self.store(), |tx| self.step(tx, id, now, claim)) {
@@ -152,14 +167,19 @@ impl Platform {
         }
     }
 
-    /// Live mode: fail at once when the payer cannot pay at all; otherwise wait for the customer.
+    /// Live mode: fail at once when the payer cannot pay at all (no wallet, locked, over a
+    /// limit); otherwise wait for the customer.
     fn live_check(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
+        let fail = |r| ChargeEvent::PayerFailure(r);
         match tx.wallet(charge.mode, &charge.payer_msisdn)? {
-            None => self.apply(tx, charge, ChargeEvent::PayerFailure(FailureReason::PayerNotFound), now, entered),
-            Some(w) if w.state == WalletState::Locked => {
-                self.apply(tx, charge, ChargeEvent::PayerFailure(FailureReason::WalletLocked), now, entered)
+            None => self.apply(tx, charge, fail(FailureReason::PayerNotFound), now, entered),
+            Some(w) if w.state == WalletState::Locked => self.apply(tx, charge, fail(FailureReason::WalletLocked), now, entered),
+            Some(w) => {
+                if self.check_debit(tx, &w, charge.amount, charge.payer_debit(), now)?.is_err() {
+                    return self.apply(tx, charge, fail(FailureReason::LimitExceeded), now, entered);
+                }
+                self.park(tx, charge, now)
             }
-            Some(_) => self.park(tx, charge, now),
         }
     }
 
@@ -182,7 +202,10 @@ impl Platform {
         if wallet.state == WalletState::Locked {
             return self.apply(tx, charge, fail(FailureReason::WalletLocked), now, entered);
         }
-        match tx.hold(&wallet.account_id, charge.amount) {
+        if self.check_debit(tx, &wallet, charge.amount, charge.payer_debit(), now)?.is_err() {
+            return self.apply(tx, charge, fail(FailureReason::LimitExceeded), now, entered);
+        }
+        match tx.hold(&wallet.account_id, charge.payer_debit()) {
             Ok(()) => {
                 charge.payer_account = Some(wallet.account_id);
                 charge.next_action_at = Some(now);
@@ -195,22 +218,28 @@ impl Platform {
         }
     }
 
-    /// Posts the charge: the payer pays `amount`, the merchant gets `amount - fee`, revenue the fee.
+    /// Posts the charge: the payer pays `amount`, the merchant gets `amount - fee`, revenue the
+    /// fee. A cash-out: the customer pays `amount + fee`, the agent's float gets `amount` and its
+    /// commission, revenue the rest of the fee.
     pub(crate) fn complete(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
         let payer = charge
             .payer_account
             .clone()
             .ok_or_else(|| ServiceError::Internal(format!("authorised charge {} has no payer account", charge.id)))?;
         let revenue = self.system_account(tx, charge.mode, charge, AccountKind::Revenue)?;
+        let kind = match charge.kind {
+            ChargeKind::Charge => JournalKind::Charge,
+            ChargeKind::CashOut => JournalKind::CashOut,
+        };
         let journal = Journal::new_skipping_zero(
             charge.mode,
             charge.currency,
-            JournalKind::Charge,
+            kind,
             charge.id.as_str(),
             vec![
-                line(&payer, MinorUnit::new(-charge.amount.get())),
-                line(&charge.merchant_account, charge.net()),
-                line(&revenue, charge.fee),
+                line(&payer, MinorUnit::new(-charge.payer_debit().get())),
+                line(&charge.merchant_account, charge.payee_credit()),
+                line(&revenue, charge.revenue()),
             ],
             now,
         )?;
@@ -218,7 +247,7 @@ impl Platform {
         // audit-chain head are locked by every completion, so they are taken just before commit.
         charge.transaction_id = Some(journal.id.clone());
         self.apply(tx, charge, ChargeEvent::Complete, now, entered)?;
-        tx.release(&payer, charge.amount)?;
+        tx.release(&payer, charge.payer_debit())?;
         tx.post_journal(&journal)?;
         Ok(())
     }
@@ -248,7 +277,7 @@ impl Platform {
         entered: &mut Entered,
     ) -> Result<(), ServiceError> {
         if let Some(payer) = charge.payer_account.clone() {
-            tx.release(&payer, charge.amount)?;
+            tx.release(&payer, charge.payer_debit())?;
         }
         self.apply(tx, charge, ChargeEvent::ProcessingFailed, now, entered)
     }
@@ -264,14 +293,15 @@ impl Platform {
         entered: &mut Entered,
     ) -> Result<(), ServiceError> {
         wallet.state = WalletState::Locked;
+        wallet.lock_reason = Some(PIN_LOCKOUT_REASON.to_owned());
         wallet.pin_attempts = self.countries.for_msisdn(&wallet.msisdn).map_or(3, |c| c.max_pin_attempts);
         wallet.updated_at = now;
         tx.update_wallet(wallet)?;
-        for id in tx.pending_charges_of_payer(wallet.mode, &wallet.msisdn)? {
+        for pending in tx.pending_charges_of_payer(wallet.mode, &wallet.msisdn)? {
             match current.as_deref_mut() {
-                Some(c) if c.id == id => self.apply(tx, c, ChargeEvent::PinLockout, now, entered)?,
+                Some(c) if c.id == pending.id => self.apply(tx, c, ChargeEvent::PinLockout, now, entered)?,
                 _ => {
-                    if let Some(mut other) = tx.lock_charge(&id)? {
+                    if let Some(mut other) = tx.lock_charge(&pending.id)? {
                         if other.state == ChargeState::Pending {
                             self.apply(tx, &mut other, ChargeEvent::PinLockout, now, entered)?;
                         }
@@ -307,6 +337,10 @@ impl Platform {
             pin_attempts: 0,
             first_name: None,
             last_name: None,
+            id_type: None,
+            id_number: None,
+            date_of_birth: None,
+            lock_reason: None,
             created_at: now,
             updated_at: now,
         };

@@ -4,14 +4,15 @@ use malipo_auth::Principal;
 use malipo_charges::{Charge, ChargeEvent, ChargeState, FailureReason};
 use malipo_core::{ChargeRef, MinorUnit, Mode, Timestamp};
 use malipo_idempotency::StoredResponse;
-use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine};
+use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 
 use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::platform::Platform;
 use crate::ports::{AccountKey, Tx};
 use crate::processing::Entered;
-use crate::wallet::{Wallet, WalletState};
+use crate::wallet::WalletState;
+use crate::wallets::WalletDetails;
 
 /// What the simulated customer does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,15 +41,6 @@ impl std::str::FromStr for SimulateAction {
             _ => return Err(()),
         })
     }
-}
-
-/// A wallet with its ledger account.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WalletView {
-    /// The wallet.
-    pub wallet: Wallet,
-    /// Its account.
-    pub account: Account,
 }
 
 impl Platform {
@@ -157,7 +149,7 @@ impl Platform {
         balance: Option<&str>,
         kyc_tier: Option<u8>,
         idem: &Idem,
-        render: &dyn Fn(&WalletView) -> StoredResponse,
+        render: &dyn Fn(&WalletDetails) -> StoredResponse,
     ) -> Result<IdemOutcome, ServiceError> {
         Self::test_only(principal)?;
         let (msisdn, country) =
@@ -216,8 +208,7 @@ impl Platform {
                     wallet.updated_at = now;
                     tx.update_wallet(&wallet)?;
                 }
-                let account = tx.account(&wallet.account_id)?.ok_or(ServiceError::Internal("wallet without account".into()))?;
-                Ok(WalletView { wallet: wallet.clone(), account })
+                self.wallet_view(tx, &wallet, now)
             },
             render,
         )

@@ -59,6 +59,14 @@ pub struct Wallet {
     pub first_name: Option<String>,
     /// Family name.
     pub last_name: Option<String>,
+    /// The identity document's type (one of the country's ID types), once given.
+    pub id_type: Option<String>,
+    /// The identity document's number, matching its type's pattern.
+    pub id_number: Option<String>,
+    /// Date of birth, `YYYY-MM-DD`.
+    pub date_of_birth: Option<String>,
+    /// Why the wallet is locked (`pin_attempts_exceeded` or the operator's reason).
+    pub lock_reason: Option<String>,
     /// When opened.
     pub created_at: Timestamp,
     /// When last changed.

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use malipo_auth::Principal;
-use malipo_charges::{Charge, ChargeState};
+use malipo_charges::{Charge, ChargeKind, ChargeState};
 use malipo_core::{EndpointId, EventId, Mode, OrgId, Timestamp};
 use malipo_idempotency::StoredResponse;
 use malipo_webhooks::{
@@ -32,6 +32,8 @@ const LEASE_MARGIN_SECONDS: i64 = 30;
 pub trait EventRenderer: Send + Sync {
     /// A charge as the API shows it (the event's `data`), and the seed's top-level fields.
     fn charge(&self, charge: &Charge) -> (Vec<u8>, Summary);
+    /// A cash-out (a prompt of kind `cash_out`) as the API shows it, and its summary.
+    fn cash_out(&self, cash_out: &Charge) -> (Vec<u8>, Summary);
     /// The body of one delivery attempt: the envelope at `timestamp` with the body `signature`.
     fn delivery_body(&self, event: &Event, timestamp: i64, signature: &str) -> Vec<u8>;
 }
@@ -43,6 +45,9 @@ pub struct NoRenderer;
 impl EventRenderer for NoRenderer {
     fn charge(&self, charge: &Charge) -> (Vec<u8>, Summary) {
         (b"{}".to_vec(), Summary { state: Some(charge.state.as_str().to_owned()), ..Summary::default() })
+    }
+    fn cash_out(&self, cash_out: &Charge) -> (Vec<u8>, Summary) {
+        self.charge(cash_out)
     }
     fn delivery_body(&self, _: &Event, _: i64, _: &str) -> Vec<u8> {
         b"{}".to_vec()
@@ -214,10 +219,15 @@ impl Platform {
     /// # Errors
     /// As [`Platform::emit`].
     pub fn emit_charge(&self, tx: &mut dyn Tx, charge: &Charge, now: Timestamp) -> Result<(), ServiceError> {
-        let Some(kind) = charge_event_kind(charge.state) else {
-            return Ok(());
+        let (kind, (data, summary)) = match charge.kind {
+            ChargeKind::Charge => match charge_event_kind(charge.state) {
+                Some(kind) => (kind, self.renderer.charge(charge)),
+                None => return Ok(()),
+            },
+            // Of a cash-out's moves only its completion is an event (contract section 12).
+            ChargeKind::CashOut if charge.state == ChargeState::Completed => ("cash_out.completed", self.renderer.cash_out(charge)),
+            ChargeKind::CashOut => return Ok(()),
         };
-        let (data, summary) = self.renderer.charge(charge);
         self.emit(tx, &charge.org_id, charge.mode, kind, charge.id.as_str(), data, summary, now)
     }
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 
 use malipo_auth::{AccessToken, Credential, OrgKind, Organisation, TOKEN_LIFETIME_SECONDS};
-use malipo_charges::{Charge, ChargeState, FailureReason};
+use malipo_charges::{Charge, ChargeKind, ChargeState, FailureReason};
 use malipo_core::{AccountId, ChargeRef, Currency, EndpointId, EventId, MinorUnit, Mode, Msisdn, Timestamp};
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
 use malipo_ledger::{chain_hash, verify, Account, AccountKind, Journal, JournalKind, JournalLine, GENESIS_HASH};
@@ -105,6 +105,10 @@ pub fn wallet(account: &Account, owner: &Msisdn) -> Wallet {
         pin_attempts: 0,
         first_name: Some("Amina".to_owned()),
         last_name: Some("Otieno".to_owned()),
+        id_type: None,
+        id_number: None,
+        date_of_birth: None,
+        lock_reason: None,
         created_at: at(0),
         updated_at: at(0),
     }
@@ -116,6 +120,8 @@ pub fn wallet(account: &Account, owner: &Msisdn) -> Wallet {
 pub fn charge(merchant_account: &Account, payer: &Msisdn, amount: i64, created_at: Timestamp) -> Charge {
     Charge {
         id: ChargeRef::new(),
+        kind: ChargeKind::Charge,
+        commission: MinorUnit::ZERO,
         org_id: merchant_account.org_id.clone().expect("a merchant account belongs to an organisation"),
         mode: merchant_account.mode,
         payer_msisdn: payer.clone(),
@@ -135,6 +141,20 @@ pub fn charge(merchant_account: &Account, payer: &Msisdn, amount: i64, created_a
         expires_at: created_at.plus_seconds(90),
         completed_at: None,
         next_action_at: Some(created_at.plus_seconds(90)),
+    }
+}
+
+/// A new pending cash-out (`wd_…`) of `amount` from `customer` into `float` (an organisation's
+/// account), with a fee of 2 % of which the agent's commission is half.
+pub fn cash_out(float: &Account, customer: &Msisdn, amount: i64, created_at: Timestamp) -> Charge {
+    Charge {
+        id: ChargeRef::from_trusted(malipo_core::WithdrawalRef::new().into_string()),
+        kind: ChargeKind::CashOut,
+        fee: MinorUnit::new(amount / 50),
+        commission: MinorUnit::new(amount / 100),
+        reference: "WITHDRAWAL".to_owned(),
+        description: None,
+        ..charge(float, customer, amount, created_at)
     }
 }
 

@@ -6,16 +6,16 @@ use std::str::FromStr;
 
 use diesel::prelude::*;
 use malipo_auth::{AccessToken, Credential, OrgKind, Organisation, Scopes};
-use malipo_charges::{Charge, ChargeState, FailureReason};
+use malipo_charges::{Charge, ChargeKind, ChargeState, FailureReason};
 use malipo_core::{AccountId, ChargeRef, Currency, EndpointId, EventId, MinorUnit, Mode, Msisdn, OrgId, Timestamp, TransactionId};
 use malipo_idempotency::{Fingerprint, IdempotencyRecord, StoredResponse};
 use malipo_ledger::{Account, AccountKind, JournalKind};
-use malipo_service::{StoreError, Wallet, WalletState};
+use malipo_service::{StoreError, UssdSession, Wallet, WalletState};
 use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event, EventFilter, Summary};
 
 use crate::schema::{
     access_tokens, accounts, charges, credentials, deliveries, delivery_attempts, events, idempotency_keys, journals, organisations,
-    postings, wallets, webhook_endpoints,
+    postings, ussd_sessions, wallets, webhook_endpoints,
 };
 
 fn corrupt(what: &str, value: &str) -> StoreError {
@@ -269,6 +269,10 @@ pub(crate) struct WalletRow {
     pub(crate) last_name: Option<String>,
     pub(crate) created_at: i64,
     pub(crate) updated_at: i64,
+    pub(crate) id_type: Option<String>,
+    pub(crate) id_number: Option<String>,
+    pub(crate) date_of_birth: Option<String>,
+    pub(crate) lock_reason: Option<String>,
 }
 
 impl From<&Wallet> for WalletRow {
@@ -287,6 +291,10 @@ impl From<&Wallet> for WalletRow {
             last_name: w.last_name.clone(),
             created_at: w.created_at.as_micros(),
             updated_at: w.updated_at.as_micros(),
+            id_type: w.id_type.clone(),
+            id_number: w.id_number.clone(),
+            date_of_birth: w.date_of_birth.clone(),
+            lock_reason: w.lock_reason.clone(),
         }
     }
 }
@@ -306,6 +314,10 @@ impl TryFrom<WalletRow> for Wallet {
             pin_hash: r.pin_hash,
             first_name: r.first_name,
             last_name: r.last_name,
+            id_type: r.id_type,
+            id_number: r.id_number,
+            date_of_birth: r.date_of_birth,
+            lock_reason: r.lock_reason,
             created_at: ts(r.created_at),
             updated_at: ts(r.updated_at),
         })
@@ -337,6 +349,8 @@ pub(crate) struct ChargeRow {
     pub(crate) expires_at: i64,
     pub(crate) completed_at: Option<i64>,
     pub(crate) next_action_at: Option<i64>,
+    pub(crate) kind: String,
+    pub(crate) commission: i64,
 }
 
 impl From<&Charge> for ChargeRow {
@@ -362,6 +376,8 @@ impl From<&Charge> for ChargeRow {
             expires_at: c.expires_at.as_micros(),
             completed_at: c.completed_at.map(Timestamp::as_micros),
             next_action_at: c.next_action_at.map(Timestamp::as_micros),
+            kind: c.kind.as_str().to_owned(),
+            commission: c.commission.get(),
         }
     }
 }
@@ -379,6 +395,8 @@ impl TryFrom<ChargeRow> for Charge {
             currency: currency(&r.currency)?,
             state: ChargeState::from_str(&r.state).map_err(|_| corrupt("charge state", &r.state))?,
             failure_reason,
+            kind: ChargeKind::from_str(&r.kind).map_err(|_| corrupt("charge kind", &r.kind))?,
+            commission: MinorUnit::new(r.commission),
             id: ChargeRef::from_trusted(r.id),
             org_id: OrgId::from_trusted(r.org_id),
             amount: MinorUnit::new(r.amount),
@@ -394,6 +412,55 @@ impl TryFrom<ChargeRow> for Charge {
             expires_at: ts(r.expires_at),
             completed_at: r.completed_at.map(ts),
             next_action_at: r.next_action_at.map(ts),
+        })
+    }
+}
+
+// ----- USSD sessions -----
+
+#[derive(Queryable, Selectable, Insertable, AsChangeset)]
+#[diesel(table_name = ussd_sessions, check_for_backend(diesel::pg::Pg, diesel::sqlite::Sqlite))]
+pub(crate) struct UssdSessionRow {
+    pub(crate) org_id: String,
+    pub(crate) mode: String,
+    pub(crate) session_id: String,
+    pub(crate) msisdn: String,
+    pub(crate) state: String,
+    pub(crate) hops: i32,
+    pub(crate) last_screen: String,
+    pub(crate) created_at: i64,
+    pub(crate) updated_at: i64,
+}
+
+impl From<&UssdSession> for UssdSessionRow {
+    fn from(s: &UssdSession) -> Self {
+        UssdSessionRow {
+            org_id: s.org_id.as_str().to_owned(),
+            mode: s.mode.as_str().to_owned(),
+            session_id: s.session_id.clone(),
+            msisdn: s.msisdn.as_str().to_owned(),
+            state: s.state.clone(),
+            hops: i32::try_from(s.hops).unwrap_or(i32::MAX),
+            last_screen: s.last_screen.clone(),
+            created_at: s.created_at.as_micros(),
+            updated_at: s.updated_at.as_micros(),
+        }
+    }
+}
+
+impl TryFrom<UssdSessionRow> for UssdSession {
+    type Error = StoreError;
+    fn try_from(r: UssdSessionRow) -> Result<Self, StoreError> {
+        Ok(UssdSession {
+            mode: mode(&r.mode)?,
+            msisdn: Msisdn::parse(&r.msisdn).map_err(|_| corrupt("msisdn", &r.msisdn))?,
+            hops: u32::try_from(r.hops).map_err(|_| corrupt("USSD hop count", &r.hops.to_string()))?,
+            org_id: OrgId::from_trusted(r.org_id),
+            session_id: r.session_id,
+            state: r.state,
+            last_screen: r.last_screen,
+            created_at: ts(r.created_at),
+            updated_at: ts(r.updated_at),
         })
     }
 }

@@ -104,6 +104,10 @@ diesel::table! {
         last_name -> Nullable<Text>,
         created_at -> BigInt,
         updated_at -> BigInt,
+        id_type -> Nullable<Text>,
+        id_number -> Nullable<Text>,
+        date_of_birth -> Nullable<Text>,
+        lock_reason -> Nullable<Text>,
     }
 }
 
@@ -129,6 +133,22 @@ diesel::table! {
         expires_at -> BigInt,
         completed_at -> Nullable<BigInt>,
         next_action_at -> Nullable<BigInt>,
+        kind -> Text,
+        commission -> BigInt,
+    }
+}
+
+diesel::table! {
+    ussd_sessions (org_id, mode, session_id) {
+        org_id -> Text,
+        mode -> Text,
+        session_id -> Text,
+        msisdn -> Text,
+        state -> Text,
+        hops -> Integer,
+        last_screen -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
     }
 }
 

@@ -1,26 +1,29 @@
 //! [`Tx`] on one connection inside a transaction begun by [`crate::DieselStore`].
 
 use std::collections::HashMap;
+use std::str::FromStr;
 
 use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Text};
 use malipo_auth::{AccessToken, Credential, Organisation};
-use malipo_charges::{Charge, ChargeFilter};
-use malipo_core::{AccountId, ChargeRef, EndpointId, EventId, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
+use malipo_charges::{Charge, ChargeFilter, ChargeKind};
+use malipo_core::{AccountId, ChargeRef, EndpointId, EventId, MinorUnit, Mode, Msisdn, OrgId, Timestamp, TransactionId};
 use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
-use malipo_ledger::{chain_hash, Account, ChainedJournal, Journal, JournalLine, LedgerError, LedgerSnapshot, GENESIS_HASH};
-use malipo_service::{AccountKey, StoreError, TokenRecord, Tx, Wallet};
+use malipo_ledger::{
+    chain_hash, Account, ChainedJournal, Journal, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting, GENESIS_HASH,
+};
+use malipo_service::{AccountKey, StatementLine, StoreError, TokenRecord, Tx, UssdSession, Wallet};
 use malipo_webhooks::{Attempt, Delivery, Endpoint, Event};
 
 use crate::error::{account_error, db_error, Fail};
 use crate::models::{
     self, AccountRow, AttemptRow, ChargeRow, CredentialRow, DeliveryRow, EndpointRow, EventRow, JournalRow, KeyRow, NewPosting, OrgRow,
-    TokenRow, WalletRow,
+    TokenRow, UssdSessionRow, WalletRow,
 };
 use crate::schema::{
     access_tokens, accounts, charges, credentials, deliveries, delivery_attempts, events, idempotency_keys, journals, ledger_heads,
-    organisations, postings, wallets, webhook_endpoints,
+    organisations, postings, ussd_sessions, wallets, webhook_endpoints,
 };
 use crate::DbConnection;
 
@@ -34,6 +37,10 @@ macro_rules! per_backend {
         }
     };
 }
+
+/// A posting joined with its journal: id, journal id, account, amount, balance after, created at,
+/// journal kind, source reference.
+type StatementRow = (i64, String, String, i64, i64, i64, String, String);
 
 /// How many ids go into one `IN (…)` list.
 const IN_CHUNK: usize = 500;
@@ -284,6 +291,7 @@ impl Tx for DieselTx<'_> {
         let rows: Vec<(i64, i64)> = charges::table
             .filter(charges::merchant_account.eq(account.as_str()))
             .filter(sql::<Bool>("charges.state = 'authorised'"))
+            .filter(charges::kind.eq(ChargeKind::Charge.as_str()))
             .select((charges::amount, charges::fee))
             .load(self.conn)
             .map_err(db_error)?;
@@ -292,6 +300,60 @@ impl Tx for DieselTx<'_> {
             total = total.checked_add(MinorUnit::new(amount - fee)).map_err(|_| StoreError::Ledger(LedgerError::Overflow))?;
         }
         Ok(total)
+    }
+
+    fn debits_since(&mut self, account: &AccountId, since: Timestamp) -> Result<MinorUnit, StoreError> {
+        let amounts: Vec<i64> = postings::table
+            .inner_join(journals::table)
+            .filter(postings::account_id.eq(account.as_str()))
+            .filter(postings::amount.lt(0))
+            .filter(postings::created_at.ge(since.as_micros()))
+            .filter(journals::kind.ne(JournalKind::SandboxFunding.as_str()))
+            .select(postings::amount)
+            .load(self.conn)
+            .map_err(db_error)?;
+        let mut total = MinorUnit::ZERO;
+        for a in amounts {
+            total = total.checked_sub(MinorUnit::new(a)).map_err(|_| StoreError::Ledger(LedgerError::Overflow))?;
+        }
+        Ok(total)
+    }
+
+    fn account_postings(&mut self, account: &AccountId, after: Option<i64>, limit: usize) -> Result<Vec<StatementLine>, StoreError> {
+        let rows: Vec<StatementRow> = postings::table
+            .inner_join(journals::table)
+            .filter(postings::account_id.eq(account.as_str()))
+            .filter(postings::id.gt(after.unwrap_or(0)))
+            .order(postings::id.asc())
+            .limit(limit_i64(limit))
+            .select((
+                postings::id,
+                postings::journal_id,
+                postings::account_id,
+                postings::amount,
+                postings::balance_after,
+                postings::created_at,
+                journals::kind,
+                journals::source_ref,
+            ))
+            .load(self.conn)
+            .map_err(db_error)?;
+        rows.into_iter()
+            .map(|(seq, journal_id, account, amount, balance_after, created_at, kind, source_ref)| {
+                Ok(StatementLine {
+                    seq,
+                    posting: Posting {
+                        journal_id: TransactionId::from_trusted(journal_id),
+                        account: AccountId::from_trusted(account),
+                        amount: MinorUnit::new(amount),
+                        balance_after: MinorUnit::new(balance_after),
+                        kind: JournalKind::from_str(&kind).map_err(|_| StoreError::Other(format!("stored journal kind `{kind}` does not parse")))?,
+                        source_ref,
+                        created_at: Timestamp::from_micros(created_at),
+                    },
+                })
+            })
+            .collect()
     }
 
     fn ledger_snapshot(&mut self, mode: Option<Mode>) -> Result<LedgerSnapshot, StoreError> {
@@ -316,6 +378,16 @@ impl Tx for DieselTx<'_> {
             .transpose()
     }
 
+    fn lock_wallet(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Option<Wallet>, StoreError> {
+        let query = wallets::table.find((mode.as_str(), msisdn.as_str()));
+        let found = match &mut *self.conn {
+            DbConnection::Pg(c) => query.select(WalletRow::as_select()).for_update().first(c).optional(),
+            // Writers are serialised by BEGIN IMMEDIATE: the row cannot change under us.
+            DbConnection::Sqlite(c) => query.select(WalletRow::as_select()).first(c).optional(),
+        };
+        found.map_err(db_error)?.map(Wallet::try_from).transpose()
+    }
+
     fn update_wallet(&mut self, wallet: &Wallet) -> Result<(), StoreError> {
         let row = WalletRow::from(wallet);
         let updated = diesel::update(wallets::table.find((row.mode.as_str(), row.msisdn.as_str())))
@@ -326,6 +398,10 @@ impl Tx for DieselTx<'_> {
                 wallets::pin_attempts.eq(row.pin_attempts),
                 wallets::first_name.eq(&row.first_name),
                 wallets::last_name.eq(&row.last_name),
+                wallets::id_type.eq(&row.id_type),
+                wallets::id_number.eq(&row.id_number),
+                wallets::date_of_birth.eq(&row.date_of_birth),
+                wallets::lock_reason.eq(&row.lock_reason),
                 wallets::updated_at.eq(row.updated_at),
             ))
             .execute(self.conn)
@@ -361,6 +437,7 @@ impl Tx for DieselTx<'_> {
             .filter(charges::org_id.eq(org_id.as_str()))
             .filter(charges::mode.eq(mode.as_str()))
             .filter(charges::reference.eq(reference))
+            .filter(charges::kind.eq(ChargeKind::Charge.as_str()))
             .order((charges::created_at.desc(), charges::id.desc()))
             .select(ChargeRow::as_select())
             .first(self.conn)
@@ -409,7 +486,11 @@ impl Tx for DieselTx<'_> {
         before: Option<&ChargeRef>,
         limit: usize,
     ) -> Result<Vec<Charge>, StoreError> {
-        let mut query = charges::table.filter(charges::org_id.eq(org_id.as_str())).filter(charges::mode.eq(mode.as_str())).into_boxed();
+        let mut query = charges::table
+            .filter(charges::org_id.eq(org_id.as_str()))
+            .filter(charges::mode.eq(mode.as_str()))
+            .filter(charges::kind.eq(ChargeKind::Charge.as_str()))
+            .into_boxed();
         if let Some(state) = filter.state {
             query = query.filter(charges::state.eq(state.as_str()));
         }
@@ -486,16 +567,46 @@ impl Tx for DieselTx<'_> {
         Ok(claimed.into_iter().map(|(_, id)| ChargeRef::from_trusted(id)).collect())
     }
 
-    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<ChargeRef>, StoreError> {
-        let ids: Vec<String> = charges::table
+    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<Charge>, StoreError> {
+        let rows: Vec<ChargeRow> = charges::table
             .filter(charges::mode.eq(mode.as_str()))
             .filter(charges::payer_msisdn.eq(msisdn.as_str()))
             .filter(sql::<Bool>("charges.state = 'pending'"))
-            .order(charges::id.asc())
-            .select(charges::id)
+            .order((charges::created_at.asc(), charges::id.asc()))
+            .select(ChargeRow::as_select())
             .load(self.conn)
             .map_err(db_error)?;
-        Ok(ids.into_iter().map(ChargeRef::from_trusted).collect())
+        rows.into_iter().map(Charge::try_from).collect()
+    }
+
+    // ----- USSD sessions -----
+
+    fn ussd_session(&mut self, org_id: &OrgId, mode: Mode, session_id: &str) -> Result<Option<UssdSession>, StoreError> {
+        let query = ussd_sessions::table.find((org_id.as_str(), mode.as_str(), session_id));
+        let found = match &mut *self.conn {
+            DbConnection::Pg(c) => query.select(UssdSessionRow::as_select()).for_update().first(c).optional(),
+            DbConnection::Sqlite(c) => query.select(UssdSessionRow::as_select()).first(c).optional(),
+        };
+        found.map_err(db_error)?.map(UssdSession::try_from).transpose()
+    }
+
+    fn put_ussd_session(&mut self, session: &UssdSession) -> Result<(), StoreError> {
+        let row = UssdSessionRow::from(session);
+        per_backend!(&mut *self.conn, |c| diesel::insert_into(ussd_sessions::table)
+            .values(&row)
+            .on_conflict((ussd_sessions::org_id, ussd_sessions::mode, ussd_sessions::session_id))
+            .do_update()
+            .set(&row)
+            .execute(c))
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    fn purge_ussd_sessions(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        let deleted = diesel::delete(ussd_sessions::table.filter(ussd_sessions::updated_at.lt(before.as_micros())))
+            .execute(self.conn)
+            .map_err(db_error)?;
+        Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
     }
 
     // ----- idempotency -----

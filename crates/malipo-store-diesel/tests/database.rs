@@ -10,7 +10,7 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use malipo_auth::{OrgKind, Organisation};
-use malipo_charges::{Charge, ChargeState};
+use malipo_charges::{Charge, ChargeKind, ChargeState};
 use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
 use malipo_idempotency::{Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse};
 use malipo_ledger::{verify, Account, AccountKind, Journal, JournalKind, JournalLine};
@@ -72,6 +72,8 @@ fn journal(from: &AccountId, to: &AccountId, amount: i64) -> Journal {
 fn pending_charge(f: &Fixture, payer: &str, due: Timestamp) -> Charge {
     Charge {
         id: ChargeRef::new(),
+        kind: ChargeKind::Charge,
+        commission: MinorUnit::ZERO,
         org_id: f.org.id.clone(),
         mode: Mode::Test,
         payer_msisdn: Msisdn::parse(payer).unwrap(),
@@ -576,11 +578,11 @@ fn the_url_scheme_picks_the_backend() {
     assert_eq!((store.backend(), store.backend().as_str()), (Backend::Sqlite, "sqlite"));
     assert!(path.exists(), "parent directories are created");
     assert!(matches!(store.ready(), Err(StoreError::Unavailable(_))), "not ready before the migrations ran");
-    assert_eq!(store.migrate(), Ok(2));
+    assert_eq!(store.migrate(), Ok(3));
     assert_eq!(store.ready(), Ok(()));
 
     let memory = DieselStore::connect("sqlite://:memory:", None).unwrap();
-    assert_eq!(memory.migrate(), Ok(2));
+    assert_eq!(memory.migrate(), Ok(3));
     assert_eq!(memory.ready(), Ok(()), "one connection, so one database");
 }
 

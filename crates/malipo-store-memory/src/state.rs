@@ -7,7 +7,7 @@ use malipo_charges::Charge;
 use malipo_core::{AccountId, ChargeRef, Currency, EndpointId, EventId, Mode, Msisdn, OrgId, TransactionId};
 use malipo_idempotency::IdempotencyRecord;
 use malipo_ledger::{Account, AccountKind, ChainedJournal, Posting};
-use malipo_service::Wallet;
+use malipo_service::{UssdSession, Wallet};
 use malipo_webhooks::{Attempt, Delivery, Endpoint, Event};
 
 /// The last journal of one ledger (mode + currency): where its audit chain continues.
@@ -51,6 +51,8 @@ pub(crate) struct State {
     pub(crate) wallets: BTreeMap<(Mode, Msisdn), Wallet>,
     /// Charges by id.
     pub(crate) charges: BTreeMap<ChargeRef, Charge>,
+    /// USSD sessions by (gateway organisation, mode, session id).
+    pub(crate) ussd_sessions: BTreeMap<(OrgId, Mode, String), UssdSession>,
     /// Idempotency records.
     pub(crate) keys: BTreeMap<IdemKey, IdempotencyRecord>,
     /// Webhook endpoints by id (deleted ones too).

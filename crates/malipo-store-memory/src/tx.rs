@@ -3,14 +3,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use malipo_auth::{AccessToken, Credential, Organisation};
-use malipo_charges::{Charge, ChargeFilter, ChargeState};
+use malipo_charges::{Charge, ChargeFilter, ChargeKind, ChargeState};
 use malipo_core::{AccountId, ChargeRef, EndpointId, EventId, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
 use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
 use malipo_ledger::journal::{hold, release};
 use malipo_ledger::{
-    chain_hash, Account, AccountKind, ChainedJournal, Journal, JournalLine, LedgerError, LedgerSnapshot, Posting, GENESIS_HASH,
+    chain_hash, Account, AccountKind, ChainedJournal, Journal, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting,
+    GENESIS_HASH,
 };
-use malipo_service::{AccountKey, StoreError, TokenRecord, Tx, Wallet};
+use malipo_service::{AccountKey, StatementLine, StoreError, TokenRecord, Tx, UssdSession, Wallet};
 use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event};
 
 use crate::state::{IdemKey, LedgerHead, State};
@@ -69,10 +70,26 @@ fn check_charge(c: &Charge) -> Result<(), StoreError> {
     check(amount > 0, "charges_amount_check")?;
     check((0..=amount).contains(&fee), "charges_fee_check")?;
     check((0..=amount).contains(&reversed), "charges_amount_reversed_check")?;
+    check((0..=fee).contains(&c.commission.get()), "charges_commission_check")?;
     check(c.state.is_final() != c.next_action_at.is_some(), "charges_next_action_check")?;
     check((c.state == ChargeState::Completed) == c.transaction_id.is_some(), "charges_transaction_check")?;
     let failed = matches!(c.state, ChargeState::Declined | ChargeState::Expired | ChargeState::Failed);
     check(failed == c.failure_reason.is_some(), "charges_failure_reason_check")
+}
+
+/// The check constraints and unique identity document of the `wallets` table.
+fn check_wallet(s: &State, w: &Wallet) -> Result<(), StoreError> {
+    check(w.id_type.is_none() == w.id_number.is_none(), "wallets_id_check")?;
+    check((w.state == malipo_service::WalletState::Locked) == w.lock_reason.is_some(), "wallets_lock_reason_check")?;
+    if w.id_number.is_some() {
+        let taken = s.wallets.values().any(|o| {
+            o.msisdn != w.msisdn && o.mode == w.mode && o.country == w.country && o.id_type == w.id_type && o.id_number == w.id_number
+        });
+        if taken {
+            return Err(StoreError::Duplicate);
+        }
+    }
+    Ok(())
 }
 
 /// The check constraints of the `deliveries` table (`attempts >= 0` holds by type; the count
@@ -310,11 +327,36 @@ impl Tx for MemoryTx<'_> {
     fn pending_credits(&mut self, account: &AccountId) -> Result<MinorUnit, StoreError> {
         let mut sum = MinorUnit::ZERO;
         for c in self.r().charges.values() {
-            if c.state == ChargeState::Authorised && &c.merchant_account == account {
+            if c.kind == ChargeKind::Charge && c.state == ChargeState::Authorised && &c.merchant_account == account {
                 sum = sum.checked_add(c.net()).map_err(LedgerError::from)?;
             }
         }
         Ok(sum)
+    }
+
+    fn debits_since(&mut self, account: &AccountId, since: Timestamp) -> Result<MinorUnit, StoreError> {
+        let mut sum = MinorUnit::ZERO;
+        for p in &self.r().postings {
+            if &p.account == account && p.amount.get() < 0 && p.created_at >= since && p.kind != JournalKind::SandboxFunding {
+                sum = sum.checked_sub(p.amount).map_err(LedgerError::from)?;
+            }
+        }
+        Ok(sum)
+    }
+
+    fn account_postings(&mut self, account: &AccountId, after: Option<i64>, limit: usize) -> Result<Vec<StatementLine>, StoreError> {
+        // A posting's place in posting order (from 1) plays the role of the SQL tables' serial id.
+        let start = after.map_or(0, |a| usize::try_from(a.max(0)).unwrap_or(usize::MAX));
+        Ok(self
+            .r()
+            .postings
+            .iter()
+            .enumerate()
+            .skip(start)
+            .filter(|(_, p)| &p.account == account)
+            .take(limit)
+            .map(|(i, p)| StatementLine { seq: i64::try_from(i + 1).unwrap_or(i64::MAX), posting: p.clone() })
+            .collect())
     }
 
     fn ledger_snapshot(&mut self, mode: Option<Mode>) -> Result<LedgerSnapshot, StoreError> {
@@ -347,6 +389,7 @@ impl Tx for MemoryTx<'_> {
             return Err(StoreError::Duplicate);
         }
         foreign_key(s.accounts.contains_key(&wallet.account_id), "the wallet's account")?;
+        check_wallet(s, wallet)?;
         s.wallets.insert(key, wallet.clone());
         Ok(())
     }
@@ -355,18 +398,34 @@ impl Tx for MemoryTx<'_> {
         Ok(self.r().wallets.get(&(mode, msisdn.clone())).cloned())
     }
 
+    fn lock_wallet(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Option<Wallet>, StoreError> {
+        // The whole store is locked for the transaction already.
+        self.wallet(mode, msisdn)
+    }
+
     fn update_wallet(&mut self, wallet: &Wallet) -> Result<(), StoreError> {
         let s = self.w()?;
         // Like an UPDATE that matches no row: nothing to do.
-        if let Some(stored) = s.wallets.get_mut(&(wallet.mode, wallet.msisdn.clone())) {
+        let Some(current) = s.wallets.get(&(wallet.mode, wallet.msisdn.clone())) else {
+            return Ok(());
+        };
+        let mut updated = current.clone();
+        {
+            let stored = &mut updated;
             stored.state = wallet.state;
             stored.kyc_tier = wallet.kyc_tier;
             stored.pin_hash.clone_from(&wallet.pin_hash);
             stored.pin_attempts = wallet.pin_attempts;
             stored.first_name.clone_from(&wallet.first_name);
             stored.last_name.clone_from(&wallet.last_name);
+            stored.id_type.clone_from(&wallet.id_type);
+            stored.id_number.clone_from(&wallet.id_number);
+            stored.date_of_birth.clone_from(&wallet.date_of_birth);
+            stored.lock_reason.clone_from(&wallet.lock_reason);
             stored.updated_at = wallet.updated_at;
         }
+        check_wallet(s, &updated)?;
+        s.wallets.insert((wallet.mode, wallet.msisdn.clone()), updated);
         Ok(())
     }
 
@@ -393,7 +452,7 @@ impl Tx for MemoryTx<'_> {
             .r()
             .charges
             .values()
-            .filter(|c| &c.org_id == org_id && c.mode == mode && c.reference == reference)
+            .filter(|c| c.kind == ChargeKind::Charge && &c.org_id == org_id && c.mode == mode && c.reference == reference)
             .max_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)))
             .cloned())
     }
@@ -441,7 +500,7 @@ impl Tx for MemoryTx<'_> {
         Ok(below
             .rev()
             .map(|(_, c)| c)
-            .filter(|c| &c.org_id == org_id && c.mode == mode && matches_filter(c, filter))
+            .filter(|c| c.kind == ChargeKind::Charge && &c.org_id == org_id && c.mode == mode && matches_filter(c, filter))
             .take(limit)
             .cloned()
             .collect())
@@ -463,14 +522,36 @@ impl Tx for MemoryTx<'_> {
         Ok(claimed)
     }
 
-    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<ChargeRef>, StoreError> {
-        Ok(self
+    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<Charge>, StoreError> {
+        let mut pending: Vec<Charge> = self
             .r()
             .charges
             .values()
             .filter(|c| c.mode == mode && &c.payer_msisdn == msisdn && c.state == ChargeState::Pending)
-            .map(|c| c.id.clone())
-            .collect())
+            .cloned()
+            .collect();
+        pending.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(pending)
+    }
+
+    // ----- USSD sessions -----
+
+    fn ussd_session(&mut self, org_id: &OrgId, mode: Mode, session_id: &str) -> Result<Option<UssdSession>, StoreError> {
+        Ok(self.r().ussd_sessions.get(&(org_id.clone(), mode, session_id.to_owned())).cloned())
+    }
+
+    fn put_ussd_session(&mut self, session: &UssdSession) -> Result<(), StoreError> {
+        let s = self.w()?;
+        foreign_key(s.orgs.contains_key(&session.org_id), "the USSD session's organisation")?;
+        s.ussd_sessions.insert((session.org_id.clone(), session.mode, session.session_id.clone()), session.clone());
+        Ok(())
+    }
+
+    fn purge_ussd_sessions(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        let s = self.w()?;
+        let count = s.ussd_sessions.len();
+        s.ussd_sessions.retain(|_, v| v.updated_at >= before);
+        Ok(u64::try_from(count - s.ussd_sessions.len()).unwrap_or(u64::MAX))
     }
 
     // ----- idempotency -----

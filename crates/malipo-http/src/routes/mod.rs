@@ -1,10 +1,14 @@
 //! Route handlers, one module per group of the contract.
 
+pub mod agents;
 pub mod balance;
 pub mod charges;
+pub mod config;
 pub mod oauth;
 pub mod ops;
 pub mod sandbox;
+pub mod ussd;
+pub mod wallets;
 pub mod webhooks;
 
 use actix_web::http::StatusCode;

@@ -79,12 +79,8 @@ pub async fn wallets(req: HttpRequest, auth: Auth, body: Body, state: web::Data<
     let w = parsed.value;
     let balance = w.balance.as_deref().map(|b| amount_text("balance", b)).transpose()?;
     let idem = idem(&req, &principal, "POST /sandbox/wallets", None, &parsed.canonical)?;
-    let countries = state.platform.countries.clone();
     let outcome = run(&state, move |p| {
-        p.sandbox_wallet(&principal, &w.msisdn, balance.as_deref(), w.kyc_tier, &idem, &|v| {
-            let tier = countries.get(&v.wallet.country).and_then(|c| c.tier(v.wallet.kyc_tier));
-            render(&WalletDto::new(v, tier))
-        })
+        p.sandbox_wallet(&principal, &w.msisdn, balance.as_deref(), w.kyc_tier, &idem, &|d| render(&WalletDto::from(d)))
     })
     .await?;
     Ok(stored(outcome))

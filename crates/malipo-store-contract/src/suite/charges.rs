@@ -303,31 +303,54 @@ pub fn claim_due_charges_leases(store: &dyn Store) {
     assert_eq!(next_action(&done), None, "charges without next_action_at are never claimed");
 }
 
-/// `pending_charges_of_payer` returns the `pending` charges of that number in that mode, of
-/// any organisation.
+/// `pending_charges_of_payer` returns the `pending` charges and cash-outs of that number in that
+/// mode, of any organisation, as whole rows, oldest first.
 pub fn pending_charges_of_payer(store: &dyn Store) {
     let a = insert_merchant(store, "A", Mode::Test);
     let b = insert_merchant(store, "B", Mode::Test);
     let a_live = insert_account(store, org_account(&a.org, Mode::Live, malipo_ledger::AccountKind::Collection, at(0)));
     let (p, q) = (msisdn("254712000036"), msisdn("254712000037"));
-    let p1 = charge(&a.collection, &p, 1_000, at(1));
     let p2 = charge(&b.collection, &p, 1_000, at(2));
+    let p1 = charge(&a.collection, &p, 1_000, at(1));
+    let cash_out = cash_out(&b.collection, &p, 2_000, at(3));
     let authorised = in_state(charge(&a.collection, &p, 1_000, at(3)), ChargeState::Authorised);
     let expired = in_state(charge(&a.collection, &p, 1_000, at(4)), ChargeState::Expired);
     let other_payer = charge(&a.collection, &q, 1_000, at(5));
     let live = charge(&a_live, &p, 1_000, at(6));
     commit(store, |tx| {
-        for c in [&p1, &p2, &authorised, &expired, &other_payer, &live] {
+        for c in [&p2, &p1, &cash_out, &authorised, &expired, &other_payer, &live] {
             tx.insert_charge(c)?;
         }
         Ok(())
     });
-    let pending = |mode: Mode, payer: &malipo_core::Msisdn| -> BTreeSet<ChargeRef> {
-        query(store, |tx| Ok(tx.pending_charges_of_payer(mode, payer)?)).into_iter().collect()
-    };
-    assert_eq!(pending(Mode::Test, &p), [p1.id, p2.id].into_iter().collect());
-    assert_eq!(pending(Mode::Live, &p), [live.id].into_iter().collect());
-    assert_eq!(pending(Mode::Test, &q), [other_payer.id].into_iter().collect());
-    assert_eq!(pending(Mode::Live, &q), BTreeSet::new());
-    assert_eq!(pending(Mode::Test, &msisdn("254712000038")), BTreeSet::new());
+    let pending = |mode: Mode, payer: &malipo_core::Msisdn| query(store, |tx| Ok(tx.pending_charges_of_payer(mode, payer)?));
+    assert_eq!(pending(Mode::Test, &p), vec![p1, p2, cash_out]);
+    assert_eq!(pending(Mode::Live, &p), vec![live]);
+    assert_eq!(pending(Mode::Test, &q), vec![other_payer]);
+    assert_eq!(pending(Mode::Live, &q), vec![]);
+    assert_eq!(pending(Mode::Test, &msisdn("254712000038")), vec![]);
+}
+
+/// Cash-outs live beside charges but never show as charges: not listed, not found by
+/// reference, not counted as pending credits; their kind and commission round trip.
+pub fn cash_outs_are_not_charges(store: &dyn Store) {
+    let m = insert_merchant(store, "Agent-like", Mode::Test);
+    let payer = msisdn("254712000039");
+    let (w, _) = insert_wallet(store, Mode::Test, KES, &payer);
+    let plain = charge(&m.collection, &payer, 1_000, at(1));
+    let withdrawal = Charge { reference: plain.reference.clone(), ..cash_out(&m.collection, &payer, 5_000, at(2)) };
+    let authorised = in_state(Charge { payer_account: Some(w.id.clone()), ..withdrawal.clone() }, ChargeState::Authorised);
+    commit(store, |tx| {
+        tx.insert_charge(&plain)?;
+        tx.insert_charge(&withdrawal)?;
+        tx.update_charge(&authorised)?;
+        Ok(())
+    });
+    let listed = query(store, |tx| Ok(tx.list_charges(&m.org.id, Mode::Test, &ChargeFilter::default(), None, 10)?));
+    assert_eq!(listed, vec![plain.clone()]);
+    let by_ref = query(store, |tx| Ok(tx.latest_charge_by_reference(&m.org.id, Mode::Test, &plain.reference)?));
+    assert_eq!(by_ref, Some(plain.clone()));
+    assert_eq!(query(store, |tx| Ok(tx.pending_credits(&m.collection.id)?)), MinorUnit::ZERO);
+    let stored = query(store, |tx| Ok(tx.charge(&m.org.id, Mode::Test, &withdrawal.id)?));
+    assert_eq!(stored, Some(authorised));
 }

@@ -250,3 +250,45 @@ pub fn pending_credits_sum_authorised_charges(store: &dyn Store) {
     assert_eq!(credits(&AccountId::new()), 0);
     assert_ledger_sound(store);
 }
+
+/// `debits_since` sums what left an account from a moment on; `account_postings` pages an
+/// account's postings oldest first with a cursor that later postings never disturb.
+pub fn account_debits_and_statement(store: &dyn Store) {
+    let kes = insert_platform(store, Mode::Test, KES);
+    let m = insert_merchant(store, "Duka", Mode::Test);
+    let (w, _) = insert_wallet(store, Mode::Test, KES, &msisdn("254712000014"));
+    let (other, _) = insert_wallet(store, Mode::Test, KES, &msisdn("254712000015"));
+    let top_up = post(store, transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 10_000, at(10)));
+    let first = post(store, transfer(Mode::Test, KES, &w.id, &m.collection.id, 1_000, at(20)));
+    post(store, transfer(Mode::Test, KES, &kes.issuance.id, &other.id, 5_000, at(25)));
+    let second = post(store, transfer(Mode::Test, KES, &w.id, &other.id, 2_500, at(30)));
+    let sandbox = post(store, journal(Mode::Test, KES, JournalKind::SandboxFunding, &[(&w.id, -100), (&kes.issuance.id, 100)], at(30)));
+    let debits = |since: i64| query(store, |tx| Ok(tx.debits_since(&w.id, at(since))?)).get();
+    assert_eq!(debits(0), 3_500, "credits are not debits, nor is the sandbox setting a balance");
+    assert_eq!(debits(20), 3_500, "the bound is inclusive");
+    assert_eq!(debits(21), 2_500);
+    assert_eq!(debits(31), 0);
+
+    let page = |after: Option<i64>, limit: usize| query(store, |tx| Ok(tx.account_postings(&w.id, after, limit)?));
+    let all = page(None, 10);
+    let summary: Vec<_> =
+        all.iter().map(|l| (l.posting.journal_id.clone(), l.posting.amount.get(), l.posting.balance_after.get(), l.posting.kind)).collect();
+    assert_eq!(
+        summary,
+        vec![
+            (top_up.id.clone(), 10_000, 10_000, JournalKind::Funding),
+            (first.id.clone(), -1_000, 9_000, JournalKind::Funding),
+            (second.id.clone(), -2_500, 6_500, JournalKind::Funding),
+            (sandbox.id.clone(), -100, 6_400, JournalKind::SandboxFunding),
+        ]
+    );
+    assert!(all.windows(2).all(|p| p[0].seq < p[1].seq), "seq increases");
+    assert!(all.iter().all(|l| l.posting.account == w.id && l.posting.source_ref == "src_test"));
+    let head = page(None, 2);
+    assert_eq!(head, all[..2].to_vec());
+    post(store, transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 1, at(40)));
+    let rest = page(Some(head[1].seq), 10);
+    assert_eq!(rest.len(), 3, "the page after the cursor holds the last two and the new posting");
+    assert_eq!(rest[..2], all[2..]);
+    assert_eq!(rest[2].posting.amount.get(), 1);
+}

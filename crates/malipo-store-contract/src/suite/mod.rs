@@ -6,6 +6,7 @@ pub(crate) mod charges;
 pub(crate) mod idempotency;
 pub(crate) mod ledger;
 pub(crate) mod transactions;
+pub(crate) mod ussd;
 pub(crate) mod wallets;
 pub(crate) mod webhooks;
 

@@ -50,7 +50,7 @@ pub fn failed_closure_rolls_back_everything(store: &dyn Store) {
     let new_wallet = wallet(&new_wallet_account, &new_payer);
     let new_charge = charge(&m.collection, &payer, 300, at(5));
     let authorised = Charge { state: ChargeState::Authorised, updated_at: at(5), ..existing.clone() };
-    let locked = Wallet { state: WalletState::Locked, updated_at: at(5), ..stored_wallet.clone() };
+    let locked = Wallet { state: WalletState::Locked, lock_reason: Some("operator".into()), updated_at: at(5), ..stored_wallet.clone() };
     let top_up = transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 500, at(5));
     let new_key = idem_key("new");
 

@@ -1,0 +1,103 @@
+//! Agents (contract section 11): cash-in, cash-out and the agent's float.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use malipo_auth::Scope;
+
+use crate::dto::{amount_text, AgentCashRequest, BalanceDto, CashInDto, CashOutDto};
+use crate::extract::{idem, parse_json, require_json, Auth, Body};
+use crate::problem::{ApiError, Problem};
+use crate::routes::{render, run, stored};
+use crate::state::AppState;
+
+/// Cash-in: the agent's float pays the customer's wallet at once, within the customer's limits.
+#[utoipa::path(
+    post, path = "/api/v1/agents/cash-in", tag = "Agents",
+    request_body = AgentCashRequest,
+    params(("Idempotency-Key" = String, Header, description = "Required")),
+    responses(
+        (status = 200, description = "The completed cash-in (or the original answer replayed, with Idempotent-Replayed: true)", body = CashInDto),
+        (status = 400, description = "invalid_request, idempotency_key_missing", body = Problem),
+        (status = 401, description = "unauthorized, invalid_token", body = Problem),
+        (status = 403, description = "insufficient_scope", body = Problem),
+        (status = 409, description = "invalid_state (the organisation has no agent float), idempotency_in_progress", body = Problem),
+        (status = 415, description = "unsupported_media_type", body = Problem),
+        (status = 422, description = "validation_failed (`invalid_msisdn`, `invalid_amount`, `wallet_not_found`, `missing_field`, `unknown_field`), insufficient_funds (the float), limit_exceeded, wallet_locked, currency_mismatch, idempotency_key_reused", body = Problem),
+    ),
+    security(("bearer" = ["agent"]))
+)]
+pub async fn cash_in(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let principal = auth.require(Scope::Agent)?.clone();
+    require_json(&req)?;
+    let parsed = parse_json::<AgentCashRequest>(&body.0)?;
+    let r = parsed.value;
+    let amount = amount_text("amount", &r.amount)?;
+    let idem = idem(&req, &principal, "POST /agents/cash-in", None, &parsed.canonical)?;
+    let customer = r.customer_msisdn;
+    let outcome = run(&state, move |p| p.cash_in(&principal, &customer, &amount, &idem, &|c| render(&CashInDto::from(c)))).await?;
+    Ok(stored(outcome))
+}
+
+/// Cash-out: a prompt to the customer like a charge (`wd_…`). On approval the customer's wallet
+/// pays amount + fee; the float receives the amount and the agent's commission.
+#[utoipa::path(
+    post, path = "/api/v1/agents/cash-out", tag = "Agents",
+    request_body = AgentCashRequest,
+    params(("Idempotency-Key" = String, Header, description = "Required")),
+    responses(
+        (status = 200, description = "The cash-out in state pending (or the original answer replayed, with Idempotent-Replayed: true)", body = CashOutDto),
+        (status = 400, description = "invalid_request, idempotency_key_missing", body = Problem),
+        (status = 401, description = "unauthorized, invalid_token", body = Problem),
+        (status = 403, description = "insufficient_scope", body = Problem),
+        (status = 409, description = "invalid_state (the organisation has no agent float), idempotency_in_progress", body = Problem),
+        (status = 415, description = "unsupported_media_type", body = Problem),
+        (status = 422, description = "validation_failed (`invalid_msisdn`, `invalid_amount`, `missing_field`, `unknown_field`), currency_mismatch, idempotency_key_reused", body = Problem),
+    ),
+    security(("bearer" = ["agent"]))
+)]
+pub async fn cash_out(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let principal = auth.require(Scope::Agent)?.clone();
+    require_json(&req)?;
+    let parsed = parse_json::<AgentCashRequest>(&body.0)?;
+    let r = parsed.value;
+    let amount = amount_text("amount", &r.amount)?;
+    let idem = idem(&req, &principal, "POST /agents/cash-out", None, &parsed.canonical)?;
+    let customer = r.customer_msisdn;
+    let outcome = run(&state, move |p| p.cash_out(&principal, &customer, &amount, &idem, &|c| render(&CashOutDto::from(c)))).await?;
+    Ok(stored(outcome))
+}
+
+/// One of the agent's cash-outs.
+#[utoipa::path(
+    get, path = "/api/v1/agents/cash-out/{withdrawal_ref}", tag = "Agents",
+    params(("withdrawal_ref" = String, Path, description = "`wd_…`")),
+    responses(
+        (status = 200, description = "The cash-out", body = CashOutDto),
+        (status = 401, description = "unauthorized, invalid_token", body = Problem),
+        (status = 403, description = "insufficient_scope", body = Problem),
+        (status = 404, description = "not_found", body = Problem),
+    ),
+    security(("bearer" = ["agent"]))
+)]
+pub async fn get_cash_out(auth: Auth, path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let principal = auth.require(Scope::Agent)?.clone();
+    let id = path.into_inner();
+    let cash_out = run(&state, move |p| p.get_cash_out(&principal, &id)).await?;
+    Ok(HttpResponse::Ok().json(CashOutDto::from(&cash_out)))
+}
+
+/// The agent's float: what it can pay out in cash-ins.
+#[utoipa::path(
+    get, path = "/api/v1/agents/float", tag = "Agents",
+    responses(
+        (status = 200, description = "The float (`account: agent_float`)", body = BalanceDto),
+        (status = 401, description = "unauthorized, invalid_token", body = Problem),
+        (status = 403, description = "insufficient_scope", body = Problem),
+        (status = 404, description = "the organisation has no agent float", body = Problem),
+    ),
+    security(("bearer" = ["agent"]))
+)]
+pub async fn float(auth: Auth, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let principal = auth.require(Scope::Agent)?.clone();
+    let b = run(&state, move |p| p.agent_float(&principal)).await?;
+    Ok(HttpResponse::Ok().json(BalanceDto::from(&b)))
+}

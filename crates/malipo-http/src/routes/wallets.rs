@@ -1,0 +1,250 @@
+//! Wallets and KYC (contract section 11): the operator's back office over customers' wallets.
+
+use std::collections::HashMap;
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use malipo_auth::Scope;
+use malipo_service::{NewWallet, ServiceError};
+
+use crate::dto::{ListDto, OpenWalletRequest, RaiseKycRequest, SetPinRequest, StatementLineDto, WalletDto, WalletReasonRequest};
+use crate::extract::{idem, parse_json, require_json, Auth, Body};
+use crate::problem::{ApiError, Problem};
+use crate::routes::{limit, render, run, stored};
+use crate::state::AppState;
+
+/// Open a wallet in the number's country, with a zero balance. The KYC tier follows from the ID
+/// given (tier 0 without one).
+#[utoipa::path(
+    post, path = "/api/v1/wallets", tag = "Wallets",
+    request_body = OpenWalletRequest,
+    params(("Idempotency-Key" = String, Header, description = "Required")),
+    responses(
+        (status = 200, description = "The new wallet (or the original answer replayed, with Idempotent-Replayed: true)", body = WalletDto),
+        (status = 400, description = "invalid_request, idempotency_key_missing", body = Problem),
+        (status = 401, description = "unauthorized, invalid_token", body = Problem),
+        (status = 403, description = "insufficient_scope", body = Problem),
+        (status = 409, description = "invalid_state (the number already has a wallet in this mode), idempotency_in_progress", body = Problem),
+        (status = 415, description = "unsupported_media_type", body = Problem),
+        (status = 422, description = "validation_failed (`invalid_msisdn`, `invalid_value`, `missing_field`, `too_long`, `unknown_field`, `already_registered`), idempotency_key_reused", body = Problem),
+    ),
+    security(("bearer" = ["wallets"]))
+)]
+pub async fn open(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let principal = auth.require(Scope::Wallets)?.clone();
+    require_json(&req)?;
+    let parsed = parse_json::<OpenWalletRequest>(&body.0)?;
+    let idem = idem(&req, &principal, "POST /wallets", None, &parsed.canonical)?;
+    let r = parsed.value;
+    let new = NewWallet {
+        msisdn: r.msisdn,
+        first_name: r.first_name,
+        last_name: r.last_name,
+        id_type: r.id_type,
+        id_number: r.id_number,
+        date_of_birth: r.date_of_birth,
+    };
+    let outcome = run(&state, move |p| p.open_wallet(&principal, &new, &idem, &|d| render(&WalletDto::from(d)))).await?;
+    Ok(stored(outcome))
+}
+
+/// One wallet: state, KYC tier, balance, limits and today's use of them.
+#[utoipa::path(
+    get, path = "/api/v1/wallets/{msisdn}", tag = "Wallets",
+    params(("msisdn" = String, Path, description = "The wallet's number")),
+    responses(
+        (status = 200, description = "The wallet", body = WalletDto),
+        (status = 401, description = "unauthorized, invalid_token", body = Problem),
+        (status = 403, description = "insufficient_scope", body = Problem),
+        (status = 404, description = "not_found", body = Problem),
+    ),
+    security(("bearer" = ["wallets"]))
+)]
+pub async fn get(auth: Auth, path: web::Path<String>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let principal = auth.require(Scope::Wallets)?.clone();
+    let msisdn = path.into_inner();
+    let details = run(&state, move |p| p.wallet_details(&principal, &msisdn)).await?;
+    Ok(HttpResponse::Ok().json(WalletDto::from(&details)))
+}
+
+/// Set the wallet's first PIN, or change it given the current one (a wrong current PIN counts as
+/// a failed attempt; at the country's maximum the wallet locks).
+#[utoipa::path(
+    post, path = "/api/v1/wallets/{msisdn}/pin", tag = "Wallets",
+    request_body = SetPinRequest,
+    params(
+        ("msisdn" = String, Path, description = "The wallet's number"),
+        ("Idempotency-Key" = String, Header, description = "Required"),
+    ),
+    responses(
+        (status = 200, description = "The wallet, `pin_set: true`", body = WalletDto),
+        (status = 400, description = "invalid_request (e.g. a PIN sent as a number), idempotency_key_missing", body = Problem),
+        (status = 404, description = "not_found", body = Problem),
+        (status = 409, description = "invalid_state, idempotency_in_progress", body = Problem),
+        (status = 415, description = "unsupported_media_type", body = Problem),
+        (status = 422, description = "validation_failed (`invalid_pin`, `weak_pin`, `wrong_pin`, `missing_field`, `unknown_field`), wallet_locked, idempotency_key_reused", body = Problem),
+    ),
+    security(("bearer" = ["wallets"]))
+)]
+pub async fn set_pin(
+    req: HttpRequest,
+    auth: Auth,
+    path: web::Path<String>,
+    body: Body,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let principal = auth.require(Scope::Wallets)?.clone();
+    require_json(&req)?;
+    let parsed = parse_json::<SetPinRequest>(&body.0)?;
+    let idem = idem(&req, &principal, "POST /wallets/{msisdn}/pin", None, &parsed.canonical)?;
+    let r = parsed.value;
+    let msisdn = path.into_inner();
+    let outcome =
+        run(&state, move |p| p.set_pin(&principal, &msisdn, &r.new_pin, r.current_pin.as_deref(), &idem, &|d| render(&WalletDto::from(d))))
+            .await?;
+    Ok(stored(outcome))
+}
+
+/// Lock a wallet: it can no longer pay or be paid, and its pending prompts fail with `wallet_locked`.
+#[utoipa::path(
+    post, path = "/api/v1/wallets/{msisdn}/lock", tag = "Wallets",
+    request_body = WalletReasonRequest,
+    params(
+        ("msisdn" = String, Path, description = "The wallet's number"),
+        ("Idempotency-Key" = String, Header, description = "Required"),
+    ),
+    responses(
+        (status = 200, description = "The wallet, `state: locked`", body = WalletDto),
+        (status = 400, description = "invalid_request, idempotency_key_missing", body = Problem),
+        (status = 404, description = "not_found", body = Problem),
+        (status = 409, description = "invalid_state (already locked), idempotency_in_progress", body = Problem),
+        (status = 415, description = "unsupported_media_type", body = Problem),
+        (status = 422, description = "validation_failed (`missing_field`, `too_long`, `invalid_value`, `unknown_field`), idempotency_key_reused", body = Problem),
+    ),
+    security(("bearer" = ["wallets"]))
+)]
+pub async fn lock(
+    req: HttpRequest,
+    auth: Auth,
+    path: web::Path<String>,
+    body: Body,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let principal = auth.require(Scope::Wallets)?.clone();
+    require_json(&req)?;
+    let parsed = parse_json::<WalletReasonRequest>(&body.0)?;
+    let idem = idem(&req, &principal, "POST /wallets/{msisdn}/lock", None, &parsed.canonical)?;
+    let reason = parsed.value.reason;
+    let msisdn = path.into_inner();
+    let outcome = run(&state, move |p| p.lock_wallet(&principal, &msisdn, &reason, &idem, &|d| render(&WalletDto::from(d)))).await?;
+    Ok(stored(outcome))
+}
+
+/// Unlock a wallet and reset its PIN attempt count.
+#[utoipa::path(
+    post, path = "/api/v1/wallets/{msisdn}/unlock", tag = "Wallets",
+    request_body = WalletReasonRequest,
+    params(
+        ("msisdn" = String, Path, description = "The wallet's number"),
+        ("Idempotency-Key" = String, Header, description = "Required"),
+    ),
+    responses(
+        (status = 200, description = "The wallet, `state: active`", body = WalletDto),
+        (status = 400, description = "invalid_request, idempotency_key_missing", body = Problem),
+        (status = 404, description = "not_found", body = Problem),
+        (status = 409, description = "invalid_state (not locked), idempotency_in_progress", body = Problem),
+        (status = 415, description = "unsupported_media_type", body = Problem),
+        (status = 422, description = "validation_failed (`missing_field`, `too_long`, `invalid_value`, `unknown_field`), idempotency_key_reused", body = Problem),
+    ),
+    security(("bearer" = ["wallets"]))
+)]
+pub async fn unlock(
+    req: HttpRequest,
+    auth: Auth,
+    path: web::Path<String>,
+    body: Body,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let principal = auth.require(Scope::Wallets)?.clone();
+    require_json(&req)?;
+    let parsed = parse_json::<WalletReasonRequest>(&body.0)?;
+    let idem = idem(&req, &principal, "POST /wallets/{msisdn}/unlock", None, &parsed.canonical)?;
+    let reason = parsed.value.reason;
+    let msisdn = path.into_inner();
+    let outcome = run(&state, move |p| p.unlock_wallet(&principal, &msisdn, &reason, &idem, &|d| render(&WalletDto::from(d)))).await?;
+    Ok(stored(outcome))
+}
+
+/// Raise a wallet's KYC tier on an identity document that grants at least that tier.
+#[utoipa::path(
+    post, path = "/api/v1/wallets/{msisdn}/kyc", tag = "Wallets",
+    request_body = RaiseKycRequest,
+    params(
+        ("msisdn" = String, Path, description = "The wallet's number"),
+        ("Idempotency-Key" = String, Header, description = "Required"),
+    ),
+    responses(
+        (status = 200, description = "The wallet at its new tier, with the tier's limits", body = WalletDto),
+        (status = 400, description = "invalid_request (e.g. a tier that is not an integer from 0 to 255), idempotency_key_missing", body = Problem),
+        (status = 404, description = "not_found", body = Problem),
+        (status = 409, description = "invalid_state (the tier is not above the current one), idempotency_in_progress", body = Problem),
+        (status = 415, description = "unsupported_media_type", body = Problem),
+        (status = 422, description = "validation_failed (`invalid_value`, `already_registered`, `missing_field`, `unknown_field`), idempotency_key_reused", body = Problem),
+    ),
+    security(("bearer" = ["wallets"]))
+)]
+pub async fn kyc(
+    req: HttpRequest,
+    auth: Auth,
+    path: web::Path<String>,
+    body: Body,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let principal = auth.require(Scope::Wallets)?.clone();
+    require_json(&req)?;
+    let parsed = parse_json::<RaiseKycRequest>(&body.0)?;
+    let idem = idem(&req, &principal, "POST /wallets/{msisdn}/kyc", None, &parsed.canonical)?;
+    let r = parsed.value;
+    let msisdn = path.into_inner();
+    let outcome =
+        run(&state, move |p| p.raise_kyc(&principal, &msisdn, r.tier, &r.id_type, &r.id_number, &idem, &|d| render(&WalletDto::from(d))))
+            .await?;
+    Ok(stored(outcome))
+}
+
+/// The wallet's statement: every posting to it, oldest first.
+#[utoipa::path(
+    get, path = "/api/v1/wallets/{msisdn}/transactions", tag = "Wallets",
+    params(
+        ("msisdn" = String, Path, description = "The wallet's number"),
+        ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
+        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+    ),
+    responses(
+        (status = 200, description = "A page of the statement", body = ListDto<StatementLineDto>),
+        (status = 400, description = "bad query parameter", body = Problem),
+        (status = 404, description = "not_found", body = Problem),
+    ),
+    security(("bearer" = ["wallets"]))
+)]
+pub async fn transactions(
+    auth: Auth,
+    path: web::Path<String>,
+    query: web::Query<HashMap<String, String>>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let principal = auth.require(Scope::Wallets)?.clone();
+    let q = query.into_inner();
+    let limit = limit(q.get("limit").map(String::as_str))?;
+    let cursor = q.get("cursor").cloned();
+    let msisdn = path.into_inner();
+    let (wallet, page) =
+        run(&state, move |p| p.wallet_statement(&principal, &msisdn, cursor.as_deref(), limit)).await.map_err(|e| match e {
+            ApiError::Service(ServiceError::Validation(_)) => ApiError::InvalidRequest("cursor is not valid".into()),
+            other => other,
+        })?;
+    Ok(HttpResponse::Ok().json(ListDto {
+        data: page.data.iter().map(|l| StatementLineDto::new(l, wallet.currency)).collect(),
+        has_more: page.has_more,
+        next_cursor: page.next_cursor,
+    }))
+}

@@ -1,0 +1,497 @@
+//! The USSD channel: a gateway's session, driven hop by hop through the pure menu model of
+//! `malipo-ussd`, with the model's effects carried out here over the same use cases as every
+//! other channel (one PIN attempt counter, the same limits, the same charge state machine).
+//!
+//! A session row is claimed before its new hops are handled (its `last_screen` emptied, the
+//! in-progress mark), so a gateway that repeats a request while the first is still running
+//! cannot make an effect happen twice; a repeat after it finished replays the last screen.
+
+use malipo_auth::Principal;
+use malipo_charges::{ChargeEvent, ChargeKind, ChargeState, FailureReason};
+use malipo_core::{ChargeRef, Mode, Msisdn, OrgId, Timestamp};
+use malipo_countries::Country;
+use malipo_ussd::{display_amount, split_hops, text_too_long, Caller, Effect, Menu, Outcome, Prompt, PromptKind, Screen, State, Step};
+
+use crate::error::{FieldError, ServiceError};
+use crate::platform::Platform;
+use crate::ports::{read, write};
+use crate::processing::Entered;
+use crate::wallet::WalletState;
+use crate::wallets::PinCheck;
+
+/// Sessions end after this long without a hop.
+pub const SESSION_TIMEOUT_SECONDS: i64 = 180;
+/// Effects a single hop may chain before the menu must answer (the menu needs at most two).
+const MAX_EFFECTS_PER_HOP: usize = 4;
+
+/// A USSD session as stored between hops (keyed by the gateway organisation, mode and the
+/// gateway's `sessionId`). It holds no PIN: the menu state never contains one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UssdSession {
+    /// The gateway organisation.
+    pub org_id: OrgId,
+    /// The gateway credential's mode.
+    pub mode: Mode,
+    /// The gateway's `sessionId`.
+    pub session_id: String,
+    /// The caller.
+    pub msisdn: Msisdn,
+    /// The menu state, as JSON.
+    pub state: String,
+    /// How many input hops have been handled.
+    pub hops: u32,
+    /// The last answer, replayed when the gateway repeats a request; empty while a request of
+    /// the session is being handled.
+    pub last_screen: String,
+    /// When the session began.
+    pub created_at: Timestamp,
+    /// When it last moved (sessions expire [`SESSION_TIMEOUT_SECONDS`] after this).
+    pub updated_at: Timestamp,
+}
+
+/// The fields of an Africa's Talking USSD callback.
+#[derive(Clone, Debug, Default)]
+pub struct UssdRequest {
+    /// The gateway's session id.
+    pub session_id: String,
+    /// The dialled code, e.g. `*384*1#`.
+    pub service_code: String,
+    /// The caller's number (a leading `+` is accepted).
+    pub phone_number: String,
+    /// Every input of the session joined by `*` (empty on the first request).
+    pub text: String,
+    /// The caller's network, if the gateway says.
+    pub network_code: Option<String>,
+}
+
+const EXPIRED: &str = "Your session has expired. Please dial again.";
+const BUSY: &str = "Your previous request is still being processed. Please dial again shortly.";
+const OUT_OF_STEP: &str = "Sorry, this session is out of step. Please dial again.";
+const TOO_LONG: &str = "Too much input. Please dial again.";
+const LOCKED: &str = "Your Malipo wallet is locked. Visit a Malipo agent to unlock it.";
+
+/// What the first phase of a request decided.
+enum Claim {
+    /// Answer this at once.
+    Answer(String),
+    /// Handle the hops from `from` on, starting in `state` (`None`: a new session); `session`
+    /// is the row as it was before the claim.
+    Handle { state: Option<State>, from: usize, session: Box<UssdSession> },
+}
+
+fn check_request(req: &UssdRequest) -> Result<(), ServiceError> {
+    let mut errors = Vec::new();
+    let visible = |s: &str| s.bytes().all(|b| b.is_ascii_graphic());
+    if req.session_id.is_empty() || req.session_id.len() > 128 || !visible(&req.session_id) {
+        errors.push(FieldError::new("sessionId", "invalid_value", "sessionId must be 1 to 128 visible ASCII characters"));
+    }
+    if req.service_code.chars().count() > 64 {
+        errors.push(FieldError::new("serviceCode", "too_long", "serviceCode must be at most 64 characters"));
+    }
+    if req.network_code.as_ref().is_some_and(|n| n.chars().count() > 64) {
+        errors.push(FieldError::new("networkCode", "too_long", "networkCode must be at most 64 characters"));
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ServiceError::Validation(errors))
+    }
+}
+
+impl Platform {
+    /// Handles one USSD callback and answers the plain-text screen (`CON …` or `END …`, at
+    /// most 182 characters).
+    ///
+    /// # Errors
+    /// [`ServiceError::Validation`] for a malformed callback (session id, phone number);
+    /// storage failures.
+    pub fn ussd(&self, principal: &Principal, req: &UssdRequest) -> Result<String, ServiceError> {
+        check_request(req)?;
+        let number = req.phone_number.strip_prefix('+').unwrap_or(&req.phone_number);
+        let (caller, country) = self
+            .countries
+            .parse_msisdn(number)
+            .map_err(|e| ServiceError::field("phoneNumber", "invalid_msisdn", format!("phoneNumber {e}")))?;
+        if text_too_long(&req.text) {
+            return Ok(Screen::end(TOO_LONG).render());
+        }
+        let hops = split_hops(&req.text);
+        let (state, from, claimed) = match self.claim_session(principal, req, &caller, hops.len())? {
+            Claim::Answer(screen) => return Ok(screen),
+            Claim::Handle { state, from, session } => (state, from, session),
+        };
+        let menu = Menu { countries: &self.countries, country, caller: &caller };
+        let handled = self.handle_hops(principal.mode, &menu, country, &hops, state, from, &req.session_id);
+        let (state, screen) = match handled {
+            Ok(shown) => shown,
+            Err(e) => {
+                // Give the session back as it was, so the gateway's retry is handled afresh.
+                if let Err(restore) = write(self.store(), |tx| Ok(tx.put_ussd_session(claimed.as_ref())?)) {
+                    tracing::warn!(error = %restore, "could not release a USSD session after a failure");
+                }
+                return Err(e);
+            }
+        };
+        let rendered = screen.render();
+        let session = UssdSession {
+            state: serde_json::to_string(&state).map_err(|e| ServiceError::Internal(e.to_string()))?,
+            hops: u32::try_from(hops.len()).unwrap_or(u32::MAX),
+            last_screen: rendered.clone(),
+            updated_at: self.clock.now(),
+            ..*claimed
+        };
+        write(self.store(), |tx| Ok(tx.put_ussd_session(&session)?))?;
+        Ok(rendered)
+    }
+
+    /// Handles the new hops (`hops[from..]`) from `state`, or starts the session (`state` None),
+    /// running the menu's effects, and answers the final state and screen.
+    #[allow(clippy::too_many_arguments)]
+    fn handle_hops(
+        &self,
+        mode: Mode,
+        menu: &Menu<'_>,
+        country: &Country,
+        hops: &[&str],
+        state: Option<State>,
+        from: usize,
+        session_id: &str,
+    ) -> Result<(State, Screen), ServiceError> {
+        let mut step = match state {
+            None => menu.start(self.caller_of(mode, menu.caller)?),
+            Some(state) => {
+                let first = menu.input(&state, &hops[..=from]);
+                let mut step = self.run_effects(mode, menu, country, &hops[..=from], first, session_id)?;
+                // A gateway that sent several new hops at once: handle them in order.
+                for i in from + 1..hops.len() {
+                    match &step {
+                        Step::Show { state, screen } if !screen.end => {
+                            let next = menu.input(state, &hops[..=i]);
+                            step = self.run_effects(mode, menu, country, &hops[..=i], next, session_id)?;
+                        }
+                        _ => break,
+                    }
+                }
+                step
+            }
+        };
+        step = self.run_effects(mode, menu, country, hops, step, session_id)?;
+        Ok(match step {
+            Step::Show { state, screen } => (state, screen),
+            Step::Run { .. } => (State::Ended, Screen::end("Sorry, something went wrong. Please try again.")),
+        })
+    }
+
+    /// Deletes sessions idle for longer than they live (their answers are no longer replayed).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn purge_ussd_sessions(&self) -> Result<u64, ServiceError> {
+        let before = self.clock.now().plus_seconds(-SESSION_TIMEOUT_SECONDS);
+        write(self.store(), |tx| Ok(tx.purge_ussd_sessions(before)?))
+    }
+
+    /// Finds or starts the session and claims it for this request's hops.
+    fn claim_session(&self, principal: &Principal, req: &UssdRequest, caller: &Msisdn, hop_count: usize) -> Result<Claim, ServiceError> {
+        write(self.store(), |tx| {
+            let now = self.clock.now();
+            let Some(mut session) = tx.ussd_session(&principal.org_id, principal.mode, &req.session_id)? else {
+                if hop_count > 0 {
+                    // Input for a session this platform never started (or long purged).
+                    return Ok(Claim::Answer(Screen::end(EXPIRED).render()));
+                }
+                let session = UssdSession {
+                    org_id: principal.org_id.clone(),
+                    mode: principal.mode,
+                    session_id: req.session_id.clone(),
+                    msisdn: caller.clone(),
+                    state: String::new(),
+                    hops: 0,
+                    last_screen: String::new(),
+                    created_at: now,
+                    updated_at: now,
+                };
+                tx.put_ussd_session(&session)?;
+                // Restoring a new session after a failure leaves it claimed-looking but empty:
+                // the gateway's retry (no hops) then starts it afresh, see below.
+                return Ok(Claim::Handle { state: None, from: 0, session: Box::new(session) });
+            };
+            if &session.msisdn != caller {
+                return Ok(Claim::Answer(Screen::end(OUT_OF_STEP).render()));
+            }
+            if now.as_micros() - session.updated_at.as_micros() > SESSION_TIMEOUT_SECONDS * 1_000_000 {
+                return Ok(Claim::Answer(Screen::end(EXPIRED).render()));
+            }
+            let seen = usize::try_from(session.hops).unwrap_or(usize::MAX);
+            if session.state.is_empty() && hop_count == 0 {
+                // A session whose first answer failed: start it again.
+                session.updated_at = now;
+                tx.put_ussd_session(&session)?;
+                return Ok(Claim::Handle { state: None, from: 0, session: Box::new(session) });
+            }
+            if session.last_screen.is_empty() {
+                return Ok(Claim::Answer(Screen::end(BUSY).render()));
+            }
+            if hop_count == seen {
+                // The gateway repeated its last request: the same answer, nothing done twice.
+                return Ok(Claim::Answer(session.last_screen.clone()));
+            }
+            if hop_count < seen {
+                return Ok(Claim::Answer(Screen::end(OUT_OF_STEP).render()));
+            }
+            let state: State = serde_json::from_str(&session.state).map_err(|e| ServiceError::Internal(format!("stored USSD state: {e}")))?;
+            if state == State::Ended {
+                return Ok(Claim::Answer(Screen::end("Session ended.").render()));
+            }
+            let before = session.clone();
+            session.last_screen = String::new();
+            session.updated_at = now;
+            tx.put_ussd_session(&session)?;
+            Ok(Claim::Handle { state: Some(state), from: seen, session: Box::new(before) })
+        })
+    }
+
+    fn caller_of(&self, mode: Mode, msisdn: &Msisdn) -> Result<Caller, ServiceError> {
+        Ok(match read(self.store(), |tx| Ok(tx.wallet(mode, msisdn)?))? {
+            None => Caller::Unknown,
+            Some(w) if w.state == WalletState::Locked => Caller::Locked,
+            Some(w) if w.pin_hash.is_none() => Caller::NoPin,
+            Some(_) => Caller::Active,
+        })
+    }
+
+    /// Runs the effects a step asks for until the menu answers a screen.
+    fn run_effects(
+        &self,
+        mode: Mode,
+        menu: &Menu<'_>,
+        country: &Country,
+        hops: &[&str],
+        mut step: Step,
+        session_id: &str,
+    ) -> Result<Step, ServiceError> {
+        for _ in 0..MAX_EFFECTS_PER_HOP {
+            let Step::Run { state, effect } = step else {
+                return Ok(step);
+            };
+            let outcome = self.ussd_effect(mode, menu.caller, country, effect, session_id, hops.len())?;
+            step = menu.resume(&state, hops, outcome);
+        }
+        Ok(match step {
+            Step::Run { .. } => Step::Show { state: State::Ended, screen: Screen::end("Sorry, something went wrong. Please try again.") },
+            shown => shown,
+        })
+    }
+
+    /// One effect of the menu, done for the caller.
+    fn ussd_effect(
+        &self,
+        mode: Mode,
+        caller: &Msisdn,
+        country: &Country,
+        effect: Effect,
+        session_id: &str,
+        hop: usize,
+    ) -> Result<Outcome, ServiceError> {
+        let money = |m| display_amount(country.currency, m);
+        // Checks the PIN; `Err(outcome)` is the answer when it is not right.
+        let pin_gate = |pin: &str| -> Result<Result<(), Outcome>, ServiceError> {
+            Ok(match self.check_pin(mode, caller, pin)? {
+                PinCheck::Right => Ok(()),
+                PinCheck::Wrong { attempts_left } => Err(Outcome::WrongPin { attempts_left }),
+                PinCheck::LockedNow => Err(Outcome::Locked),
+                PinCheck::Locked => Err(Outcome::Refused(LOCKED.into())),
+                PinCheck::NoPin => Err(Outcome::Refused("Your Malipo wallet has no PIN yet. Visit a Malipo agent to set one.".into())),
+                PinCheck::NoWallet => Err(Outcome::Refused("This number has no Malipo wallet.".into())),
+            })
+        };
+        Ok(match effect {
+            Effect::LoadApprovals => Outcome::Approvals(self.prompts_of(mode, caller)?),
+            Effect::LookupRecipient { to } => match read(self.store(), |tx| Ok(tx.wallet(mode, &to)?))? {
+                Some(w) if w.state == WalletState::Locked => Outcome::Refused(format!("{to} cannot receive money now.")),
+                Some(w) => Outcome::Recipient { name: display_name(w.first_name.as_deref(), w.last_name.as_deref()) },
+                // The sandbox opens a test wallet on first use, as for charges and payouts.
+                None if mode == Mode::Test => Outcome::Recipient { name: None },
+                None => Outcome::Refused(format!("{to} has no Malipo wallet.")),
+            },
+            Effect::SendMoney { to, amount, pin } => {
+                if let Err(o) = pin_gate(&pin)? {
+                    return Ok(o);
+                }
+                match self.send_money(mode, caller, &to, amount, &format!("ussd:{session_id}:{hop}")) {
+                    Ok(t) => Outcome::Done(format!(
+                        "Sent {} to {to}. Fee {}. Your balance is {}.",
+                        money(t.amount),
+                        money(t.fee),
+                        money(t.sender_balance)
+                    )),
+                    Err(e) => Outcome::Refused(refusal(&e)?),
+                }
+            }
+            Effect::PayCode { code, pin: _ } => {
+                // Merchant payment requests (and their pay codes) are not issued yet: no code can match.
+                Outcome::Refused(format!("No open payment request has pay code {code}."))
+            }
+            Effect::Approve { prompt, pin } => {
+                if let Err(o) = pin_gate(&pin)? {
+                    return Ok(o);
+                }
+                match self.answer_prompt(mode, caller, &prompt, true)? {
+                    Ok(state) if state == ChargeState::Completed || state == ChargeState::Authorised => Outcome::Done(match prompt.kind {
+                        PromptKind::CashOut => {
+                            format!("Withdrawal of {} at {} approved. Collect your cash from the agent.", money(amount(prompt.amount)), prompt.payee)
+                        }
+                        _ => format!("Payment of {} to {} approved.", money(amount(prompt.amount)), prompt.payee),
+                    }),
+                    Ok(state) => Outcome::Refused(format!("The payment could not be made ({state}).")),
+                    Err(msg) => Outcome::Refused(msg),
+                }
+            }
+            Effect::Decline { prompt } => match self.answer_prompt(mode, caller, &prompt, false)? {
+                Ok(_) => Outcome::Done(format!("You declined {} to {}.", money(amount(prompt.amount)), prompt.payee)),
+                Err(msg) => Outcome::Refused(msg),
+            },
+            Effect::Balance { pin } => {
+                if let Err(o) = pin_gate(&pin)? {
+                    return Ok(o);
+                }
+                let now = self.clock.now();
+                let wallet = read(self.store(), |tx| Ok(tx.wallet(mode, caller)?))?.ok_or(ServiceError::NotFound)?;
+                let details = read(self.store(), |tx| self.wallet_view(tx, &wallet, now))?;
+                Outcome::Balance { available: details.account.available() }
+            }
+            Effect::VerifyPin { pin } => match pin_gate(&pin)? {
+                Ok(()) => Outcome::PinOk,
+                Err(o) => o,
+            },
+            Effect::ChangePin { current, new } => {
+                if let Err(o) = pin_gate(&current)? {
+                    return Ok(o);
+                }
+                match self.replace_pin(mode, caller, &new) {
+                    Ok(()) => Outcome::Done("Your Malipo PIN has been changed.".into()),
+                    Err(e) => Outcome::Refused(refusal(&e)?),
+                }
+            }
+            Effect::AccountInfo => {
+                let now = self.clock.now();
+                let wallet = read(self.store(), |tx| Ok(tx.wallet(mode, caller)?))?.ok_or(ServiceError::NotFound)?;
+                let d = read(self.store(), |tx| self.wallet_view(tx, &wallet, now))?;
+                Outcome::Account {
+                    tier: d.wallet.kyc_tier,
+                    per_transaction: d.tier.per_transaction,
+                    daily: d.tier.daily,
+                    daily_used: d.daily_used,
+                    max_balance: d.tier.max_balance,
+                }
+            }
+        })
+    }
+
+    /// The caller's pending prompts that have not expired, oldest first.
+    fn prompts_of(&self, mode: Mode, caller: &Msisdn) -> Result<Vec<Prompt>, ServiceError> {
+        let now = self.clock.now();
+        read(self.store(), |tx| {
+            let mut prompts = Vec::new();
+            for c in tx.pending_charges_of_payer(mode, caller)? {
+                if now >= c.expires_at {
+                    continue;
+                }
+                let payee = tx.org(&c.org_id)?.map_or_else(|| "Merchant".to_owned(), |o| o.name);
+                let (kind, fee) = match c.kind {
+                    ChargeKind::Charge => (PromptKind::Charge, 0),
+                    ChargeKind::CashOut => (PromptKind::CashOut, c.fee.get()),
+                };
+                prompts.push(Prompt { id: c.id.to_string(), kind, payee, amount: c.amount.get(), fee });
+            }
+            Ok(prompts)
+        })
+    }
+
+    /// The caller approves (with the right PIN already checked) or declines a pending prompt.
+    /// Approval authorises it, then completes it through the worker's own steps. `Ok(Err(msg))`
+    /// when the prompt can no longer be answered.
+    fn answer_prompt(&self, mode: Mode, caller: &Msisdn, prompt: &Prompt, approve: bool) -> Result<Result<ChargeState, String>, ServiceError> {
+        let id = ChargeRef::from_trusted(prompt.id.clone());
+        let mut entered = Entered::new();
+        let answered = write(self.store(), |tx| {
+            entered.clear();
+            let now = self.clock.now();
+            let Some(mut charge) = tx.lock_charge(&id)? else {
+                return Ok(Err("This payment no longer exists.".to_owned()));
+            };
+            if charge.mode != mode || &charge.payer_msisdn != caller {
+                return Ok(Err("This payment no longer exists.".to_owned()));
+            }
+            if charge.state != ChargeState::Pending {
+                return Ok(Err("This payment is no longer waiting for your approval.".to_owned()));
+            }
+            if now >= charge.expires_at {
+                self.apply(tx, &mut charge, ChargeEvent::Expire, now, &mut entered)?;
+                return Ok(Err("This payment request has expired.".to_owned()));
+            }
+            if approve {
+                self.authorise(tx, &mut charge, now, &mut entered)?;
+            } else {
+                self.apply(tx, &mut charge, ChargeEvent::Decline, now, &mut entered)?;
+            }
+            Ok(Ok((charge.state, charge.failure_reason)))
+        })?;
+        self.report(&entered);
+        let (state, reason) = match answered {
+            Ok(v) => v,
+            Err(msg) => return Ok(Err(msg)),
+        };
+        if state == ChargeState::Authorised {
+            if let Err(e) = self.settle_now(&id) {
+                // The worker completes it after the lease: the approval stands.
+                tracing::warn!(charge = %id, error = %e, "completing an approved charge failed; the worker will retry");
+            }
+            return Ok(Ok(ChargeState::Authorised));
+        }
+        Ok(match reason {
+            Some(FailureReason::InsufficientFunds) => Err("You do not have enough money for this payment.".to_owned()),
+            Some(FailureReason::LimitExceeded) => Err("This payment is above your wallet's limits.".to_owned()),
+            Some(FailureReason::WalletLocked) => Err(LOCKED.to_owned()),
+            _ => Ok(state),
+        })
+    }
+}
+
+fn amount(minor: i64) -> malipo_core::MinorUnit {
+    malipo_core::MinorUnit::new(minor)
+}
+
+/// "Amina O." for display on a screen.
+fn display_name(first: Option<&str>, last: Option<&str>) -> Option<String> {
+    let first = first.map(str::trim).filter(|f| !f.is_empty())?;
+    Some(match last.and_then(|l| l.trim().chars().next()) {
+        Some(initial) => format!("{first} {initial}."),
+        None => first.to_owned(),
+    })
+}
+
+/// A business refusal, worded for the caller's screen; other failures stay errors.
+fn refusal(e: &ServiceError) -> Result<String, ServiceError> {
+    Ok(match e {
+        ServiceError::InsufficientFunds => "You do not have enough money for this.".to_owned(),
+        ServiceError::LimitExceeded(_) => "This is above your wallet's limits.".to_owned(),
+        ServiceError::WalletLocked => "One of the wallets is locked.".to_owned(),
+        ServiceError::CurrencyMismatch(_) => "You can only send to wallets in your currency.".to_owned(),
+        ServiceError::Validation(errors) => errors.first().map_or_else(|| "That could not be done.".to_owned(), |f| sentence(&f.message)),
+        ServiceError::InvalidState(msg) => sentence(msg),
+        other => return Err(other.clone()),
+    })
+}
+
+fn sentence(msg: &str) -> String {
+    let mut s: String = msg.chars().take(150).collect();
+    if let Some(first) = s.get(..1) {
+        let upper = first.to_uppercase();
+        s.replace_range(..1, &upper);
+    }
+    if !s.ends_with('.') {
+        s.push('.');
+    }
+    s
+}

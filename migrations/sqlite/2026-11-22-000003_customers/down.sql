@@ -1,0 +1,10 @@
+DROP TABLE ussd_sessions;
+ALTER TABLE charges DROP COLUMN commission;
+ALTER TABLE charges DROP COLUMN kind;
+DROP INDEX wallets_id_document_key;
+DROP TRIGGER wallets_lock_reason_update;
+DROP TRIGGER wallets_lock_reason_insert;
+ALTER TABLE wallets DROP COLUMN lock_reason;
+ALTER TABLE wallets DROP COLUMN date_of_birth;
+ALTER TABLE wallets DROP COLUMN id_number;
+ALTER TABLE wallets DROP COLUMN id_type;
