@@ -263,7 +263,14 @@ impl Platform {
     /// [`ServiceError::Validation`] (recipient without a wallet, another currency),
     /// [`ServiceError::WalletLocked`], [`ServiceError::LimitExceeded`],
     /// [`ServiceError::InsufficientFunds`].
-    pub fn send_money(&self, mode: Mode, from: &Msisdn, to: &Msisdn, amount: MinorUnit, source_ref: &str) -> Result<P2pTransfer, ServiceError> {
+    pub fn send_money(
+        &self,
+        mode: Mode,
+        from: &Msisdn,
+        to: &Msisdn,
+        amount: MinorUnit,
+        source_ref: &str,
+    ) -> Result<P2pTransfer, ServiceError> {
         if from == to {
             return Err(ServiceError::field("to", "invalid_msisdn", "cannot send money to the same wallet"));
         }

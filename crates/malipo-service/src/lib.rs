@@ -17,6 +17,7 @@ pub mod wallets;
 pub mod webhooks;
 
 pub use access::{IssuedCredential, IssuedToken};
+pub use agents::{CashIn, P2pTransfer};
 pub use balances::Balance;
 pub use charges::{NewCharge, Page};
 pub use error::{FieldError, OAuthProblem, ServiceError, TokenProblem};
@@ -24,7 +25,6 @@ pub use idempotency::{Idem, IdemOutcome};
 pub use platform::{NoObserver, Observer, Platform, ServiceConfig};
 pub use ports::{query, read, write, AccountKey, StatementLine, Store, StoreError, TokenRecord, Tx};
 pub use sandbox::SimulateAction;
-pub use agents::{CashIn, P2pTransfer};
 pub use ussd::{UssdRequest, UssdSession};
 pub use wallet::{Wallet, WalletState};
 pub use wallets::{NewWallet, PinCheck, WalletDetails};

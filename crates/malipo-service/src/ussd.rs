@@ -239,7 +239,8 @@ impl Platform {
             if hop_count < seen {
                 return Ok(Claim::Answer(Screen::end(OUT_OF_STEP).render()));
             }
-            let state: State = serde_json::from_str(&session.state).map_err(|e| ServiceError::Internal(format!("stored USSD state: {e}")))?;
+            let state: State =
+                serde_json::from_str(&session.state).map_err(|e| ServiceError::Internal(format!("stored USSD state: {e}")))?;
             if state == State::Ended {
                 return Ok(Claim::Answer(Screen::end("Session ended.").render()));
             }
@@ -339,7 +340,11 @@ impl Platform {
                 match self.answer_prompt(mode, caller, &prompt, true)? {
                     Ok(state) if state == ChargeState::Completed || state == ChargeState::Authorised => Outcome::Done(match prompt.kind {
                         PromptKind::CashOut => {
-                            format!("Withdrawal of {} at {} approved. Collect your cash from the agent.", money(amount(prompt.amount)), prompt.payee)
+                            format!(
+                                "Withdrawal of {} at {} approved. Collect your cash from the agent.",
+                                money(amount(prompt.amount)),
+                                prompt.payee
+                            )
                         }
                         _ => format!("Payment of {} to {} approved.", money(amount(prompt.amount)), prompt.payee),
                     }),
@@ -411,7 +416,13 @@ impl Platform {
     /// The caller approves (with the right PIN already checked) or declines a pending prompt.
     /// Approval authorises it, then completes it through the worker's own steps. `Ok(Err(msg))`
     /// when the prompt can no longer be answered.
-    fn answer_prompt(&self, mode: Mode, caller: &Msisdn, prompt: &Prompt, approve: bool) -> Result<Result<ChargeState, String>, ServiceError> {
+    fn answer_prompt(
+        &self,
+        mode: Mode,
+        caller: &Msisdn,
+        prompt: &Prompt,
+        approve: bool,
+    ) -> Result<Result<ChargeState, String>, ServiceError> {
         let id = ChargeRef::from_trusted(prompt.id.clone());
         let mut entered = Entered::new();
         let answered = write(self.store(), |tx| {

@@ -90,7 +90,11 @@ fn check_id(country: &Country, id_type: &str, id_number: &str, errors: &mut Vec<
             ));
         }
         Some(t) if !t.matches(id_number) => {
-            errors.push(FieldError::new("id_number", "invalid_value", format!("id_number does not match the {} pattern {}", t.name, t.pattern)));
+            errors.push(FieldError::new(
+                "id_number",
+                "invalid_value",
+                format!("id_number does not match the {} pattern {}", t.name, t.pattern),
+            ));
         }
         Some(_) => {}
     }
@@ -137,7 +141,13 @@ impl Platform {
     }
 
     /// What left the wallet on the country's current local day: posted debits plus reservations.
-    pub(crate) fn daily_used(&self, tx: &mut dyn Tx, wallet: &Wallet, account: &Account, now: Timestamp) -> Result<MinorUnit, ServiceError> {
+    pub(crate) fn daily_used(
+        &self,
+        tx: &mut dyn Tx,
+        wallet: &Wallet,
+        account: &Account,
+        now: Timestamp,
+    ) -> Result<MinorUnit, ServiceError> {
         let (day_start, _) = self.wallet_country(wallet)?.local_day(now);
         let posted = tx.debits_since(&wallet.account_id, day_start)?;
         Ok(MinorUnit::new(posted.get().saturating_add(account.held.get())))
@@ -166,7 +176,12 @@ impl Platform {
     ///
     /// # Errors
     /// Storage failures.
-    pub(crate) fn check_credit(&self, tx: &mut dyn Tx, wallet: &Wallet, amount: MinorUnit) -> Result<Result<(), LimitBreach>, ServiceError> {
+    pub(crate) fn check_credit(
+        &self,
+        tx: &mut dyn Tx,
+        wallet: &Wallet,
+        amount: MinorUnit,
+    ) -> Result<Result<(), LimitBreach>, ServiceError> {
         let account = tx.account(&wallet.account_id)?.ok_or_else(|| ServiceError::Internal("wallet without account".into()))?;
         let after = MinorUnit::new(account.balance.get().saturating_add(amount.get()));
         Ok(self.wallet_tier(wallet)?.check_credit(amount, after, wallet.mode == Mode::Live))
@@ -302,7 +317,11 @@ impl Platform {
                     // The number is free (checked above in this transaction), so the document is taken
                     // (or a concurrent request opened the number: the retry then finds it).
                     Err(StoreError::Duplicate) if tx.wallet(principal.mode, &msisdn)?.is_none() => {
-                        return Err(ServiceError::field("id_number", "already_registered", "this identity document already holds a wallet"));
+                        return Err(ServiceError::field(
+                            "id_number",
+                            "already_registered",
+                            "this identity document already holds a wallet",
+                        ));
                     }
                     Err(StoreError::Duplicate) => return Err(StoreError::Retry.into()),
                     Err(e) => return Err(e.into()),
@@ -371,7 +390,9 @@ impl Platform {
         }
         let expected_hash = match (&wallet.pin_hash, current_pin) {
             (None, _) => None,
-            (Some(_), None) => return Err(ServiceError::field("current_pin", "missing_field", "current_pin is required to change the PIN")),
+            (Some(_), None) => {
+                return Err(ServiceError::field("current_pin", "missing_field", "current_pin is required to change the PIN"))
+            }
             (Some(hash), Some(current)) => {
                 if current == new_pin {
                     return Err(ServiceError::field("new_pin", "invalid_pin", "new_pin must differ from the current PIN"));
@@ -586,7 +607,12 @@ impl Platform {
     ) -> Result<(Wallet, Page<StatementLine>), ServiceError> {
         let msisdn = Self::wallet_number(msisdn)?;
         let after = cursor
-            .map(|c| c.parse::<i64>().ok().filter(|v| *v > 0).ok_or_else(|| ServiceError::field("cursor", "invalid_cursor", "cursor is not valid")))
+            .map(|c| {
+                c.parse::<i64>()
+                    .ok()
+                    .filter(|v| *v > 0)
+                    .ok_or_else(|| ServiceError::field("cursor", "invalid_cursor", "cursor is not valid"))
+            })
             .transpose()?;
         read(self.store(), |tx| {
             let wallet = tx.wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;

@@ -347,7 +347,8 @@ impl Tx for DieselTx<'_> {
                         account: AccountId::from_trusted(account),
                         amount: MinorUnit::new(amount),
                         balance_after: MinorUnit::new(balance_after),
-                        kind: JournalKind::from_str(&kind).map_err(|_| StoreError::Other(format!("stored journal kind `{kind}` does not parse")))?,
+                        kind: JournalKind::from_str(&kind)
+                            .map_err(|_| StoreError::Other(format!("stored journal kind `{kind}` does not parse")))?,
                         source_ref,
                         created_at: Timestamp::from_micros(created_at),
                     },

@@ -8,8 +8,7 @@ use malipo_core::{AccountId, ChargeRef, EndpointId, EventId, MinorUnit, Mode, Ms
 use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
 use malipo_ledger::journal::{hold, release};
 use malipo_ledger::{
-    chain_hash, Account, AccountKind, ChainedJournal, Journal, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting,
-    GENESIS_HASH,
+    chain_hash, Account, AccountKind, ChainedJournal, Journal, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting, GENESIS_HASH,
 };
 use malipo_service::{AccountKey, StatementLine, StoreError, TokenRecord, Tx, UssdSession, Wallet};
 use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event};
