@@ -129,14 +129,7 @@ pub async fn lock(
     body: Body,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let principal = auth.require(Scope::Wallets)?.clone();
-    require_json(&req)?;
-    let parsed = parse_json::<WalletReasonRequest>(&body.0)?;
-    let idem = idem(&req, &principal, "POST /wallets/{msisdn}/lock", None, &parsed.canonical)?;
-    let reason = parsed.value.reason;
-    let msisdn = path.into_inner();
-    let outcome = run(&state, move |p| p.lock_wallet(&principal, &msisdn, &reason, &idem, &|d| render(&WalletDto::from(d)))).await?;
-    Ok(stored(outcome))
+    set_lock(req, auth, path, body, state, true).await
 }
 
 /// Unlock a wallet and reset its PIN attempt count.
@@ -164,13 +157,34 @@ pub async fn unlock(
     body: Body,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
+    set_lock(req, auth, path, body, state, false).await
+}
+
+/// Locks (`lock`) or unlocks a wallet: the two endpoints differ only in the use case.
+async fn set_lock(
+    req: HttpRequest,
+    auth: Auth,
+    path: web::Path<String>,
+    body: Body,
+    state: web::Data<AppState>,
+    lock: bool,
+) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Wallets)?.clone();
     require_json(&req)?;
     let parsed = parse_json::<WalletReasonRequest>(&body.0)?;
-    let idem = idem(&req, &principal, "POST /wallets/{msisdn}/unlock", None, &parsed.canonical)?;
+    let operation = if lock { "POST /wallets/{msisdn}/lock" } else { "POST /wallets/{msisdn}/unlock" };
+    let idem = idem(&req, &principal, operation, None, &parsed.canonical)?;
     let reason = parsed.value.reason;
     let msisdn = path.into_inner();
-    let outcome = run(&state, move |p| p.unlock_wallet(&principal, &msisdn, &reason, &idem, &|d| render(&WalletDto::from(d)))).await?;
+    let outcome = run(&state, move |p| {
+        let render = |d: &_| render(&WalletDto::from(d));
+        if lock {
+            p.lock_wallet(&principal, &msisdn, &reason, &idem, &render)
+        } else {
+            p.unlock_wallet(&principal, &msisdn, &reason, &idem, &render)
+        }
+    })
+    .await?;
     Ok(stored(outcome))
 }
 
