@@ -210,6 +210,11 @@ pub trait Tx {
     /// # Errors
     /// Storage failures.
     fn wallet(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Option<Wallet>, StoreError>;
+    /// The wallet of a mode and country that holds this identity document, if any.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn wallet_by_document(&mut self, mode: Mode, country: &str, id_type: &str, id_number: &str) -> Result<Option<Wallet>, StoreError>;
     /// A wallet by mode and number, locked for update until the transaction ends.
     ///
     /// # Errors

@@ -329,7 +329,10 @@ impl Platform {
                     Err(e) => Outcome::Refused(refusal(&e)?),
                 }
             }
-            Effect::PayCode { code, pin: _ } => {
+            Effect::PayCode { code, pin } => {
+                if let Err(o) = pin_gate(&pin)? {
+                    return Ok(o);
+                }
                 // Merchant payment requests (and their pay codes) are not issued yet: no code can match.
                 Outcome::Refused(format!("No open payment request has pay code {code}."))
             }

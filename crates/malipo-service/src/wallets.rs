@@ -577,17 +577,16 @@ impl Platform {
                 if tier <= wallet.kyc_tier {
                     return Err(ServiceError::InvalidState(format!("the wallet is already at tier {}", wallet.kyc_tier)));
                 }
+                // Checked first: on PostgreSQL a refused statement would abort the transaction.
+                // A concurrent registration of the same document still meets the unique index.
+                if tx.wallet_by_document(wallet.mode, &wallet.country, id_type, id_number)?.is_some_and(|w| w.msisdn != wallet.msisdn) {
+                    return Err(document_taken());
+                }
                 wallet.kyc_tier = tier;
                 wallet.id_type = Some(id_type.to_owned());
                 wallet.id_number = Some(id_number.to_owned());
                 wallet.updated_at = now;
-                match tx.update_wallet(&wallet) {
-                    Ok(()) => {}
-                    Err(StoreError::Duplicate) => {
-                        return Err(ServiceError::field("id_number", "already_registered", "this identity document already holds a wallet"))
-                    }
-                    Err(e) => return Err(e.into()),
-                }
+                tx.update_wallet(&wallet)?;
                 self.wallet_view(tx, &wallet, now)
             },
             render,
@@ -623,6 +622,10 @@ impl Platform {
             Ok((wallet, Page { data, has_more, next_cursor }))
         })
     }
+}
+
+fn document_taken() -> ServiceError {
+    ServiceError::field("id_number", "already_registered", "this identity document already holds a wallet")
 }
 
 /// A lock or unlock reason: 1 to 200 printable characters.

@@ -379,6 +379,20 @@ impl Tx for DieselTx<'_> {
             .transpose()
     }
 
+    fn wallet_by_document(&mut self, mode: Mode, country: &str, id_type: &str, id_number: &str) -> Result<Option<Wallet>, StoreError> {
+        wallets::table
+            .filter(wallets::mode.eq(mode.as_str()))
+            .filter(wallets::country.eq(country))
+            .filter(wallets::id_type.eq(id_type))
+            .filter(wallets::id_number.eq(id_number))
+            .select(WalletRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(Wallet::try_from)
+            .transpose()
+    }
+
     fn lock_wallet(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Option<Wallet>, StoreError> {
         let query = wallets::table.find((mode.as_str(), msisdn.as_str()));
         let found = match &mut *self.conn {

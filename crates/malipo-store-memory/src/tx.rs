@@ -397,6 +397,17 @@ impl Tx for MemoryTx<'_> {
         Ok(self.r().wallets.get(&(mode, msisdn.clone())).cloned())
     }
 
+    fn wallet_by_document(&mut self, mode: Mode, country: &str, id_type: &str, id_number: &str) -> Result<Option<Wallet>, StoreError> {
+        Ok(self
+            .r()
+            .wallets
+            .values()
+            .find(|w| {
+                w.mode == mode && w.country == country && w.id_type.as_deref() == Some(id_type) && w.id_number.as_deref() == Some(id_number)
+            })
+            .cloned())
+    }
+
     fn lock_wallet(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Option<Wallet>, StoreError> {
         // The whole store is locked for the transaction already.
         self.wallet(mode, msisdn)

@@ -542,3 +542,237 @@ impl TestApp {
 pub fn json_str(s: &str) -> Value {
     Value::String(s.to_owned())
 }
+
+// ---------------------------------------------------------------------------------------------
+// Helpers of the customer-side tests (wallets, agents, USSD, configuration, live mode).
+
+/// A fresh idempotency key.
+pub fn key() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Random decimal digits.
+pub fn digits(n: usize) -> String {
+    let mut out = String::new();
+    while out.len() < n {
+        out.extend(uuid::Uuid::new_v4().as_bytes().iter().map(|b| char::from(b'0' + b % 10)));
+    }
+    out.truncate(n);
+    out
+}
+
+/// A Kenyan national ID number (8 digits) no other test uses.
+pub fn national_id() -> String {
+    format!("{}{}", 1 + digits(1).parse::<u8>().unwrap() % 9, digits(7))
+}
+
+/// A Kenyan KRA PIN (`A` + 9 digits + a letter) no other test uses.
+pub fn kra_pin() -> String {
+    format!("A{}Z", digits(9))
+}
+
+/// The exact JSON text at a path of object members (`["limits", "daily"]`).
+pub fn raw_at(body: &str, path: &[&str]) -> String {
+    let mut text = body.to_owned();
+    for name in path {
+        text = raw_member(&text, name);
+    }
+    text
+}
+
+/// The exact JSON texts of the items of an array.
+pub fn raw_items(array: &str) -> Vec<String> {
+    let items: Vec<Box<serde_json::value::RawValue>> = serde_json::from_str(array).unwrap();
+    items.into_iter().map(|v| v.get().to_owned()).collect()
+}
+
+/// Whether a problem's `errors[]` holds `field` (with `code`, when given).
+pub fn has_field_error(problem: &Value, field: &str, code: Option<&str>) -> bool {
+    problem["errors"].as_array().is_some_and(|errors| errors.iter().any(|e| e["field"] == field && code.is_none_or(|c| e["code"] == c)))
+}
+
+/// A 422 `validation_failed` naming `field` (and `code`, when given) among its `errors[]`.
+pub async fn field_error(r: reqwest::Response, field: &str, code: Option<&str>) -> Answer {
+    let a = problem_strict(r, 422, "validation_failed").await;
+    assert!(has_field_error(&a.json, field, code), "wanted errors[] with field {field} code {code:?}: {}", a.text);
+    a
+}
+
+/// Asserts a 200 answer and returns it.
+pub fn ok(a: Answer, what: &str) -> Answer {
+    assert_eq!(a.status, 200, "{what}: {}", a.text);
+    a
+}
+
+impl TestApp {
+    /// Funds an agent's float (or a merchant's payout account) from e-money issuance, as the
+    /// `malipo account fund` command does.
+    pub async fn fund(&self, org_id: &str, mode: malipo_core::Mode, amount: &str) {
+        let p = self.platform.clone();
+        let (org, amount) = (malipo_core::OrgId::parse(org_id).unwrap(), amount.to_owned());
+        tokio::task::spawn_blocking(move || p.fund_account(&org, mode, &amount)).await.unwrap().unwrap();
+    }
+
+    /// POST with a fresh idempotency key, read to the end.
+    pub async fn post_new(&self, token: &str, path: &str, body: &Value) -> Answer {
+        Answer::of(self.post(token, path, body, Some(&key())).await).await
+    }
+
+    /// GET, read to the end.
+    pub async fn get_answer(&self, token: &str, path: &str) -> Answer {
+        Answer::of(self.get(token, path).await).await
+    }
+
+    /// `POST /ussd` with a form body.
+    pub async fn ussd_form(&self, token: &str, fields: &[(&str, &str)]) -> reqwest::Response {
+        self.http.post(self.url("/ussd")).bearer_auth(token).form(fields).send().await.unwrap()
+    }
+
+    /// One USSD hop (form body): asserts a well-formed screen and returns it.
+    pub async fn ussd_hop(&self, token: &str, session_id: &str, phone: &str, text: &str) -> String {
+        let fields =
+            [("sessionId", session_id), ("serviceCode", "*384*1#"), ("phoneNumber", phone), ("text", text), ("networkCode", "63902")];
+        let a = Answer::of(self.ussd_form(token, &fields).await).await;
+        assert_screen(&a, text)
+    }
+
+    /// Polls `path` until its `state` is `state`, failing on another final state or after `timeout`.
+    pub async fn wait_state(&self, token: &str, path: &str, state: &str, timeout: Duration) -> Value {
+        let started = Instant::now();
+        loop {
+            let v = self.get_json(token, path).await;
+            if v["state"] == state {
+                return v;
+            }
+            let final_state = ["completed", "declined", "expired", "failed"].contains(&v["state"].as_str().unwrap_or(""));
+            assert!(!final_state, "{path} ended {} ({}), expected {state}", v["state"], v["failure_reason"]);
+            assert!(started.elapsed() < timeout, "{path} still {} after {timeout:?}", v["state"]);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Asserts a USSD answer is a well-formed screen (200, `text/plain; charset=utf-8`, `CON `/`END `,
+/// at most 182 characters) and returns its text. Set `USSD_TRACE=1` to print the exchange.
+pub fn assert_screen(a: &Answer, text: &str) -> String {
+    assert_eq!(a.status, 200, "USSD text {text:?}: {}", a.text);
+    assert_eq!(a.header("content-type"), "text/plain; charset=utf-8", "USSD text {text:?}");
+    assert!(a.text.starts_with("CON ") || a.text.starts_with("END "), "USSD text {text:?}: {:?}", a.text);
+    assert!(a.text.chars().count() <= 182, "screen longer than 182 characters: {:?}", a.text);
+    if std::env::var_os("USSD_TRACE").is_some() {
+        eprintln!("USSD text={text:?}\n{}\n---", a.text);
+    }
+    a.text.clone()
+}
+
+/// A fresh gateway session id.
+pub fn session_id() -> String {
+    format!("ATUid_{}", uuid::Uuid::new_v4().simple())
+}
+
+/// The organisations of a customer-side scenario in one mode, with tokens: an operator (scope
+/// `wallets`), an agent with a funded float (`agent`), a merchant (`payments ...`) and a USSD
+/// gateway (`ussd`), all in Kenya.
+pub struct Cast {
+    pub mode: malipo_core::Mode,
+    pub operator: String,
+    pub agent: Creds,
+    pub agent_token: String,
+    pub merchant: Creds,
+    pub merchant_token: String,
+    pub gateway: String,
+}
+
+impl Cast {
+    /// The cast in `mode`, the agent's float funded with `float` (none when "0").
+    pub async fn new(app: &TestApp, mode: malipo_core::Mode, float: &str) -> Cast {
+        let creds = |kind: &'static str| async move {
+            let test = app.org(kind, "KE").await;
+            match mode {
+                malipo_core::Mode::Test => test,
+                malipo_core::Mode::Live => app.live(&test.org_id).await,
+            }
+        };
+        let (operator, agent, merchant, gateway) =
+            (creds("operator").await, creds("agent").await, creds("merchant").await, creds("gateway").await);
+        if float != "0" {
+            app.fund(&agent.org_id, mode, float).await;
+        }
+        Cast {
+            mode,
+            operator: app.token(&operator).await,
+            agent_token: app.token(&agent).await,
+            agent,
+            merchant_token: app.token(&merchant).await,
+            merchant,
+            gateway: app.token(&gateway).await,
+        }
+    }
+
+    pub async fn live(app: &TestApp) -> Cast {
+        Cast::new(app, malipo_core::Mode::Live, "100000").await
+    }
+
+    /// Opens a wallet (tier 1 with a national ID when `tier1`), asserting 200.
+    pub async fn open_wallet(&self, app: &TestApp, msisdn: &str, tier1: bool) -> Answer {
+        let mut body = json!({"msisdn": msisdn, "first_name": "Amina", "last_name": "Otieno"});
+        if tier1 {
+            body["id_type"] = json!("national_id");
+            body["id_number"] = json!(national_id());
+        }
+        ok(app.post_new(&self.operator, "/wallets", &body).await, "POST /wallets")
+    }
+
+    /// Sets a wallet's first PIN, asserting 200.
+    pub async fn set_pin(&self, app: &TestApp, msisdn: &str, pin: &str) -> Answer {
+        ok(app.post_new(&self.operator, &format!("/wallets/{msisdn}/pin"), &json!({"new_pin": pin})).await, "POST /wallets/{msisdn}/pin")
+    }
+
+    /// A cash-in by the agent, asserting 200.
+    pub async fn cash_in(&self, app: &TestApp, msisdn: &str, amount: &str) -> Answer {
+        let body = json!({"customer_msisdn": msisdn, "amount": amount});
+        ok(app.post_new(&self.agent_token, "/agents/cash-in", &body).await, "POST /agents/cash-in")
+    }
+
+    /// A tier-1 customer with a PIN and `balance` cashed in (none when "0"); returns the number.
+    pub async fn customer(&self, app: &TestApp, last4: &str, pin: &str, balance: &str) -> String {
+        let n = msisdn(last4);
+        self.open_wallet(app, &n, true).await;
+        self.set_pin(app, &n, pin).await;
+        if balance != "0" {
+            self.cash_in(app, &n, balance).await;
+        }
+        n
+    }
+
+    /// The wallet as the operator sees it.
+    pub async fn wallet(&self, app: &TestApp, msisdn: &str) -> Answer {
+        ok(app.get_answer(&self.operator, &format!("/wallets/{msisdn}")).await, "GET /wallets/{msisdn}")
+    }
+
+    /// A whole USSD session: the first request (`text` ""), then one request per input, the
+    /// text being every input so far joined by `*`. Returns every screen; all but the last are `CON`.
+    pub async fn dial(&self, app: &TestApp, phone: &str, inputs: &[&str]) -> Vec<String> {
+        self.dial_in(app, &session_id(), phone, inputs).await
+    }
+
+    /// [`Cast::dial`] in a given session.
+    pub async fn dial_in(&self, app: &TestApp, session: &str, phone: &str, inputs: &[&str]) -> Vec<String> {
+        let mut screens = vec![app.ussd_hop(&self.gateway, session, phone, "").await];
+        for i in 0..inputs.len() {
+            assert!(screens[i].starts_with("CON "), "session ended early after {:?}: {:?}", &inputs[..i], screens[i]);
+            screens.push(app.ussd_hop(&self.gateway, session, phone, &inputs[..=i].join("*")).await);
+        }
+        screens
+    }
+
+    /// A pending charge by the merchant (asserting 200), returning its ref.
+    pub async fn charge(&self, app: &TestApp, payer: &str, amount: &str) -> String {
+        app.charge_ref(&self.merchant_token, payer, amount).await
+    }
+
+    /// The merchant's collection balance (`available`, as written).
+    pub async fn merchant_available(&self, app: &TestApp) -> String {
+        app.get_answer(&self.merchant_token, "/partner/balance").await.raw("available")
+    }
+}

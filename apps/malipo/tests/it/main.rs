@@ -4,14 +4,19 @@
 
 mod harness;
 
+mod agents;
 mod auth;
 mod charges;
 mod cli;
+mod config;
 mod errors;
 mod idempotency;
 mod isolation;
 mod lifecycle;
+mod live;
 mod ops;
 mod sandbox;
+mod ussd;
+mod wallets;
 mod webhooks_api;
 mod webhooks_delivery;

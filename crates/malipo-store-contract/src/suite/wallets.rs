@@ -109,6 +109,12 @@ pub fn wallet_constraints(store: &dyn Store) {
 
     let with_id = Wallet { id_type: Some("national_id".into()), id_number: Some("23456789".into()), ..stored.clone() };
     commit(store, |tx| Ok(tx.update_wallet(&with_id)?));
+    let by_doc =
+        |mode: Mode, country: &str, number: &str| query(store, |tx| Ok(tx.wallet_by_document(mode, country, "national_id", number)?));
+    assert_eq!(by_doc(Mode::Test, "KE", "23456789"), Some(with_id.clone()));
+    assert_eq!(by_doc(Mode::Live, "KE", "23456789"), None);
+    assert_eq!(by_doc(Mode::Test, "UG", "23456789"), None);
+    assert_eq!(by_doc(Mode::Test, "KE", "23456780"), None);
     let second = msisdn("254712000024");
     let account = insert_account(store, wallet_account(Mode::Test, KES, &second));
     let same_id = Wallet { msisdn: second.clone(), account_id: account.id.clone(), ..with_id.clone() };
