@@ -111,6 +111,15 @@ def backend_summary(out, backend, rounds_n):
         errors["webhook-redeliver"] = redeliver["errors"]
     if backlog and backlog.get("delivered", 0) < backlog.get("expected", 0):
         errors["webhook-backlog"] = f"{backlog['delivered']} of {backlog['expected']} redeliveries acknowledged in time"
+    ussd = load(out / backend / "ussd.json")
+    if ussd and ussd.get("errors"):
+        kinds = ", ".join(f"{k}: {v}" for k, v in sorted((ussd.get("error_kinds") or {}).items()))
+        errors["ussd"] = f"{ussd['errors']} of {ussd.get('attempts', 'n/a')} USSD sessions did not end approved ({kinds or 'no detail'})"
+    if ussd and (not ussd.get("settled", True) or ussd.get("completed", 0) < ussd.get("sessions", 0)):
+        errors["ussd-settle"] = (
+            f"{num(ussd.get('completed'))} of {num(ussd.get('sessions'))} approved charges completed"
+            f"{'' if ussd.get('settled', True) else '; some were still authorised at the end of the wait'}"
+        )
     drains = sorted(p.stem for p in (out / backend).glob("drain-*.json") if not (load(p) or {}).get("idle"))
     return {
         "full": full,
@@ -130,6 +139,8 @@ def backend_summary(out, backend, rounds_n):
         "wh_redeliver": load(out / backend / "webhook-redeliver.json"),
         "wh_lag": load(out / backend / "webhook-lag.json"),
         "wh_life": load(out / backend / "webhook-lifecycle.json"),
+        "ussd": ussd,
+        "rss_ussd": (load(out / backend / "rss-ussd.json") or {}).get("vmhwm_kib"),
     }
 
 
@@ -142,6 +153,76 @@ def lifecycle_cell(r):
     if r.get("timed_out"):
         text += "; **timed out**"
     return text + ")"
+
+
+def ussd_section(summary, meta):
+    """The "USSD approvals (live mode)" section: one column per backend, from `<backend>/ussd.json`."""
+    lines = ["### USSD approvals (live mode)", ""]
+    runs = {b: summary[b].get("ussd") for b, _ in BACKENDS}
+    if not any(runs.values()):
+        return lines + ["Not measured in this run (no `ussd.json`).", ""]
+    lines.append("| | " + " | ".join(label for _, label in BACKENDS) + " |")
+    lines.append("|---|" + "---|" * len(BACKENDS))
+
+    def row(title, fn):
+        cells = []
+        for b, _ in BACKENDS:
+            r = runs[b]
+            cells.append(fn(r, summary[b]) if r else "not measured")
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+
+    def sessions(r, _):
+        text = f"{num(r.get('sessions'))} in {num(r.get('duration_secs'), 1)} s ({num(r.get('completed'))} completed"
+        if r.get("exhausted"):
+            text += "; ended early, the customers' balances spent"
+        return text + ")"
+
+    def pair(a, b):
+        return lambda r, _: f"{ms(r.get(a))} / {ms(r.get(b))}"
+
+    any_run = next(r for r in runs.values() if r)
+    row(
+        f"sessions approved ({num(any_run.get('customers'))} customers, {num(any_run.get('concurrency'))} sessions at a time)",
+        sessions,
+    )
+    row("approvals/s", lambda r, _: num(r.get("approvals_per_sec"), 1))
+    row("hop round trip p50 / p99 (the four hops before the PIN)", pair("hop_p50_ms", "hop_p99_ms"))
+    row("PIN hop round trip p50 / p99 (Argon2id PIN check, then the authorisation)", pair("pin_hop_p50_ms", "pin_hop_p99_ms"))
+    row("charge push (`POST /partner/stk`) p50 / p99", pair("charge_p50_ms", "charge_p99_ms"))
+    row("errors (sessions not ending approved)", lambda r, _: num(r.get("errors")))
+    row(
+        "lifecycle server peak RSS (VmHWM) at the end of this phase (its peak over all its phases)",
+        lambda _, s: f"{num(s['rss_ussd'] / 1024, 1)} MiB" if s.get("rss_ussd") is not None else "n/a",
+    )
+    lines.append("")
+    ratios = []
+    for b, label in BACKENDS:
+        r = runs[b]
+        if r and r.get("hop_p50_ms") and r.get("pin_hop_p50_ms") is not None:
+            ratios.append(f"{label} {num(r['pin_hop_p50_ms'] / r['hop_p50_ms'], 1)}×")
+    nproc = meta.get("nproc")
+    lines.append(
+        "Each session is a live charge pushed by a live merchant to a customer's real wallet (KYC tier 0, "
+        f"KES {num(any_run.get('amount'))} a charge, KES {num(any_run.get('balance'))} cashed in by an agent), then one "
+        "USSD session through a live gateway: `\"\"`, `3`, `3*1`, `3*1*1`, `3*1*1*PIN`. The PIN hop verifies the PIN "
+        "against its Argon2id hash on the server's pool of one thread per core"
+        f"{f' ({nproc} here)' if nproc else ''} and then authorises the charge"
+        + (f". PIN hop median over the other hops' median: {', '.join(ratios)}." if ratios else ".")
+    )
+    cpu = [
+        f"{label} {num(nproc * 1000 / runs[b]['approvals_per_sec'], 1)} ms"
+        for b, label in BACKENDS
+        if nproc and runs[b] and runs[b].get("approvals_per_sec")
+    ]
+    if cpu:
+        lines.append("")
+        lines.append(
+            f"CPU time of the machine per approval ({nproc} CPUs / approvals/s; load generator and database included): "
+            f"{', '.join(cpu)}. With {num(any_run.get('concurrency'))} sessions at a time, the PIN hop's round trip also "
+            "includes any wait for a free thread of the hashing pool."
+        )
+    lines.append("")
+    return lines
 
 
 def main(argv):
@@ -276,6 +357,8 @@ def main(argv):
     )
     add("")
 
+    lines.extend(ussd_section(summary, meta))
+
     add("### Full-speed rounds, side by side with pgbench")
     add("")
     add("| round | PostgreSQL creations/s | pgbench transactions/s | fraction | SQLite creations/s |")
@@ -397,6 +480,17 @@ def main(argv):
         "counted over their own first-to-last span. Lag: `malipo-loadgen charges --rate 200 --duration-secs 10` (the "
         "sandbox approves at once); per event, first 200 attempt's `attempted_at` + `latency_ms` − event `created_at`; "
         "nearest-rank p50/p99. All from the `events` and `delivery_attempts` tables."
+    )
+    add(
+        "- USSD approvals, last on the lifecycle server (after the webhooks, so no figure above is disturbed), in live "
+        "mode: `malipo org create` and `malipo credentials issue --mode live` give a live operator (`wallets`), agent "
+        "(`agent`; float funded by `malipo account fund --mode live`), gateway (`ussd`) and merchant. "
+        "`malipo-loadgen ussd` opens the customers' wallets (`POST /wallets`, no ID), sets their PINs and cashes in; "
+        "then for a fixed time each worker takes a customer no other worker holds, pushes a live charge "
+        "(`POST /partner/stk`) and at once drives one session of form-encoded `POST /ussd` calls, timing each round "
+        "trip; a session counts when its last screen is `END …approved…`. Approvals/s = approved sessions / the "
+        "measured time. Afterwards it waits for the merchant to have no charge left `authorised` and counts its "
+        "completed charges."
     )
     add("- Peak RSS is `VmHWM` from `/proc/<pid>/status` of each server at the end of its phase.")
     add(f"- Raw results: `bench-out/` of the run ({meta.get('pgbench') or 'pgbench'}).")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Malipo benchmark (`just bench`). Loopback only, bounded in time (about 3 minutes after the
+# The Malipo benchmark (`just bench`). Loopback only, bounded in time (about 4 minutes after the
 # build; every step has a time limit).
 #
 # For PostgreSQL and for SQLite it starts the release server on a fresh database, seeds it, then
@@ -16,13 +16,19 @@
 #     redelivery of each of its events queued at once: malipo-loadgen redeliver), and the lag from a
 #     charge.completed event to its acknowledged delivery (p50/p99) with charges paced at 200/s,
 #     both read from the database (events, delivery_attempts);
+#   - USSD approvals in live mode, on the lifecycle server after the webhooks: live organisations
+#     from the CLI (operator, agent with a funded float, gateway, merchant), then
+#     malipo-loadgen ussd: customers' wallets opened, PINs set and cashed in, then live charges
+#     each approved in one USSD session ("", 3, 3*1, 3*1*1, 3*1*1*PIN) -> approvals/s, hop and PIN
+#     hop p50/p99;
 #   - the server's peak RSS (VmHWM) in each phase.
 # Every result lands as a file in bench-out/ (git-ignored); bench/report.py turns that one run into
 # docs/performance.md. Nothing in the document is typed by hand.
 #
 # Knobs (environment): BENCH_OUT (bench-out), BENCH_ROUNDS (3), BENCH_ROUND_SECS (5),
 # BENCH_LIFECYCLE_COUNT (3000), BENCH_SKIP_BUILD (0), BENCH_MALIPO_BIN (target/release/malipo),
-# BENCH_REPORT (docs/performance.md), PGHOST/PGPORT/PGUSER (127.0.0.1/5432/postgres).
+# BENCH_REPORT (docs/performance.md), BENCH_USSD_SECS (25), BENCH_USSD_CUSTOMERS (50),
+# BENCH_USSD_CONCURRENCY (8), PGHOST/PGPORT/PGUSER (127.0.0.1/5432/postgres).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,6 +43,9 @@ MALIPO=${BENCH_MALIPO_BIN:-$ROOT/target/release/malipo}
 LOADGEN=$ROOT/target/release/malipo-loadgen
 CONCURRENCY=32
 PACED_RATE=1000
+USSD_SECS=${BENCH_USSD_SECS:-25}
+USSD_CUSTOMERS=${BENCH_USSD_CUSTOMERS:-50}
+USSD_CONCURRENCY=${BENCH_USSD_CONCURRENCY:-8}
 
 export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
 PG_DB=malipo_bench          # the server's database
@@ -144,12 +153,9 @@ record_rss() { # record_rss OUTFILE: the running server's peak RSS
     log "  peak RSS: $(cat "$1")"
 }
 
-# create_merchant NAME: prints the new test credential as one JSON line.
-create_merchant() {
-    local printed
-    printed=$(env "${MALIPO_ENV[@]}" timeout 60 "$MALIPO" org create --name "$1" --kind merchant \
-        --json 2>>"$SERVER_LOG") || die "malipo org create --name $1 failed (log: $SERVER_LOG)"
-    # The last JSON object printed (whether on one line or pretty-printed), compacted to one line.
+# last_credential TEXT: the last JSON object with client_id and client_secret in TEXT (whether
+# printed on one line or pretty-printed), compacted to one line.
+last_credential() {
     python3 -c '
 import json, sys
 text, found, i = sys.argv[1], None, 0
@@ -161,7 +167,26 @@ while (i := text.find("{", i)) >= 0:
         i += 1
 if not (isinstance(found, dict) and found.get("client_id") and found.get("client_secret")):
     sys.exit("no credential in: " + text)
-print(json.dumps(found))' "$printed" || die "malipo org create printed no credential"
+print(json.dumps(found))' "$1"
+}
+
+# create_org NAME KIND: prints the new organisation's test credential as one JSON line.
+create_org() {
+    local printed
+    printed=$(env "${MALIPO_ENV[@]}" timeout 60 "$MALIPO" org create --name "$1" --kind "$2" \
+        --json 2>>"$SERVER_LOG") || die "malipo org create --name $1 --kind $2 failed (log: $SERVER_LOG)"
+    last_credential "$printed" || die "malipo org create printed no credential"
+}
+
+# create_merchant NAME: prints the new test credential as one JSON line.
+create_merchant() { create_org "$1" merchant; }
+
+# issue_live ORG_ID: prints a new live credential of the organisation as one JSON line.
+issue_live() {
+    local printed
+    printed=$(env "${MALIPO_ENV[@]}" timeout 60 "$MALIPO" credentials issue --org "$1" --mode live \
+        --json 2>>"$SERVER_LOG") || die "malipo credentials issue --org $1 --mode live failed (log: $SERVER_LOG)"
+    last_credential "$printed" || die "malipo credentials issue printed no credential"
 }
 
 # loadgen SECONDS_LIMIT OUTFILE ARGS...: one loadgen run, its JSON saved to OUTFILE.
@@ -360,6 +385,37 @@ json.dump(res, open(sys.argv[1], "w"), indent=2)' "$DIR/webhook-backlog.json" \
     log "  receiver: $(cat "$DIR/webhook-receiver.json")"
 }
 
+# ussd_phase: on the running lifecycle server, after the webhooks (so the figures before stay
+# comparable): a live operator, agent (float funded), gateway and merchant, then live charges
+# approved over the USSD menu (malipo-loadgen ussd: wallets opened and cashed in, then workers
+# each push a charge to a customer and approve it in one session, PIN hop timed apart).
+ussd_phase() {
+    local kind org
+    log "ussd: live operator, agent, gateway and merchant"
+    for kind in operator agent gateway merchant; do
+        create_org "bench-ussd-$kind" "$kind" >"$DIR/ussd-$kind-test.jsonl"
+        org=$(json_field "$DIR/ussd-$kind-test.jsonl" organisation_id)
+        issue_live "$org" >"$DIR/ussd-$kind.jsonl"
+    done
+    env "${MALIPO_ENV[@]}" timeout 60 "$MALIPO" account fund --mode live --amount 100000000 \
+        --org "$(json_field "$DIR/ussd-agent.jsonl" organisation_id)" >"$DIR/ussd-fund.json" \
+        2>>"$SERVER_LOG" || die "malipo account fund (the agent's live float) failed (log: $SERVER_LOG)"
+    log "ussd: $USSD_CUSTOMERS customers, $USSD_CONCURRENCY sessions at a time, $USSD_SECS s"
+    loadgen $((USSD_SECS + 60)) "$DIR/ussd.json" ussd --base-url "$API" \
+        --operator-id "$(json_field "$DIR/ussd-operator.jsonl" client_id)" \
+        --operator-secret "$(json_field "$DIR/ussd-operator.jsonl" client_secret)" \
+        --agent-id "$(json_field "$DIR/ussd-agent.jsonl" client_id)" \
+        --agent-secret "$(json_field "$DIR/ussd-agent.jsonl" client_secret)" \
+        --gateway-id "$(json_field "$DIR/ussd-gateway.jsonl" client_id)" \
+        --gateway-secret "$(json_field "$DIR/ussd-gateway.jsonl" client_secret)" \
+        --merchant-id "$(json_field "$DIR/ussd-merchant.jsonl" client_id)" \
+        --merchant-secret "$(json_field "$DIR/ussd-merchant.jsonl" client_secret)" \
+        --customers "$USSD_CUSTOMERS" --concurrency "$USSD_CONCURRENCY" --duration-secs "$USSD_SECS" \
+        --balance 5000 --amount 10
+    log "  ussd: $(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print("%d approved, %.1f/s, hop p50 %.2f ms p99 %.2f ms, PIN hop p50 %.2f ms p99 %.2f ms, errors %d, %d completed" % (r["sessions"], r["approvals_per_sec"], r["hop_p50_ms"], r["hop_p99_ms"], r["pin_hop_p50_ms"], r["pin_hop_p99_ms"], r["errors"], r["completed"]))' "$DIR/ussd.json")"
+    record_rss "$DIR/rss-ussd.json"
+}
+
 pgbench_round() { # pgbench_round N
     "$PGBENCH" -n -M prepared -c "$CONCURRENCY" -j 2 -T "$ROUND_SECS" -f bench/charge.sql \
         "$PG_SCRATCH_DB" >"$OUT/pgbench-$1.txt" 2>"$OUT/pgbench-$1.err"
@@ -407,6 +463,8 @@ run_backend() {
     record_rss "$DIR/rss-lifecycle.json"
     # Phase 1b, webhooks: after the lifecycle figures, on the same server, so those stay comparable.
     webhook_phase
+    # Phase 1c, USSD approvals in live mode: last on this server, so nothing above is disturbed.
+    ussd_phase
     stop_server
 
     # Phase 2, creation: approval an hour away, so no background work competes with creation

@@ -7,6 +7,7 @@ mod charges;
 mod lifecycle;
 mod receiver;
 mod redeliver;
+mod ussd;
 
 use clap::{Parser, Subcommand};
 
@@ -33,6 +34,10 @@ enum Command {
     Receiver(receiver::Args),
     /// Queue a redelivery of every event in a file at once (a backlog for the webhook workers).
     Redeliver(redeliver::Args),
+    /// Live-mode charge approvals over the USSD menu: opens customers' wallets, then workers push a
+    /// live charge to a customer and approve it in one USSD session; reports approvals/s and the
+    /// hops' round trips (the PIN hop separately).
+    Ussd(ussd::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -45,6 +50,7 @@ fn main() -> anyhow::Result<()> {
             Command::WaitIdle(args) => lifecycle::wait_idle_command(args).await,
             Command::Receiver(args) => receiver::run(args).await,
             Command::Redeliver(args) => redeliver::run(args).await,
+            Command::Ussd(args) => ussd::run(args).await,
         }
     })?;
     println!("{}", serde_json::to_string(&report)?);

@@ -191,9 +191,12 @@ impl Platform {
         now: Timestamp,
         entered: &mut Entered,
     ) -> Result<(), ServiceError> {
-        let wallet = match charge.mode {
-            Mode::Test => Some(self.ensure_test_wallet(tx, &charge.payer_msisdn, now)?),
-            Mode::Live => tx.wallet(charge.mode, &charge.payer_msisdn)?,
+        let (wallet, opened_now) = match charge.mode {
+            Mode::Test => {
+                let (w, opened) = self.test_wallet(tx, &charge.payer_msisdn, now)?;
+                (Some(w), opened)
+            }
+            Mode::Live => (tx.wallet(charge.mode, &charge.payer_msisdn)?, false),
         };
         let fail = |r| ChargeEvent::PayerFailure(r);
         let Some(wallet) = wallet else {
@@ -202,7 +205,14 @@ impl Platform {
         if wallet.state == WalletState::Locked {
             return self.apply(tx, charge, fail(FailureReason::WalletLocked), now, entered);
         }
-        if self.check_debit(tx, &wallet, charge.amount, charge.payer_debit(), now)?.is_err() {
+        // A wallet opened in this transaction has used nothing today: no need to read its
+        // postings (which would also hold the ledger's chain head, locked by its funding, longer).
+        let within_limits = if opened_now {
+            self.fresh_wallet_debit(&wallet, charge.amount, charge.payer_debit())?
+        } else {
+            self.check_debit(tx, &wallet, charge.amount, charge.payer_debit(), now)?
+        };
+        if within_limits.is_err() {
             return self.apply(tx, charge, fail(FailureReason::LimitExceeded), now, entered);
         }
         match tx.hold(&wallet.account_id, charge.payer_debit()) {
@@ -319,8 +329,13 @@ impl Platform {
 
     /// The test wallet of a number, opened and funded with test money on first use.
     pub(crate) fn ensure_test_wallet(&self, tx: &mut dyn Tx, msisdn: &Msisdn, now: Timestamp) -> Result<Wallet, ServiceError> {
+        Ok(self.test_wallet(tx, msisdn, now)?.0)
+    }
+
+    /// As [`Platform::ensure_test_wallet`], and whether it was opened by this call.
+    pub(crate) fn test_wallet(&self, tx: &mut dyn Tx, msisdn: &Msisdn, now: Timestamp) -> Result<(Wallet, bool), ServiceError> {
         if let Some(w) = tx.wallet(Mode::Test, msisdn)? {
-            return Ok(w);
+            return Ok((w, false));
         }
         let country =
             self.countries.for_msisdn(msisdn).map_err(|e| ServiceError::field("msisdn", "invalid_msisdn", format!("msisdn {e}")))?;
@@ -367,7 +382,7 @@ impl Platform {
             now,
         )?;
         tx.post_journal(&journal)?;
-        Ok(wallet)
+        Ok((wallet, true))
     }
 }
 

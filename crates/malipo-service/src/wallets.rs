@@ -171,6 +171,19 @@ impl Platform {
         Ok(self.wallet_tier(wallet)?.check_debit(amount, debit, used))
     }
 
+    /// [`Platform::check_debit`] for a wallet opened in the current transaction: nothing used yet.
+    ///
+    /// # Errors
+    /// [`ServiceError::Internal`] when its tier is not configured.
+    pub(crate) fn fresh_wallet_debit(
+        &self,
+        wallet: &Wallet,
+        amount: MinorUnit,
+        debit: MinorUnit,
+    ) -> Result<Result<(), LimitBreach>, ServiceError> {
+        Ok(self.wallet_tier(wallet)?.check_debit(amount, debit, MinorUnit::ZERO))
+    }
+
     /// Whether the wallet may receive `amount`. The maximum balance is not applied to test
     /// wallets: the sandbox opens them with 1,000,000.00, above most tiers' maximum.
     ///

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Side-by-side sandbox lifecycle rate of two server binaries (e.g. before and after a change):
+#
+#   bash bench/ab-lifecycle.sh OLD_BINARY NEW_BINARY [ROUNDS]
+#
+# For each backend (SQLite, then PostgreSQL) it alternates OLD, NEW, OLD, NEW, ... ROUNDS times
+# (default 3), each round on a fresh database with the sandbox approving at once, and measures
+# created -> completed for 3,000 charges of one merchant with target/release/malipo-loadgen.
+# Prints each round and the medians with the NEW/OLD ratio, so a regression is measured on the
+# same machine at the same time rather than against an older run's figures.
+# Needs PostgreSQL at 127.0.0.1:5432 (user postgres) and python3.
+set -euo pipefail
+export PGOPTIONS="-c client_min_messages=warning"
+cd "$(dirname "$0")/.."
+
+OLD=${1:?old server binary} NEW=${2:?new server binary} ROUNDS=${3:-3}
+LOADGEN=${BENCH_LOADGEN:-target/release/malipo-loadgen}
+COUNT=${BENCH_LIFECYCLE_COUNT:-3000}
+KEY=$(python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())')
+WORK=$(mktemp -d)
+trap 'kill "${PID:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+run_round() { # run_round BINARY DATABASE_URL -> prints the lifecycle rate
+    local bin=$1 url=$2 port
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    local env=(MALIPO_DATABASE_URL="$url" MALIPO_BIND="127.0.0.1:$port" MALIPO_RATE_LIMIT_TEST=1000000
+        MALIPO_SANDBOX_APPROVAL_DELAY_MS=0 MALIPO_CHARGE_TTL_SECONDS=600 MALIPO_LOG=warn MALIPO_WEBHOOK_KEY="$KEY")
+    env "${env[@]}" "$bin" serve >"$WORK/server.log" 2>&1 &
+    PID=$!
+    for _ in $(seq 300); do
+        curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    env "${env[@]}" timeout 60 "$bin" org create --name ab --kind merchant --json 2>/dev/null |
+        python3 -c 'import json, sys; t = sys.stdin.read(); print(json.dumps(json.loads(t[t.index("{"):])))' >"$WORK/creds.jsonl"
+    timeout 150 "$LOADGEN" lifecycle --base-url "http://127.0.0.1:$port/api/v1" --credentials "$WORK/creds.jsonl" \
+        --count "$COUNT" --concurrency 32 --timeout-secs 120 |
+        python3 -c 'import json, sys; print("%.1f" % json.load(sys.stdin)["lifecycle_per_sec"])'
+    kill "$PID"
+    wait "$PID" 2>/dev/null || true
+}
+
+for backend in sqlite postgres; do
+    old=() new=()
+    for i in $(seq "$ROUNDS"); do
+        for which in old new; do
+            if [[ $backend == sqlite ]]; then
+                url="sqlite://$WORK/ab-$which-$i.db"
+            else
+                db="malipo_ab_${which}_$i"
+                psql -X -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+                url="postgres://postgres@127.0.0.1:5432/$db"
+            fi
+            bin=$OLD
+            [[ $which == new ]] && bin=$NEW
+            rate=$(run_round "$bin" "$url")
+            echo "$backend round $i $which: $rate/s"
+            if [[ $which == old ]]; then old+=("$rate"); else new+=("$rate"); fi
+            [[ $backend == postgres ]] && psql -X -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db"
+        done
+    done
+    python3 - "$backend" "${old[*]}" "${new[*]}" <<'EOF'
+import statistics, sys
+backend, old, new = sys.argv[1], [float(x) for x in sys.argv[2].split()], [float(x) for x in sys.argv[3].split()]
+mo, mn = statistics.median(old), statistics.median(new)
+print(f"{backend}: median old {mo:.1f}/s, new {mn:.1f}/s, new/old {mn / mo:.2f}")
+EOF
+done
