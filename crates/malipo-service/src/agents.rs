@@ -257,12 +257,14 @@ impl Platform {
     }
 
     /// Sends money from one wallet to another (the sender's PIN already checked): the sender
-    /// pays amount + the P2P fee, within both wallets' limits.
+    /// pays amount + the P2P fee, within both wallets' limits. With `once`, the transfer and the
+    /// key are committed together, so a repeat with the same key answers the first transfer
+    /// instead of sending again (the USSD channel keys each send by its session and hop).
     ///
     /// # Errors
     /// [`ServiceError::Validation`] (recipient without a wallet, another currency),
     /// [`ServiceError::WalletLocked`], [`ServiceError::LimitExceeded`],
-    /// [`ServiceError::InsufficientFunds`].
+    /// [`ServiceError::InsufficientFunds`]; idempotency errors with `once`.
     pub fn send_money(
         &self,
         mode: Mode,
@@ -270,42 +272,78 @@ impl Platform {
         to: &Msisdn,
         amount: MinorUnit,
         source_ref: &str,
+        once: Option<&Idem>,
     ) -> Result<P2pTransfer, ServiceError> {
         if from == to {
             return Err(ServiceError::field("to", "invalid_msisdn", "cannot send money to the same wallet"));
         }
-        write(self.store(), |tx| {
-            let now = self.clock.now();
-            // Lock both wallets in number order, so two opposite transfers cannot deadlock.
-            let (first, second) = if from < to { (from, to) } else { (to, from) };
-            let a = self.movement_wallet(tx, mode, first, if first == from { "from" } else { "to" }, now)?;
-            let b = self.movement_wallet(tx, mode, second, if second == from { "from" } else { "to" }, now)?;
-            let (sender, recipient) = if first == from { (a, b) } else { (b, a) };
-            if sender.currency != recipient.currency {
-                return Err(ServiceError::CurrencyMismatch("the recipient's wallet is in another currency".into()));
-            }
-            let country = self.wallet_country(&sender)?;
-            let fee = country.fee(FeeOperation::P2p, amount);
-            let debit = MinorUnit::new(amount.get() + fee.get());
-            self.check_debit(tx, &sender, amount, debit, now)?.map_err(|b| limit_error(b, country))?;
-            self.check_credit(tx, &recipient, amount)?.map_err(|b| limit_error(b, self.wallet_country(&recipient).unwrap_or(country)))?;
-            let revenue = self.revenue_account(tx, mode, sender.currency)?;
-            let journal = Journal::new_skipping_zero(
-                mode,
-                sender.currency,
-                JournalKind::P2p,
-                source_ref,
-                vec![
-                    JournalLine { account: sender.account_id.clone(), amount: MinorUnit::new(-debit.get()) },
-                    JournalLine { account: recipient.account_id.clone(), amount },
-                    JournalLine { account: revenue, amount: fee },
-                ],
-                now,
-            )?;
-            tx.post_journal(&journal).map_err(ServiceError::from).map_err(insufficient)?;
-            let sender_balance = tx.account(&sender.account_id)?.map_or(MinorUnit::ZERO, |a| a.balance);
-            Ok(P2pTransfer { transaction_id: journal.id, amount, fee, sender_balance })
-        })
+        let Some(idem) = once else {
+            return write(self.store(), |tx| self.transfer(tx, mode, from, to, amount, source_ref));
+        };
+        let outcome = self.idempotent(idem, |tx| self.transfer(tx, mode, from, to, amount, source_ref), &|t: &P2pTransfer| {
+            StoredResponse { status: 200, body: t.to_record().into_bytes() }
+        })?;
+        std::str::from_utf8(&outcome.response.body)
+            .ok()
+            .and_then(P2pTransfer::from_record)
+            .ok_or_else(|| ServiceError::Internal("a stored transfer does not parse".into()))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn transfer(
+        &self,
+        tx: &mut dyn Tx,
+        mode: Mode,
+        from: &Msisdn,
+        to: &Msisdn,
+        amount: MinorUnit,
+        source_ref: &str,
+    ) -> Result<P2pTransfer, ServiceError> {
+        let now = self.clock.now();
+        // Lock both wallets in number order, so two opposite transfers cannot deadlock.
+        let (first, second) = if from < to { (from, to) } else { (to, from) };
+        let a = self.movement_wallet(tx, mode, first, if first == from { "from" } else { "to" }, now)?;
+        let b = self.movement_wallet(tx, mode, second, if second == from { "from" } else { "to" }, now)?;
+        let (sender, recipient) = if first == from { (a, b) } else { (b, a) };
+        if sender.currency != recipient.currency {
+            return Err(ServiceError::CurrencyMismatch("the recipient's wallet is in another currency".into()));
+        }
+        let country = self.wallet_country(&sender)?;
+        let fee = country.fee(FeeOperation::P2p, amount);
+        let debit = MinorUnit::new(amount.get() + fee.get());
+        self.check_debit(tx, &sender, amount, debit, now)?.map_err(|b| limit_error(b, country))?;
+        self.check_credit(tx, &recipient, amount)?.map_err(|b| limit_error(b, self.wallet_country(&recipient).unwrap_or(country)))?;
+        let revenue = self.revenue_account(tx, mode, sender.currency)?;
+        let journal = Journal::new_skipping_zero(
+            mode,
+            sender.currency,
+            JournalKind::P2p,
+            source_ref,
+            vec![
+                JournalLine { account: sender.account_id.clone(), amount: MinorUnit::new(-debit.get()) },
+                JournalLine { account: recipient.account_id.clone(), amount },
+                JournalLine { account: revenue, amount: fee },
+            ],
+            now,
+        )?;
+        tx.post_journal(&journal).map_err(ServiceError::from).map_err(insufficient)?;
+        let sender_balance = tx.account(&sender.account_id)?.map_or(MinorUnit::ZERO, |a| a.balance);
+        Ok(P2pTransfer { transaction_id: journal.id, amount, fee, sender_balance })
+    }
+}
+
+impl P2pTransfer {
+    /// The stored form of a keyed transfer: `tx_id amount fee sender_balance`.
+    fn to_record(&self) -> String {
+        format!("{} {} {} {}", self.transaction_id, self.amount.get(), self.fee.get(), self.sender_balance.get())
+    }
+
+    fn from_record(text: &str) -> Option<Self> {
+        let mut parts = text.split(' ');
+        let transaction_id = TransactionId::parse(parts.next()?).ok()?;
+        let mut number = || parts.next()?.parse::<i64>().ok().map(MinorUnit::new);
+        let (amount, fee, sender_balance) = (number()?, number()?, number()?);
+        Some(P2pTransfer { transaction_id, amount, fee, sender_balance })
     }
 }
 

@@ -12,7 +12,10 @@ use malipo_core::{ChargeRef, Mode, Msisdn, OrgId, Timestamp};
 use malipo_countries::Country;
 use malipo_ussd::{display_amount, split_hops, text_too_long, Caller, Effect, Menu, Outcome, Prompt, PromptKind, Screen, State, Step};
 
+use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
+
 use crate::error::{FieldError, ServiceError};
+use crate::idempotency::Idem;
 use crate::platform::Platform;
 use crate::ports::{read, write};
 use crate::processing::Entered;
@@ -70,6 +73,26 @@ const OUT_OF_STEP: &str = "Sorry, this session is out of step. Please dial again
 const TOO_LONG: &str = "Too much input. Please dial again.";
 const LOCKED: &str = "Your Malipo wallet is locked. Visit a Malipo agent to unlock it.";
 
+/// Which session an effect runs for.
+struct SessionAt<'a> {
+    org_id: &'a OrgId,
+    mode: Mode,
+    session_id: &'a str,
+}
+
+impl SessionAt<'_> {
+    /// The idempotency key of an effect of this session at `hop`, bound to `request`.
+    fn key(&self, operation: &str, hop: usize, request: &str) -> Result<Idem, ServiceError> {
+        let key = IdempotencyKey::parse(&format!("{}:{hop}", self.session_id))
+            .map_err(|e| ServiceError::Internal(format!("USSD idempotency key: {e}")))?;
+        Ok(Idem {
+            scope: KeyScope { org_id: self.org_id.clone(), mode: self.mode, operation: format!("USSD {operation}") },
+            key,
+            fingerprint: Fingerprint::of("USSD", operation, request.as_bytes()),
+        })
+    }
+}
+
 /// What the first phase of a request decided.
 enum Claim {
     /// Answer this at once.
@@ -121,7 +144,8 @@ impl Platform {
             Claim::Handle { state, from, session } => (state, from, session),
         };
         let menu = Menu { countries: &self.countries, country, caller: &caller };
-        let handled = self.handle_hops(principal.mode, &menu, country, &hops, state, from, &req.session_id);
+        let at = SessionAt { org_id: &principal.org_id, mode: principal.mode, session_id: &req.session_id };
+        let handled = self.handle_hops(&at, &menu, country, &hops, state, from);
         let (state, screen) = match handled {
             Ok(shown) => shown,
             Err(e) => {
@@ -146,28 +170,26 @@ impl Platform {
 
     /// Handles the new hops (`hops[from..]`) from `state`, or starts the session (`state` None),
     /// running the menu's effects, and answers the final state and screen.
-    #[allow(clippy::too_many_arguments)]
     fn handle_hops(
         &self,
-        mode: Mode,
+        at: &SessionAt<'_>,
         menu: &Menu<'_>,
         country: &Country,
         hops: &[&str],
         state: Option<State>,
         from: usize,
-        session_id: &str,
     ) -> Result<(State, Screen), ServiceError> {
         let mut step = match state {
-            None => menu.start(self.caller_of(mode, menu.caller)?),
+            None => menu.start(self.caller_of(at.mode, menu.caller)?),
             Some(state) => {
                 let first = menu.input(&state, &hops[..=from]);
-                let mut step = self.run_effects(mode, menu, country, &hops[..=from], first, session_id)?;
+                let mut step = self.run_effects(at, menu, country, &hops[..=from], first)?;
                 // A gateway that sent several new hops at once: handle them in order.
                 for i in from + 1..hops.len() {
                     match &step {
                         Step::Show { state, screen } if !screen.end => {
                             let next = menu.input(state, &hops[..=i]);
-                            step = self.run_effects(mode, menu, country, &hops[..=i], next, session_id)?;
+                            step = self.run_effects(at, menu, country, &hops[..=i], next)?;
                         }
                         _ => break,
                     }
@@ -175,7 +197,7 @@ impl Platform {
                 step
             }
         };
-        step = self.run_effects(mode, menu, country, hops, step, session_id)?;
+        step = self.run_effects(at, menu, country, hops, step)?;
         Ok(match step {
             Step::Show { state, screen } => (state, screen),
             Step::Run { .. } => (State::Ended, Screen::end("Sorry, something went wrong. Please try again.")),
@@ -264,18 +286,17 @@ impl Platform {
     /// Runs the effects a step asks for until the menu answers a screen.
     fn run_effects(
         &self,
-        mode: Mode,
+        at: &SessionAt<'_>,
         menu: &Menu<'_>,
         country: &Country,
         hops: &[&str],
         mut step: Step,
-        session_id: &str,
     ) -> Result<Step, ServiceError> {
         for _ in 0..MAX_EFFECTS_PER_HOP {
             let Step::Run { state, effect } = step else {
                 return Ok(step);
             };
-            let outcome = self.ussd_effect(mode, menu.caller, country, effect, session_id, hops.len())?;
+            let outcome = self.ussd_effect(at, menu.caller, country, effect, hops.len())?;
             step = menu.resume(&state, hops, outcome);
         }
         Ok(match step {
@@ -287,13 +308,13 @@ impl Platform {
     /// One effect of the menu, done for the caller.
     fn ussd_effect(
         &self,
-        mode: Mode,
+        at: &SessionAt<'_>,
         caller: &Msisdn,
         country: &Country,
         effect: Effect,
-        session_id: &str,
         hop: usize,
     ) -> Result<Outcome, ServiceError> {
+        let mode = at.mode;
         let money = |m| display_amount(country.currency, m);
         // Checks the PIN; `Err(outcome)` is the answer when it is not right.
         let pin_gate = |pin: &str| -> Result<Result<(), Outcome>, ServiceError> {
@@ -319,7 +340,10 @@ impl Platform {
                 if let Err(o) = pin_gate(&pin)? {
                     return Ok(o);
                 }
-                match self.send_money(mode, caller, &to, amount, &format!("ussd:{session_id}:{hop}")) {
+                // Keyed by the session and hop: a retry after a failure past the transfer's commit
+                // finds the transfer instead of sending again.
+                let once = at.key("send_money", hop, &format!("{caller} {to} {}", amount.get()))?;
+                match self.send_money(mode, caller, &to, amount, &format!("ussd:{}:{hop}", at.session_id), Some(&once)) {
                     Ok(t) => Outcome::Done(format!(
                         "Sent {} to {to}. Fee {}. Your balance is {}.",
                         money(t.amount),

@@ -681,6 +681,7 @@ pub struct Cast {
     pub merchant: Creds,
     pub merchant_token: String,
     pub gateway: String,
+    pub gateway_org_id: String,
 }
 
 impl Cast {
@@ -706,6 +707,7 @@ impl Cast {
             merchant_token: app.token(&merchant).await,
             merchant,
             gateway: app.token(&gateway).await,
+            gateway_org_id: gateway.org_id,
         }
     }
 

@@ -25,6 +25,7 @@ crate::on_both!(
     two_sessions_approving_one_charge_at_once_pay_once,
     a_long_list_of_approvals_fits_one_screen,
     pay_merchant_with_an_unknown_pay_code,
+    a_send_whose_session_update_was_lost_is_not_sent_twice,
 );
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -418,5 +419,46 @@ async fn pay_merchant_with_an_unknown_pay_code(db: Db) {
     assert!(s[3].starts_with("CON ") && s[3].contains("PIN") && s[3].contains("482913"), "{s:?}");
     assert!(s[4].starts_with("END ") && s[4].contains("482913"), "{s:?}");
     assert_eq!(cast.wallet(app, &n).await.raw("balance"), "1000.00");
+    app.assert_ledger_ok().await;
+}
+
+/// The stored session of the cast's gateway (read and written through the platform's store).
+async fn session_row(app: &TestApp, cast: &Cast, sid: &str) -> malipo_service::UssdSession {
+    let (p, org, sid) = (app.platform.clone(), malipo_core::OrgId::parse(&cast.gateway_org_id).unwrap(), sid.to_owned());
+    let mode = cast.mode;
+    tokio::task::spawn_blocking(move || malipo_service::write(p.store(), |tx| Ok(tx.ussd_session(&org, mode, &sid)?)))
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("the session is stored")
+}
+
+async fn a_send_whose_session_update_was_lost_is_not_sent_twice(db: Db) {
+    let app = TestApp::shared(db);
+    let cast = Cast::live(app).await;
+    let from = cast.customer(app, "5031", PIN, "5000").await;
+    let to = cast.customer(app, "5032", WRONG, "0").await;
+    let sid = session_id();
+    for text in ["".to_owned(), "1".to_owned(), format!("1*{to}"), format!("1*{to}*1000")] {
+        app.ussd_hop(&cast.gateway, &sid, &from, &text).await;
+    }
+    let before_pin = session_row(app, &cast, &sid).await;
+    let pin_text = format!("1*{to}*1000*{PIN}");
+    let first = app.ussd_hop(&cast.gateway, &sid, &from, &pin_text).await;
+    assert!(first.starts_with("END Sent KES 1,000.00"), "{first:?}");
+    // The transfer committed, then the session's last update was lost (a database failure
+    // between the two): the session is back where it stood before the PIN, so the gateway's
+    // retry is handled afresh and runs the send again.
+    let p = app.platform.clone();
+    tokio::task::spawn_blocking(move || malipo_service::write(p.store(), |tx| Ok(tx.put_ussd_session(&before_pin)?)))
+        .await
+        .unwrap()
+        .unwrap();
+    let again = app.ussd_hop(&cast.gateway, &sid, &from, &pin_text).await;
+    assert_eq!(again, first, "the retry answers the first transfer");
+    assert_eq!(cast.wallet(app, &from).await.raw("balance"), "3987.00", "sent once");
+    assert_eq!(cast.wallet(app, &to).await.raw("balance"), "1000.00", "received once");
+    let p2p = statement(app, &cast, &from).await.iter().filter(|l| raw_member(l, "type") == "\"p2p\"").count();
+    assert_eq!(p2p, 1);
     app.assert_ledger_ok().await;
 }
