@@ -3,7 +3,7 @@
 
 use malipo_auth::Principal;
 use malipo_charges::{Charge, ChargeKind, ChargeState};
-use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, Timestamp, TransactionId, WithdrawalRef};
+use malipo_core::{ChargeRef, Currency, MinorUnit, Mode, Msisdn, Timestamp, TransactionId, WithdrawalRef};
 use malipo_countries::{Country, FeeOperation};
 use malipo_idempotency::StoredResponse;
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
@@ -88,12 +88,6 @@ impl Platform {
             .ok_or_else(|| ServiceError::InvalidState("this organisation has no agent float".into()))
     }
 
-    fn revenue_account(&self, tx: &mut dyn Tx, mode: Mode, currency: Currency) -> Result<AccountId, ServiceError> {
-        tx.find_account(&AccountKey::System { mode, currency, kind: AccountKind::Revenue })?
-            .map(|a| a.id)
-            .ok_or_else(|| ServiceError::Internal(format!("no revenue account for {mode} {currency}")))
-    }
-
     /// The customer's wallet for a movement: opened on first use in test mode; in live mode it
     /// must exist and be active.
     fn movement_wallet(&self, tx: &mut dyn Tx, mode: Mode, msisdn: &Msisdn, field: &str, now: Timestamp) -> Result<Wallet, ServiceError> {
@@ -136,7 +130,7 @@ impl Platform {
                 let float = self.float_of(tx, principal)?;
                 let wallet = self.movement_wallet(tx, principal.mode, &customer, "customer_msisdn", now)?;
                 self.check_credit(tx, &wallet, amount)?.map_err(|b| limit_error(b, country))?;
-                let revenue = self.revenue_account(tx, principal.mode, currency)?;
+                let revenue = self.system_account(tx, principal.mode, currency, AccountKind::Revenue)?;
                 let journal = Journal::new_skipping_zero(
                     principal.mode,
                     currency,
@@ -192,10 +186,7 @@ impl Platform {
             ));
         }
         let now = self.clock.now();
-        let next_action_at = match principal.mode {
-            Mode::Test => now.plus_millis(self.config.sandbox_approval_delay_ms),
-            Mode::Live => now,
-        };
+        let next_action_at = self.first_step_at(principal.mode, now);
         let outcome = self.idempotent(
             idem,
             |tx| {
@@ -313,7 +304,7 @@ impl Platform {
         let debit = MinorUnit::new(amount.get() + fee.get());
         self.check_debit(tx, &sender, amount, debit, now)?.map_err(|b| limit_error(b, country))?;
         self.check_credit(tx, &recipient, amount)?.map_err(|b| limit_error(b, self.wallet_country(&recipient).unwrap_or(country)))?;
-        let revenue = self.revenue_account(tx, mode, sender.currency)?;
+        let revenue = self.system_account(tx, mode, sender.currency, AccountKind::Revenue)?;
         let journal = Journal::new_skipping_zero(
             mode,
             sender.currency,

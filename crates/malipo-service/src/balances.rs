@@ -69,18 +69,13 @@ impl Platform {
             let target = tx.find_account(&AccountKey::Org { org_id: org.id.clone(), mode, kind })?.ok_or(ServiceError::NotFound)?;
             let amount =
                 target.currency.parse_amount(amount).map_err(|e| ServiceError::field("amount", "invalid_amount", format!("amount {e}")))?;
-            let issuance = tx
-                .find_account(&AccountKey::System { mode, currency: target.currency, kind: AccountKind::Issuance })?
-                .ok_or(ServiceError::Internal("no issuance account".into()))?;
+            let issuance = self.system_account(tx, mode, target.currency, AccountKind::Issuance)?;
             let journal = Journal::new(
                 mode,
                 target.currency,
                 JournalKind::Funding,
                 org.id.as_str(),
-                vec![
-                    JournalLine { account: issuance.id, amount: MinorUnit::new(-amount.get()) },
-                    JournalLine { account: target.id, amount },
-                ],
+                vec![JournalLine { account: issuance, amount: MinorUnit::new(-amount.get()) }, JournalLine { account: target.id, amount }],
                 now,
             )?;
             tx.post_journal(&journal)?;

@@ -40,11 +40,17 @@ pub struct Page<T> {
 
 /// Validates a free-text reference: 1 to 64 printable characters.
 pub fn check_reference(field: &str, value: &str, errors: &mut Vec<FieldError>) {
-    let n = value.chars().count();
-    if n == 0 {
+    check_text(field, value, 64, true, errors);
+}
+
+/// Validates free text: not empty (nor only spaces, unless `blank_allowed`), at most
+/// `max_chars` characters, no control characters. Reports the first problem under `field`.
+pub fn check_text(field: &str, value: &str, max_chars: usize, blank_allowed: bool, errors: &mut Vec<FieldError>) {
+    let empty = if blank_allowed { value.is_empty() } else { value.trim().is_empty() };
+    if empty {
         errors.push(FieldError::new(field, "missing_field", format!("{field} must not be empty")));
-    } else if n > 64 {
-        errors.push(FieldError::new(field, "too_long", format!("{field} must be at most 64 characters")));
+    } else if value.chars().count() > max_chars {
+        errors.push(FieldError::new(field, "too_long", format!("{field} must be at most {max_chars} characters")));
     } else if value.chars().any(char::is_control) {
         errors.push(FieldError::new(field, "invalid_value", format!("{field} must be printable characters")));
     }
@@ -62,6 +68,15 @@ pub fn check_amount(field: &str, text: &str, currency: Currency, errors: &mut Ve
 }
 
 impl Platform {
+    /// When the worker first looks at a new prompt: after the sandbox's approval delay in test
+    /// mode; at once in live mode (to check the payer before the customer is asked).
+    pub(crate) fn first_step_at(&self, mode: Mode, now: malipo_core::Timestamp) -> malipo_core::Timestamp {
+        match mode {
+            Mode::Test => now.plus_millis(self.config.sandbox_approval_delay_ms),
+            Mode::Live => now,
+        }
+    }
+
     /// Validates and creates a charge in state `pending`, exactly once per idempotency key.
     /// Payer-side conditions (no wallet, locked, limits, funds) are never reported here: they
     /// move the charge through its states afterwards.
@@ -128,10 +143,7 @@ impl Platform {
         }
         let fee = merchant_country.fee(FeeOperation::Charge, amount).min(amount);
         let now = self.clock.now();
-        let next_action_at = match principal.mode {
-            Mode::Test => now.plus_millis(self.config.sandbox_approval_delay_ms),
-            Mode::Live => now,
-        };
+        let next_action_at = self.first_step_at(principal.mode, now);
         let outcome = self.idempotent(
             idem,
             |tx| {

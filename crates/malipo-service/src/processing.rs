@@ -3,7 +3,7 @@
 //! locked charge, so concurrent workers and instances settle every charge exactly once.
 
 use malipo_charges::{Charge, ChargeEvent, ChargeKind, ChargeState, FailureReason, SandboxOutcome};
-use malipo_core::{AccountId, ChargeRef, MinorUnit, Mode, Msisdn, Timestamp};
+use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, Timestamp};
 use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine, LedgerError};
 
 use crate::error::ServiceError;
@@ -236,7 +236,7 @@ impl Platform {
             .payer_account
             .clone()
             .ok_or_else(|| ServiceError::Internal(format!("authorised charge {} has no payer account", charge.id)))?;
-        let revenue = self.system_account(tx, charge.mode, charge, AccountKind::Revenue)?;
+        let revenue = self.system_account(tx, charge.mode, charge.currency, AccountKind::Revenue)?;
         let kind = match charge.kind {
             ChargeKind::Charge => JournalKind::Charge,
             ChargeKind::CashOut => JournalKind::CashOut,
@@ -262,10 +262,20 @@ impl Platform {
         Ok(())
     }
 
-    fn system_account(&self, tx: &mut dyn Tx, mode: Mode, charge: &Charge, kind: AccountKind) -> Result<AccountId, ServiceError> {
-        tx.find_account(&AccountKey::System { mode, currency: charge.currency, kind })?
+    /// The platform's account of a kind (revenue, issuance, sandbox funding) in a mode and currency.
+    ///
+    /// # Errors
+    /// [`ServiceError::Internal`] when it is missing (the migrations open one per served currency).
+    pub(crate) fn system_account(
+        &self,
+        tx: &mut dyn Tx,
+        mode: Mode,
+        currency: Currency,
+        kind: AccountKind,
+    ) -> Result<AccountId, ServiceError> {
+        tx.find_account(&AccountKey::System { mode, currency, kind })?
             .map(|a| a.id)
-            .ok_or_else(|| ServiceError::Internal(format!("no {kind} account for {mode} {}", charge.currency)))
+            .ok_or_else(|| ServiceError::Internal(format!("no {kind} account for {mode} {currency}")))
     }
 
     /// After a failed posting: release the reservation and fail the charge `processing_error`.
@@ -298,7 +308,7 @@ impl Platform {
         &self,
         tx: &mut dyn Tx,
         wallet: &mut Wallet,
-        mut current: Option<&mut Charge>,
+        current: Option<&mut Charge>,
         now: Timestamp,
         entered: &mut Entered,
     ) -> Result<(), ServiceError> {
@@ -307,13 +317,27 @@ impl Platform {
         wallet.pin_attempts = self.countries.for_msisdn(&wallet.msisdn).map_or(3, |c| c.max_pin_attempts);
         wallet.updated_at = now;
         tx.update_wallet(wallet)?;
+        self.end_pending_prompts(tx, wallet, ChargeEvent::PinLockout, current, now, entered)
+    }
+
+    /// Applies `event` to every pending prompt (charge or cash-out) of the wallet: `current` is
+    /// one the caller has locked already, if any.
+    pub(crate) fn end_pending_prompts(
+        &self,
+        tx: &mut dyn Tx,
+        wallet: &Wallet,
+        event: ChargeEvent,
+        mut current: Option<&mut Charge>,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<(), ServiceError> {
         for pending in tx.pending_charges_of_payer(wallet.mode, &wallet.msisdn)? {
             match current.as_deref_mut() {
-                Some(c) if c.id == pending.id => self.apply(tx, c, ChargeEvent::PinLockout, now, entered)?,
+                Some(c) if c.id == pending.id => self.apply(tx, c, event, now, entered)?,
                 _ => {
                     if let Some(mut other) = tx.lock_charge(&pending.id)? {
                         if other.state == ChargeState::Pending {
-                            self.apply(tx, &mut other, ChargeEvent::PinLockout, now, entered)?;
+                            self.apply(tx, &mut other, event, now, entered)?;
                         }
                     }
                 }
@@ -321,7 +345,7 @@ impl Platform {
         }
         if let Some(c) = current {
             if c.state == ChargeState::Pending {
-                self.apply(tx, c, ChargeEvent::PinLockout, now, entered)?;
+                self.apply(tx, c, event, now, entered)?;
             }
         }
         Ok(())
@@ -369,16 +393,14 @@ impl Platform {
         };
         tx.insert_account(&account).map_err(dup_is_retry)?;
         tx.insert_wallet(&wallet).map_err(dup_is_retry)?;
-        let funding = tx
-            .find_account(&AccountKey::System { mode: Mode::Test, currency: country.currency, kind: AccountKind::SandboxFunding })?
-            .ok_or_else(|| ServiceError::Internal(format!("no sandbox funding account for {}", country.currency)))?;
+        let funding = self.system_account(tx, Mode::Test, country.currency, AccountKind::SandboxFunding)?;
         let amount = MinorUnit::new(TEST_WALLET_MAJOR_UNITS * 10_i64.pow(u32::from(country.currency.minor_units())));
         let journal = Journal::new(
             Mode::Test,
             country.currency,
             JournalKind::SandboxFunding,
             msisdn.as_str(),
-            vec![line(&funding.id, MinorUnit::new(-amount.get())), line(&account.id, amount)],
+            vec![line(&funding, MinorUnit::new(-amount.get())), line(&account.id, amount)],
             now,
         )?;
         tx.post_journal(&journal)?;

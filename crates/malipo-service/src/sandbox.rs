@@ -9,7 +9,7 @@ use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::platform::Platform;
-use crate::ports::{AccountKey, Tx};
+use crate::ports::Tx;
 use crate::processing::Entered;
 use crate::wallet::WalletState;
 use crate::wallets::WalletDetails;
@@ -176,20 +176,14 @@ impl Platform {
                 if let Some(target) = target {
                     let diff = target.get() - account.balance.get();
                     if diff != 0 {
-                        let funding = tx
-                            .find_account(&AccountKey::System {
-                                mode: Mode::Test,
-                                currency: wallet.currency,
-                                kind: AccountKind::SandboxFunding,
-                            })?
-                            .ok_or(ServiceError::Internal("no sandbox funding account".into()))?;
+                        let funding = self.system_account(tx, Mode::Test, wallet.currency, AccountKind::SandboxFunding)?;
                         let journal = Journal::new(
                             Mode::Test,
                             wallet.currency,
                             JournalKind::SandboxFunding,
                             wallet.msisdn.as_str(),
                             vec![
-                                JournalLine { account: funding.id, amount: MinorUnit::new(-diff) },
+                                JournalLine { account: funding, amount: MinorUnit::new(-diff) },
                                 JournalLine { account: account.id.clone(), amount: MinorUnit::new(diff) },
                             ],
                             now,

@@ -387,10 +387,7 @@ impl Platform {
                 if let Err(o) = pin_gate(&pin)? {
                     return Ok(o);
                 }
-                let now = self.clock.now();
-                let wallet = read(self.store(), |tx| Ok(tx.wallet(mode, caller)?))?.ok_or(ServiceError::NotFound)?;
-                let details = read(self.store(), |tx| self.wallet_view(tx, &wallet, now))?;
-                Outcome::Balance { available: details.account.available() }
+                Outcome::Balance { available: self.details_of(mode, caller)?.account.available() }
             }
             Effect::VerifyPin { pin } => match pin_gate(&pin)? {
                 Ok(()) => Outcome::PinOk,
@@ -406,9 +403,7 @@ impl Platform {
                 }
             }
             Effect::AccountInfo => {
-                let now = self.clock.now();
-                let wallet = read(self.store(), |tx| Ok(tx.wallet(mode, caller)?))?.ok_or(ServiceError::NotFound)?;
-                let d = read(self.store(), |tx| self.wallet_view(tx, &wallet, now))?;
+                let d = self.details_of(mode, caller)?;
                 Outcome::Account {
                     tier: d.wallet.kyc_tier,
                     per_transaction: d.tier.per_transaction,

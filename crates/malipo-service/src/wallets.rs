@@ -2,13 +2,13 @@
 //! movement touching a wallet, and one PIN attempt counter for every channel.
 
 use malipo_auth::Principal;
-use malipo_charges::{ChargeEvent, ChargeState, FailureReason};
+use malipo_charges::{ChargeEvent, FailureReason};
 use malipo_core::{MinorUnit, Mode, Msisdn, Timestamp};
 use malipo_countries::{Country, KycTier, LimitBreach, PinError};
 use malipo_idempotency::StoredResponse;
 use malipo_ledger::{Account, AccountKind};
 
-use crate::charges::Page;
+use crate::charges::{check_text, Page};
 use crate::error::{FieldError, ServiceError};
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::platform::Platform;
@@ -64,18 +64,6 @@ pub enum PinCheck {
     NoPin,
     /// The number has no wallet in this mode.
     NoWallet,
-}
-
-/// Validation of names: 1 to 64 printable characters.
-fn check_name(field: &str, value: &str, errors: &mut Vec<FieldError>) {
-    let n = value.trim().chars().count();
-    if n == 0 {
-        errors.push(FieldError::new(field, "missing_field", format!("{field} must not be empty")));
-    } else if value.chars().count() > 64 {
-        errors.push(FieldError::new(field, "too_long", format!("{field} must be at most 64 characters")));
-    } else if value.chars().any(char::is_control) {
-        errors.push(FieldError::new(field, "invalid_value", format!("{field} must be printable characters")));
-    }
 }
 
 /// Checks an ID type and number against the country's configuration.
@@ -280,8 +268,8 @@ impl Platform {
                 None
             }
         };
-        check_name("first_name", &new.first_name, &mut errors);
-        check_name("last_name", &new.last_name, &mut errors);
+        check_text("first_name", &new.first_name, 64, false, &mut errors);
+        check_text("last_name", &new.last_name, 64, false, &mut errors);
         match (&new.id_type, &new.id_number, &parsed) {
             (Some(t), Some(n), Some((_, country))) => check_id(country, t, n, &mut errors),
             (Some(_), None, _) => errors.push(FieldError::new("id_number", "missing_field", "id_number is required with id_type")),
@@ -362,10 +350,17 @@ impl Platform {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn wallet_details(&self, principal: &Principal, msisdn: &str) -> Result<WalletDetails, ServiceError> {
-        let msisdn = Self::wallet_number(msisdn)?;
+        self.details_of(principal.mode, &Self::wallet_number(msisdn)?)
+    }
+
+    /// A wallet with its account, limits and today's use, read in one transaction.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub(crate) fn details_of(&self, mode: Mode, msisdn: &Msisdn) -> Result<WalletDetails, ServiceError> {
         let now = self.clock.now();
         read(self.store(), |tx| {
-            let wallet = tx.wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
+            let wallet = tx.wallet(mode, msisdn)?.ok_or(ServiceError::NotFound)?;
             self.wallet_view(tx, &wallet, now)
         })
     }
@@ -500,13 +495,7 @@ impl Platform {
                 wallet.lock_reason = Some(reason.trim().to_owned());
                 wallet.updated_at = now;
                 tx.update_wallet(&wallet)?;
-                for pending in tx.pending_charges_of_payer(wallet.mode, &wallet.msisdn)? {
-                    if let Some(mut charge) = tx.lock_charge(&pending.id)? {
-                        if charge.state == ChargeState::Pending {
-                            self.apply(tx, &mut charge, ChargeEvent::PayerFailure(FailureReason::WalletLocked), now, &mut entered)?;
-                        }
-                    }
-                }
+                self.end_pending_prompts(tx, &wallet, ChargeEvent::PayerFailure(FailureReason::WalletLocked), None, now, &mut entered)?;
                 self.wallet_view(tx, &wallet, now)
             },
             render,
@@ -641,16 +630,13 @@ fn document_taken() -> ServiceError {
     ServiceError::field("id_number", "already_registered", "this identity document already holds a wallet")
 }
 
-/// A lock or unlock reason: 1 to 200 printable characters.
+/// A lock or unlock reason: 1 to 200 printable characters, not only spaces.
 fn check_reason(reason: &str) -> Result<(), ServiceError> {
-    let n = reason.trim().chars().count();
-    if n == 0 {
-        Err(ServiceError::field("reason", "missing_field", "reason must not be empty"))
-    } else if reason.chars().count() > 200 {
-        Err(ServiceError::field("reason", "too_long", "reason must be at most 200 characters"))
-    } else if reason.chars().any(char::is_control) {
-        Err(ServiceError::field("reason", "invalid_value", "reason must be printable characters"))
-    } else {
+    let mut errors = Vec::new();
+    check_text("reason", reason, 200, false, &mut errors);
+    if errors.is_empty() {
         Ok(())
+    } else {
+        Err(ServiceError::Validation(errors))
     }
 }

@@ -38,6 +38,20 @@ macro_rules! per_backend {
     };
 }
 
+/// The row `query` finds, selected as `$row`, locked for update until the transaction ends, and
+/// parsed into `$domain`. SQLite takes no row lock: its writers are serialised by BEGIN
+/// IMMEDIATE, so the row cannot change under the transaction.
+macro_rules! locked_row {
+    ($conn:expr, $query:expr, $row:ty => $domain:ty) => {{
+        let query = $query;
+        let found = match $conn {
+            DbConnection::Pg(c) => query.select(<$row>::as_select()).for_update().first(c).optional(),
+            DbConnection::Sqlite(c) => query.select(<$row>::as_select()).first(c).optional(),
+        };
+        found.map_err(db_error)?.map(<$domain>::try_from).transpose()
+    }};
+}
+
 /// A posting joined with its journal: id, journal id, account, amount, balance after, created at,
 /// journal kind, source reference.
 type StatementRow = (i64, String, String, i64, i64, i64, String, String);
@@ -394,13 +408,7 @@ impl Tx for DieselTx<'_> {
     }
 
     fn lock_wallet(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Option<Wallet>, StoreError> {
-        let query = wallets::table.find((mode.as_str(), msisdn.as_str()));
-        let found = match &mut *self.conn {
-            DbConnection::Pg(c) => query.select(WalletRow::as_select()).for_update().first(c).optional(),
-            // Writers are serialised by BEGIN IMMEDIATE: the row cannot change under us.
-            DbConnection::Sqlite(c) => query.select(WalletRow::as_select()).first(c).optional(),
-        };
-        found.map_err(db_error)?.map(Wallet::try_from).transpose()
+        locked_row!(&mut *self.conn, wallets::table.find((mode.as_str(), msisdn.as_str())), WalletRow => Wallet)
     }
 
     fn update_wallet(&mut self, wallet: &Wallet) -> Result<(), StoreError> {
@@ -463,13 +471,7 @@ impl Tx for DieselTx<'_> {
     }
 
     fn lock_charge(&mut self, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
-        let query = charges::table.find(id.as_str());
-        let found = match &mut *self.conn {
-            DbConnection::Pg(c) => query.select(ChargeRow::as_select()).for_update().first(c).optional(),
-            // Writers are serialised by BEGIN IMMEDIATE: the row cannot change under us.
-            DbConnection::Sqlite(c) => query.select(ChargeRow::as_select()).first(c).optional(),
-        };
-        found.map_err(db_error)?.map(Charge::try_from).transpose()
+        locked_row!(&mut *self.conn, charges::table.find(id.as_str()), ChargeRow => Charge)
     }
 
     fn update_charge(&mut self, charge: &Charge) -> Result<(), StoreError> {
@@ -597,12 +599,7 @@ impl Tx for DieselTx<'_> {
     // ----- USSD sessions -----
 
     fn ussd_session(&mut self, org_id: &OrgId, mode: Mode, session_id: &str) -> Result<Option<UssdSession>, StoreError> {
-        let query = ussd_sessions::table.find((org_id.as_str(), mode.as_str(), session_id));
-        let found = match &mut *self.conn {
-            DbConnection::Pg(c) => query.select(UssdSessionRow::as_select()).for_update().first(c).optional(),
-            DbConnection::Sqlite(c) => query.select(UssdSessionRow::as_select()).first(c).optional(),
-        };
-        found.map_err(db_error)?.map(UssdSession::try_from).transpose()
+        locked_row!(&mut *self.conn, ussd_sessions::table.find((org_id.as_str(), mode.as_str(), session_id)), UssdSessionRow => UssdSession)
     }
 
     fn put_ussd_session(&mut self, session: &UssdSession) -> Result<(), StoreError> {
@@ -773,13 +770,7 @@ impl Tx for DieselTx<'_> {
     }
 
     fn lock_delivery(&mut self, id: &str) -> Result<Option<Delivery>, StoreError> {
-        let query = deliveries::table.find(id);
-        let found = match &mut *self.conn {
-            DbConnection::Pg(c) => query.select(DeliveryRow::as_select()).for_update().first(c).optional(),
-            // Writers are serialised by BEGIN IMMEDIATE: the row cannot change under us.
-            DbConnection::Sqlite(c) => query.select(DeliveryRow::as_select()).first(c).optional(),
-        };
-        found.map_err(db_error)?.map(Delivery::try_from).transpose()
+        locked_row!(&mut *self.conn, deliveries::table.find(id), DeliveryRow => Delivery)
     }
 
     fn update_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError> {
