@@ -5,27 +5,72 @@ use malipo_auth::{OrgKind, Scopes};
 use malipo_core::{Mode, OrgId};
 use serde_json::json;
 
-use crate::config::Settings;
+use crate::config::{CommonArgs, ServeArgs, Settings};
 
 /// Malipo: collect money from customers' phones and pay money out.
+///
+/// With no command it serves (migrations, the API and the background workers), so `cargo run`
+/// starts the service. Every option is also an environment variable (`MALIPO_…`, a `.env` file
+/// is read if present).
 #[derive(Debug, Parser)]
-#[command(name = "malipo", version, about)]
+#[command(name = "malipo", version, about, args_conflicts_with_subcommands = true)]
 pub struct Cli {
-    /// Configuration (environment variables or flags).
+    /// The database, configuration and logging (when serving without a command).
     #[command(flatten)]
-    pub settings: Settings,
+    pub common: CommonArgs,
+    /// The server's options (when serving without a command).
+    #[command(flatten)]
+    pub serve: ServeArgs,
     /// What to do (default: serve).
     #[command(subcommand)]
     pub command: Option<Command>,
 }
 
+/// What `malipo` was asked to do, with the settings it runs with.
+#[derive(Debug)]
+pub enum Action {
+    /// Serve the API and run the workers.
+    Serve(Settings),
+    /// An operator command.
+    Operator(Settings, Box<Command>),
+}
+
+impl Cli {
+    /// The action and its settings. Operator commands take no server options: those come from
+    /// the environment or the defaults.
+    ///
+    /// # Errors
+    /// An invalid server variable in the environment.
+    pub fn into_action(self) -> Result<Action, clap::Error> {
+        Ok(match self.command {
+            None => Action::Serve(Settings::new(self.common, self.serve)),
+            Some(Command::Serve { common, serve }) => Action::Serve(Settings::new(common, serve)),
+            Some(command) => {
+                let common = command.common().clone();
+                Action::Operator(Settings::new(common, ServeArgs::from_env()?), Box::new(command))
+            }
+        })
+    }
+}
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run migrations, then serve the API and run the background workers.
-    Serve,
-    /// Apply pending migrations and exit.
-    Migrate,
+    /// Run migrations, then serve the API and run the background workers (the default).
+    Serve {
+        /// The database, configuration and logging.
+        #[command(flatten)]
+        common: CommonArgs,
+        /// The server's options.
+        #[command(flatten)]
+        serve: ServeArgs,
+    },
+    /// Apply the pending database migrations and exit.
+    Migrate {
+        /// The database, configuration and logging.
+        #[command(flatten)]
+        common: CommonArgs,
+    },
     /// Organisations.
     #[command(subcommand)]
     Org(OrgCommand),
@@ -40,10 +85,23 @@ pub enum Command {
     Ledger(LedgerCommand),
 }
 
+impl Command {
+    /// The database and configuration options of the command.
+    fn common(&self) -> &CommonArgs {
+        match self {
+            Command::Serve { common, .. } | Command::Migrate { common } => common,
+            Command::Org(OrgCommand::Create { common, .. }) => common,
+            Command::Credentials(CredentialsCommand::Issue { common, .. } | CredentialsCommand::Revoke { common, .. }) => common,
+            Command::Account(AccountCommand::Fund { common, .. }) => common,
+            Command::Ledger(LedgerCommand::Verify { common, .. }) => common,
+        }
+    }
+}
+
 /// `malipo org ...`
 #[derive(Debug, Subcommand)]
 pub enum OrgCommand {
-    /// Create an organisation with its accounts and print its test credential.
+    /// Create an organisation with its accounts in both modes and print its test credential.
     Create {
         /// Display name.
         #[arg(long)]
@@ -57,13 +115,16 @@ pub enum OrgCommand {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
+        /// The database, configuration and logging.
+        #[command(flatten)]
+        common: CommonArgs,
     },
 }
 
 /// `malipo credentials ...`
 #[derive(Debug, Subcommand)]
 pub enum CredentialsCommand {
-    /// Issue another credential (live ones after review).
+    /// Issue another credential for an organisation (live ones after review) and print it.
     Issue {
         /// The organisation.
         #[arg(long)]
@@ -77,19 +138,26 @@ pub enum CredentialsCommand {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
+        /// The database, configuration and logging.
+        #[command(flatten)]
+        common: CommonArgs,
     },
-    /// Revoke a credential and all its tokens.
+    /// Revoke a credential and every token issued to it.
     Revoke {
         /// The credential.
         #[arg(long)]
         client_id: String,
+        /// The database, configuration and logging.
+        #[command(flatten)]
+        common: CommonArgs,
     },
 }
 
 /// `malipo account ...`
 #[derive(Debug, Subcommand)]
 pub enum AccountCommand {
-    /// Fund an agent's float or a merchant's payout account from e-money issuance.
+    /// Fund an agent's float or a merchant's payout account from the operator's e-money
+    /// issuance account (one balanced ledger entry); prints its transaction id.
     Fund {
         /// The organisation.
         #[arg(long)]
@@ -100,20 +168,33 @@ pub enum AccountCommand {
         /// Amount in major units.
         #[arg(long)]
         amount: String,
+        /// The database, configuration and logging.
+        #[command(flatten)]
+        common: CommonArgs,
     },
 }
 
 /// `malipo ledger ...`
 #[derive(Debug, Subcommand)]
 pub enum LedgerCommand {
-    /// Check every invariant; exit non-zero on any violation.
+    /// Check the ledger: every journal balances, every stored balance equals the sum of its
+    /// postings, no account is below its reservations, and the audit chain of each ledger is
+    /// unbroken. Prints each violation and exits 1 if there is any. With --org, only that
+    /// organisation's part: its accounts and the wallets that paid or were paid by them, every
+    /// journal touching them, and each journal's own audit-chain entry.
     Verify {
-        /// Only this mode.
-        #[arg(long)]
+        /// Only this mode (test or live; default both).
+        #[arg(long, conflicts_with = "org")]
         mode: Option<String>,
+        /// Only this organisation's part of the ledger.
+        #[arg(long)]
+        org: Option<String>,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
+        /// The database, configuration and logging.
+        #[command(flatten)]
+        common: CommonArgs,
     },
 }
 
@@ -163,7 +244,7 @@ fn print_credential(c: &malipo_service::IssuedCredential, as_json: bool) {
 /// # Errors
 /// Failures, with a message for the operator.
 pub fn run(settings: &Settings, command: Command) -> anyhow::Result<i32> {
-    if let Command::Migrate = command {
+    if let Command::Migrate { .. } = command {
         // Migrate before assembling the platform (which migrates too), so that the count is
         // what this command applied.
         let store = malipo_store_diesel::DieselStore::connect(&settings.database_url, settings.db_pool_size)
@@ -175,22 +256,24 @@ pub fn run(settings: &Settings, command: Command) -> anyhow::Result<i32> {
     }
     let (platform, _store) = crate::operator_platform(settings)?;
     match command {
-        Command::Serve | Command::Migrate => unreachable_serve(),
-        Command::Org(OrgCommand::Create { name, kind, country, json }) => {
+        Command::Serve { .. } | Command::Migrate { .. } => unreachable_serve(),
+        Command::Org(OrgCommand::Create { name, kind, country, json, .. }) => {
             let kind: OrgKind = kind.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
-            let issued = platform.create_org(&name, kind, &country).map_err(|e| failure(e, "organisation"))?;
+            let issued = platform.access().create_org(&name, kind, &country).map_err(|e| failure(e, "organisation"))?;
             print_credential(&issued, json);
             Ok(0)
         }
-        Command::Credentials(CredentialsCommand::Issue { org, mode: m, scopes, json }) => {
+        Command::Credentials(CredentialsCommand::Issue { org, mode: m, scopes, json, .. }) => {
             let scopes = scopes.map(|s| Scopes::parse(&s)).transpose().map_err(|e| anyhow::anyhow!("{e}"))?;
-            let issued =
-                platform.issue_credential(&org_id(&org)?, mode(&m)?, scopes).map_err(|e| failure(e, &format!("organisation {org}")))?;
+            let issued = platform
+                .access()
+                .issue_credential(&org_id(&org)?, mode(&m)?, scopes)
+                .map_err(|e| failure(e, &format!("organisation {org}")))?;
             print_credential(&issued, json);
             Ok(0)
         }
-        Command::Credentials(CredentialsCommand::Revoke { client_id }) => {
-            platform.revoke_credential(&client_id).map_err(|e| match e {
+        Command::Credentials(CredentialsCommand::Revoke { client_id, .. }) => {
+            platform.access().revoke_credential(&client_id).map_err(|e| match e {
                 malipo_service::ServiceError::NotFound => {
                     anyhow::anyhow!("no active credential {client_id} (unknown, or already revoked)")
                 }
@@ -199,14 +282,22 @@ pub fn run(settings: &Settings, command: Command) -> anyhow::Result<i32> {
             println!("revoked {client_id} and its tokens");
             Ok(0)
         }
-        Command::Account(AccountCommand::Fund { org, mode: m, amount }) => {
-            let tx = platform.fund_account(&org_id(&org)?, mode(&m)?, &amount).map_err(|e| failure(e, &format!("organisation {org}")))?;
+        Command::Account(AccountCommand::Fund { org, mode: m, amount, .. }) => {
+            let tx =
+                platform.accounts().fund(&org_id(&org)?, mode(&m)?, &amount).map_err(|e| failure(e, &format!("organisation {org}")))?;
             println!("{}", json!({"transaction_id": tx.as_str()}));
             Ok(0)
         }
-        Command::Ledger(LedgerCommand::Verify { mode: m, json }) => {
-            let m = m.as_deref().map(mode).transpose()?;
-            let violations = platform.verify_ledger(m).map_err(|e| failure(e, "ledger"))?;
+        Command::Ledger(LedgerCommand::Verify { mode: m, org, json, .. }) => {
+            let violations = match org {
+                Some(org) => {
+                    platform.accounts().verify_org_ledger(&[org_id(&org)?]).map_err(|e| failure(e, &format!("organisation {org}")))?
+                }
+                None => {
+                    let m = m.as_deref().map(mode).transpose()?;
+                    platform.accounts().verify_ledger(m).map_err(|e| failure(e, "ledger"))?
+                }
+            };
             if json {
                 let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
                 println!("{}", json!({"ok": violations.is_empty(), "violations": list}));

@@ -4,71 +4,153 @@
 use clap::Args;
 use malipo_webhooks::RetrySchedule;
 
-/// Everything the server and the operator commands read from the environment.
-#[derive(Debug, Clone, Args)]
+/// Everything the server and the operator commands read, assembled from [`CommonArgs`] and
+/// [`ServeArgs`] (operator commands use the server's defaults, or the environment, for the
+/// latter).
+#[derive(Debug, Clone)]
 pub struct Settings {
     /// `sqlite://PATH` or `postgres://...`.
-    #[arg(long, env = "MALIPO_DATABASE_URL", default_value = "sqlite://malipo-data/malipo.db", global = true)]
     pub database_url: String,
     /// Listen address.
-    #[arg(long, env = "MALIPO_BIND", default_value = "127.0.0.1:8080", global = true)]
     pub bind: String,
     /// Per-country configuration file (default: the file shipped in the repository).
-    #[arg(long, env = "MALIPO_COUNTRIES", global = true)]
     pub countries: Option<std::path::PathBuf>,
     /// Pending prompts expire after this many seconds.
-    #[arg(long, env = "MALIPO_CHARGE_TTL_SECONDS", default_value_t = 90, global = true)]
     pub charge_ttl_seconds: i64,
     /// The sandbox approves test charges after this many milliseconds.
-    #[arg(long, env = "MALIPO_SANDBOX_APPROVAL_DELAY_MS", default_value_t = 2000, global = true)]
     pub sandbox_approval_delay_ms: i64,
     /// Requests per second per live credential.
-    #[arg(long, env = "MALIPO_RATE_LIMIT_LIVE", default_value_t = 100, global = true)]
     pub rate_limit_live: u32,
     /// Requests per second per test credential.
-    #[arg(long, env = "MALIPO_RATE_LIMIT_TEST", default_value_t = 25, global = true)]
     pub rate_limit_test: u32,
     /// Log filter (tracing `EnvFilter` syntax).
-    #[arg(long, env = "MALIPO_LOG", default_value = "info", global = true)]
     pub log: String,
     /// Database connections per server instance (default 16 on PostgreSQL, 8 on SQLite).
-    #[arg(long, env = "MALIPO_DB_POOL_SIZE", global = true)]
     pub db_pool_size: Option<u32>,
     /// Background worker loops per instance (each claims its own batches).
-    #[arg(long, env = "MALIPO_WORKERS", default_value_t = 4, global = true)]
     pub workers: usize,
     /// HTTP worker threads (default: one per core).
-    #[arg(long, env = "MALIPO_HTTP_WORKERS", global = true)]
     pub http_workers: Option<usize>,
     /// Create a demo merchant on a first start with an empty database.
-    #[arg(long, env = "MALIPO_DEMO", default_value_t = true, action = clap::ArgAction::Set, global = true)]
     pub demo: bool,
-    /// Seconds to wait before each webhook attempt: the first (usually 0), then after each failure.
-    #[arg(
-        long,
-        env = "MALIPO_WEBHOOK_RETRY_SCHEDULE",
-        default_value = "0,5,300,1800,7200,18000,36000,50400,72000,86400",
-        value_parser = RetrySchedule::parse,
-        global = true
-    )]
+    /// Seconds to wait before each webhook attempt.
     pub webhook_retry_schedule: RetrySchedule,
     /// A webhook delivery succeeds on a 2xx answer within this many milliseconds.
-    #[arg(long, env = "MALIPO_WEBHOOK_TIMEOUT_MS", default_value_t = 15_000, value_parser = clap::value_parser!(u64).range(1..=600_000), global = true)]
     pub webhook_timeout_ms: u64,
-    /// Let live endpoints use loopback and private addresses (never the default).
-    #[arg(long, env = "MALIPO_WEBHOOK_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set, global = true)]
+    /// Let live endpoints use loopback and private addresses.
     pub webhook_allow_private: bool,
-    /// Base64 of 32 bytes that encrypts endpoint secrets at rest. Every instance of a deployment
-    /// needs the same key. Unset on SQLite: `webhook.key` beside the database file (created once);
-    /// unset on PostgreSQL: the server refuses to start.
-    #[arg(long, env = "MALIPO_WEBHOOK_KEY", hide_env_values = true, global = true)]
+    /// The key that seals endpoint secrets at rest.
     pub webhook_key: Option<WebhookKey>,
-    /// Webhook sends in flight at once per instance (a receiver that hangs holds one until its timeout).
-    #[arg(long, env = "MALIPO_WEBHOOK_CONCURRENCY", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096), global = true)]
+    /// Webhook sends in flight at once per instance.
     pub webhook_concurrency: u32,
 }
 
+/// What every command reads: the database, the country file, the webhook key, logging.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Database and configuration")]
+pub struct CommonArgs {
+    /// `sqlite://PATH` or `postgres://...`.
+    #[arg(long, env = "MALIPO_DATABASE_URL", default_value = "sqlite://malipo-data/malipo.db")]
+    pub database_url: String,
+    /// Per-country configuration file (default: the file shipped in the repository).
+    #[arg(long, env = "MALIPO_COUNTRIES")]
+    pub countries: Option<std::path::PathBuf>,
+    /// Database connections per process (default 16 on PostgreSQL, 8 on SQLite).
+    #[arg(long, env = "MALIPO_DB_POOL_SIZE")]
+    pub db_pool_size: Option<u32>,
+    /// Base64 of 32 bytes that encrypts webhook endpoint secrets at rest. Every instance of a
+    /// deployment needs the same key. Unset on SQLite: `webhook.key` beside the database file
+    /// (created once); unset on PostgreSQL: the server refuses to start.
+    #[arg(long, env = "MALIPO_WEBHOOK_KEY", hide_env_values = true)]
+    pub webhook_key: Option<WebhookKey>,
+    /// Log filter (tracing `EnvFilter` syntax).
+    #[arg(long, env = "MALIPO_LOG", default_value = "info")]
+    pub log: String,
+}
+
+/// What only the server reads: where it listens, its limits, its workers and webhook delivery.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Server")]
+pub struct ServeArgs {
+    /// Listen address.
+    #[arg(long, env = "MALIPO_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: String,
+    /// Pending prompts expire after this many seconds.
+    #[arg(long, env = "MALIPO_CHARGE_TTL_SECONDS", default_value_t = 90)]
+    pub charge_ttl_seconds: i64,
+    /// The sandbox approves test charges after this many milliseconds.
+    #[arg(long, env = "MALIPO_SANDBOX_APPROVAL_DELAY_MS", default_value_t = 2000)]
+    pub sandbox_approval_delay_ms: i64,
+    /// Requests per second per live credential.
+    #[arg(long, env = "MALIPO_RATE_LIMIT_LIVE", default_value_t = 100)]
+    pub rate_limit_live: u32,
+    /// Requests per second per test credential.
+    #[arg(long, env = "MALIPO_RATE_LIMIT_TEST", default_value_t = 25)]
+    pub rate_limit_test: u32,
+    /// Background charge worker loops per instance (each claims its own batches); 0 runs none
+    /// (another instance must).
+    #[arg(long, env = "MALIPO_WORKERS", default_value_t = 4)]
+    pub workers: usize,
+    /// HTTP worker threads (default: one per core).
+    #[arg(long, env = "MALIPO_HTTP_WORKERS")]
+    pub http_workers: Option<usize>,
+    /// Create a demo merchant on a first start with an empty database.
+    #[arg(long, env = "MALIPO_DEMO", default_value_t = true, action = clap::ArgAction::Set)]
+    pub demo: bool,
+    /// Seconds to wait before each webhook attempt: the first (usually 0), then after each failure.
+    #[arg(long, env = "MALIPO_WEBHOOK_RETRY_SCHEDULE", default_value = "0,5,300,1800,7200,18000,36000,50400,72000,86400", value_parser = RetrySchedule::parse)]
+    pub webhook_retry_schedule: RetrySchedule,
+    /// A webhook delivery succeeds on a 2xx answer within this many milliseconds.
+    #[arg(long, env = "MALIPO_WEBHOOK_TIMEOUT_MS", default_value_t = 15_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub webhook_timeout_ms: u64,
+    /// Let live endpoints use loopback and private addresses (never the default).
+    #[arg(long, env = "MALIPO_WEBHOOK_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set)]
+    pub webhook_allow_private: bool,
+    /// Webhook sends in flight at once per instance (a receiver that hangs holds one until its timeout).
+    #[arg(long, env = "MALIPO_WEBHOOK_CONCURRENCY", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub webhook_concurrency: u32,
+}
+
+impl ServeArgs {
+    /// The server's settings as the environment (or the defaults) give them, for operator
+    /// commands, which take no server flags.
+    ///
+    /// # Errors
+    /// An invalid `MALIPO_*` server variable.
+    pub fn from_env() -> Result<Self, clap::Error> {
+        #[derive(clap::Parser)]
+        struct Only {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        <Only as clap::Parser>::try_parse_from(["malipo"]).map(|o| o.serve)
+    }
+}
+
 impl Settings {
+    /// Assembles the settings of a command.
+    pub fn new(common: CommonArgs, serve: ServeArgs) -> Self {
+        Settings {
+            database_url: common.database_url,
+            bind: serve.bind,
+            countries: common.countries,
+            charge_ttl_seconds: serve.charge_ttl_seconds,
+            sandbox_approval_delay_ms: serve.sandbox_approval_delay_ms,
+            rate_limit_live: serve.rate_limit_live,
+            rate_limit_test: serve.rate_limit_test,
+            log: common.log,
+            db_pool_size: common.db_pool_size,
+            workers: serve.workers,
+            http_workers: serve.http_workers,
+            demo: serve.demo,
+            webhook_retry_schedule: serve.webhook_retry_schedule,
+            webhook_timeout_ms: serve.webhook_timeout_ms,
+            webhook_allow_private: serve.webhook_allow_private,
+            webhook_key: common.webhook_key,
+            webhook_concurrency: serve.webhook_concurrency,
+        }
+    }
+
     /// The webhook send timeout.
     pub fn webhook_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.webhook_timeout_ms)

@@ -53,7 +53,7 @@ async fn run(platform: Platform, concurrency: usize, mut stop: watch::Receiver<b
             continue;
         }
         let p = platform.clone();
-        let jobs = match tokio::task::spawn_blocking(move || p.claim_deliveries(free)).await {
+        let jobs = match tokio::task::spawn_blocking(move || p.deliveries().claim(free)).await {
             Ok(Ok(jobs)) => jobs,
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "claiming due webhook deliveries failed");
@@ -83,7 +83,7 @@ async fn run(platform: Platform, concurrency: usize, mut stop: watch::Receiver<b
     }
     // Let the sends in flight finish and be recorded (each is bounded by its timeout).
     let all = u32::try_from(concurrency).unwrap_or(u32::MAX);
-    let grace = platform.webhooks.timeout + DRAIN_TIME + Duration::from_secs(5);
+    let grace = platform.webhook_config().timeout + DRAIN_TIME + Duration::from_secs(5);
     if tokio::time::timeout(grace, permits.acquire_many(all)).await.is_err() {
         tracing::warn!("webhook sends still in flight at shutdown; their leases will lapse and another instance will retry them");
     }
@@ -101,7 +101,7 @@ async fn deliver(platform: &Platform, sender: &Sender, job: DeliveryJob) {
     let outcome = Arc::new(outcome);
     for pause in [Duration::from_millis(100), Duration::from_millis(500), Duration::ZERO] {
         let (p, j, o) = (platform.clone(), Arc::clone(&job), Arc::clone(&outcome));
-        match tokio::task::spawn_blocking(move || p.record_attempt(&j, &o, latency_ms)).await {
+        match tokio::task::spawn_blocking(move || p.deliveries().record_attempt(&j, &o, latency_ms)).await {
             Ok(Ok(())) => return,
             Ok(Err(e)) => tracing::warn!(event = %job.event_id, error = %e, "recording a webhook attempt failed"),
             Err(e) => tracing::error!(event = %job.event_id, error = %e, "webhook record task failed"),

@@ -45,7 +45,7 @@ pub fn ensure_demo(platform: &Platform, database_url: &str, base: &str) -> anyho
     let saved_at = saved_path(database_url);
     let creds = match existing {
         None => {
-            let issued = platform.create_org(DEMO_NAME, OrgKind::Merchant, "KE").map_err(|e| anyhow::anyhow!("{e}"))?;
+            let issued = platform.access().create_org(DEMO_NAME, OrgKind::Merchant, "KE").map_err(|e| anyhow::anyhow!("{e}"))?;
             if let Some(path) = &saved_at {
                 if let Err(e) = save(path, &issued) {
                     tracing::warn!(error = %e, "could not save the demo credentials");

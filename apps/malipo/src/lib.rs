@@ -15,7 +15,7 @@ use std::time::Duration;
 use actix_web::{middleware, web, App, HttpServer};
 use anyhow::Context;
 use malipo_auth::SecretHasher;
-use malipo_core::SystemClock;
+use malipo_core::{Clock, SystemClock};
 use malipo_countries::Countries;
 use malipo_http::{AppState, RateLimits};
 use malipo_service::{Platform, ServiceConfig, WebhookConfig};
@@ -23,7 +23,7 @@ use malipo_store_diesel::DieselStore;
 use malipo_webhooks::SecretCipher;
 use tokio::sync::watch;
 
-pub use config::{Settings, WebhookKey};
+pub use config::{CommonArgs, ServeArgs, Settings, WebhookKey};
 
 /// Loads the country configuration named by the settings (or the built-in file).
 ///
@@ -42,8 +42,16 @@ pub fn load_countries(settings: &Settings) -> anyhow::Result<Countries> {
 /// # Errors
 /// Unreachable database, failed migration, invalid configuration.
 pub fn platform(settings: &Settings) -> anyhow::Result<(Platform, DieselStore)> {
+    platform_with_clock(settings, Arc::new(SystemClock))
+}
+
+/// [`platform`] on another clock (tests drive time with a manual one).
+///
+/// # Errors
+/// As [`platform`].
+pub fn platform_with_clock(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow::Result<(Platform, DieselStore)> {
     let key = webhook_key::source(settings)?;
-    assemble(settings, key)
+    assemble(settings, key, clock)
 }
 
 /// The platform of an operator command (`malipo org create`, …). These never seal or open
@@ -57,7 +65,7 @@ pub fn operator_platform(settings: &Settings) -> anyhow::Result<(Platform, Diese
         Err(webhook_key::KeyError::MissingForPostgres) => webhook_key::KeySource::Ephemeral,
         other => other?,
     };
-    assemble(settings, key)
+    assemble(settings, key, Arc::new(SystemClock))
 }
 
 /// The webhook delivery tunables of the settings.
@@ -69,7 +77,7 @@ pub fn webhook_config(settings: &Settings) -> WebhookConfig {
     }
 }
 
-fn assemble(settings: &Settings, key: webhook_key::KeySource) -> anyhow::Result<(Platform, DieselStore)> {
+fn assemble(settings: &Settings, key: webhook_key::KeySource, clock: Arc<dyn Clock>) -> anyhow::Result<(Platform, DieselStore)> {
     let countries = load_countries(settings)?;
     let store = DieselStore::connect(&settings.database_url, settings.db_pool_size)
         .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
@@ -81,9 +89,12 @@ fn assemble(settings: &Settings, key: webhook_key::KeySource) -> anyhow::Result<
         sandbox_approval_delay_ms: settings.sandbox_approval_delay_ms,
         ..ServiceConfig::default()
     };
-    let platform = Platform::new(Arc::new(store.clone()), Arc::new(countries), Arc::new(hasher), Arc::new(SystemClock), config)
-        .with_webhooks(Arc::new(malipo_http::JsonEvents), cipher, webhook_config(settings));
-    platform.ensure_system_accounts().map_err(|e| anyhow::anyhow!("cannot create system accounts: {e}"))?;
+    let platform = Platform::new(Arc::new(store.clone()), Arc::new(countries), Arc::new(hasher), clock, config).with_webhooks(
+        Arc::new(malipo_http::JsonEvents),
+        cipher,
+        webhook_config(settings),
+    );
+    platform.access().ensure_system_accounts().map_err(|e| anyhow::anyhow!("cannot create system accounts: {e}"))?;
     Ok((platform, store))
 }
 

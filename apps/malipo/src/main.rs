@@ -8,15 +8,20 @@ use std::net::TcpListener;
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 use clap::Parser;
-use malipo::cli::{Cli, Command};
+use malipo::cli::{Action, Cli};
 
 fn main() -> std::process::ExitCode {
     let _ = dotenvy::dotenv();
-    let cli = Cli::parse();
-    malipo::init_logging(&cli.settings.log);
-    let result = match cli.command {
-        None | Some(Command::Serve) => serve(cli.settings).map(|()| 0),
-        Some(command) => malipo::cli::run(&cli.settings, command),
+    let action = Cli::parse().into_action().unwrap_or_else(|e| e.exit());
+    let result = match action {
+        Action::Serve(settings) => {
+            malipo::init_logging(&settings.log);
+            serve(settings).map(|()| 0)
+        }
+        Action::Operator(settings, command) => {
+            malipo::init_logging(&settings.log);
+            malipo::cli::run(&settings, *command)
+        }
     };
     match result {
         Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),

@@ -132,18 +132,16 @@ fn warn_if_readable_by_others(_: &Path) {}
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    use crate::cli::Cli;
     use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        settings: Settings,
-    }
 
     fn settings(args: &[&str]) -> Settings {
         let mut all = vec!["malipo"];
         all.extend_from_slice(args);
-        Cli::try_parse_from(all).unwrap().settings
+        match Cli::try_parse_from(all).unwrap().into_action().unwrap() {
+            crate::cli::Action::Serve(settings) => settings,
+            crate::cli::Action::Operator(..) => unreachable!("no command was given"),
+        }
     }
 
     #[test]

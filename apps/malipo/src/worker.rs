@@ -15,9 +15,10 @@ const IDLE: Duration = Duration::from_millis(100);
 /// Keys are kept at least 24 hours; purged after 48.
 const KEY_RETENTION_SECONDS: i64 = 48 * 3600;
 
-/// Spawns `n` charge loops and one housekeeping loop; each stops claiming once `stop` is true.
+/// Spawns `n` charge loops (none when `n` is 0: another instance, or a test, advances the
+/// charges) and one housekeeping loop; each stops claiming once `stop` is true.
 pub fn spawn(platform: Platform, n: usize, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
-    let mut handles: Vec<JoinHandle<()>> = (0..n.max(1))
+    let mut handles: Vec<JoinHandle<()>> = (0..n)
         .map(|i| {
             let platform = platform.clone();
             let stop = stop.clone();
@@ -31,7 +32,7 @@ pub fn spawn(platform: Platform, n: usize, stop: watch::Receiver<bool>) -> Vec<J
 async fn charge_loop(i: usize, platform: Platform, mut stop: watch::Receiver<bool>) {
     while !*stop.borrow() {
         let p = platform.clone();
-        let claimed = match tokio::task::spawn_blocking(move || p.process_due(BATCH)).await {
+        let claimed = match tokio::task::spawn_blocking(move || p.processing().process_due(BATCH)).await {
             Ok(Ok(n)) => n,
             Ok(Err(e)) => {
                 tracing::warn!(worker = i, error = %e, "claiming due charges failed");
@@ -56,7 +57,7 @@ async fn housekeeping(platform: Platform, mut stop: watch::Receiver<bool>) {
     while !*stop.borrow() {
         let p = platform.clone();
         let purged = tokio::task::spawn_blocking(move || {
-            let before = p.clock.now().plus_seconds(-KEY_RETENTION_SECONDS);
+            let before = p.now().plus_seconds(-KEY_RETENTION_SECONDS);
             write(p.store(), |tx| Ok(tx.purge_keys(before)?))
         })
         .await;
@@ -66,13 +67,13 @@ async fn housekeeping(platform: Platform, mut stop: watch::Receiver<bool>) {
             _ => {}
         }
         let p = platform.clone();
-        match tokio::task::spawn_blocking(move || p.purge_events()).await {
+        match tokio::task::spawn_blocking(move || p.housekeeping().purge_events()).await {
             Ok(Ok(n)) if n > 0 => tracing::info!(purged = n, "purged events past their retention"),
             Ok(Err(e)) => tracing::warn!(error = %e, "purging old events failed"),
             _ => {}
         }
         let p = platform.clone();
-        match tokio::task::spawn_blocking(move || p.purge_ussd_sessions()).await {
+        match tokio::task::spawn_blocking(move || p.housekeeping().purge_ussd_sessions()).await {
             Ok(Ok(n)) if n > 0 => tracing::info!(purged = n, "purged expired USSD sessions"),
             Ok(Err(e)) => tracing::warn!(error = %e, "purging USSD sessions failed"),
             _ => {}

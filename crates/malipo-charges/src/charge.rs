@@ -1,6 +1,6 @@
 //! The charge record.
 
-use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, OrgId, Timestamp, TransactionId};
+use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, MoneyError, Msisdn, OrgId, Timestamp, TransactionId};
 
 use crate::state::{transition, ChargeEvent, ChargeState, FailureReason, TransitionError};
 
@@ -109,29 +109,41 @@ impl Charge {
     }
 
     /// What the merchant receives: `amount - fee`.
-    pub fn net(&self) -> MinorUnit {
-        MinorUnit::new(self.amount.get() - self.fee.get())
+    ///
+    /// # Errors
+    /// [`MoneyError::Overflow`] (never for a charge whose fee is within its amount).
+    pub fn net(&self) -> Result<MinorUnit, MoneyError> {
+        self.amount.checked_sub(self.fee)
     }
 
     /// What leaves the customer's wallet (and is reserved on approval).
-    pub fn payer_debit(&self) -> MinorUnit {
+    ///
+    /// # Errors
+    /// [`MoneyError::Overflow`].
+    pub fn payer_debit(&self) -> Result<MinorUnit, MoneyError> {
         match self.kind {
-            ChargeKind::Charge => self.amount,
-            ChargeKind::CashOut => MinorUnit::new(self.amount.get() + self.fee.get()),
+            ChargeKind::Charge => Ok(self.amount),
+            ChargeKind::CashOut => self.amount.checked_add(self.fee),
         }
     }
 
     /// What the merchant's collection account or the agent's float receives.
-    pub fn payee_credit(&self) -> MinorUnit {
+    ///
+    /// # Errors
+    /// [`MoneyError::Overflow`].
+    pub fn payee_credit(&self) -> Result<MinorUnit, MoneyError> {
         match self.kind {
             ChargeKind::Charge => self.net(),
-            ChargeKind::CashOut => MinorUnit::new(self.amount.get() + self.commission.get()),
+            ChargeKind::CashOut => self.amount.checked_add(self.commission),
         }
     }
 
     /// What the operator's revenue account receives.
-    pub fn revenue(&self) -> MinorUnit {
-        MinorUnit::new(self.fee.get() - self.commission.get())
+    ///
+    /// # Errors
+    /// [`MoneyError::Overflow`].
+    pub fn revenue(&self) -> Result<MinorUnit, MoneyError> {
+        self.fee.checked_sub(self.commission)
     }
 }
 
@@ -149,6 +161,7 @@ pub struct ChargeFilter {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -190,17 +203,17 @@ mod tests {
         assert!(c.next_action_at.is_some(), "an authorised charge still has work due");
         assert_eq!(c.apply(ChargeEvent::Complete, t2), Ok(()));
         assert_eq!((c.state, c.completed_at, c.next_action_at), (ChargeState::Completed, Some(t2), None));
-        assert_eq!(c.net(), MinorUnit::new(24_900));
+        assert_eq!(c.net(), Ok(MinorUnit::new(24_900)));
     }
 
     #[test]
     fn the_money_of_each_kind_balances() {
         let c = charge();
-        assert_eq!((c.payer_debit().get(), c.payee_credit().get(), c.revenue().get()), (25_000, 24_900, 100));
+        assert_eq!((c.payer_debit().unwrap().get(), c.payee_credit().unwrap().get(), c.revenue().unwrap().get()), (25_000, 24_900, 100));
         let w = Charge { kind: ChargeKind::CashOut, fee: MinorUnit::new(2_900), commission: MinorUnit::new(1_900), ..charge() };
-        assert_eq!((w.payer_debit().get(), w.payee_credit().get(), w.revenue().get()), (27_900, 26_900, 1_000));
+        assert_eq!((w.payer_debit().unwrap().get(), w.payee_credit().unwrap().get(), w.revenue().unwrap().get()), (27_900, 26_900, 1_000));
         for x in [c, w] {
-            assert_eq!(x.payer_debit().get(), x.payee_credit().get() + x.revenue().get());
+            assert_eq!(x.payer_debit().unwrap().get(), x.payee_credit().unwrap().get() + x.revenue().unwrap().get());
         }
     }
 

@@ -143,6 +143,53 @@ impl MinorUnit {
         self.0.checked_neg().map(MinorUnit).ok_or(MoneyError::Overflow)
     }
 
+    /// `self * numerator / denominator`, rounded towards zero, computed without intermediate
+    /// overflow (for shares such as the fee returned with a partial reversal).
+    ///
+    /// # Errors
+    /// [`MoneyError::Overflow`] when the result does not fit, or `denominator` is zero.
+    pub fn checked_mul_div(self, numerator: i64, denominator: i64) -> Result<MinorUnit, MoneyError> {
+        i128::from(self.0)
+            .checked_mul(i128::from(numerator))
+            .and_then(|p| p.checked_div(i128::from(denominator)))
+            .and_then(|q| i64::try_from(q).ok())
+            .map(MinorUnit)
+            .ok_or(MoneyError::Overflow)
+    }
+
+    /// The sum of amounts.
+    ///
+    /// # Errors
+    /// [`MoneyError::Overflow`].
+    pub fn checked_sum(amounts: impl IntoIterator<Item = MinorUnit>) -> Result<MinorUnit, MoneyError> {
+        amounts.into_iter().try_fold(MinorUnit::ZERO, MinorUnit::checked_add)
+    }
+
+    /// `self + rhs`, held at the bounds of `i64` instead of overflowing: for figures that are
+    /// shown or compared, never for money that moves.
+    pub const fn saturating_add(self, rhs: MinorUnit) -> MinorUnit {
+        MinorUnit(self.0.saturating_add(rhs.0))
+    }
+
+    /// `self - rhs`, held at the bounds of `i64`: for figures that are shown or compared, never
+    /// for money that moves.
+    pub const fn saturating_sub(self, rhs: MinorUnit) -> MinorUnit {
+        MinorUnit(self.0.saturating_sub(rhs.0))
+    }
+
+    /// The minor units of `major` whole major units of `currency` (`1_000_000` KES →
+    /// `100_000_000`).
+    ///
+    /// # Errors
+    /// [`MoneyError::Overflow`].
+    pub fn from_major(major: i64, currency: Currency) -> Result<MinorUnit, MoneyError> {
+        10_i64
+            .checked_pow(u32::from(currency.minor_units()))
+            .and_then(|scale| major.checked_mul(scale))
+            .map(MinorUnit)
+            .ok_or(MoneyError::Overflow)
+    }
+
     /// Whether strictly greater than zero.
     pub const fn is_positive(self) -> bool {
         self.0 > 0
@@ -161,11 +208,20 @@ pub fn parse_amount(text: &str, currency: Currency) -> Result<MinorUnit, MoneyEr
         None => (text, None),
     };
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(int) || frac.is_some_and(|f| !digits(f)) || int.len() > 19 {
+    if !digits(int) || frac.is_some_and(|f| !digits(f)) {
         return Err(MoneyError::Syntax);
     }
-    let value = Decimal::from_str_exact(text).map_err(|_| MoneyError::Overflow)?;
     let minor_units = currency.minor_units();
+    // Decimals beyond the currency's (trailing zeros aside) are that, however many there are.
+    if frac.is_some_and(|f| f.trim_end_matches('0').len() > usize::from(minor_units)) {
+        return Err(MoneyError::TooManyDecimals { currency, minor_units });
+    }
+    let (int, frac) = (int.trim_start_matches('0'), frac.map_or("", |f| f.trim_end_matches('0')));
+    if int.len() > 16 {
+        return Err(MoneyError::Overflow);
+    }
+    let exact = format!("{}.{}", if int.is_empty() { "0" } else { int }, if frac.is_empty() { "0" } else { frac });
+    let value = Decimal::from_str_exact(&exact).map_err(|_| MoneyError::Overflow)?;
     let value = value.normalize();
     if value.scale() > u32::from(minor_units) {
         return Err(MoneyError::TooManyDecimals { currency, minor_units });
@@ -184,6 +240,7 @@ pub fn parse_amount(text: &str, currency: Currency) -> Result<MinorUnit, MoneyEr
 
 /// Formats minor units as a decimal in major units with at least two decimals
 /// (the seed's webhook rule): `25000` KES → `250.00`, `5000` UGX → `5000.00`, `-150` KES → `-1.50`.
+#[allow(clippy::arithmetic_side_effects)] // i128 of an i64 times at most 10^2: cannot overflow
 pub fn format_amount(amount: MinorUnit, currency: Currency) -> String {
     let minor_units = u32::from(currency.minor_units());
     let decimals = minor_units.max(2);
@@ -192,6 +249,30 @@ pub fn format_amount(amount: MinorUnit, currency: Currency) -> String {
     let sign = if v < 0 { "-" } else { "" };
     let abs = v.abs();
     format!("{sign}{}.{:0width$}", abs / scale, abs % scale, width = decimals as usize)
+}
+
+/// An amount for people: the currency code, then major units with thousands separators and the
+/// currency's own minor units (`KES 1,234.50`, `UGX 5,000`, `RWF 12,000`).
+#[allow(clippy::arithmetic_side_effects)] // u128 of an i64 by a power of ten up to 10^3: cannot overflow
+pub fn display_amount(currency: Currency, amount: MinorUnit) -> String {
+    let minor_units = u32::from(currency.minor_units());
+    let scale = 10_u128.pow(minor_units);
+    let value = i128::from(amount.get());
+    let abs = value.unsigned_abs();
+    let sign = if value < 0 { "-" } else { "" };
+    let major = (abs / scale).to_string();
+    let mut grouped = String::with_capacity(major.len() + major.len() / 3);
+    for (i, digit) in major.chars().enumerate() {
+        if i > 0 && (major.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    if minor_units == 0 {
+        format!("{currency} {sign}{grouped}")
+    } else {
+        format!("{currency} {sign}{grouped}.{:0width$}", abs % scale, width = minor_units as usize)
+    }
 }
 
 #[cfg(test)]
@@ -227,7 +308,15 @@ mod tests {
         }
         assert!(matches!(kes("0.001"), Err(MoneyError::TooManyDecimals { minor_units: 2, .. })));
         assert!(matches!(ugx("1.5"), Err(MoneyError::TooManyDecimals { minor_units: 0, .. })));
-        assert_eq!(kes("99999999999999999999"), Err(MoneyError::Syntax));
+        assert_eq!(kes("99999999999999999999"), Err(MoneyError::Overflow), "digits, only too many");
+        assert_eq!(kes(&"9".repeat(400)), Err(MoneyError::Overflow));
+        assert!(
+            matches!(kes("100.0000000000000000000000000001"), Err(MoneyError::TooManyDecimals { .. })),
+            "too many decimals, not too large"
+        );
+        assert!(matches!(kes(&format!("1.{}1", "0".repeat(400))), Err(MoneyError::TooManyDecimals { .. })));
+        assert_eq!(kes(&format!("1.{}", "0".repeat(400))), Ok(100), "trailing zeros are exact");
+        assert_eq!(kes(&format!("{}1", "0".repeat(40))), Ok(100), "leading zeros are exact");
         assert_eq!(kes("9999999999999999999"), Err(MoneyError::Overflow));
         assert_eq!(kes("10000000000000.01"), Err(MoneyError::Overflow));
     }
@@ -249,6 +338,22 @@ mod tests {
         for bad in ["kes", "KE", "KESH", "K3S", ""] {
             assert_eq!(Currency::new(bad), Err(MoneyError::Currency), "{bad}");
         }
+    }
+
+    #[test]
+    fn shares_sums_and_major_units() {
+        assert_eq!(MinorUnit::new(1000).checked_mul_div(250, 1000), Ok(MinorUnit::new(250)));
+        assert_eq!(MinorUnit::new(7).checked_mul_div(1, 3), Ok(MinorUnit::new(2)), "rounds towards zero");
+        assert_eq!(MinorUnit::new(i64::MAX).checked_mul_div(i64::MAX, i64::MAX), Ok(MinorUnit::new(i64::MAX)), "no intermediate overflow");
+        assert_eq!(MinorUnit::new(i64::MAX).checked_mul_div(2, 1), Err(MoneyError::Overflow));
+        assert_eq!(MinorUnit::new(5).checked_mul_div(1, 0), Err(MoneyError::Overflow));
+        assert_eq!(MinorUnit::checked_sum([MinorUnit::new(2), MinorUnit::new(3)]), Ok(MinorUnit::new(5)));
+        assert_eq!(MinorUnit::checked_sum([MinorUnit::new(i64::MAX), MinorUnit::new(1)]), Err(MoneyError::Overflow));
+        assert_eq!(MinorUnit::new(i64::MAX).saturating_add(MinorUnit::new(1)), MinorUnit::new(i64::MAX));
+        assert_eq!(MinorUnit::from_major(1_000_000, Currency::KES), Ok(MinorUnit::new(100_000_000)));
+        let ugx = Currency::new("UGX").unwrap_or(Currency::KES);
+        assert_eq!(MinorUnit::from_major(5000, ugx), Ok(MinorUnit::new(5000)));
+        assert_eq!(MinorUnit::from_major(i64::MAX, Currency::KES), Err(MoneyError::Overflow));
     }
 
     #[test]

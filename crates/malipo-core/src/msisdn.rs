@@ -45,7 +45,7 @@ impl Msisdn {
 
     /// The last four digits (the sandbox's outcome selector).
     pub fn last_four(&self) -> &str {
-        &self.0[self.0.len() - 4..]
+        &self.0[self.0.len().saturating_sub(4)..]
     }
 }
 

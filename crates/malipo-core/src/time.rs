@@ -45,7 +45,8 @@ impl Timestamp {
 
     /// As a `time` value in UTC.
     pub fn to_offset_datetime(self) -> ::time::OffsetDateTime {
-        ::time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.0) * 1000).unwrap_or(::time::OffsetDateTime::UNIX_EPOCH)
+        ::time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.0).saturating_mul(1000))
+            .unwrap_or(::time::OffsetDateTime::UNIX_EPOCH)
     }
 
     /// RFC 3339 in UTC with a `Z` suffix, e.g. `2026-11-22T10:00:00.123456Z` (fraction only when non-zero).

@@ -97,7 +97,7 @@ impl Country {
     /// Start (inclusive) and end (exclusive) of the country's local calendar day containing `t`,
     /// as UTC timestamps. Daily limits are counted over this window.
     pub fn local_day(&self, t: Timestamp) -> (Timestamp, Timestamp) {
-        let offset = i64::from(self.utc_offset_minutes) * 60_000_000;
+        let offset = i64::from(self.utc_offset_minutes).saturating_mul(60_000_000);
         let local = t.as_micros().saturating_add(offset);
         let local_midnight = local.saturating_sub(local.rem_euclid(DAY_MICROS));
         let start = local_midnight.saturating_sub(offset);

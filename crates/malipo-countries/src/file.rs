@@ -360,7 +360,7 @@ fn build_schedule(
             }
             None => {}
             Some(prev) => {
-                let prev_index = k - 1;
+                let prev_index = k.saturating_sub(1);
                 if band.min <= prev.min {
                     return Err(ConfigError::invalid(
                         at,
@@ -384,7 +384,7 @@ fn build_schedule(
     if let Some(last) = bands.last() {
         if last.max < top_per_transaction {
             return Err(ConfigError::invalid(
-                format!("{entry}.bands[{}].max", bands.len() - 1),
+                format!("{entry}.bands[{}].max", bands.len().saturating_sub(1)),
                 format!(
                     "{} is below the top KYC tier's per_transaction {}; the bands must cover every allowed amount",
                     fmt(last.max),

@@ -3,6 +3,10 @@
 //! (`config/countries.toml` is built in) and validated at start-up; a bad file is refused with a
 //! message naming the entry. Pure domain crate: no I/O except [`Countries::load`].
 
+// Integers never meet `+ - *` unchecked here: money goes through `MinorUnit`'s checked
+// operations, counters and times saturate or are checked (an overflow must not wrap silently).
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 mod country;
 mod error;
 mod fees;

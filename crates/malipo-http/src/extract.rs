@@ -9,7 +9,7 @@ use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 use futures_util::StreamExt;
 use malipo_auth::{Principal, Scope};
-use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
+use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyError, KeyScope};
 use malipo_service::Idem;
 use serde::de::DeserializeOwned;
 
@@ -60,7 +60,7 @@ impl FromRequest for Auth {
             let state =
                 req.app_data::<web::Data<AppState>>().ok_or_else(|| ApiError::InvalidRequest("server misconfigured".into()))?.clone();
             let platform = state.platform.clone();
-            let principal = web::block(move || platform.authenticate(&token))
+            let principal = web::block(move || platform.access().authenticate(&token))
                 .await
                 .map_err(|e| ApiError::Service(malipo_service::ServiceError::Internal(e.to_string())))??;
             match state.rate_limits.check(principal.mode, &principal.client_id) {
@@ -133,6 +133,42 @@ pub struct Parsed<T> {
     pub canonical: Vec<u8>,
 }
 
+/// The canonical form of a body for its fingerprint: keys sorted (serde_json's map), numbers
+/// exact (they are parsed without a binary float) and plain decimals written without redundant
+/// zeros, so `250`, `250.0` and `250.00` are one request and `250.01` another, whatever their
+/// length.
+fn canonical(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) => {
+            let text = n.to_string();
+            match plain_decimal(&text) {
+                Some(short) if short != text => serde_json::from_str(&short).map(Value::Number).unwrap_or(Value::Number(n)),
+                _ => Value::Number(n),
+            }
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(canonical).collect()),
+        Value::Object(members) => Value::Object(members.into_iter().map(|(k, v)| (k, canonical(v))).collect()),
+        other => other,
+    }
+}
+
+/// A plain decimal (`-12.500`, no exponent) without leading zeros of its whole part and
+/// trailing zeros of its fraction (`-12.5`); `None` for other number forms.
+fn plain_decimal(text: &str) -> Option<String> {
+    let (sign, digits) = text.strip_prefix('-').map_or(("", text), |rest| ("-", rest));
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !all_digits(whole) || !all_digits(fraction) {
+        return None;
+    }
+    let whole = whole.trim_start_matches('0');
+    let fraction = fraction.trim_end_matches('0');
+    let whole = if whole.is_empty() { "0" } else { whole };
+    let sign = if whole == "0" && fraction.is_empty() { "" } else { sign };
+    Some(if fraction.is_empty() { format!("{sign}{whole}") } else { format!("{sign}{whole}.{fraction}") })
+}
+
 /// Parses a JSON body: malformed JSON and wrong types are 400 `invalid_request`; unknown and
 /// missing fields are 422 with `errors[]`.
 ///
@@ -143,7 +179,7 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<Parsed<T>, ApiErro
     if !tree.is_object() {
         return Err(ApiError::InvalidRequest("the body must be a JSON object".into()));
     }
-    let canonical = serde_json::to_vec(&tree).map_err(|e| ApiError::InvalidRequest(e.to_string()))?;
+    let canonical = serde_json::to_vec(&canonical(tree)).map_err(|e| ApiError::InvalidRequest(e.to_string()))?;
     let de = &mut serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
@@ -170,6 +206,19 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<Parsed<T>, ApiErro
     Ok(Parsed { value, canonical })
 }
 
+/// A JSON body that may be left out: an empty (or blank) body counts as `{}` and needs no
+/// `Content-Type`; any other body is [`require_json`] and [`parse_json`].
+///
+/// # Errors
+/// As those two.
+pub fn optional_json<T: DeserializeOwned + Default>(req: &HttpRequest, body: &Body) -> Result<Parsed<T>, ApiError> {
+    if body.0.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Parsed { value: T::default(), canonical: b"{}".to_vec() });
+    }
+    require_json(req)?;
+    parse_json::<T>(&body.0)
+}
+
 /// Builds the idempotency context of a state-changing request: the `Idempotency-Key` header or
 /// the body's own key field (equal when both), scoped to the principal and `operation`.
 ///
@@ -177,11 +226,40 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<Parsed<T>, ApiErro
 /// [`ApiError::IdempotencyKeyMissing`], or 400 for a malformed or conflicting key.
 pub fn idem(req: &HttpRequest, principal: &Principal, operation: &str, body_key: Option<&str>, canonical: &[u8]) -> Result<Idem, ApiError> {
     let header = req.headers().get("idempotency-key").map(|v| v.to_str().unwrap_or("\u{0}"));
-    let key = IdempotencyKey::from_header_or_body(header, body_key).map_err(|e| ApiError::InvalidRequest(e.to_string()))?;
+    let key = IdempotencyKey::from_header_or_body(header, body_key).map_err(|e| match e {
+        KeyError::InvalidBody => {
+            let (code, message) = match body_key.map_or(0, str::len) {
+                0 => ("missing_field", "idem must not be empty"),
+                256.. => ("too_long", "idem must be at most 255 characters"),
+                _ => ("invalid_value", "idem must be 1 to 255 visible ASCII characters"),
+            };
+            ApiError::Fields(vec![ProblemField { field: "idem".into(), code: code.into(), message: message.into() }])
+        }
+        other => ApiError::InvalidRequest(other.to_string()),
+    })?;
     let key = key.ok_or(ApiError::IdempotencyKeyMissing)?;
     Ok(Idem {
         scope: KeyScope { org_id: principal.org_id.clone(), mode: principal.mode, operation: operation.to_owned() },
         key,
         fingerprint: Fingerprint::of(req.method().as_str(), req.path(), canonical),
     })
+}
+
+#[cfg(test)]
+mod canonical_tests {
+    use super::plain_decimal;
+
+    #[test]
+    fn plain_decimals_lose_only_redundant_zeros() {
+        for (text, short) in
+            [("10", "10"), ("10.0", "10"), ("10.00", "10"), ("0010.500", "10.5"), ("-0.0", "0"), ("-1.50", "-1.5"), ("0.01", "0.01")]
+        {
+            assert_eq!(plain_decimal(text).as_deref(), Some(short), "{text}");
+        }
+        assert_eq!(plain_decimal(&format!("10.{}", "0".repeat(40))).as_deref(), Some("10"));
+        assert_eq!(plain_decimal(&format!("10.{}1", "0".repeat(40))), Some(format!("10.{}1", "0".repeat(40))));
+        for other in ["1e3", "1E-2", "-", ".5", "5."] {
+            assert!(plain_decimal(other).is_none() || other == "5.", "{other}");
+        }
+    }
 }

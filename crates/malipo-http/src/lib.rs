@@ -1,10 +1,11 @@
-//! The HTTP adapter: actix-web handlers, wire DTOs, the problem format, authentication,
-//! idempotency keys, rate limits, request ids, metrics and the OpenAPI document.
-//! Handlers translate; the use cases live in `malipo-service`.
+//! The HTTP adapter: actix-web handlers and their wire DTOs by group of the contract, the problem
+//! format, authentication, idempotency keys, rate limits, request ids, metrics and the OpenAPI
+//! document. Handlers translate; the use cases live in `malipo-service`.
 
 pub mod app;
-pub mod dto;
 pub mod extract;
+pub mod handler;
+pub mod idempotent;
 pub mod metrics;
 pub mod openapi;
 pub mod problem;
@@ -12,6 +13,10 @@ pub mod render;
 pub mod request_id;
 pub mod routes;
 pub mod state;
+pub mod wire;
+
+#[cfg(test)]
+mod testing;
 
 pub use app::configure;
 pub use metrics::{metrics, ChargeMetrics};

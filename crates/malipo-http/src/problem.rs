@@ -92,6 +92,10 @@ pub enum ApiError {
     /// Over the rate limit.
     #[error("rate limit exceeded; retry after {0} s")]
     RateLimited(u64),
+    /// Any other error of the token and revoke endpoints (a body too large, a wrong media type,
+    /// the database unavailable): the same status and code, in those endpoints' format.
+    #[error("{0}")]
+    AtTokenEndpoint(Box<ApiError>),
     /// RFC 6749 errors of the token and revoke endpoints.
     #[error("{description}")]
     OAuth {
@@ -105,6 +109,23 @@ pub enum ApiError {
 }
 
 impl ApiError {
+    /// An error of the token or revoke endpoint, in their format: `application/json` with
+    /// `error` (the code) and `error_description`, `Cache-Control: no-store`.
+    pub fn at_token_endpoint(self) -> Self {
+        match self {
+            e @ (ApiError::OAuth { .. } | ApiError::Service(ServiceError::OAuth(_)) | ApiError::AtTokenEndpoint(_)) => e,
+            other => ApiError::AtTokenEndpoint(Box::new(other)),
+        }
+    }
+
+    /// The error itself, out of the token endpoint's wrapper.
+    fn inner(&self) -> &ApiError {
+        match self {
+            ApiError::AtTokenEndpoint(e) => e.inner(),
+            other => other,
+        }
+    }
+
     /// An RFC 6749 `invalid_request`.
     pub fn oauth_invalid_request(description: impl Into<String>) -> Self {
         ApiError::OAuth { code: "invalid_request", description: description.into(), auth: None }
@@ -132,11 +153,12 @@ impl ApiError {
                 (status, code, "Token request refused", d)
             }
             ApiError::Service(e) => service_parts(e),
+            ApiError::AtTokenEndpoint(e) => e.parts(),
         }
     }
 
     fn fields(&self) -> Option<Vec<ProblemField>> {
-        match self {
+        match self.inner() {
             ApiError::Fields(f) => Some(f.clone()),
             ApiError::Service(ServiceError::Validation(f)) => Some(f.iter().map(to_problem_field).collect()),
             _ => None,
@@ -146,7 +168,7 @@ impl ApiError {
     /// The problem document of this error.
     pub fn problem(&self) -> Problem {
         let (status, code, title, detail) = self.parts();
-        let oauth = matches!(self, ApiError::OAuth { .. });
+        let oauth = matches!(self, ApiError::OAuth { .. } | ApiError::AtTokenEndpoint(_));
         Problem {
             kind: format!("urn:malipo:problem:{code}"),
             title: title.to_owned(),
@@ -220,10 +242,11 @@ impl ResponseError for ApiError {
         if status.is_server_error() {
             tracing::error!(error = %self, request_id = %problem.request_id, "request failed");
         }
-        let oauth_endpoint = matches!(self, ApiError::OAuth { .. } | ApiError::Service(ServiceError::OAuth(_)));
+        let oauth_endpoint =
+            matches!(self, ApiError::OAuth { .. } | ApiError::Service(ServiceError::OAuth(_)) | ApiError::AtTokenEndpoint(_));
         let mut res = HttpResponse::build(status);
         res.content_type(if oauth_endpoint { "application/json" } else { "application/problem+json" });
-        match self {
+        match self.inner() {
             ApiError::Unauthorized => {
                 res.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"malipo\"")));
             }

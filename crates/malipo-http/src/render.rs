@@ -7,7 +7,8 @@ use malipo_webhooks::{Event, Summary};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::dto::{CashOutDto, ChargeDto};
+use crate::routes::agents::dto::CashOutDto;
+use crate::routes::shared::ChargeDto;
 
 /// Renders events as the API's JSON.
 #[derive(Debug, Default, Clone, Copy)]
@@ -170,7 +171,7 @@ mod tests {
         assert_eq!(v["state"], "completed");
         assert_eq!(v["reference"], "ORDER-1042");
         assert_eq!(v["data"]["charge_ref"], charge.id.as_str());
-        assert_eq!(v["data"]["fee"].to_string(), "2.0");
+        assert_eq!(v["data"]["fee"].to_string(), "2.00");
         assert!(body.contains("\"fee\":2.00"), "data keeps the API's number form");
     }
 

@@ -1,6 +1,10 @@
 //! Idempotency keys (contract section 10): validation, request fingerprints, stored responses.
 //! The key is claimed in the same database transaction as the effect it guards.
 
+// Integers never meet `+ - *` unchecked here: money goes through `MinorUnit`'s checked
+// operations, counters and times saturate or are checked (an overflow must not wrap silently).
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 use malipo_core::{Mode, OrgId, Timestamp};
 use sha2::{Digest, Sha256};
 
@@ -10,6 +14,9 @@ pub enum KeyError {
     /// Not 1–255 visible ASCII characters (or an RFC 8941 string of them).
     #[error("Idempotency-Key must be 1 to 255 visible ASCII characters")]
     Invalid,
+    /// The body's key field is malformed (a field problem of the body, not of the header).
+    #[error("idem must be 1 to 255 visible ASCII characters")]
+    InvalidBody,
     /// The header and the body field `idem` differ.
     #[error("the Idempotency-Key header and the body field idem differ")]
     Conflicting,
@@ -64,10 +71,11 @@ impl IdempotencyKey {
     /// The key from the header and/or a body field: at least one, and equal when both.
     ///
     /// # Errors
-    /// [`KeyError::Conflicting`] or [`KeyError::Invalid`]. `Ok(None)` when neither was given.
+    /// [`KeyError::Conflicting`], [`KeyError::Invalid`] (the header) or [`KeyError::InvalidBody`].
+    /// `Ok(None)` when neither was given.
     pub fn from_header_or_body(header: Option<&str>, body: Option<&str>) -> Result<Option<Self>, KeyError> {
         let header = header.map(Self::from_header).transpose()?;
-        let body = body.map(Self::parse).transpose()?;
+        let body = body.map(|b| Self::parse(b).map_err(|_| KeyError::InvalidBody)).transpose()?;
         match (header, body) {
             (Some(h), Some(b)) if h != b => Err(KeyError::Conflicting),
             (Some(h), _) => Ok(Some(h)),

@@ -125,7 +125,8 @@ impl Account {
     }
 
     /// Spendable: balance less reservations.
+    /// (A figure to show: the ledger's own checks of a debit never go through it.)
     pub fn available(&self) -> MinorUnit {
-        MinorUnit::new(self.balance.get() - self.held.get())
+        self.balance.saturating_sub(self.held)
     }
 }

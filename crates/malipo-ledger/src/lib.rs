@@ -1,6 +1,10 @@
 //! The double-entry ledger: accounts, balanced journals, reservations and the audit chain.
 //! Pure rules; storage adapters apply them atomically and the database enforces them again.
 
+// Integers never meet `+ - *` unchecked here: money goes through `MinorUnit`'s checked
+// operations, counters and times saturate or are checked (an overflow must not wrap silently).
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 pub mod account;
 pub mod chain;
 pub mod journal;
@@ -9,4 +13,4 @@ pub mod verify;
 pub use account::{Account, AccountKind};
 pub use chain::{chain_hash, GENESIS_HASH};
 pub use journal::{Journal, JournalKind, JournalLine, LedgerError, Posting};
-pub use verify::{verify, ChainedJournal, LedgerSnapshot, Violation};
+pub use verify::{verify, verify_part, ChainedJournal, LedgerSnapshot, Violation};

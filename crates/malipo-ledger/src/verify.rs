@@ -82,7 +82,8 @@ pub fn verify(snapshot: &LedgerSnapshot) -> Vec<Violation> {
         for line in &j.lines {
             match accounts.get(&line.account) {
                 Some(a) if a.currency == j.currency && a.mode == j.mode => {
-                    *sums.entry(&a.id).or_default() += i128::from(line.amount.get());
+                    let sum = sums.entry(&a.id).or_default();
+                    *sum = sum.saturating_add(i128::from(line.amount.get()));
                 }
                 _ => violations.push(Violation::ForeignAccount(j.id.clone(), line.account.clone())),
             }
@@ -109,13 +110,60 @@ pub fn verify(snapshot: &LedgerSnapshot) -> Vec<Violation> {
         chain.sort_by_key(|cj| cj.seq);
         let mut prev = GENESIS_HASH.to_owned();
         for (i, cj) in chain.iter().enumerate() {
-            let expected_seq = i64::try_from(i).unwrap_or(i64::MAX) + 1;
+            let expected_seq = i64::try_from(i).unwrap_or(i64::MAX).saturating_add(1);
             let ok = cj.seq == expected_seq && cj.prev_hash == prev && cj.hash == chain_hash(&cj.prev_hash, cj.seq, &cj.journal);
             if !ok {
                 violations.push(Violation::BrokenChain { mode, currency, journal: cj.journal.id.clone(), seq: cj.seq });
                 break;
             }
             prev.clone_from(&cj.hash);
+        }
+    }
+    violations
+}
+
+/// Checks the part of the ledger that a set of accounts reaches, without the rest: `part.accounts`
+/// are the accounts checked, and `part.journals` must hold every journal with a posting on any
+/// of them (with all its lines, also those on accounts outside the part). Each journal must
+/// balance and keep its own audit-chain entry (its hash over its contents and its link); each
+/// account's balance must equal its postings and respect its floor. The links between entries
+/// are not walked here: [`verify`] walks the whole chain.
+pub fn verify_part(part: &LedgerSnapshot) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let accounts: HashMap<&AccountId, &Account> = part.accounts.iter().map(|a| (&a.id, a)).collect();
+    let mut sums: HashMap<&AccountId, i128> = HashMap::new();
+    for cj in &part.journals {
+        let j = &cj.journal;
+        let total = j.lines.iter().fold(0_i128, |t, l| t.saturating_add(i128::from(l.amount.get())));
+        if total != 0 || j.lines.len() < 2 {
+            violations.push(Violation::UnbalancedJournal(j.id.clone()));
+        }
+        for line in &j.lines {
+            match accounts.get(&line.account) {
+                Some(a) if a.currency == j.currency && a.mode == j.mode => {
+                    let sum = sums.entry(&a.id).or_default();
+                    *sum = sum.saturating_add(i128::from(line.amount.get()));
+                }
+                Some(_) => violations.push(Violation::ForeignAccount(j.id.clone(), line.account.clone())),
+                None => {}
+            }
+        }
+        if cj.hash != chain_hash(&cj.prev_hash, cj.seq, j) {
+            violations.push(Violation::BrokenChain { mode: j.mode, currency: j.currency, journal: j.id.clone(), seq: cj.seq });
+        }
+    }
+    for a in &part.accounts {
+        let computed = sums.get(&a.id).copied().unwrap_or(0);
+        if computed != i128::from(a.balance.get()) {
+            violations.push(Violation::BalanceMismatch {
+                account: a.id.clone(),
+                stored: a.balance.get(),
+                computed: i64::try_from(computed).unwrap_or(i64::MAX),
+            });
+        }
+        let negative = !a.kind.allows_negative() && (a.balance < MinorUnit::ZERO || a.held > a.balance);
+        if negative || a.held < MinorUnit::ZERO {
+            violations.push(Violation::NegativeBalance(a.id.clone()));
         }
     }
     violations
@@ -136,6 +184,10 @@ mod tests {
     }
 
     impl Model {
+        fn clone_model(&self) -> Model {
+            Model { snapshot: self.snapshot.clone() }
+        }
+
         fn new() -> Self {
             let now = Timestamp::from_micros(0);
             let mut accounts = vec![Account::open(None, Mode::Test, AccountKind::Issuance, Currency::KES, None, now)];
@@ -202,6 +254,49 @@ mod tests {
             let total: i64 = m.snapshot.accounts.iter().map(|a| a.balance.get()).sum();
             prop_assert_eq!(total, 0, "no money created or lost");
         }
+    }
+
+    /// The part of `m` reached by accounts `ids`: those accounts and every journal touching them.
+    fn part(m: &Model, ids: &[usize]) -> LedgerSnapshot {
+        let accounts: Vec<Account> = ids.iter().map(|&i| m.snapshot.accounts[i].clone()).collect();
+        let journals = m
+            .snapshot
+            .journals
+            .iter()
+            .filter(|cj| cj.journal.lines.iter().any(|l| accounts.iter().any(|a| a.id == l.account)))
+            .cloned()
+            .collect();
+        LedgerSnapshot { accounts, journals }
+    }
+
+    #[test]
+    fn a_part_is_checked_without_the_rest() {
+        let mut m = Model::new();
+        m.post(vec![(0, -500), (1, 500)]).unwrap();
+        m.post(vec![(1, -200), (3, 190), (4, 10)]).unwrap();
+        m.post(vec![(0, -70), (2, 70)]).unwrap();
+        assert!(verify_part(&part(&m, &[1, 3])).is_empty());
+        // Another part's damage is not this part's concern...
+        let mut damaged = m.clone_model();
+        damaged.snapshot.accounts[2].balance = MinorUnit::new(71);
+        assert!(verify_part(&part(&damaged, &[1, 3])).is_empty());
+        assert!(matches!(verify_part(&part(&damaged, &[2]))[..], [Violation::BalanceMismatch { stored: 71, computed: 70, .. }]));
+        // ...but its own is found: a stored balance, an edited posting (its entry's hash), a
+        // missing posting line (unbalanced), a journal deleted from under an account.
+        let mut s = part(&m, &[1, 3]);
+        s.accounts[0].balance = MinorUnit::new(299);
+        assert!(matches!(verify_part(&s)[..], [Violation::BalanceMismatch { stored: 299, computed: 300, .. }]));
+        let mut s = part(&m, &[1, 3]);
+        s.journals[1].journal.lines[1].amount = MinorUnit::new(191);
+        s.journals[1].journal.lines[2].amount = MinorUnit::new(9);
+        let v = verify_part(&s);
+        assert!(v.iter().any(|v| matches!(v, Violation::BrokenChain { seq: 2, .. })), "{v:?}");
+        let mut s = part(&m, &[1, 3]);
+        s.journals[1].journal.lines.pop();
+        assert!(verify_part(&s).iter().any(|v| matches!(v, Violation::UnbalancedJournal(_))));
+        let mut s = part(&m, &[1, 3]);
+        s.journals.remove(0);
+        assert!(verify_part(&s).iter().any(|v| matches!(v, Violation::BalanceMismatch { .. })));
     }
 
     #[test]

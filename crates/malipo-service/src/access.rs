@@ -7,9 +7,11 @@ use malipo_auth::{
 use malipo_core::{Mode, OrgId};
 use malipo_ledger::{Account, AccountKind};
 
+use crate::core::Core;
+use crate::error::StoreError;
 use crate::error::{OAuthProblem, ServiceError, TokenProblem};
-use crate::platform::Platform;
-use crate::ports::{query, read, write, AccountKey, StoreError};
+use crate::ports::{query, read, write, AccountKey};
+use crate::validate::check_text;
 
 /// A credential as printed once at issue: the secret is never shown again.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,23 +41,32 @@ pub struct IssuedToken {
     pub mode: Mode,
 }
 
-impl Platform {
+/// Organisations, credentials and bearer tokens.
+pub struct Access<'a> {
+    core: &'a Core,
+}
+
+impl<'a> Access<'a> {
+    pub(crate) fn new(core: &'a Core) -> Self {
+        Access { core }
+    }
+
     /// Creates the platform's own accounts (revenue, issuance, sandbox funding) for every
     /// configured currency in both modes. Safe to run at every start and from several instances.
     ///
     /// # Errors
     /// Storage failures.
     pub fn ensure_system_accounts(&self) -> Result<(), ServiceError> {
-        let now = self.clock.now();
-        for currency in self.countries.currencies() {
+        let now = self.core.now();
+        for currency in self.core.countries.currencies() {
             for mode in Mode::ALL {
                 for kind in [AccountKind::Revenue, AccountKind::Issuance, AccountKind::SandboxFunding] {
                     let key = AccountKey::System { mode, currency, kind };
-                    if read(self.store(), |tx| Ok(tx.find_account(&key)?))?.is_some() {
+                    if read(self.core.store(), |tx| Ok(tx.find_account(&key)?))?.is_some() {
                         continue;
                     }
                     let account = Account::open(None, mode, kind, currency, None, now);
-                    match write(self.store(), |tx| Ok(tx.insert_account(&account)?)) {
+                    match write(self.core.store(), |tx| Ok(tx.insert_account(&account)?)) {
                         Ok(()) | Err(ServiceError::Store(StoreError::Duplicate)) => {}
                         Err(e) => return Err(e),
                     }
@@ -75,12 +86,18 @@ impl Platform {
         if name.is_empty() || name.chars().count() > 200 {
             return Err(ServiceError::field("name", "invalid_value", "must be 1 to 200 characters"));
         }
+        let mut errors = Vec::new();
+        check_text("name", name, 200, false, &mut errors);
+        if !errors.is_empty() {
+            return Err(ServiceError::Validation(errors));
+        }
         let currency = self
+            .core
             .countries
             .get(country)
             .ok_or_else(|| ServiceError::field("country", "invalid_value", format!("{country} is not a configured country")))?
             .currency;
-        let now = self.clock.now();
+        let now = self.core.now();
         let org = Organisation { id: OrgId::new(), name: name.to_owned(), kind, country: country.to_owned(), created_at: now };
         let kinds: &[AccountKind] = match kind {
             OrgKind::Merchant => &[AccountKind::Collection, AccountKind::Payout],
@@ -93,7 +110,7 @@ impl Platform {
             .map(|(mode, k)| Account::open(Some(org.id.clone()), mode, k, currency, None, now))
             .collect();
         let (credential, issued) = self.new_credential(&org.id, Mode::Test, kind.default_scopes())?;
-        write(self.store(), |tx| {
+        write(self.core.store(), |tx| {
             tx.insert_org(&org)?;
             for a in &accounts {
                 tx.insert_account(a)?;
@@ -110,27 +127,27 @@ impl Platform {
     /// [`ServiceError::NotFound`] for an unknown organisation; [`ServiceError::Validation`] for
     /// scopes the kind may not have.
     pub fn issue_credential(&self, org_id: &OrgId, mode: Mode, scopes: Option<Scopes>) -> Result<IssuedCredential, ServiceError> {
-        let org = read(self.store(), |tx| Ok(tx.org(org_id)?))?.ok_or(ServiceError::NotFound)?;
+        let org = read(self.core.store(), |tx| Ok(tx.org(org_id)?))?.ok_or(ServiceError::NotFound)?;
         let scopes = scopes.unwrap_or_else(|| org.kind.default_scopes());
         if scopes.is_empty() {
             return Err(ServiceError::field("scopes", "invalid_value", "at least one scope is required"));
         }
         let (credential, issued) = self.new_credential(&org.id, mode, scopes)?;
-        write(self.store(), |tx| Ok(tx.insert_credential(&credential)?))?;
+        write(self.core.store(), |tx| Ok(tx.insert_credential(&credential)?))?;
         Ok(issued)
     }
 
     fn new_credential(&self, org_id: &OrgId, mode: Mode, scopes: Scopes) -> Result<(Credential, IssuedCredential), ServiceError> {
         let client_id = generate_client_id(mode);
         let secret = generate_secret(mode);
-        let secret_hash = self.hasher.hash(&secret).map_err(|e| ServiceError::Internal(e.to_string()))?;
+        let secret_hash = self.core.hasher.hash(&secret).map_err(|e| ServiceError::Internal(e.to_string()))?;
         let credential = Credential {
             client_id: client_id.clone(),
             org_id: org_id.clone(),
             mode,
             secret_hash,
             scopes: scopes.clone(),
-            created_at: self.clock.now(),
+            created_at: self.core.now(),
             revoked_at: None,
         };
         Ok((credential, IssuedCredential { org_id: org_id.clone(), client_id, client_secret: secret, mode, scopes }))
@@ -141,8 +158,8 @@ impl Platform {
     /// # Errors
     /// [`ServiceError::NotFound`] when there is no such active credential.
     pub fn revoke_credential(&self, client_id: &str) -> Result<(), ServiceError> {
-        let now = self.clock.now();
-        if write(self.store(), |tx| Ok(tx.revoke_credential(client_id, now)?))? {
+        let now = self.core.now();
+        if write(self.core.store(), |tx| Ok(tx.revoke_credential(client_id, now)?))? {
             Ok(())
         } else {
             Err(ServiceError::NotFound)
@@ -154,8 +171,8 @@ impl Platform {
     /// # Errors
     /// [`OAuthProblem::InvalidClient`].
     pub fn authenticate_client(&self, client_id: &str, client_secret: &str) -> Result<Credential, ServiceError> {
-        let credential = read(self.store(), |tx| Ok(tx.credential(client_id)?))?.filter(|c| c.revoked_at.is_none());
-        let ok = self.hasher.verify(client_secret, credential.as_ref().map(|c| c.secret_hash.as_str()));
+        let credential = read(self.core.store(), |tx| Ok(tx.credential(client_id)?))?.filter(|c| c.revoked_at.is_none());
+        let ok = self.core.hasher.verify(client_secret, credential.as_ref().map(|c| c.secret_hash.as_str()));
         match credential {
             Some(c) if ok => Ok(c),
             _ => Err(ServiceError::OAuth(OAuthProblem::InvalidClient)),
@@ -182,7 +199,7 @@ impl Platform {
             }
         };
         let token = generate_token();
-        let now = self.clock.now();
+        let now = self.core.now();
         let record = AccessToken {
             digest: token_digest(&token),
             client_id: credential.client_id.clone(),
@@ -193,7 +210,7 @@ impl Platform {
             expires_at: now.plus_seconds(TOKEN_LIFETIME_SECONDS),
             revoked_at: None,
         };
-        write(self.store(), |tx| Ok(tx.insert_token(&record)?))?;
+        write(self.core.store(), |tx| Ok(tx.insert_token(&record)?))?;
         Ok(IssuedToken { access_token: token, expires_in: TOKEN_LIFETIME_SECONDS, scopes, mode: credential.mode })
     }
 
@@ -204,8 +221,8 @@ impl Platform {
     /// [`OAuthProblem::InvalidClient`].
     pub fn revoke_token(&self, client_id: &str, client_secret: &str, token: &str) -> Result<(), ServiceError> {
         let credential = self.authenticate_client(client_id, client_secret)?;
-        let now = self.clock.now();
-        write(self.store(), |tx| Ok(tx.revoke_token(&token_digest(token), &credential.client_id, now)?))?;
+        let now = self.core.now();
+        write(self.core.store(), |tx| Ok(tx.revoke_token(&token_digest(token), &credential.client_id, now)?))?;
         Ok(())
     }
 
@@ -215,11 +232,11 @@ impl Platform {
     /// [`ServiceError::Token`] with the reason.
     pub fn authenticate(&self, token: &str) -> Result<Principal, ServiceError> {
         let digest = token_digest(token);
-        let record = query(self.store(), |tx| Ok(tx.token(&digest)?))?.ok_or(ServiceError::Token(TokenProblem::Invalid))?;
+        let record = query(self.core.store(), |tx| Ok(tx.token(&digest)?))?.ok_or(ServiceError::Token(TokenProblem::Invalid))?;
         if record.token.revoked_at.is_some() || record.credential_revoked {
             return Err(ServiceError::Token(TokenProblem::Revoked));
         }
-        if record.token.expires_at <= self.clock.now() {
+        if record.token.expires_at <= self.core.now() {
             return Err(ServiceError::Token(TokenProblem::Expired));
         }
         Ok(Principal {

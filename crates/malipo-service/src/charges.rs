@@ -2,15 +2,18 @@
 
 use malipo_auth::Principal;
 use malipo_charges::{Charge, ChargeFilter, ChargeKind, ChargeState};
-use malipo_core::{ChargeRef, Currency, MinorUnit, Mode};
+use malipo_core::{ChargeRef, Currency, MinorUnit};
 use malipo_countries::FeeOperation;
 use malipo_idempotency::StoredResponse;
 use malipo_ledger::AccountKind;
 
+use crate::core::Core;
 use crate::error::{FieldError, ServiceError};
 use crate::idempotency::{Idem, IdemOutcome};
-use crate::platform::Platform;
+use crate::lifecycle::Lifecycle;
+use crate::page::{bad_cursor, Page};
 use crate::ports::read;
+use crate::validate::{check_amount, check_optional_text, check_reference};
 
 /// The fields of `POST /partner/stk` as received (amount as its exact decimal text).
 #[derive(Clone, Debug, Default)]
@@ -27,54 +30,14 @@ pub struct NewCharge {
     pub description: Option<String>,
 }
 
-/// A page of results, newest first.
-#[derive(Clone, Debug)]
-pub struct Page<T> {
-    /// The items.
-    pub data: Vec<T>,
-    /// Whether more follow.
-    pub has_more: bool,
-    /// Cursor for the next page.
-    pub next_cursor: Option<String>,
+/// The merchant-facing charge use cases.
+pub struct Charges<'a> {
+    core: &'a Core,
 }
 
-/// Validates a free-text reference: 1 to 64 printable characters.
-pub fn check_reference(field: &str, value: &str, errors: &mut Vec<FieldError>) {
-    check_text(field, value, 64, true, errors);
-}
-
-/// Validates free text: not empty (nor only spaces, unless `blank_allowed`), at most
-/// `max_chars` characters, no control characters. Reports the first problem under `field`.
-pub fn check_text(field: &str, value: &str, max_chars: usize, blank_allowed: bool, errors: &mut Vec<FieldError>) {
-    let empty = if blank_allowed { value.is_empty() } else { value.trim().is_empty() };
-    if empty {
-        errors.push(FieldError::new(field, "missing_field", format!("{field} must not be empty")));
-    } else if value.chars().count() > max_chars {
-        errors.push(FieldError::new(field, "too_long", format!("{field} must be at most {max_chars} characters")));
-    } else if value.chars().any(char::is_control) {
-        errors.push(FieldError::new(field, "invalid_value", format!("{field} must be printable characters")));
-    }
-}
-
-/// Parses an amount in a currency, reporting problems under `field`.
-pub fn check_amount(field: &str, text: &str, currency: Currency, errors: &mut Vec<FieldError>) -> Option<MinorUnit> {
-    match currency.parse_amount(text) {
-        Ok(v) => Some(v),
-        Err(e) => {
-            errors.push(FieldError::new(field, "invalid_amount", format!("{field} {e}")));
-            None
-        }
-    }
-}
-
-impl Platform {
-    /// When the worker first looks at a new prompt: after the sandbox's approval delay in test
-    /// mode; at once in live mode (to check the payer before the customer is asked).
-    pub(crate) fn first_step_at(&self, mode: Mode, now: malipo_core::Timestamp) -> malipo_core::Timestamp {
-        match mode {
-            Mode::Test => now.plus_millis(self.config.sandbox_approval_delay_ms),
-            Mode::Live => now,
-        }
+impl<'a> Charges<'a> {
+    pub(crate) fn new(core: &'a Core) -> Self {
+        Charges { core }
     }
 
     /// Validates and creates a charge in state `pending`, exactly once per idempotency key.
@@ -83,17 +46,17 @@ impl Platform {
     ///
     /// # Errors
     /// [`ServiceError::Validation`], [`ServiceError::CurrencyMismatch`], idempotency errors.
-    pub fn create_charge(
+    pub fn create(
         &self,
         principal: &Principal,
         new: &NewCharge,
         idem: &Idem,
         render: &dyn Fn(&Charge) -> StoredResponse,
     ) -> Result<IdemOutcome, ServiceError> {
-        let merchant_country = self.country(&principal.country)?;
+        let merchant_country = self.core.country(&principal.country)?;
         let currency = merchant_country.currency;
         let mut errors = Vec::new();
-        let payer = match self.countries.parse_msisdn(&new.payer_msisdn) {
+        let payer = match self.core.countries.parse_msisdn(&new.payer_msisdn) {
             Ok((m, country)) => Some((m, country)),
             Err(e) => {
                 errors.push(FieldError::new("payer_msisdn", "invalid_msisdn", format!("payer_msisdn {e}")));
@@ -114,11 +77,7 @@ impl Platform {
             }
         }
         check_reference("reference", &new.reference, &mut errors);
-        if let Some(d) = &new.description {
-            if d.chars().count() > 100 {
-                errors.push(FieldError::new("description", "too_long", "description must be at most 100 characters"));
-            }
-        }
+        check_optional_text("description", new.description.as_deref(), 100, &mut errors);
         if let Some(c) = &new.currency {
             if Currency::new(c).is_err() {
                 errors.push(FieldError::new("currency", "invalid_currency", "currency must be a three-letter ISO 4217 code"));
@@ -142,12 +101,12 @@ impl Platform {
             )));
         }
         let fee = merchant_country.fee(FeeOperation::Charge, amount).min(amount);
-        let now = self.clock.now();
-        let next_action_at = self.first_step_at(principal.mode, now);
-        let outcome = self.idempotent(
+        let now = self.core.now();
+        let next_action_at = Lifecycle(self.core).first_step_at(principal.mode, now);
+        let outcome = self.core.idempotent(
             idem,
             |tx| {
-                let merchant_account = self.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?;
+                let merchant_account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?;
                 let charge = Charge {
                     id: ChargeRef::new(),
                     kind: ChargeKind::Charge,
@@ -168,7 +127,7 @@ impl Platform {
                     payer_account: None,
                     created_at: now,
                     updated_at: now,
-                    expires_at: now.plus_seconds(self.config.charge_ttl_seconds),
+                    expires_at: now.plus_seconds(self.core.config.charge_ttl_seconds),
                     completed_at: None,
                     next_action_at: Some(next_action_at),
                 };
@@ -178,7 +137,7 @@ impl Platform {
             render,
         )?;
         if !outcome.replayed {
-            self.observer.charge_entered(ChargeState::Pending);
+            self.core.observer.charge_entered(ChargeState::Pending);
         }
         Ok(outcome)
     }
@@ -187,17 +146,17 @@ impl Platform {
     ///
     /// # Errors
     /// [`ServiceError::NotFound`].
-    pub fn get_charge(&self, principal: &Principal, id: &str) -> Result<Charge, ServiceError> {
+    pub fn get(&self, principal: &Principal, id: &str) -> Result<Charge, ServiceError> {
         let id = ChargeRef::parse(id).map_err(|_| ServiceError::NotFound)?;
-        read(self.store(), |tx| Ok(tx.charge(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
+        read(self.core.store(), |tx| Ok(tx.charge(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
     }
 
     /// The most recent charge with this reference.
     ///
     /// # Errors
     /// [`ServiceError::NotFound`].
-    pub fn charge_by_reference(&self, principal: &Principal, reference: &str) -> Result<Charge, ServiceError> {
-        read(self.store(), |tx| Ok(tx.latest_charge_by_reference(&principal.org_id, principal.mode, reference)?))?
+    pub fn by_reference(&self, principal: &Principal, reference: &str) -> Result<Charge, ServiceError> {
+        read(self.core.store(), |tx| Ok(tx.latest_charge_by_reference(&principal.org_id, principal.mode, reference)?))?
             .ok_or(ServiceError::NotFound)
     }
 
@@ -205,21 +164,17 @@ impl Platform {
     ///
     /// # Errors
     /// [`ServiceError::Validation`] for a bad cursor or limit.
-    pub fn list_charges(
+    pub fn list(
         &self,
         principal: &Principal,
         filter: &ChargeFilter,
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<Page<Charge>, ServiceError> {
-        let before = cursor
-            .map(|c| ChargeRef::parse(c).map_err(|_| ServiceError::field("cursor", "invalid_cursor", "cursor is not valid")))
-            .transpose()?;
-        let mut data =
-            read(self.store(), |tx| Ok(tx.list_charges(&principal.org_id, principal.mode, filter, before.as_ref(), limit + 1)?))?;
-        let has_more = data.len() > limit;
-        data.truncate(limit);
-        let next_cursor = if has_more { data.last().map(|c| c.id.to_string()) } else { None };
-        Ok(Page { data, has_more, next_cursor })
+        let before = cursor.map(|c| ChargeRef::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
+        let data = read(self.core.store(), |tx| {
+            Ok(tx.list_charges(&principal.org_id, principal.mode, filter, before.as_ref(), limit.saturating_add(1))?)
+        })?;
+        Ok(Page::from_fetched(data, limit, |c| c.id.to_string()))
     }
 }

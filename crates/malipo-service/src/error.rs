@@ -1,8 +1,28 @@
 //! The errors a use case can end with. The HTTP adapter maps each to the one problem format.
 
+use malipo_core::MoneyError;
 use malipo_ledger::LedgerError;
 
-use crate::ports::StoreError;
+/// What a storage adapter can report.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// A unique constraint refused the write.
+    #[error("duplicate")]
+    Duplicate,
+    /// A ledger rule refused the write (the database's constraints say the same).
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    /// A transient conflict (serialization failure, deadlock, busy database): [`Store::run`]
+    /// retries the whole closure a bounded number of times.
+    #[error("transient conflict")]
+    Retry,
+    /// The database cannot be reached.
+    #[error("database unavailable")]
+    Unavailable(String),
+    /// Anything else (never shown to API callers).
+    #[error("storage failure: {0}")]
+    Other(String),
+}
 
 /// One field's problem, reported in `errors[]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,6 +107,14 @@ pub enum ServiceError {
     /// A bug or broken invariant (details are logged, never shown).
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl From<MoneyError> for ServiceError {
+    /// Amounts are bounded where they enter (at most 10^15 minor units), so an overflow of their
+    /// arithmetic is a bug, never a caller's mistake.
+    fn from(e: MoneyError) -> Self {
+        ServiceError::Internal(format!("amount arithmetic: {e}"))
+    }
 }
 
 impl From<LedgerError> for ServiceError {

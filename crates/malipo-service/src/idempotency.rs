@@ -3,9 +3,10 @@
 
 use malipo_idempotency::{Decision, Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse};
 
+use crate::core::Core;
 use crate::error::ServiceError;
-use crate::platform::Platform;
-use crate::ports::{write, StoreError, Tx};
+use crate::error::StoreError;
+use crate::ports::{read, write, Tx};
 
 /// The key of a state-changing request and what it is bound to.
 #[derive(Clone, Debug)]
@@ -27,7 +28,7 @@ pub struct IdemOutcome {
     pub replayed: bool,
 }
 
-impl Platform {
+impl Core {
     /// Runs `effect` once per key, in one transaction with the key: the effect is applied, its
     /// response rendered, and the key stored with the response. A repeat with the same
     /// fingerprint replays the stored response; with another fingerprint it is refused. When a
@@ -37,13 +38,13 @@ impl Platform {
     ///
     /// # Errors
     /// [`ServiceError::IdempotencyReused`], [`ServiceError::IdempotencyInProgress`], or the effect's.
-    pub fn idempotent<T>(
+    pub(crate) fn idempotent<T>(
         &self,
         idem: &Idem,
         mut effect: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>,
         render: &dyn Fn(&T) -> StoredResponse,
     ) -> Result<IdemOutcome, ServiceError> {
-        let now = self.clock.now();
+        let now = self.now();
         // First attempt: assume a new key (the common case) and skip the lookup; the insert at
         // the end detects a repeat. Later attempts look the key up first.
         let mut first_attempt = true;
@@ -76,16 +77,14 @@ impl Platform {
             }
         })
     }
-}
 
-impl Platform {
     /// The answer already stored for this key, if any: for use cases whose checks before the
     /// effect must not run again on a retry (a PIN change re-checking a PIN that has changed).
     ///
     /// # Errors
     /// [`ServiceError::IdempotencyReused`], [`ServiceError::IdempotencyInProgress`], storage failures.
     pub(crate) fn stored_outcome(&self, idem: &Idem) -> Result<Option<IdemOutcome>, ServiceError> {
-        match crate::ports::read(self.store(), |tx| Ok(tx.idempotency_record(&idem.scope, &idem.key)?))? {
+        match read(self.store(), |tx| Ok(tx.idempotency_record(&idem.scope, &idem.key)?))? {
             Some(existing) => decide(&existing, &idem.fingerprint).map(Some),
             None => Ok(None),
         }

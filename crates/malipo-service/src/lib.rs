@@ -1,33 +1,59 @@
-//! Malipo's use cases: each is one transaction over the storage port, pure otherwise.
-//! Callers (HTTP handlers, workers, the CLI) run them on blocking threads.
+//! Malipo's use cases: each is one transaction over the storage port, pure otherwise. Callers
+//! (HTTP handlers, workers, the CLI) reach them through [`Platform`], one feature at a time
+//! (`platform.charges()`, `platform.wallets()`, …), and run them on blocking threads.
+//!
+//! Modules import downwards only: `error` ← `ports` ← `core` ← shared rules (`events`,
+//! `limits`, `customers`, `lifecycle`, …) ← features ← `platform`.
+
+// Integers never meet `+ - *` unchecked here: money goes through `MinorUnit`'s checked
+// operations, counters and times saturate or are checked (an overflow must not wrap silently).
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
 pub mod access;
+pub mod accounts;
 pub mod agents;
-pub mod balances;
 pub mod charges;
+pub mod config;
+mod core;
+mod customers;
 pub mod error;
+mod events;
+pub mod housekeeping;
 pub mod idempotency;
+mod lifecycle;
+mod limits;
+mod p2p;
+pub mod page;
 pub mod platform;
 pub mod ports;
 pub mod processing;
 pub mod sandbox;
 pub mod ussd;
-pub mod wallet;
+pub mod validate;
 pub mod wallets;
 pub mod webhooks;
 
-pub use access::{IssuedCredential, IssuedToken};
-pub use agents::{CashIn, P2pTransfer};
-pub use balances::Balance;
-pub use charges::{NewCharge, Page};
-pub use error::{FieldError, OAuthProblem, ServiceError, TokenProblem};
+pub use access::{Access, IssuedCredential, IssuedToken};
+pub use accounts::{Accounts, Balance};
+pub use agents::{Agents, CashIn};
+pub use charges::{Charges, NewCharge};
+pub use config::{ServiceConfig, WebhookConfig};
+pub use core::{NoObserver, Observer};
+pub use error::{FieldError, OAuthProblem, ServiceError, StoreError, TokenProblem};
+pub use events::charge_event_kind;
+pub use housekeeping::{Housekeeping, EVENT_RETENTION_SECONDS, KEY_RETENTION_SECONDS};
 pub use idempotency::{Idem, IdemOutcome};
-pub use platform::{NoObserver, Observer, Platform, ServiceConfig};
-pub use ports::{query, read, write, AccountKey, StatementLine, Store, StoreError, TokenRecord, Tx};
-pub use sandbox::SimulateAction;
-pub use ussd::{UssdRequest, UssdSession};
-pub use wallet::{Wallet, WalletState};
-pub use wallets::{NewWallet, PinCheck, WalletDetails};
-pub use webhooks::{
-    charge_event_kind, DeliveryJob, EndpointWithSecret, EventDetail, EventRenderer, NoRenderer, Redelivery, SendOutcome, WebhookConfig,
+pub use lifecycle::PIN_LOCKOUT_REASON;
+pub use limits::WalletDetails;
+pub use p2p::P2pTransfer;
+pub use page::Page;
+pub use platform::Platform;
+pub use ports::{
+    query, read, write, AccountKey, AuthRepo, ChargeRepo, EndpointRepo, EventRenderer, IdempotencyRepo, LedgerRepo, NoRenderer, OutboxRepo,
+    StatementLine, Store, TokenRecord, Tx, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState,
 };
+pub use processing::Processing;
+pub use sandbox::{Sandbox, SimulateAction};
+pub use ussd::{Ussd, UssdRequest, SESSION_TIMEOUT_SECONDS};
+pub use wallets::{NewWallet, PinCheck, Wallets};
+pub use webhooks::{Deliveries, DeliveryJob, EndpointWithSecret, EventDetail, Redelivery, SendOutcome, Webhooks};

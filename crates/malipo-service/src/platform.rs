@@ -1,78 +1,37 @@
-//! The application core: the store, the country configuration, hashing and the clock, shared by
-//! every use case.
+//! The application's front door: one cheap, cloneable handle that owns the shared core and
+//! hands out each feature's use cases. Callers (HTTP handlers, workers, the CLI) write
+//! `platform.charges().create(..)`; nothing else of the core is public.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use malipo_auth::SecretHasher;
-use malipo_charges::ChargeState;
-use malipo_core::{AccountId, Clock, Mode, OrgId};
-use malipo_countries::{Countries, Country};
-use malipo_ledger::AccountKind;
-
-use crate::error::ServiceError;
-use crate::ports::{AccountKey, Store, Tx};
-use crate::webhooks::{EventRenderer, NoRenderer, WebhookConfig};
+use malipo_core::{Clock, Timestamp};
+use malipo_countries::Countries;
 use malipo_webhooks::SecretCipher;
 
-/// Tunables of the use cases.
-#[derive(Clone, Debug)]
-pub struct ServiceConfig {
-    /// Pending prompts expire after this many seconds.
-    pub charge_ttl_seconds: i64,
-    /// The sandbox approves test charges after this many milliseconds.
-    pub sandbox_approval_delay_ms: i64,
-    /// A worker's claim on a charge lapses after this many seconds (crash recovery).
-    pub worker_lease_seconds: i64,
-}
+use crate::access::Access;
+use crate::accounts::Accounts;
+use crate::agents::Agents;
+use crate::charges::Charges;
+use crate::config::{ServiceConfig, WebhookConfig};
+use crate::core::{Core, Observer};
+use crate::housekeeping::Housekeeping;
+use crate::ports::{EventRenderer, Store};
+use crate::processing::Processing;
+use crate::sandbox::Sandbox;
+use crate::ussd::Ussd;
+use crate::wallets::Wallets;
+use crate::webhooks::{Deliveries, Webhooks};
 
-impl Default for ServiceConfig {
-    fn default() -> Self {
-        ServiceConfig { charge_ttl_seconds: 90, sandbox_approval_delay_ms: 2000, worker_lease_seconds: 30 }
-    }
-}
-
-/// Hears about state changes (for metrics). The default hears nothing.
-pub trait Observer: Send + Sync {
-    /// A charge entered `state`.
-    fn charge_entered(&self, _state: ChargeState) {}
-}
-
-/// An observer that ignores everything.
-#[derive(Debug, Default)]
-pub struct NoObserver;
-
-impl Observer for NoObserver {}
-
-/// Ids of organisations' accounts, which never change once opened: saves a lookup per charge.
-type AccountIds = Mutex<HashMap<(OrgId, Mode, AccountKind), AccountId>>;
-
-/// Everything the use cases need.
+/// Everything the use cases need, behind one handle. Cloning shares it.
 #[derive(Clone)]
 pub struct Platform {
-    /// The database.
-    pub store: Arc<dyn Store>,
-    /// Per-country configuration.
-    pub countries: Arc<Countries>,
-    /// Argon2id hashing of secrets and PINs.
-    pub hasher: Arc<SecretHasher>,
-    /// The time.
-    pub clock: Arc<dyn Clock>,
-    /// Tunables.
-    pub config: ServiceConfig,
-    /// Metrics hook.
-    pub observer: Arc<dyn Observer>,
-    /// The wire forms of events (the HTTP adapter's JSON).
-    pub renderer: Arc<dyn EventRenderer>,
-    /// Seals endpoint secrets at rest.
-    pub cipher: Arc<SecretCipher>,
-    /// Webhook delivery tunables.
-    pub webhooks: WebhookConfig,
-    account_ids: Arc<AccountIds>,
+    core: Arc<Core>,
 }
 
 impl Platform {
-    /// Assembles a platform.
+    /// Assembles a platform (no observer, no renderer, an ephemeral secret cipher and default
+    /// webhook tunables until told otherwise).
     pub fn new(
         store: Arc<dyn Store>,
         countries: Arc<Countries>,
@@ -80,62 +39,103 @@ impl Platform {
         clock: Arc<dyn Clock>,
         config: ServiceConfig,
     ) -> Self {
-        Platform {
-            store,
-            countries,
-            hasher,
-            clock,
-            config,
-            observer: Arc::new(NoObserver),
-            renderer: Arc::new(NoRenderer),
-            cipher: Arc::new(SecretCipher::ephemeral()),
-            webhooks: WebhookConfig::default(),
-            account_ids: Arc::default(),
-        }
+        Platform { core: Arc::new(Core::new(store, countries, hasher, clock, config)) }
     }
 
-    /// With a metrics hook.
+    fn with(&self, change: impl FnOnce(&mut Core)) -> Self {
+        let mut core = Core::clone(&self.core);
+        change(&mut core);
+        Platform { core: Arc::new(core) }
+    }
+
+    /// The same platform with a metrics hook.
     #[must_use]
-    pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
-        self.observer = observer;
-        self
+    pub fn with_observer(self, observer: Arc<dyn Observer>) -> Self {
+        self.with(|c| c.observer = observer)
     }
 
-    /// With the event renderer, the secret cipher and the delivery tunables.
+    /// The same platform with the event renderer, the secret cipher and the delivery tunables.
     #[must_use]
-    pub fn with_webhooks(mut self, renderer: Arc<dyn EventRenderer>, cipher: SecretCipher, webhooks: WebhookConfig) -> Self {
-        self.renderer = renderer;
-        self.cipher = Arc::new(cipher);
-        self.webhooks = webhooks;
-        self
+    pub fn with_webhooks(self, renderer: Arc<dyn EventRenderer>, cipher: SecretCipher, webhooks: WebhookConfig) -> Self {
+        self.with(|c| {
+            c.renderer = renderer;
+            c.cipher = Arc::new(cipher);
+            c.webhooks = webhooks;
+        })
     }
 
-    /// The store as a trait object.
+    /// The store (for readiness checks, operator commands and tests).
     pub fn store(&self) -> &dyn Store {
-        self.store.as_ref()
+        self.core.store()
     }
 
-    /// The configured country with this code.
-    ///
-    /// # Errors
-    /// [`ServiceError::Internal`] when an organisation names a country no longer configured.
-    pub fn country(&self, code: &str) -> Result<&Country, ServiceError> {
-        self.countries.get(code).ok_or_else(|| ServiceError::Internal(format!("country {code} is not configured")))
+    /// The time now, by the platform's clock.
+    pub fn now(&self) -> Timestamp {
+        self.core.now()
     }
 
-    /// The id of an organisation's account of a kind in a mode (cached after the first lookup).
-    ///
-    /// # Errors
-    /// [`ServiceError::Internal`] when the organisation has no such account; storage failures.
-    pub fn org_account_id(&self, tx: &mut dyn Tx, org_id: &OrgId, mode: Mode, kind: AccountKind) -> Result<AccountId, ServiceError> {
-        let key = (org_id.clone(), mode, kind);
-        if let Some(id) = self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
-            return Ok(id.clone());
-        }
-        let account = tx
-            .find_account(&AccountKey::Org { org_id: org_id.clone(), mode, kind })?
-            .ok_or_else(|| ServiceError::Internal(format!("organisation {org_id} has no {mode} {kind} account")))?;
-        self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).insert(key, account.id.clone());
-        Ok(account.id)
+    /// The country configuration.
+    pub fn countries(&self) -> &Countries {
+        &self.core.countries
+    }
+
+    /// The webhook delivery tunables.
+    pub fn webhook_config(&self) -> &WebhookConfig {
+        &self.core.webhooks
+    }
+
+    /// Organisations, credentials and bearer tokens.
+    pub fn access(&self) -> Access<'_> {
+        Access::new(&self.core)
+    }
+
+    /// Accounts, balances, funding and ledger verification.
+    pub fn accounts(&self) -> Accounts<'_> {
+        Accounts::new(&self.core)
+    }
+
+    /// Charges.
+    pub fn charges(&self) -> Charges<'_> {
+        Charges::new(&self.core)
+    }
+
+    /// The charge worker.
+    pub fn processing(&self) -> Processing<'_> {
+        Processing::new(&self.core)
+    }
+
+    /// The sandbox helpers.
+    pub fn sandbox(&self) -> Sandbox<'_> {
+        Sandbox::new(&self.core)
+    }
+
+    /// Wallets (operator back office).
+    pub fn wallets(&self) -> Wallets<'_> {
+        Wallets::new(&self.core)
+    }
+
+    /// Agents.
+    pub fn agents(&self) -> Agents<'_> {
+        Agents::new(&self.core)
+    }
+
+    /// The USSD channel.
+    pub fn ussd(&self) -> Ussd<'_> {
+        Ussd::new(&self.core)
+    }
+
+    /// The webhook endpoints and events API.
+    pub fn webhooks(&self) -> Webhooks<'_> {
+        Webhooks::new(&self.core)
+    }
+
+    /// The webhook sender's use cases.
+    pub fn deliveries(&self) -> Deliveries<'_> {
+        Deliveries::new(&self.core)
+    }
+
+    /// Retention.
+    pub fn housekeeping(&self) -> Housekeeping<'_> {
+        Housekeeping::new(&self.core)
     }
 }

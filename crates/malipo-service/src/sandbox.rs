@@ -6,13 +6,13 @@ use malipo_core::{ChargeRef, MinorUnit, Mode, Timestamp};
 use malipo_idempotency::StoredResponse;
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 
+use crate::core::Core;
+use crate::customers::Customers;
 use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
-use crate::platform::Platform;
-use crate::ports::Tx;
-use crate::processing::Entered;
-use crate::wallet::WalletState;
-use crate::wallets::WalletDetails;
+use crate::lifecycle::{Entered, Lifecycle};
+use crate::limits::{Limits, WalletDetails};
+use crate::ports::{Tx, WalletState};
 
 /// What the simulated customer does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,7 +43,16 @@ impl std::str::FromStr for SimulateAction {
     }
 }
 
-impl Platform {
+/// The sandbox helpers (test mode only).
+pub struct Sandbox<'a> {
+    core: &'a Core,
+}
+
+impl<'a> Sandbox<'a> {
+    pub(crate) fn new(core: &'a Core) -> Self {
+        Sandbox { core }
+    }
+
     fn test_only(principal: &Principal) -> Result<(), ServiceError> {
         if principal.mode == Mode::Test {
             Ok(())
@@ -67,11 +76,11 @@ impl Platform {
         Self::test_only(principal)?;
         let id = ChargeRef::parse(charge_ref).map_err(|_| ServiceError::NotFound)?;
         let mut entered = Entered::new();
-        let outcome = self.idempotent(
+        let outcome = self.core.idempotent(
             idem,
             |tx| {
                 entered.clear();
-                let now = self.clock.now();
+                let now = self.core.now();
                 if tx.charge(&principal.org_id, principal.mode, &id)?.is_none() {
                     return Err(ServiceError::NotFound);
                 }
@@ -81,7 +90,7 @@ impl Platform {
             },
             render,
         )?;
-        self.report(&entered);
+        self.core.report(&entered);
         Ok(outcome)
     }
 
@@ -93,6 +102,7 @@ impl Platform {
         now: Timestamp,
         entered: &mut Entered,
     ) -> Result<(), ServiceError> {
+        let lifecycle = Lifecycle(self.core);
         let pending = charge.state == ChargeState::Pending;
         if !(pending || (action == SimulateAction::Fail && charge.state == ChargeState::Authorised)) {
             return Err(ServiceError::InvalidState(format!(
@@ -102,27 +112,27 @@ impl Platform {
         }
         match action {
             SimulateAction::Approve => {
-                self.authorise(tx, charge, now, entered)?;
+                lifecycle.authorise(tx, charge, now, entered)?;
                 if charge.state == ChargeState::Authorised {
-                    self.complete(tx, charge, now, entered)?;
+                    lifecycle.complete(tx, charge, now, entered)?;
                 }
                 Ok(())
             }
-            SimulateAction::Decline => self.apply(tx, charge, ChargeEvent::Decline, now, entered),
-            SimulateAction::Expire => self.apply(tx, charge, ChargeEvent::Expire, now, entered),
+            SimulateAction::Decline => lifecycle.apply(tx, charge, ChargeEvent::Decline, now, entered),
+            SimulateAction::Expire => lifecycle.apply(tx, charge, ChargeEvent::Expire, now, entered),
             SimulateAction::Fail if pending => {
-                self.apply(tx, charge, ChargeEvent::PayerFailure(FailureReason::InsufficientFunds), now, entered)
+                lifecycle.apply(tx, charge, ChargeEvent::PayerFailure(FailureReason::InsufficientFunds), now, entered)
             }
-            SimulateAction::Fail => self.release_and_fail(tx, charge, now, entered),
+            SimulateAction::Fail => lifecycle.release_and_fail(tx, charge, now, entered),
             SimulateAction::WrongPin => {
-                let mut wallet = self.ensure_test_wallet(tx, &charge.payer_msisdn, now)?;
+                let mut wallet = Customers(self.core).ensure_test_wallet(tx, &charge.payer_msisdn, now)?;
                 if wallet.state == WalletState::Locked {
-                    return self.apply(tx, charge, ChargeEvent::PayerFailure(FailureReason::WalletLocked), now, entered);
+                    return lifecycle.apply(tx, charge, ChargeEvent::PayerFailure(FailureReason::WalletLocked), now, entered);
                 }
-                let max = self.countries.for_msisdn(&wallet.msisdn).map_or(3, |c| c.max_pin_attempts);
+                let max = self.core.countries.for_msisdn(&wallet.msisdn).map_or(3, |c| c.max_pin_attempts);
                 wallet.pin_attempts = wallet.pin_attempts.saturating_add(1);
                 if wallet.pin_attempts >= max {
-                    self.lock_out(tx, &mut wallet, Some(charge), now, entered)
+                    lifecycle.lock_out(tx, &mut wallet, Some(charge), now, entered)
                 } else {
                     wallet.updated_at = now;
                     tx.update_wallet(&wallet)?;
@@ -142,7 +152,7 @@ impl Platform {
     /// # Errors
     /// [`ServiceError::TestModeOnly`], [`ServiceError::Validation`], [`ServiceError::InsufficientFunds`]
     /// when the new balance is below the wallet's reservations.
-    pub fn sandbox_wallet(
+    pub fn wallet(
         &self,
         principal: &Principal,
         msisdn: &str,
@@ -153,7 +163,7 @@ impl Platform {
     ) -> Result<IdemOutcome, ServiceError> {
         Self::test_only(principal)?;
         let (msisdn, country) =
-            self.countries.parse_msisdn(msisdn).map_err(|e| ServiceError::field("msisdn", "invalid_msisdn", format!("msisdn {e}")))?;
+            self.core.countries.parse_msisdn(msisdn).map_err(|e| ServiceError::field("msisdn", "invalid_msisdn", format!("msisdn {e}")))?;
         let target = balance
             .map(|t| match country.currency.parse_amount(t) {
                 Ok(v) => Ok(v),
@@ -167,24 +177,24 @@ impl Platform {
                 return Err(ServiceError::field("kyc_tier", "invalid_value", format!("{} has no KYC tier {t}", country.code)));
             }
         }
-        self.idempotent(
+        self.core.idempotent(
             idem,
             |tx| {
-                let now = self.clock.now();
-                let mut wallet = self.ensure_test_wallet(tx, &msisdn, now)?;
+                let now = self.core.now();
+                let mut wallet = Customers(self.core).ensure_test_wallet(tx, &msisdn, now)?;
                 let account = tx.account(&wallet.account_id)?.ok_or(ServiceError::Internal("wallet without account".into()))?;
                 if let Some(target) = target {
-                    let diff = target.get() - account.balance.get();
-                    if diff != 0 {
-                        let funding = self.system_account(tx, Mode::Test, wallet.currency, AccountKind::SandboxFunding)?;
+                    let diff = target.checked_sub(account.balance)?;
+                    if diff != MinorUnit::ZERO {
+                        let funding = self.core.system_account(tx, Mode::Test, wallet.currency, AccountKind::SandboxFunding)?;
                         let journal = Journal::new(
                             Mode::Test,
                             wallet.currency,
                             JournalKind::SandboxFunding,
                             wallet.msisdn.as_str(),
                             vec![
-                                JournalLine { account: funding, amount: MinorUnit::new(-diff) },
-                                JournalLine { account: account.id.clone(), amount: MinorUnit::new(diff) },
+                                JournalLine { account: funding, amount: diff.checked_neg()? },
+                                JournalLine { account: account.id.clone(), amount: diff },
                             ],
                             now,
                         )?;
@@ -202,7 +212,7 @@ impl Platform {
                     wallet.updated_at = now;
                     tx.update_wallet(&wallet)?;
                 }
-                self.wallet_view(tx, &wallet, now)
+                Limits(self.core).details(tx, &wallet, now)
             },
             render,
         )

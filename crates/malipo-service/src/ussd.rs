@@ -8,49 +8,25 @@
 
 use malipo_auth::Principal;
 use malipo_charges::{ChargeEvent, ChargeKind, ChargeState, FailureReason};
-use malipo_core::{ChargeRef, Mode, Msisdn, OrgId, Timestamp};
+use malipo_core::{ChargeRef, Mode, Msisdn, OrgId};
 use malipo_countries::Country;
 use malipo_ussd::{display_amount, split_hops, text_too_long, Caller, Effect, Menu, Outcome, Prompt, PromptKind, Screen, State, Step};
 
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
 
+use crate::core::Core;
 use crate::error::{FieldError, ServiceError};
 use crate::idempotency::Idem;
-use crate::platform::Platform;
-use crate::ports::{read, write};
-use crate::processing::Entered;
-use crate::wallet::WalletState;
-use crate::wallets::PinCheck;
+use crate::lifecycle::{Entered, Lifecycle};
+use crate::p2p::P2p;
+use crate::ports::{read, write, UssdSession, WalletState};
+use crate::processing::Processing;
+use crate::wallets::{PinCheck, Pins, Wallets};
 
 /// Sessions end after this long without a hop.
 pub const SESSION_TIMEOUT_SECONDS: i64 = 180;
 /// Effects a single hop may chain before the menu must answer (the menu needs at most two).
 const MAX_EFFECTS_PER_HOP: usize = 4;
-
-/// A USSD session as stored between hops (keyed by the gateway organisation, mode and the
-/// gateway's `sessionId`). It holds no PIN: the menu state never contains one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UssdSession {
-    /// The gateway organisation.
-    pub org_id: OrgId,
-    /// The gateway credential's mode.
-    pub mode: Mode,
-    /// The gateway's `sessionId`.
-    pub session_id: String,
-    /// The caller.
-    pub msisdn: Msisdn,
-    /// The menu state, as JSON.
-    pub state: String,
-    /// How many input hops have been handled.
-    pub hops: u32,
-    /// The last answer, replayed when the gateway repeats a request; empty while a request of
-    /// the session is being handled.
-    pub last_screen: String,
-    /// When the session began.
-    pub created_at: Timestamp,
-    /// When it last moved (sessions expire [`SESSION_TIMEOUT_SECONDS`] after this).
-    pub updated_at: Timestamp,
-}
 
 /// The fields of an Africa's Talking USSD callback.
 #[derive(Clone, Debug, Default)]
@@ -121,17 +97,27 @@ fn check_request(req: &UssdRequest) -> Result<(), ServiceError> {
     }
 }
 
-impl Platform {
+/// The USSD channel: a gateway's sessions, hop by hop.
+pub struct Ussd<'a> {
+    core: &'a Core,
+}
+
+impl<'a> Ussd<'a> {
+    pub(crate) fn new(core: &'a Core) -> Self {
+        Ussd { core }
+    }
+
     /// Handles one USSD callback and answers the plain-text screen (`CON …` or `END …`, at
     /// most 182 characters).
     ///
     /// # Errors
     /// [`ServiceError::Validation`] for a malformed callback (session id, phone number);
     /// storage failures.
-    pub fn ussd(&self, principal: &Principal, req: &UssdRequest) -> Result<String, ServiceError> {
+    pub fn handle(&self, principal: &Principal, req: &UssdRequest) -> Result<String, ServiceError> {
         check_request(req)?;
         let number = req.phone_number.strip_prefix('+').unwrap_or(&req.phone_number);
         let (caller, country) = self
+            .core
             .countries
             .parse_msisdn(number)
             .map_err(|e| ServiceError::field("phoneNumber", "invalid_msisdn", format!("phoneNumber {e}")))?;
@@ -143,14 +129,14 @@ impl Platform {
             Claim::Answer(screen) => return Ok(screen),
             Claim::Handle { state, from, session } => (state, from, session),
         };
-        let menu = Menu { countries: &self.countries, country, caller: &caller };
+        let menu = Menu { countries: &self.core.countries, country, caller: &caller };
         let at = SessionAt { org_id: &principal.org_id, mode: principal.mode, session_id: &req.session_id };
         let handled = self.handle_hops(&at, &menu, country, &hops, state, from);
         let (state, screen) = match handled {
             Ok(shown) => shown,
             Err(e) => {
                 // Give the session back as it was, so the gateway's retry is handled afresh.
-                if let Err(restore) = write(self.store(), |tx| Ok(tx.put_ussd_session(claimed.as_ref())?)) {
+                if let Err(restore) = write(self.core.store(), |tx| Ok(tx.put_ussd_session(claimed.as_ref())?)) {
                     tracing::warn!(error = %restore, "could not release a USSD session after a failure");
                 }
                 return Err(e);
@@ -161,10 +147,10 @@ impl Platform {
             state: serde_json::to_string(&state).map_err(|e| ServiceError::Internal(e.to_string()))?,
             hops: u32::try_from(hops.len()).unwrap_or(u32::MAX),
             last_screen: rendered.clone(),
-            updated_at: self.clock.now(),
+            updated_at: self.core.now(),
             ..*claimed
         };
-        write(self.store(), |tx| Ok(tx.put_ussd_session(&session)?))?;
+        write(self.core.store(), |tx| Ok(tx.put_ussd_session(&session)?))?;
         Ok(rendered)
     }
 
@@ -185,7 +171,7 @@ impl Platform {
                 let first = menu.input(&state, &hops[..=from]);
                 let mut step = self.run_effects(at, menu, country, &hops[..=from], first)?;
                 // A gateway that sent several new hops at once: handle them in order.
-                for i in from + 1..hops.len() {
+                for i in from.saturating_add(1)..hops.len() {
                     match &step {
                         Step::Show { state, screen } if !screen.end => {
                             let next = menu.input(state, &hops[..=i]);
@@ -204,19 +190,10 @@ impl Platform {
         })
     }
 
-    /// Deletes sessions idle for longer than they live (their answers are no longer replayed).
-    ///
-    /// # Errors
-    /// Storage failures.
-    pub fn purge_ussd_sessions(&self) -> Result<u64, ServiceError> {
-        let before = self.clock.now().plus_seconds(-SESSION_TIMEOUT_SECONDS);
-        write(self.store(), |tx| Ok(tx.purge_ussd_sessions(before)?))
-    }
-
     /// Finds or starts the session and claims it for this request's hops.
     fn claim_session(&self, principal: &Principal, req: &UssdRequest, caller: &Msisdn, hop_count: usize) -> Result<Claim, ServiceError> {
-        write(self.store(), |tx| {
-            let now = self.clock.now();
+        write(self.core.store(), |tx| {
+            let now = self.core.now();
             let Some(mut session) = tx.ussd_session(&principal.org_id, principal.mode, &req.session_id)? else {
                 if hop_count > 0 {
                     // Input for a session this platform never started (or long purged).
@@ -241,7 +218,7 @@ impl Platform {
             if &session.msisdn != caller {
                 return Ok(Claim::Answer(Screen::end(OUT_OF_STEP).render()));
             }
-            if now.as_micros() - session.updated_at.as_micros() > SESSION_TIMEOUT_SECONDS * 1_000_000 {
+            if now > session.updated_at.plus_seconds(SESSION_TIMEOUT_SECONDS) {
                 return Ok(Claim::Answer(Screen::end(EXPIRED).render()));
             }
             let seen = usize::try_from(session.hops).unwrap_or(usize::MAX);
@@ -275,7 +252,7 @@ impl Platform {
     }
 
     fn caller_of(&self, mode: Mode, msisdn: &Msisdn) -> Result<Caller, ServiceError> {
-        Ok(match read(self.store(), |tx| Ok(tx.wallet(mode, msisdn)?))? {
+        Ok(match read(self.core.store(), |tx| Ok(tx.wallet(mode, msisdn)?))? {
             None => Caller::Unknown,
             Some(w) if w.state == WalletState::Locked => Caller::Locked,
             Some(w) if w.pin_hash.is_none() => Caller::NoPin,
@@ -318,7 +295,7 @@ impl Platform {
         let money = |m| display_amount(country.currency, m);
         // Checks the PIN; `Err(outcome)` is the answer when it is not right.
         let pin_gate = |pin: &str| -> Result<Result<(), Outcome>, ServiceError> {
-            Ok(match self.check_pin(mode, caller, pin)? {
+            Ok(match Pins(self.core).check_pin(mode, caller, pin)? {
                 PinCheck::Right => Ok(()),
                 PinCheck::Wrong { attempts_left } => Err(Outcome::WrongPin { attempts_left }),
                 PinCheck::LockedNow => Err(Outcome::Locked),
@@ -329,7 +306,7 @@ impl Platform {
         };
         Ok(match effect {
             Effect::LoadApprovals => Outcome::Approvals(self.prompts_of(mode, caller)?),
-            Effect::LookupRecipient { to } => match read(self.store(), |tx| Ok(tx.wallet(mode, &to)?))? {
+            Effect::LookupRecipient { to } => match read(self.core.store(), |tx| Ok(tx.wallet(mode, &to)?))? {
                 Some(w) if w.state == WalletState::Locked => Outcome::Refused(format!("{to} cannot receive money now.")),
                 Some(w) => Outcome::Recipient { name: display_name(w.first_name.as_deref(), w.last_name.as_deref()) },
                 // The sandbox opens a test wallet on first use, as for charges and payouts.
@@ -343,7 +320,7 @@ impl Platform {
                 // Keyed by the session and hop: a retry after a failure past the transfer's commit
                 // finds the transfer instead of sending again.
                 let once = at.key("send_money", hop, &format!("{caller} {to} {}", amount.get()))?;
-                match self.send_money(mode, caller, &to, amount, &format!("ussd:{}:{hop}", at.session_id), Some(&once)) {
+                match P2p(self.core).send_money(mode, caller, &to, amount, &format!("ussd:{}:{hop}", at.session_id), Some(&once)) {
                     Ok(t) => Outcome::Done(format!(
                         "Sent {} to {to}. Fee {}. Your balance is {}.",
                         money(t.amount),
@@ -387,7 +364,7 @@ impl Platform {
                 if let Err(o) = pin_gate(&pin)? {
                     return Ok(o);
                 }
-                Outcome::Balance { available: self.details_of(mode, caller)?.account.available() }
+                Outcome::Balance { available: Wallets::new(self.core).details_of(mode, caller)?.account.available() }
             }
             Effect::VerifyPin { pin } => match pin_gate(&pin)? {
                 Ok(()) => Outcome::PinOk,
@@ -397,13 +374,13 @@ impl Platform {
                 if let Err(o) = pin_gate(&current)? {
                     return Ok(o);
                 }
-                match self.replace_pin(mode, caller, &new) {
+                match Pins(self.core).replace_pin(mode, caller, &new) {
                     Ok(()) => Outcome::Done("Your Malipo PIN has been changed.".into()),
                     Err(e) => Outcome::Refused(refusal(&e)?),
                 }
             }
             Effect::AccountInfo => {
-                let d = self.details_of(mode, caller)?;
+                let d = Wallets::new(self.core).details_of(mode, caller)?;
                 Outcome::Account {
                     tier: d.wallet.kyc_tier,
                     per_transaction: d.tier.per_transaction,
@@ -417,8 +394,8 @@ impl Platform {
 
     /// The caller's pending prompts that have not expired, oldest first.
     fn prompts_of(&self, mode: Mode, caller: &Msisdn) -> Result<Vec<Prompt>, ServiceError> {
-        let now = self.clock.now();
-        read(self.store(), |tx| {
+        let now = self.core.now();
+        read(self.core.store(), |tx| {
             let mut prompts = Vec::new();
             for c in tx.pending_charges_of_payer(mode, caller)? {
                 if now >= c.expires_at {
@@ -447,9 +424,10 @@ impl Platform {
     ) -> Result<Result<ChargeState, String>, ServiceError> {
         let id = ChargeRef::from_trusted(prompt.id.clone());
         let mut entered = Entered::new();
-        let answered = write(self.store(), |tx| {
+        let lifecycle = Lifecycle(self.core);
+        let answered = write(self.core.store(), |tx| {
             entered.clear();
-            let now = self.clock.now();
+            let now = self.core.now();
             let Some(mut charge) = tx.lock_charge(&id)? else {
                 return Ok(Err("This payment no longer exists.".to_owned()));
             };
@@ -460,23 +438,23 @@ impl Platform {
                 return Ok(Err("This payment is no longer waiting for your approval.".to_owned()));
             }
             if now >= charge.expires_at {
-                self.apply(tx, &mut charge, ChargeEvent::Expire, now, &mut entered)?;
+                lifecycle.apply(tx, &mut charge, ChargeEvent::Expire, now, &mut entered)?;
                 return Ok(Err("This payment request has expired.".to_owned()));
             }
             if approve {
-                self.authorise(tx, &mut charge, now, &mut entered)?;
+                lifecycle.authorise(tx, &mut charge, now, &mut entered)?;
             } else {
-                self.apply(tx, &mut charge, ChargeEvent::Decline, now, &mut entered)?;
+                lifecycle.apply(tx, &mut charge, ChargeEvent::Decline, now, &mut entered)?;
             }
             Ok(Ok((charge.state, charge.failure_reason)))
         })?;
-        self.report(&entered);
+        self.core.report(&entered);
         let (state, reason) = match answered {
             Ok(v) => v,
             Err(msg) => return Ok(Err(msg)),
         };
         if state == ChargeState::Authorised {
-            if let Err(e) = self.settle_now(&id) {
+            if let Err(e) = Processing::new(self.core).settle_now(&id) {
                 // The worker completes it after the lease: the approval stands.
                 tracing::warn!(charge = %id, error = %e, "completing an approved charge failed; the worker will retry");
             }

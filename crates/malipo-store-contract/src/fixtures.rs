@@ -12,8 +12,8 @@ use malipo_auth::{AccessToken, Credential, OrgKind, Organisation, TOKEN_LIFETIME
 use malipo_charges::{Charge, ChargeKind, ChargeState, FailureReason};
 use malipo_core::{AccountId, ChargeRef, Currency, EndpointId, EventId, MinorUnit, Mode, Msisdn, Timestamp};
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
-use malipo_ledger::{chain_hash, verify, Account, AccountKind, Journal, JournalKind, JournalLine, GENESIS_HASH};
-use malipo_service::{read, write, ServiceError, Store, Tx, Wallet, WalletState};
+use malipo_ledger::{chain_hash, verify, Account, AccountKind, Journal, JournalKind, JournalLine, LedgerError, GENESIS_HASH};
+use malipo_service::{read, write, ServiceError, Store, StoreError, Tx, Wallet, WalletState};
 use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event, EventFilter, Summary};
 
 /// The contract's fixed "now": 2026-01-01T00:00:00Z.
@@ -512,4 +512,14 @@ pub fn assert_ledger_sound(store: &dyn Store) {
             prev.clone_from(&cj.hash);
         }
     }
+}
+
+/// The error a transaction ends with when the store refused a duplicate.
+pub fn duplicate() -> ServiceError {
+    ServiceError::Store(StoreError::Duplicate)
+}
+
+/// The error a transaction ends with when the ledger refused.
+pub fn ledger_error(e: LedgerError) -> ServiceError {
+    ServiceError::Store(StoreError::Ledger(e))
 }

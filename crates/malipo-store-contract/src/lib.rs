@@ -62,6 +62,7 @@ macro_rules! __store_contract_cases {
                 ledger::holds_and_releases,
                 ledger::pending_credits_sum_authorised_charges,
                 ledger::account_debits_and_statement,
+                ledger::ledger_part_is_the_accounts_and_their_journals,
                 wallets::wallets_insert_get_update,
                 wallets::duplicate_wallet_is_refused,
                 wallets::wallet_constraints,

@@ -1,13 +1,55 @@
 //! Mapping diesel's errors onto [`StoreError`].
+//!
+//! Errors are classified by diesel's kinds, which PostgreSQL's adapter derives from the SQLSTATE
+//! (unique, check and foreign-key violations, serialization failures, lost connections) and
+//! SQLite's from its extended result codes; constraints are named by the error's constraint
+//! field. Two transient conflicts have no kind of their own: PostgreSQL's `deadlock_detected`
+//! (40P01), which diesel reports as `Unknown` without its SQLSTATE, and SQLite's
+//! `SQLITE_BUSY`/`SQLITE_LOCKED`. They are recognised by message text, which is certain because
+//! SQLite's messages are never translated and every PostgreSQL connection is made to report in
+//! English ([`ensure_english_messages`]), or refused.
 
-use diesel::result::{DatabaseErrorKind, Error};
+use diesel::connection::SimpleConnection;
+use diesel::result::{ConnectionError, DatabaseErrorKind, Error};
+use diesel::RunQueryDsl;
 use malipo_core::AccountId;
 use malipo_ledger::LedgerError;
 use malipo_service::StoreError;
 
 /// Messages of transient conflicts that diesel reports as `Unknown`: PostgreSQL's
-/// `deadlock_detected` and SQLite's `SQLITE_BUSY` / `SQLITE_LOCKED`.
+/// `deadlock_detected` (English on every connection, see [`ensure_english_messages`]) and SQLite's
+/// `SQLITE_BUSY` / `SQLITE_LOCKED` (SQLite's messages are never translated).
 const TRANSIENT: [&str; 3] = ["deadlock detected", "database is locked", "database table is locked"];
+
+/// Whether a PostgreSQL `lc_messages` value makes the server write its messages in English
+/// (the default `C`/`POSIX` locales, or any `en` locale).
+pub(crate) fn english_messages(lc_messages: &str) -> bool {
+    let base = lc_messages.split(['.', '@']).next().unwrap_or("").trim();
+    base.is_empty() || base.eq_ignore_ascii_case("C") || base.eq_ignore_ascii_case("POSIX") || base.to_ascii_lowercase().starts_with("en")
+}
+
+/// Makes a new PostgreSQL connection report errors in English (see the module documentation):
+/// keeps an English `lc_messages`, else sets it to `C` for the session, and refuses the
+/// connection, naming the setting, when the role may not change it.
+///
+/// # Errors
+/// [`ConnectionError::BadConnection`] naming `lc_messages`.
+pub(crate) fn ensure_english_messages(conn: &mut diesel::PgConnection) -> Result<(), ConnectionError> {
+    let setting: String = diesel::select(diesel::dsl::sql::<diesel::sql_types::Text>("current_setting('lc_messages')"))
+        .get_result(conn)
+        .map_err(|e| ConnectionError::BadConnection(format!("cannot read lc_messages: {e}")))?;
+    if english_messages(&setting) {
+        return Ok(());
+    }
+    conn.batch_execute("SET lc_messages TO 'C'").map_err(|_| {
+        ConnectionError::BadConnection(format!(
+            "PostgreSQL writes its messages in `{setting}` (lc_messages), and this role may not change that; Malipo \
+             recognises deadlocks by the server's English message (diesel gives no SQLSTATE for them), so it would \
+             stop retrying them. Run as a superuser: ALTER ROLE <role> SET lc_messages = 'C' (or GRANT SET ON \
+             PARAMETER lc_messages TO <role>)"
+        ))
+    })
+}
 
 /// Maps a diesel error: unique violations to [`StoreError::Duplicate`], serialization failures,
 /// deadlocks and a busy SQLite database to [`StoreError::Retry`], a lost connection to
@@ -68,5 +110,20 @@ impl From<LedgerError> for Fail {
 impl From<Fail> for StoreError {
     fn from(f: Fail) -> Self {
         f.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::english_messages;
+
+    #[test]
+    fn english_message_settings_are_recognised() {
+        for english in ["", "C", "C.UTF-8", "C.utf8", "POSIX", "en_US.UTF-8", "en_GB", "en_KE.utf8@euro", "English_United States.1252"] {
+            assert!(english_messages(english), "{english:?}");
+        }
+        for other in ["de_DE.UTF-8", "fr_FR", "sw_KE.UTF-8", "pt_BR.utf8", "ru_RU", "German_Germany.1252"] {
+            assert!(!english_messages(other), "{other:?}");
+        }
     }
 }

@@ -24,7 +24,8 @@ use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 use malipo_service::{ServiceError, Store, StoreError, Tx};
 
 mod error;
-mod models;
+mod repo;
+mod rows;
 mod schema;
 mod tx;
 
@@ -41,8 +42,12 @@ const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migration
 const DEFAULT_PG_POOL: u32 = 16;
 /// Pool size when none is given (SQLite has one writer at a time anyway).
 const DEFAULT_SQLITE_POOL: u32 = 8;
-/// How long a caller waits for a pooled connection before the database counts as unavailable.
-const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a caller waits for a pooled connection before the database counts as unavailable:
+/// with the database down, an API call answers 503 (with `Retry-After`) within about this long
+/// instead of holding the client; under overload it says "not now" the same way.
+const CHECKOUT_TIMEOUT: Duration = Duration::from_millis(1500);
+/// How long a readiness check may take in all (probes time out after 1 to 3 seconds).
+const READY_TIMEOUT: Duration = Duration::from_millis(800);
 /// How many times [`Store::run`] runs a closure that keeps hitting transient conflicts.
 const MAX_ATTEMPTS: u32 = 8;
 
@@ -134,7 +139,9 @@ impl ManageConnection for Manager {
     fn connect(&self) -> Result<DbConnection, Self::Error> {
         match &self.target {
             Target::Postgres(url) => {
-                diesel::PgConnection::establish(url).map(DbConnection::Pg).map_err(diesel::r2d2::Error::ConnectionError)
+                let mut conn = diesel::PgConnection::establish(url).map_err(diesel::r2d2::Error::ConnectionError)?;
+                error::ensure_english_messages(&mut conn).map_err(diesel::r2d2::Error::ConnectionError)?;
+                Ok(DbConnection::Pg(conn))
             }
             Target::Sqlite(path) => {
                 let path = path.to_string_lossy();
@@ -443,17 +450,15 @@ impl Store for DieselStore {
 
     fn ready(&self) -> Result<(), StoreError> {
         let unavailable = |e: &dyn std::fmt::Display| StoreError::Unavailable(e.to_string());
-        // Like `begin`: skip pooled connections that died while idle.
-        let mut tries = 0;
+        // Like `begin`: skip pooled connections that died while idle; all within READY_TIMEOUT.
+        let deadline = std::time::Instant::now() + READY_TIMEOUT;
         let mut conn = loop {
-            let mut conn = self.connection()?;
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let mut conn = self.pool.get_timeout(left).map_err(|e| unavailable(&e))?;
             match conn.ping() {
                 Ok(()) => break conn,
-                Err(e) if tries >= self.pool.max_size() => return Err(unavailable(&e)),
-                Err(_) => {
-                    mark_broken(&mut conn);
-                    tries += 1;
-                }
+                Err(e) if std::time::Instant::now() >= deadline => return Err(unavailable(&e)),
+                Err(_) => mark_broken(&mut conn),
             }
         };
         let pending = match &mut *conn {

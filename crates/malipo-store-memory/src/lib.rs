@@ -16,6 +16,7 @@
 //!
 //! Passes the shared `malipo-store-contract` suite (see `tests/contract.rs`).
 
+mod repo;
 mod state;
 mod tx;
 

@@ -10,6 +10,10 @@
 //! Menu: 1. Send money, 2. Pay merchant, 3. Approve payments, 4. My balance, 5. My account.
 //! Every screen fits in [`MAX_SCREEN_CHARS`] with its `CON `/`END ` prefix.
 
+// Integers never meet `+ - *` unchecked here: money goes through `MinorUnit`'s checked
+// operations, counters and times saturate or are checked (an overflow must not wrap silently).
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 mod menu;
 mod model;
 mod screen;

@@ -79,7 +79,7 @@ fn main_menu() -> Step {
 
 /// Characters of the whole input the hops came from (hops plus the `*` between them).
 fn text_chars(hops: &[&str]) -> usize {
-    hops.iter().map(|h| h.chars().count()).sum::<usize>() + hops.len().saturating_sub(1)
+    hops.iter().map(|h| h.chars().count()).fold(hops.len().saturating_sub(1), usize::saturating_add)
 }
 
 /// A name fit for a screen: control characters (newlines) become spaces, surrounding spaces
@@ -166,7 +166,7 @@ impl Menu<'_> {
                 if hop == "0" {
                     return main_menu();
                 }
-                match prompts.iter().enumerate().find(|(i, _)| (i + 1).to_string() == hop) {
+                match prompts.iter().enumerate().find(|(i, _)| i.saturating_add(1).to_string() == hop) {
                     Some((_, prompt)) => {
                         let next = State::ApprovalAction { prompt: prompt.clone() };
                         let text = self.prompt(&next);
@@ -370,7 +370,7 @@ impl Menu<'_> {
     fn approvals_text(&self, prompts: &[Prompt]) -> String {
         let mut text = APPROVALS_TITLE.to_owned();
         for (i, prompt) in prompts.iter().enumerate() {
-            text.push_str(&format!("\n{}. {}", i + 1, self.approval_line(prompt)));
+            text.push_str(&format!("\n{}. {}", i.saturating_add(1), self.approval_line(prompt)));
         }
         text
     }
@@ -381,15 +381,15 @@ impl Menu<'_> {
         if pending.is_empty() {
             return end(NO_APPROVALS);
         }
-        let room = MAX_SCREEN_CHARS - "CON ".len() - INVALID.len() - 1;
+        let room = MAX_SCREEN_CHARS.saturating_sub("CON ".len()).saturating_sub(INVALID.len()).saturating_sub(1);
         let mut used = APPROVALS_TITLE.chars().count();
         let mut listed = Vec::new();
         for prompt in pending.into_iter().take(MAX_LISTED) {
-            let line = format!("\n{}. {}", listed.len() + 1, self.approval_line(&prompt)).chars().count();
-            if used + line > room && !listed.is_empty() {
+            let line = format!("\n{}. {}", listed.len().saturating_add(1), self.approval_line(&prompt)).chars().count();
+            if used.saturating_add(line) > room && !listed.is_empty() {
                 break;
             }
-            used += line;
+            used = used.saturating_add(line);
             listed.push(prompt);
         }
         let next = State::Approvals { prompts: listed };

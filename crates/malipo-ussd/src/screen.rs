@@ -1,6 +1,6 @@
 //! Screens and the limits of the USSD channel, and the display of amounts.
 
-use malipo_core::{Currency, MinorUnit};
+pub use malipo_core::money::display_amount;
 
 /// Longest response, in characters, the `CON `/`END ` prefix included.
 pub const MAX_SCREEN_CHARS: usize = 182;
@@ -53,46 +53,24 @@ impl Screen {
 
     /// Whether the rendered screen fits in [`MAX_SCREEN_CHARS`] without truncation.
     pub fn fits(&self) -> bool {
-        PREFIX_CHARS + self.text.chars().count() <= MAX_SCREEN_CHARS
+        PREFIX_CHARS.saturating_add(self.text.chars().count()) <= MAX_SCREEN_CHARS
     }
 
     /// The response body: `CON {text}` or `END {text}`, at most [`MAX_SCREEN_CHARS`] characters
     /// (cut on a character boundary as a last resort; the menu's own screens always fit).
     pub fn render(&self) -> String {
         let prefix = if self.end { "END " } else { "CON " };
-        let mut out = String::with_capacity(prefix.len() + self.text.len());
+        let mut out = String::with_capacity(prefix.len().saturating_add(self.text.len()));
         out.push_str(prefix);
         out.extend(self.text.chars().take(MAX_SCREEN_CHARS - PREFIX_CHARS));
         out
     }
 }
 
-/// An amount for people: the currency code, then major units with thousands separators and the
-/// currency's own minor units (`KES 1,234.50`, `UGX 5,000`, `RWF 12,000`).
-pub fn display_amount(currency: Currency, amount: MinorUnit) -> String {
-    let minor_units = u32::from(currency.minor_units());
-    let scale = 10_u128.pow(minor_units);
-    let value = i128::from(amount.get());
-    let abs = value.unsigned_abs();
-    let sign = if value < 0 { "-" } else { "" };
-    let major = (abs / scale).to_string();
-    let mut grouped = String::with_capacity(major.len() + major.len() / 3);
-    for (i, digit) in major.chars().enumerate() {
-        if i > 0 && (major.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(digit);
-    }
-    if minor_units == 0 {
-        format!("{currency} {sign}{grouped}")
-    } else {
-        format!("{currency} {sign}{grouped}.{:0width$}", abs % scale, width = minor_units as usize)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use malipo_core::{Currency, MinorUnit};
 
     fn currency(code: &str) -> Currency {
         Currency::new(code).unwrap_or_else(|e| panic!("{code}: {e}"))

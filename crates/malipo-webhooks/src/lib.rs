@@ -2,6 +2,10 @@
 //! retry schedule with jitter, and the guard against private and metadata addresses.
 //! No I/O: the delivery worker and the HTTP adapter use these.
 
+// Integers never meet `+ - *` unchecked here: money goes through `MinorUnit`'s checked
+// operations, counters and times saturate or are checked (an overflow must not wrap silently).
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 pub mod cipher;
 pub mod guard;
 pub mod model;

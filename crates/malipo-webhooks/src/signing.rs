@@ -156,7 +156,7 @@ impl Verifier {
         if id.is_empty() {
             return Err(VerifyError::Headers);
         }
-        if (now - ts).abs() > TOLERANCE_SECONDS {
+        if now.saturating_sub(ts).saturating_abs() > TOLERANCE_SECONDS {
             return Err(VerifyError::Timestamp);
         }
         let expected = sign(&self.secret, id, ts, body);

@@ -306,7 +306,7 @@ async fn unknown_cash_outs_are_not_found(db: Db) {
     assert_eq!(app.get_json(&cast.agent_token, &format!("/agents/cash-out/{wd}")).await["withdrawal_ref"], wd.as_str());
     let p = app.platform.clone();
     let org = malipo_core::OrgId::parse(&cast.agent.org_id).unwrap();
-    let issued = tokio::task::spawn_blocking(move || p.issue_credential(&org, Mode::Test, None)).await.unwrap().unwrap();
+    let issued = tokio::task::spawn_blocking(move || p.access().issue_credential(&org, Mode::Test, None)).await.unwrap().unwrap();
     let creds = Creds { org_id: cast.agent.org_id.clone(), client_id: issued.client_id, client_secret: issued.client_secret };
     let test_token = app.token(&creds).await;
     problem_strict(app.get(&test_token, &format!("/agents/cash-out/{wd}")).await, 404, "not_found").await;

@@ -266,9 +266,9 @@ async fn org_create_prints_a_test_credential_with_the_kinds_scopes(db: Db) {
     let p = platform(url).await;
     let (id, secret) = (merchant["client_id"].as_str().unwrap().to_owned(), merchant["client_secret"].as_str().unwrap().to_owned());
     let q = p.clone();
-    let token = blocking(move || q.issue_token(&id, &secret, None)).await.unwrap();
+    let token = blocking(move || q.access().issue_token(&id, &secret, None)).await.unwrap();
     let q = p.clone();
-    let principal = blocking(move || q.authenticate(&token.access_token)).await.unwrap();
+    let principal = blocking(move || q.access().authenticate(&token.access_token)).await.unwrap();
     assert_eq!(principal.mode, Mode::Test);
     assert_eq!(principal.org_id.as_str(), merchant["organisation_id"].as_str().unwrap());
     // Its accounts exist.
@@ -309,22 +309,22 @@ async fn credentials_issue_live_and_revoke(db: Db) {
     let p = platform(url).await;
     let (id, secret) = (live["client_id"].as_str().unwrap().to_owned(), live["client_secret"].as_str().unwrap().to_owned());
     let (q, i, s) = (p.clone(), id.clone(), secret.clone());
-    let token = blocking(move || q.issue_token(&i, &s, None)).await.unwrap();
+    let token = blocking(move || q.access().issue_token(&i, &s, None)).await.unwrap();
     let q = p.clone();
     let t = token.access_token.clone();
-    assert_eq!(blocking(move || q.authenticate(&t)).await.unwrap().mode, Mode::Live);
+    assert_eq!(blocking(move || q.access().authenticate(&t)).await.unwrap().mode, Mode::Live);
 
     let revoked = malipo(url, &["credentials", "revoke", "--client-id", &id]).await;
     revoked.ok();
     let (q, i, s) = (p.clone(), id.clone(), secret.clone());
-    let refused = blocking(move || q.issue_token(&i, &s, None)).await;
+    let refused = blocking(move || q.access().issue_token(&i, &s, None)).await;
     assert!(matches!(refused, Err(ServiceError::OAuth(_))), "a revoked credential still gets tokens: {refused:?}");
     let q = p.clone();
     let t = token.access_token.clone();
-    assert!(blocking(move || q.authenticate(&t)).await.is_err(), "its tokens are revoked too");
+    assert!(blocking(move || q.access().authenticate(&t)).await.is_err(), "its tokens are revoked too");
     // The other credentials are untouched.
     let (q, i, s) = (p.clone(), org["client_id"].as_str().unwrap().to_owned(), org["client_secret"].as_str().unwrap().to_owned());
-    blocking(move || q.issue_token(&i, &s, None)).await.unwrap();
+    blocking(move || q.access().issue_token(&i, &s, None)).await.unwrap();
     // Revoking again, or an unknown credential, or issuing for an unknown organisation: refused.
     malipo(url, &["credentials", "revoke", "--client-id", &id]).await.refused(&id);
     malipo(url, &["credentials", "revoke", "--client-id", "ck_test_nope"]).await.refused("ck_test_nope");
@@ -367,6 +367,11 @@ async fn account_fund_and_ledger_verify(db: Db) {
     assert_eq!(v["violations"], json!([]), "{v}");
     malipo(url, &["ledger", "verify"]).await.ok();
     malipo(url, &["ledger", "verify", "--mode", "live", "--json"]).await.ok();
+    for org in [agent_id, merchant_id] {
+        let v = malipo(url, &["ledger", "verify", "--org", org, "--json"]).await.ok().json();
+        assert_eq!(v["ok"], true, "{v}");
+    }
+    malipo(url, &["ledger", "verify", "--org", "org_unknown"]).await.refused("organisation");
 
     // Tamper with the agent's float behind the ledger's back.
     let float = {
@@ -385,8 +390,43 @@ async fn account_fund_and_ledger_verify(db: Db) {
     let plain = malipo(url, &["ledger", "verify"]).await;
     assert_eq!(plain.code, Some(1), "{plain:?}");
     assert!(plain.stdout.contains(float.id.as_str()), "{plain:?}");
-    // The live ledger alone is still sound.
+    // The live ledger alone is still sound, and so is the merchant's part; the agent's part is not.
     malipo(url, &["ledger", "verify", "--mode", "live", "--json"]).await.ok();
+    malipo(url, &["ledger", "verify", "--org", merchant_id, "--json"]).await.ok();
+    let part = malipo(url, &["ledger", "verify", "--org", agent_id, "--json"]).await;
+    assert_eq!(part.code, Some(1), "{part:?}");
+    assert!(part.json()["violations"][0].as_str().unwrap().contains(float.id.as_str()), "{part:?}");
+    // An edited posting of the merchant's funding (balanced, and the balance kept in step, as a
+    // careful forger would) breaks that journal's own entry of the audit chain.
+    database.store.raw_execute(&format!("UPDATE accounts SET balance = balance - 1 WHERE id = '{}'", float.id)).unwrap();
+    let payout = {
+        let key = AccountKey::Org { org_id: OrgId::parse(merchant_id).unwrap(), mode: Mode::Live, kind: AccountKind::Payout };
+        let q = p.clone();
+        blocking(move || read(q.store(), |tx| Ok(tx.find_account(&key)?))).await.unwrap().unwrap()
+    };
+    // Postings are append-only: the forger first removes the guard.
+    let unguard = match db {
+        Db::Sqlite => "DROP TRIGGER postings_no_update",
+        Db::Postgres => "DROP TRIGGER postings_append_only ON postings",
+    };
+    database.store.raw_execute(unguard).unwrap();
+    let id = payout.id.as_str();
+    for sql in [
+        format!("UPDATE postings SET amount = amount + 1 WHERE account_id = '{id}'"),
+        format!("UPDATE accounts SET balance = balance + 1 WHERE id = '{id}'"),
+        format!("UPDATE postings SET amount = amount - 1 WHERE account_id <> '{id}' AND journal_id IN (SELECT journal_id FROM postings WHERE account_id = '{id}')"),
+        format!("UPDATE accounts SET balance = balance - 1 WHERE id IN (SELECT account_id FROM postings WHERE account_id <> '{id}' AND journal_id IN (SELECT journal_id FROM postings WHERE account_id = '{id}'))"),
+    ] {
+        assert_eq!(database.store.raw_execute(&sql).unwrap(), 1, "{sql}");
+    }
+    let part = malipo(url, &["ledger", "verify", "--org", merchant_id, "--json"]).await;
+    assert_eq!(part.code, Some(1), "{part:?}");
+    let v = part.json();
+    assert!(
+        v["violations"].as_array().unwrap().iter().any(|x| x.as_str().unwrap().contains("audit chain")),
+        "a balanced edit breaks its entry: {v}"
+    );
+    malipo(url, &["ledger", "verify", "--org", agent_id, "--json"]).await.ok();
 }
 
 // ----- the first start -----
@@ -601,6 +641,31 @@ async fn help_lists_the_subcommands() {
         r.ok();
         for w in words {
             assert!(r.stdout.contains(w), "`malipo {}` does not mention {w}: {}", args.join(" "), r.stdout);
+        }
+    }
+    // Each command shows its own options and what it does, never the server's.
+    let server_only =
+        ["--bind", "--rate-limit-live", "--rate-limit-test", "--workers", "--webhook-retry-schedule", "--webhook-timeout-ms", "--demo"];
+    for (args, says) in [
+        (&["ledger", "verify", "--help"][..], "audit chain"),
+        (&["org", "create", "--help"][..], "test credential"),
+        (&["credentials", "issue", "--help"][..], "credential"),
+        (&["credentials", "revoke", "--help"][..], "every token"),
+        (&["account", "fund", "--help"][..], "issuance"),
+        (&["migrate", "--help"][..], "migrations"),
+    ] {
+        let r = run_in(dir.path(), None, args).await;
+        r.ok();
+        assert!(r.stdout.contains(says), "`malipo {}` does not say what it does: {}", args.join(" "), r.stdout);
+        assert!(r.stdout.contains("--database-url"), "`malipo {}`: {}", args.join(" "), r.stdout);
+        for flag in server_only {
+            assert!(!r.stdout.contains(flag), "`malipo {}` lists the server's {flag}: {}", args.join(" "), r.stdout);
+        }
+    }
+    for args in [&["serve", "--help"][..], &["--help"][..]] {
+        let r = run_in(dir.path(), None, args).await;
+        for flag in server_only {
+            assert!(r.stdout.contains(flag), "`malipo {}` does not list {flag}: {}", args.join(" "), r.stdout);
         }
     }
     // No database was touched by asking for help.

@@ -14,6 +14,7 @@ crate::on_both!(
     missing_field_is_reported,
     bad_msisdns_are_invalid_msisdn,
     bad_amounts_are_invalid_amount,
+    text_that_displays_as_other_text_is_refused,
     amounts_beyond_the_currency_minor_units_are_invalid,
     amount_above_the_country_maximum_is_invalid,
     amount_as_numeric_string_is_accepted,
@@ -136,9 +137,45 @@ async fn bad_amounts_are_invalid_amount(db: Db) {
         "\"-5\"",
         "\" 5\"",
         "99999999999999999999999",
+        // Out of any range as JSON numbers: the amount's problem, not malformed JSON.
+        "1e400",
+        "-1e400",
+        &"9".repeat(400),
+        &format!("\"{}\"", "9".repeat(400)),
     ] {
         field_problem(stk_raw(app, &token, &raw(amount)).await, "amount", "invalid_amount").await;
     }
+    // Too many decimals is said as such, however many digits there are.
+    for amount in ["100.0000000000000000000000000001", "\"100.0000000000000000000000000001\"", "1.001"] {
+        let a = field_problem(stk_raw(app, &token, &raw(amount)).await, "amount", "invalid_amount").await;
+        assert!(a.json["errors"][0]["message"].as_str().unwrap().contains("decimals"), "{amount}: {}", a.text);
+    }
+    let a = field_problem(stk_raw(app, &token, &raw(&"9".repeat(400))).await, "amount", "invalid_amount").await;
+    assert!(a.json["errors"][0]["message"].as_str().unwrap().contains("too large"), "{}", a.text);
+    // Trailing zeros are exact: 250.000000000000000000000000000000 is 250.00.
+    let ok = stk_raw(app, &token, &raw(&format!("250.{}", "0".repeat(40)))).await;
+    let a = Answer::of(ok).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.raw("amount"), "250.00");
+}
+
+async fn text_that_displays_as_other_text_is_refused(db: Db) {
+    let app = TestApp::shared(db);
+    let (_, token) = app.merchant_token().await;
+    // A right-to-left override makes ORDER-1042 display as another reference; zero-width and
+    // other format characters hide characters; none reaches a statement or a screen.
+    for reference in ["ORDER-\u{202E}2401", "ORDER\u{200B}-1042", "ORDER\u{2066}-1042", "\u{FEFF}ORDER-1042", "ORDER\u{2028}1042"] {
+        let mut body = stk("254712345678", json!("10"));
+        body["reference"] = json!(reference);
+        field_problem(app.post(&token, "/partner/stk", &body, None).await, "reference", "invalid_value").await;
+        let mut body = stk("254712345678", json!("10"));
+        body["description"] = json!(reference);
+        field_problem(app.post(&token, "/partner/stk", &body, None).await, "description", "invalid_value").await;
+    }
+    // Letters of every script and emoji are welcome.
+    let mut body = stk("254712345678", json!("10"));
+    body["reference"] = json!("Agizo-42 Café ✓ 订单");
+    assert_eq!(app.post(&token, "/partner/stk", &body, None).await.status(), 200);
 }
 
 async fn amounts_beyond_the_currency_minor_units_are_invalid(db: Db) {

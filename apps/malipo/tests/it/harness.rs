@@ -36,12 +36,49 @@ pub struct Options {
     pub charge_ttl_seconds: i64,
     pub rate_limit_test: u32,
     pub rate_limit_live: u32,
+    /// Time stands still until the test moves it ([`TestApp::advance`]), and no charge worker
+    /// runs: the test advances charges with [`TestApp::run_workers`].
+    pub manual: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { sandbox_delay_ms: 100, charge_ttl_seconds: 90, rate_limit_test: 100_000, rate_limit_live: 100_000 }
+        Options { sandbox_delay_ms: 100, charge_ttl_seconds: 90, rate_limit_test: 100_000, rate_limit_live: 100_000, manual: false }
     }
+}
+
+impl Options {
+    /// A manual clock and no charge workers.
+    pub fn manual() -> Self {
+        Options { manual: true, ..Options::default() }
+    }
+}
+
+/// A clock that moves only when told to.
+#[derive(Debug)]
+pub struct ManualClock(std::sync::atomic::AtomicI64);
+
+impl ManualClock {
+    fn starting_now() -> Self {
+        ManualClock(std::sync::atomic::AtomicI64::new(malipo_core::Timestamp::now().as_micros()))
+    }
+
+    fn advance(&self, by: Duration) {
+        let micros = i64::try_from(by.as_micros()).unwrap();
+        self.0.fetch_add(micros, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl malipo_core::Clock for ManualClock {
+    fn now(&self) -> malipo_core::Timestamp {
+        malipo_core::Timestamp::from_micros(self.0.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}
+
+thread_local! {
+    /// The organisations this test thread created (through [`TestApp::org`]): on the shared
+    /// server, [`TestApp::assert_ledger_ok`] verifies their part of the ledger alone.
+    static ORGS: std::cell::RefCell<Vec<malipo_core::OrgId>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A running app on a fresh database.
@@ -52,6 +89,10 @@ pub struct TestApp {
     pub running: Running,
     pub settings: Settings,
     pub db: TestDatabase,
+    /// Whether this is the server shared by the process's tests (see [`TestApp::shared`]).
+    pub shared: bool,
+    /// The platform's clock when the test drives time ([`Options::manual`]).
+    pub clock: Option<std::sync::Arc<ManualClock>>,
 }
 
 /// A merchant's credential.
@@ -99,18 +140,49 @@ impl TestApp {
             Db::Sqlite => TestDatabase::sqlite(),
             Db::Postgres => TestDatabase::postgres(),
         };
-        let settings = settings(&database.url, &options);
-        Self::on(database, settings).await
+        let mut settings = settings(&database.url, &options);
+        if !options.manual {
+            return Self::on(database, settings).await;
+        }
+        settings.workers = 0;
+        let clock = std::sync::Arc::new(ManualClock::starting_now());
+        let mut app = Self::on_clock(database, settings, clock.clone()).await;
+        app.clock = Some(clock);
+        app
     }
 
     /// Starts another server (e.g. a second instance) on an existing database.
     pub async fn on(db: TestDatabase, settings: Settings) -> TestApp {
+        Self::on_clock(db, settings, std::sync::Arc::new(malipo_core::SystemClock)).await
+    }
+
+    async fn on_clock(db: TestDatabase, settings: Settings, clock: std::sync::Arc<dyn malipo_core::Clock>) -> TestApp {
         let s = settings.clone();
-        let (platform, _store) = tokio::task::spawn_blocking(move || malipo::platform(&s)).await.unwrap().unwrap();
+        let (platform, _store) = tokio::task::spawn_blocking(move || malipo::platform_with_clock(&s, clock)).await.unwrap().unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let running = malipo::start(&settings, platform.clone(), listener).unwrap();
         let base = format!("http://{}", running.addr);
-        TestApp { base, http: reqwest::Client::new(), platform, running, settings, db }
+        TestApp { base, http: reqwest::Client::new(), platform, running, settings, db, shared: false, clock: None }
+    }
+
+    /// Moves the manual clock forward ([`Options::manual`] apps only).
+    pub fn advance(&self, by: Duration) {
+        self.clock.as_ref().expect("advance needs an app started with Options::manual()").advance(by);
+    }
+
+    /// Runs the charge worker now, as its loop would, until nothing is due; returns how many
+    /// charges it claimed in all ([`Options::manual`] apps, whose own loops do not run).
+    pub async fn run_workers(&self) -> usize {
+        assert!(self.clock.is_some(), "run_workers drives the worker of an Options::manual() app");
+        let mut claimed = 0;
+        loop {
+            let p = self.platform.clone();
+            let n = tokio::task::spawn_blocking(move || p.processing().process_due(100)).await.unwrap().unwrap();
+            if n == 0 {
+                return claimed;
+            }
+            claimed += n;
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -125,7 +197,8 @@ impl TestApp {
     pub async fn org(&self, kind: &str, country: &str) -> Creds {
         let p = self.platform.clone();
         let (kind, country) = (kind.parse().unwrap(), country.to_owned());
-        let issued = tokio::task::spawn_blocking(move || p.create_org("Test Org", kind, &country)).await.unwrap().unwrap();
+        let issued = tokio::task::spawn_blocking(move || p.access().create_org("Test Org", kind, &country)).await.unwrap().unwrap();
+        ORGS.with(|orgs| orgs.borrow_mut().push(issued.org_id.clone()));
         Creds { org_id: issued.org_id.to_string(), client_id: issued.client_id, client_secret: issued.client_secret }
     }
 
@@ -137,7 +210,8 @@ impl TestApp {
     pub async fn live(&self, org_id: &str) -> Creds {
         let p = self.platform.clone();
         let org = malipo_core::OrgId::parse(org_id).unwrap();
-        let issued = tokio::task::spawn_blocking(move || p.issue_credential(&org, malipo_core::Mode::Live, None)).await.unwrap().unwrap();
+        let issued =
+            tokio::task::spawn_blocking(move || p.access().issue_credential(&org, malipo_core::Mode::Live, None)).await.unwrap().unwrap();
         Creds { org_id: org_id.to_owned(), client_id: issued.client_id, client_secret: issued.client_secret }
     }
 
@@ -202,10 +276,19 @@ impl TestApp {
         }
     }
 
-    /// Runs `malipo ledger verify` logic and asserts the ledger is sound.
+    /// Asserts the ledger is sound, as `malipo ledger verify` does: the whole ledger of an app of
+    /// the test's own; on the shared server, the part of the organisations this test created
+    /// (`malipo ledger verify --org`), so that the check costs what the test did and a failure
+    /// is reported by the test that caused it.
     pub async fn assert_ledger_ok(&self) {
         let p = self.platform.clone();
-        let v = tokio::task::spawn_blocking(move || p.verify_ledger(None)).await.unwrap().unwrap();
+        let v = if self.shared {
+            let orgs = ORGS.with(|orgs| orgs.borrow().clone());
+            assert!(!orgs.is_empty(), "this test created no organisation whose ledger could be verified");
+            tokio::task::spawn_blocking(move || p.accounts().verify_org_ledger(&orgs)).await.unwrap().unwrap()
+        } else {
+            tokio::task::spawn_blocking(move || p.accounts().verify_ledger(None)).await.unwrap().unwrap()
+        };
         assert!(v.is_empty(), "ledger violations: {v:?}");
     }
 
@@ -525,6 +608,7 @@ impl TestApp {
                 .spawn(move || {
                     actix_web::rt::System::new().block_on(async move {
                         let mut app = TestApp::spawn(db).await;
+                        app.shared = true;
                         app.http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
                         register_shared_database(db, &app.db.url);
                         if tx.send(app).is_ok() {
@@ -610,7 +694,7 @@ impl TestApp {
     pub async fn fund(&self, org_id: &str, mode: malipo_core::Mode, amount: &str) {
         let p = self.platform.clone();
         let (org, amount) = (malipo_core::OrgId::parse(org_id).unwrap(), amount.to_owned());
-        tokio::task::spawn_blocking(move || p.fund_account(&org, mode, &amount)).await.unwrap().unwrap();
+        tokio::task::spawn_blocking(move || p.accounts().fund(&org, mode, &amount)).await.unwrap().unwrap();
     }
 
     /// POST with a fresh idempotency key, read to the end.
@@ -634,6 +718,20 @@ impl TestApp {
             [("sessionId", session_id), ("serviceCode", "*384*1#"), ("phoneNumber", phone), ("text", text), ("networkCode", "63902")];
         let a = Answer::of(self.ussd_form(token, &fields).await).await;
         assert_screen(&a, text)
+    }
+
+    /// Polls `path` until its `state` is final (completed, declined, expired or failed), failing
+    /// after `timeout`.
+    pub async fn wait_state_any(&self, token: &str, path: &str, timeout: Duration) -> Value {
+        let started = Instant::now();
+        loop {
+            let v = self.get_json(token, path).await;
+            if ["completed", "declined", "expired", "failed"].contains(&v["state"].as_str().unwrap_or("")) {
+                return v;
+            }
+            assert!(started.elapsed() < timeout, "{path} still {} after {timeout:?}", v["state"]);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Polls `path` until its `state` is `state`, failing on another final state or after `timeout`.

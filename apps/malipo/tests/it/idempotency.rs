@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::harness::{msisdn, problem_strict, stk, Answer, Db, TestApp};
+use crate::harness::{field_problem, msisdn, problem_strict, stk, Answer, Db, TestApp};
 
 crate::on_both!(
     concurrent_identical_requests_make_exactly_one_charge,
@@ -159,14 +159,15 @@ async fn key_of_255_characters_is_accepted_and_256_refused(db: Db) {
     let (_, token) = app.merchant_token().await;
     let mut body = stk("254700001009", json!(10));
     body["idem"] = json!("k".repeat(256));
-    problem_strict(app.post(&token, "/partner/stk", &body, None).await, 400, "invalid_request").await;
+    // A body field's problem is the body's: 422 on `idem` (the header's is a 400, below).
+    field_problem(app.post(&token, "/partner/stk", &body, None).await, "idem", "too_long").await;
     let w = json!({"msisdn": "254711112224"});
     problem_strict(app.post(&token, "/sandbox/wallets", &w, Some(&"k".repeat(256))).await, 400, "invalid_request").await;
     body["idem"] = json!("k".repeat(255));
     assert_eq!(app.post(&token, "/partner/stk", &body, None).await.status(), 200);
     let mut empty = stk("254700001009", json!(10));
     empty["idem"] = json!("");
-    problem_strict(app.post(&token, "/partner/stk", &empty, None).await, 400, "invalid_request").await;
+    field_problem(app.post(&token, "/partner/stk", &empty, None).await, "idem", "missing_field").await;
     assert_eq!(app.get_json(&token, "/partner/charges").await["data"].as_array().unwrap().len(), 1);
 }
 
@@ -199,15 +200,29 @@ async fn key_reuse_compares_the_canonical_body(db: Db) {
     assert_eq!(second.status, 200, "the same request, formatted differently, is a replay: {}", second.text);
     assert_eq!(second.header("idempotent-replayed"), "true");
     assert_eq!(second.text, first.text);
+    // Numbers compare by value, exactly: 10, 10.0 and 10.00 are one amount, 10.01 another.
+    let send = |b: String| app.send(reqwest::Method::POST, Some(&token), "/partner/stk", Some("application/json"), b);
+    let body = |amount: &str| format!(r#"{{"payer_msisdn":"254700001009","amount":{amount},"reference":"R","idem":"canon-number"}}"#);
+    let first = Answer::of(send(body("10")).await).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    for same in ["10.0", "10.00", "10.000000000000000000000000000000"] {
+        let again = Answer::of(send(body(same)).await).await;
+        assert_eq!(again.header("idempotent-replayed"), "true", "{same}: {}", again.text);
+    }
+    problem_strict(send(body("10.01")).await, 422, "idempotency_key_reused").await;
+    // An amount that differs only far past the currency's decimals is a different request, and
+    // invalid before its key is looked at.
+    field_problem(send(body("10.000000000000000000000000001")).await, "amount", "invalid_amount").await;
 }
 
 async fn keys_with_invisible_characters_are_refused(db: Db) {
     let app = TestApp::shared(db);
     let (_, token) = app.merchant_token().await;
-    for key in ["has space", "tab\tkey", "ключ", "new\nline"] {
+    for key in ["has space", "tab\tkey", "ключ", "new\nline", "\u{0}", "\u{202E}abc"] {
         let mut body = stk("254700001009", json!(10));
         body["idem"] = json!(key);
-        problem_strict(app.post(&token, "/partner/stk", &body, None).await, 400, "invalid_request").await;
+        let a = field_problem(app.post(&token, "/partner/stk", &body, None).await, "idem", "invalid_value").await;
+        assert!(!a.text.contains("Idempotency-Key"), "a body field's problem does not speak of the header: {}", a.text);
     }
     let w = json!({"msisdn": "254711112227"});
     problem_strict(app.post(&token, "/sandbox/wallets", &w, Some("\"has space\"")).await, 400, "invalid_request").await;

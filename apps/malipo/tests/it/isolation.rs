@@ -118,7 +118,10 @@ async fn test_and_live_ledgers_are_separate(db: Db) {
     app.wait_for(&test, &r, "completed", Duration::from_secs(10)).await;
     let p = app.platform.clone();
     let (test_ok, live_ok) = tokio::task::spawn_blocking(move || {
-        (p.verify_ledger(Some(malipo_core::Mode::Test)).unwrap(), p.verify_ledger(Some(malipo_core::Mode::Live)).unwrap())
+        (
+            p.accounts().verify_ledger(Some(malipo_core::Mode::Test)).unwrap(),
+            p.accounts().verify_ledger(Some(malipo_core::Mode::Live)).unwrap(),
+        )
     })
     .await
     .unwrap();

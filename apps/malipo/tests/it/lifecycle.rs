@@ -112,7 +112,7 @@ async fn snapshot(p: &Platform) -> LedgerSnapshot {
 
 async fn violations(p: &Platform) -> Vec<Violation> {
     let p = p.clone();
-    tokio::task::spawn_blocking(move || p.verify_ledger(Some(Mode::Test))).await.unwrap().unwrap()
+    tokio::task::spawn_blocking(move || p.accounts().verify_ledger(Some(Mode::Test))).await.unwrap().unwrap()
 }
 
 async fn collection_account(p: &Platform, org: &str) -> Account {
@@ -199,7 +199,7 @@ async fn stopping_while_workers_are_busy_strands_no_charge(db: Db) {
     // Stop while the workers are settling them: whatever was claimed is finished, nothing is
     // left under a lease that would hold it back for half a minute.
     let (db, platform) = stop_keeping_db(app).await;
-    let now = platform.clock.now();
+    let now = platform.now();
     for c in &charges {
         let stored = stored_charge(&platform, &creds.org_id, &charge_ref(c)).await.unwrap();
         if let Some(next) = stored.next_action_at {
@@ -276,7 +276,7 @@ async fn a_crashed_workers_claim_is_picked_up_after_its_lease(db: Db) {
     let c = app.charge(&token, "254712340042", "120").await;
     let id = ChargeRef::parse(&charge_ref(&c)).unwrap();
     let due = Timestamp::parse_rfc3339(c["created_at"].as_str().unwrap()).unwrap().plus_millis(delay_ms);
-    let lease_until = app.platform.clock.now().plus_seconds(1);
+    let lease_until = app.platform.now().plus_seconds(1);
     // Another instance claims the charge when it comes due, and dies before working on it.
     let p = app.platform.clone();
     let claimed =
@@ -291,7 +291,7 @@ async fn a_crashed_workers_claim_is_picked_up_after_its_lease(db: Db) {
     .unwrap();
     assert!(again.is_empty(), "a leased charge was claimed twice: {again:?}");
     // Nobody touches it while the lease holds...
-    while app.platform.clock.now() < lease_until.plus_millis(-150) {
+    while app.platform.now() < lease_until.plus_millis(-150) {
         let v: Value = app.get(&token, &format!("/partner/charges/{id}")).await.json().await.unwrap();
         assert_eq!(v["state"], "pending", "processed during another worker's lease");
         tokio::time::sleep(Duration::from_millis(50)).await;

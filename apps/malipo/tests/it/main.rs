@@ -15,6 +15,7 @@ mod isolation;
 mod lifecycle;
 mod live;
 mod ops;
+mod races;
 mod sandbox;
 mod ussd;
 mod wallets;

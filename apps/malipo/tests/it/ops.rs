@@ -14,6 +14,59 @@ crate::on_both!(
     operational_endpoints_need_no_token,
 );
 
+/// The database going away (its sessions ended, new ones refused) is said quickly: `/readyz`
+/// within a second and an API call within about two, both 503 `unavailable` with
+/// `Retry-After`, never a client's time-out; when it comes back, so does the service, untouched.
+/// (PostgreSQL: an embedded SQLite database does not go away.)
+#[actix_web::test]
+async fn a_database_that_goes_away_is_said_quickly_and_recovery_is_automatic() {
+    use diesel::connection::SimpleConnection;
+    use diesel::Connection;
+    let app = TestApp::with(Db::Postgres, crate::harness::Options::default()).await;
+    let (_, token) = app.merchant_token().await;
+    assert_eq!(app.get(&token, "/partner/balance").await.status(), 200);
+    let name = app.db.url.rsplit('/').next().unwrap().split('?').next().unwrap().to_owned();
+    let admin_url =
+        std::env::var("MALIPO_TEST_POSTGRES_URL").unwrap_or_else(|_| malipo_store_diesel::testing::DEFAULT_POSTGRES_URL.to_owned());
+    let mut admin = diesel::PgConnection::establish(&admin_url).unwrap();
+    admin
+        .batch_execute(&format!(
+            "ALTER DATABASE {name} ALLOW_CONNECTIONS false; \
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+        ))
+        .unwrap();
+
+    let started = std::time::Instant::now();
+    let ready = problem_strict(app.http.get(app.url("/readyz")).send().await.unwrap(), 503, "unavailable").await;
+    assert!(started.elapsed() < Duration::from_secs(1), "/readyz took {:?}", started.elapsed());
+    assert!(!ready.header("retry-after").is_empty(), "Retry-After");
+    for (path, post) in [("/partner/balance", false), ("/partner/stk", true)] {
+        let started = std::time::Instant::now();
+        let r = if post {
+            app.post(&token, path, &crate::harness::stk("254712345678", serde_json::json!("10")), None).await
+        } else {
+            app.get(&token, path).await
+        };
+        let a = problem_strict(r, 503, "unavailable").await;
+        assert!(started.elapsed() < Duration::from_millis(2500), "{path} took {:?}", started.elapsed());
+        assert!(!a.header("retry-after").is_empty(), "Retry-After on {path}");
+    }
+
+    admin.batch_execute(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true")).unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let status = app.http.get(app.url("/readyz")).send().await.unwrap().status();
+        if status == 200 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "/readyz still {status} after the database came back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(app.get(&token, "/partner/balance").await.status(), 200, "API calls work again");
+    app.charge(&token, "254712345678", "10").await;
+    app.stop().await;
+}
+
 async fn metrics(app: &TestApp) -> String {
     let r = app.http.get(app.url("/metrics")).send().await.unwrap();
     assert_eq!(r.status(), 200);

@@ -74,18 +74,28 @@ async fn magic_numbers_fail_or_decline_with_their_reason(db: Db) {
 }
 
 async fn number_ending_1002_expires_after_the_ttl(db: Db) {
-    let app = TestApp::with(db, Options { charge_ttl_seconds: 1, ..Default::default() }).await;
+    let app = TestApp::with(db, Options { charge_ttl_seconds: 1, ..Options::manual() }).await;
     let (_, token) = app.merchant_token().await;
     let c = app.charge(&token, "254700001002", "100").await;
     let r = c["charge_ref"].as_str().unwrap();
-    // Past the sandbox delay (100 ms): nobody answers, so it is still pending.
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(app.get_json(&token, &format!("/partner/charges/{r}")).await["state"], "pending", "nobody answers before the TTL");
-    let v = app.wait_for(&token, r, "expired", Duration::from_secs(8)).await;
+    let state = || async { app.get_json(&token, &format!("/partner/charges/{r}")).await["state"].clone() };
+    // Before the sandbox delay (100 ms) the worker has nothing to do; after it, it looks and
+    // nobody answers, so the charge stays pending until the TTL: not one microsecond less.
+    assert_eq!(app.run_workers().await, 0);
+    app.advance(Duration::from_millis(100));
+    assert_eq!(app.run_workers().await, 1);
+    assert_eq!(state().await, "pending", "nobody answers before the TTL");
+    app.advance(Duration::from_micros(899_999));
+    assert_eq!(app.run_workers().await, 0);
+    assert_eq!(state().await, "pending");
+    app.advance(Duration::from_micros(1));
+    assert_eq!(app.run_workers().await, 1);
+    let v = app.get_json(&token, &format!("/partner/charges/{r}")).await;
+    assert_eq!(v["state"], "expired");
     assert_eq!(v["failure_reason"], "expired");
     let created = malipo_core::Timestamp::parse_rfc3339(v["created_at"].as_str().unwrap()).unwrap();
     let updated = malipo_core::Timestamp::parse_rfc3339(v["updated_at"].as_str().unwrap()).unwrap();
-    assert!(updated >= created.plus_seconds(1), "expired no earlier than the TTL");
+    assert_eq!(updated, created.plus_seconds(1), "expired exactly at the TTL");
     assert_eq!(v["expires_at"], crate::harness::json_str(&created.plus_seconds(1).to_rfc3339()));
     app.assert_ledger_ok().await;
     app.stop().await;
@@ -105,14 +115,21 @@ async fn number_ending_1004_locks_the_wallet_then_fails_wallet_locked(db: Db) {
 }
 
 async fn number_ending_1009_stays_pending(db: Db) {
-    let app = TestApp::shared(db);
+    let app = TestApp::with(db, Options::manual()).await;
     let (_, token) = app.merchant_token().await;
     let r = app.charge_ref(&token, &msisdn("1009"), "100").await;
-    // Well past the sandbox delay (100 ms) and a worker pass.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Past the sandbox delay, the worker looks once and leaves it to the customer until the TTL.
+    app.advance(Duration::from_millis(100));
+    assert_eq!(app.run_workers().await, 1);
+    app.advance(Duration::from_secs(89));
+    assert_eq!(app.run_workers().await, 0);
     let v = app.get_json(&token, &format!("/partner/charges/{r}")).await;
     assert_eq!(v["state"], "pending");
     assert_eq!(v["failure_reason"], Value::Null);
+    // Simulated, it moves at once.
+    let a = crate::harness::Answer::of(app.simulate(&token, &r, "decline").await).await;
+    assert_eq!(a.json["state"], "declined", "{}", a.text);
+    app.stop().await;
 }
 
 async fn other_numbers_are_approved_and_completed(db: Db) {
@@ -378,7 +395,7 @@ async fn sandbox_wallet_unknown_kyc_tier_is_refused(db: Db) {
     field_problem(app.sandbox_wallet(&token, &json!({"msisdn": n, "kyc_tier": 9})).await, "kyc_tier", "invalid_value").await;
     let a = wallet(app, &token, json!({"msisdn": n, "kyc_tier": 0})).await;
     assert_eq!(a.json["kyc_tier"], 0);
-    assert_eq!(a.json["limits"]["per_transaction"], json!(5000.0));
+    assert_eq!(a.json["limits"]["per_transaction"].as_f64(), Some(5000.0));
     assert!(a.text.contains("\"per_transaction\":5000.00"), "{}", a.text);
 }
 

@@ -243,7 +243,7 @@ struct Registered {
 
 async fn principal(app: &TestApp, token: &str) -> Principal {
     let (p, t) = (app.platform.clone(), token.to_owned());
-    tokio::task::spawn_blocking(move || p.authenticate(&t)).await.unwrap().unwrap()
+    tokio::task::spawn_blocking(move || p.access().authenticate(&t)).await.unwrap().unwrap()
 }
 
 /// Registers an endpoint: `POST /webhooks/endpoints` with an `Idempotency-Key`; while that
@@ -268,7 +268,7 @@ async fn register(app: &TestApp, token: &str, url: &str, events: &[&str]) -> Reg
                 status: 200,
                 body: serde_json::to_vec(&json!({"endpoint_id": e.endpoint.id.to_string(), "secret": e.secret})).unwrap(),
             };
-            p.create_endpoint(&principal, &url, &events, None, &idem, &render)
+            p.webhooks().create_endpoint(&principal, &url, &events, None, &idem, &render)
         })
         .await
         .unwrap()
@@ -287,12 +287,12 @@ async fn register(app: &TestApp, token: &str, url: &str, events: &[&str]) -> Reg
 async fn endpoint(app: &TestApp, token: &str, id: &str) -> Endpoint {
     let principal = principal(app, token).await;
     let (p, id) = (app.platform.clone(), id.to_owned());
-    tokio::task::spawn_blocking(move || p.get_endpoint(&principal, &id)).await.unwrap().unwrap()
+    tokio::task::spawn_blocking(move || p.webhooks().endpoint(&principal, &id)).await.unwrap().unwrap()
 }
 
 async fn event(platform: &Platform, principal: &Principal, id: &str) -> EventDetail {
     let (p, pr, id) = (platform.clone(), principal.clone(), id.to_owned());
-    tokio::task::spawn_blocking(move || p.get_event(&pr, &id)).await.unwrap().unwrap()
+    tokio::task::spawn_blocking(move || p.webhooks().event(&pr, &id)).await.unwrap().unwrap()
 }
 
 /// Polls an event until `done` holds for its detail.
@@ -312,7 +312,7 @@ async fn wait_event(app: &TestApp, token: &str, id: &str, what: &str, done: impl
 /// Every event of the principal's organisation (oldest first).
 async fn events(platform: &Platform, principal: &Principal, kind: Option<&str>) -> Vec<malipo_webhooks::Event> {
     let (p, pr, kind) = (platform.clone(), principal.clone(), kind.map(str::to_owned));
-    tokio::task::spawn_blocking(move || p.list_events(&pr, kind.as_deref(), None, 1000)).await.unwrap().unwrap().data
+    tokio::task::spawn_blocking(move || p.webhooks().events(&pr, kind.as_deref(), None, 1000)).await.unwrap().unwrap().data
 }
 
 fn verify(secret: &str, hit: &Hit) {
@@ -575,34 +575,30 @@ fn verify_script() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/verify_standardwebhooks.py")
 }
 
-/// Makes sure Python's `standardwebhooks` package is importable, installing it with pip on a
-/// fresh machine (so `cargo test --workspace` needs no other set-up); panics, never skips, when
-/// that is impossible.
-fn ensure_standardwebhooks() {
-    static READY: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    READY.get_or_init(|| {
-        let importable = || {
-            std::process::Command::new("python3")
-                .args(["-c", "import standardwebhooks"])
-                .output()
-                .unwrap_or_else(|e| panic!("python3 is required for this test (and by CI): {e}"))
-                .status
-                .success()
-        };
-        if !importable() {
-            let install = std::process::Command::new("python3")
-                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "standardwebhooks"])
-                .status()
-                .unwrap_or_else(|e| panic!("cannot run pip to install standardwebhooks: {e}"));
-            assert!(install.success() && importable(), "the standardwebhooks Python package is required and could not be installed");
-        }
-    });
+/// The Python that runs the verifier: `MALIPO_TEST_PYTHON` (set by `scripts/test.sh`, a
+/// virtualenv with `scripts/requirements-test.txt`), else `python3`.
+fn python() -> String {
+    std::env::var("MALIPO_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned())
+}
+
+/// Panics, never skips, when the Python package is missing: the tests install nothing.
+fn require_standardwebhooks() {
+    let out = std::process::Command::new(python())
+        .args(["-c", "import standardwebhooks"])
+        .output()
+        .unwrap_or_else(|e| panic!("{} is required for this test: {e}", python()));
+    assert!(
+        out.status.success(),
+        "the standardwebhooks Python package is missing for {}: run the tests with `bash scripts/test.sh`, which installs \
+         scripts/requirements-test.txt (or install it yourself and set MALIPO_TEST_PYTHON)",
+        python()
+    );
 }
 
 /// A delivery as recorded: its headers and raw body.
 type Recorded = (Vec<(String, String)>, Vec<u8>);
 
-/// Runs `python3 scripts/verify_standardwebhooks.py FILE SECRET`: its exit code and output.
+/// Runs `scripts/verify_standardwebhooks.py FILE SECRET` with [`python`]: its exit code and output.
 async fn python_verify(deliveries: &[Recorded], secret: &str) -> (i32, String) {
     let file = tempfile::NamedTempFile::new().unwrap();
     let list: Vec<Value> = deliveries
@@ -614,13 +610,13 @@ async fn python_verify(deliveries: &[Recorded], secret: &str) -> (i32, String) {
         })
         .collect();
     std::fs::write(file.path(), serde_json::to_vec(&list).unwrap()).unwrap();
-    tokio::task::spawn_blocking(ensure_standardwebhooks).await.unwrap();
+    tokio::task::spawn_blocking(require_standardwebhooks).await.unwrap();
     let (path, secret) = (file.path().to_owned(), secret.to_owned());
     let out =
-        tokio::task::spawn_blocking(move || std::process::Command::new("python3").arg(verify_script()).arg(&path).arg(&secret).output())
+        tokio::task::spawn_blocking(move || std::process::Command::new(python()).arg(verify_script()).arg(&path).arg(&secret).output())
             .await
             .unwrap()
-            .unwrap_or_else(|e| panic!("python3 is required for this test (and by CI): {e}"));
+            .unwrap_or_else(|e| panic!("{} is required for this test: {e}", python()));
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     (out.status.code().unwrap_or(-1), text)
 }
@@ -635,7 +631,7 @@ async fn the_standardwebhooks_python_library_verifies_deliveries(db: Db) {
     let hits = rx.wait("three deliveries", Duration::from_secs(10), |h| h.len() >= 3).await;
     let recorded: Vec<Recorded> = hits.iter().take(3).map(|h| (h.headers.clone(), h.body.clone())).collect();
     let (code, out) = python_verify(&recorded, &ep.secret).await;
-    assert_eq!(code, 0, "standardwebhooks refused our deliveries (is `pip install standardwebhooks` done?):\n{out}");
+    assert_eq!(code, 0, "standardwebhooks refused our deliveries:\n{out}");
     assert!(out.contains("3 of 3 deliveries verified"), "{out}");
     // One changed byte in one body: refused.
     let mut tampered = recorded.clone();

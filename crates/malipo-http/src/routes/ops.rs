@@ -1,11 +1,22 @@
-//! Operational endpoints: liveness, readiness, the OpenAPI document.
+//! Operational endpoints, outside the groups: liveness, readiness, the OpenAPI document.
 
 use actix_web::{web, HttpResponse};
 use malipo_service::ServiceError;
+use utoipa::OpenApi;
 
+use crate::handler::run;
 use crate::problem::ApiError;
-use crate::routes::run;
 use crate::state::AppState;
+
+/// The operations in the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(paths(healthz, readyz, openapi))]
+pub struct Api;
+
+/// The OpenAPI document [`openapi`] serves, as app data: the route table registers it, so that
+/// this module need not import the document that lists it.
+#[derive(Debug, Clone, Copy)]
+pub struct Document(pub fn() -> String);
 
 /// Process up.
 #[utoipa::path(get, path = "/healthz", tag = "Operations", responses((status = 200, description = "The process is up")), security(()))]
@@ -27,6 +38,6 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
 
 /// This OpenAPI 3.1 document.
 #[utoipa::path(get, path = "/api/v1/openapi.json", tag = "Operations", responses((status = 200, description = "The OpenAPI document")), security(()))]
-pub async fn openapi() -> HttpResponse {
-    HttpResponse::Ok().content_type("application/json").body(crate::openapi::document_json())
+pub async fn openapi(document: web::Data<Document>) -> HttpResponse {
+    HttpResponse::Ok().content_type("application/json").body((document.0)())
 }

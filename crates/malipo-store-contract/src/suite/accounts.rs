@@ -4,7 +4,7 @@ use malipo_core::{AccountId, Mode, OrgId};
 use malipo_ledger::{Account, AccountKind};
 use malipo_service::{AccountKey, Store};
 
-use super::duplicate;
+use crate::fixtures::duplicate;
 use crate::fixtures::*;
 
 fn find(store: &dyn Store, key: AccountKey) -> Option<Account> {

@@ -4,7 +4,7 @@ use malipo_auth::Organisation;
 use malipo_core::{Mode, OrgId};
 use malipo_service::{Store, TokenRecord};
 
-use super::duplicate;
+use crate::fixtures::duplicate;
 use crate::fixtures::*;
 
 /// Organisations round trip by id; `org_by_name` returns the oldest of that name; a duplicate

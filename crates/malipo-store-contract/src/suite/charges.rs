@@ -7,7 +7,7 @@ use malipo_core::{ChargeRef, MinorUnit, Mode, OrgId, Timestamp};
 use malipo_ledger::JournalKind;
 use malipo_service::Store;
 
-use super::duplicate;
+use crate::fixtures::duplicate;
 use crate::fixtures::*;
 
 fn get(store: &dyn Store, org_id: &OrgId, mode: Mode, id: &ChargeRef) -> Option<Charge> {

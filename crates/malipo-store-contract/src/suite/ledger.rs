@@ -5,7 +5,7 @@ use malipo_core::{AccountId, MinorUnit, Mode};
 use malipo_ledger::{chain_hash, JournalKind, LedgerError, GENESIS_HASH};
 use malipo_service::{ServiceError, Store};
 
-use super::ledger_error;
+use crate::fixtures::ledger_error;
 use crate::fixtures::*;
 
 /// Posting updates balances and appends to the ledger's audit chain: per (mode, currency),
@@ -291,4 +291,42 @@ pub fn account_debits_and_statement(store: &dyn Store) {
     assert_eq!(rest.len(), 3, "the page after the cursor holds the last two and the new posting");
     assert_eq!(rest[..2], all[2..]);
     assert_eq!(rest[2].posting.amount.get(), 1);
+}
+
+/// `ledger_part` returns the accounts asked for and every journal with a posting on any of them,
+/// with all its lines, and nothing else: a part that `verify_part` finds sound.
+pub fn ledger_part_is_the_accounts_and_their_journals(store: &dyn Store) {
+    let kes = insert_platform(store, Mode::Test, KES);
+    let m = insert_merchant(store, "Duka", Mode::Test);
+    let other = insert_merchant(store, "Other", Mode::Test);
+    let (w, _) = insert_wallet(store, Mode::Test, KES, &msisdn("254712000020"));
+    let funding = post(store, transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 10_000, at(1)));
+    let pay = post(
+        store,
+        journal(Mode::Test, KES, JournalKind::Charge, &[(&w.id, -2_500), (&m.collection.id, 2_475), (&kes.revenue.id, 25)], at(2)),
+    );
+    let elsewhere = post(store, transfer(Mode::Test, KES, &kes.issuance.id, &other.payout.id, 700, at(3)));
+
+    let part = query(store, |tx| Ok(tx.ledger_part(&[m.collection.id.clone(), m.payout.id.clone()])?));
+    let ids: Vec<&AccountId> = part.accounts.iter().map(|a| &a.id).collect();
+    assert_eq!(ids, vec![&m.collection.id, &m.payout.id], "the accounts asked for");
+    assert_eq!(
+        part.journals.iter().map(|cj| &cj.journal).collect::<Vec<_>>(),
+        vec![&pay],
+        "only the journals touching them, with every line"
+    );
+    assert_eq!(part.journals[0].hash, chain_hash(&part.journals[0].prev_hash, part.journals[0].seq, &pay));
+    assert!(malipo_ledger::verify_part(&part).is_empty());
+
+    let part = query(store, |tx| Ok(tx.ledger_part(&[w.id.clone(), AccountId::new()])?));
+    assert_eq!(part.accounts.len(), 1, "an unknown id is left out");
+    let mut journals: Vec<_> = part.journals.iter().map(|cj| cj.journal.id.clone()).collect();
+    journals.sort();
+    let mut expected = vec![funding.id.clone(), pay.id.clone()];
+    expected.sort();
+    assert_eq!(journals, expected);
+    assert!(!journals.contains(&elsewhere.id));
+    assert!(malipo_ledger::verify_part(&part).is_empty());
+    assert!(query(store, |tx| Ok(tx.ledger_part(&[])?)).journals.is_empty());
+    assert_ledger_sound(store);
 }

@@ -4,7 +4,7 @@ use malipo_core::Mode;
 use malipo_ledger::AccountKind;
 use malipo_service::{ServiceError, Store, Wallet, WalletState};
 
-use super::duplicate;
+use crate::fixtures::duplicate;
 use crate::fixtures::*;
 
 /// Wallets round trip by (mode, number); `update_wallet` overwrites exactly the mutable fields

@@ -6,7 +6,7 @@ use malipo_core::{EndpointId, EventId, Mode, OrgId, Timestamp};
 use malipo_service::{ServiceError, Store, StoreError};
 use malipo_webhooks::{Delivery, DeliveryState, Endpoint, Event, EventFilter, Summary};
 
-use super::duplicate;
+use crate::fixtures::duplicate;
 use crate::fixtures::*;
 
 const COMPLETED: &str = "charge.completed";

@@ -1,0 +1,62 @@
+//! What every handler shares: running a use case off the async threads, answering with what
+//! the idempotency store kept, the `limit` parameter, and resources that answer 405 for other
+//! methods.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse, Resource};
+use malipo_idempotency::StoredResponse;
+use malipo_service::{IdemOutcome, Platform, ServiceError};
+use serde::Serialize;
+
+use crate::problem::ApiError;
+use crate::state::AppState;
+
+/// Runs a use case on a blocking thread (diesel is synchronous; no transaction crosses an await).
+///
+/// # Errors
+/// The use case's error.
+pub async fn run<T: Send + 'static>(
+    state: &AppState,
+    f: impl FnOnce(&Platform) -> Result<T, ServiceError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let platform = state.platform.clone();
+    web::block(move || f(&platform)).await.map_err(|e| ApiError::Service(ServiceError::Internal(e.to_string())))?.map_err(ApiError::from)
+}
+
+/// A 200 JSON answer, as stored for replay under an idempotency key.
+pub fn render<T: Serialize>(value: &T) -> StoredResponse {
+    StoredResponse { status: 200, body: serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec()) }
+}
+
+/// Sends a stored answer; replays carry `Idempotent-Replayed: true`.
+pub fn stored(outcome: IdemOutcome) -> HttpResponse {
+    let status = StatusCode::from_u16(outcome.response.status).unwrap_or(StatusCode::OK);
+    let mut b = HttpResponse::build(status);
+    b.content_type("application/json");
+    if outcome.replayed {
+        b.insert_header(("Idempotent-Replayed", "true"));
+    }
+    b.body(outcome.response.body)
+}
+
+/// Parses the common `limit` parameter (1–100, default 20).
+///
+/// # Errors
+/// 400 `invalid_request`.
+pub fn limit(value: Option<&str>) -> Result<usize, ApiError> {
+    match value {
+        None => Ok(20),
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=100).contains(n))
+            .ok_or_else(|| ApiError::InvalidRequest("limit must be an integer from 1 to 100".into())),
+    }
+}
+
+/// A resource at `path` whose other methods answer 405 with the `Allow` header RFC 9110
+/// requires (`allow` lists the methods routed on it).
+pub fn resource(path: &str, allow: &'static str) -> Resource {
+    web::resource(path.to_owned())
+        .default_service(web::to(move || async move { Err::<HttpResponse, _>(ApiError::MethodNotAllowed(allow)) }))
+}

@@ -1,0 +1,87 @@
+//! Sandbox helpers (contract section 11), test mode only.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use malipo_auth::Scope;
+use malipo_core::Mode;
+use malipo_service::{ServiceError, SimulateAction};
+
+use crate::extract::{Auth, Body};
+use crate::handler::render;
+use crate::idempotent::{idempotent, Input};
+use crate::problem::{ApiError, Problem, ProblemField};
+use crate::routes::channels::dto::{SandboxWalletRequest, SimulateRequest};
+use crate::routes::shared::{ChargeDto, WalletDto};
+use crate::state::AppState;
+use crate::wire::amount_text;
+
+fn test_mode(auth: &Auth) -> Result<(), ApiError> {
+    if auth.0.mode == Mode::Test {
+        Ok(())
+    } else {
+        Err(ApiError::Service(ServiceError::TestModeOnly))
+    }
+}
+
+/// Simulate the customer's answer to a test charge.
+#[utoipa::path(
+    post, path = "/api/v1/sandbox/charges/{charge_ref}/simulate", tag = "Channels",
+    request_body = SimulateRequest,
+    params(
+        ("charge_ref" = String, Path, description = "A pending test charge"),
+        ("Idempotency-Key" = String, Header, description = "Required"),
+    ),
+    responses(
+        (status = 200, description = "The charge after the action", body = ChargeDto),
+        (status = 403, description = "test_mode_only", body = Problem),
+        (status = 404, description = "not_found", body = Problem),
+        (status = 409, description = "invalid_state", body = Problem),
+    ),
+    security(("bearer" = ["payments"]))
+)]
+pub async fn simulate(
+    req: HttpRequest,
+    auth: Auth,
+    path: web::Path<String>,
+    body: Body,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let principal = auth.require(Scope::Payments)?.clone();
+    test_mode(&auth)?;
+    let action = |r: SimulateRequest| {
+        r.action.parse::<SimulateAction>().map_err(|()| {
+            ApiError::Fields(vec![ProblemField {
+                field: "action".into(),
+                code: "invalid_value".into(),
+                message: "action must be approve, decline, wrong_pin, expire or fail".into(),
+            }])
+        })
+    };
+    let charge_ref = path.into_inner();
+    let operation = "POST /sandbox/charges/{charge_ref}/simulate";
+    idempotent(&req, principal, &state, operation, Input::json(&body), action, move |p, principal, action, idem| {
+        p.sandbox().simulate(principal, &charge_ref, action, idem, &|c| render(&ChargeDto::from(c)))
+    })
+    .await
+}
+
+/// Create or top up a test wallet.
+#[utoipa::path(
+    post, path = "/api/v1/sandbox/wallets", tag = "Channels",
+    request_body = SandboxWalletRequest,
+    params(("Idempotency-Key" = String, Header, description = "Required")),
+    responses(
+        (status = 200, description = "The wallet", body = WalletDto),
+        (status = 403, description = "test_mode_only", body = Problem),
+        (status = 422, description = "validation_failed", body = Problem),
+    ),
+    security(("bearer" = ["payments"]))
+)]
+pub async fn wallets(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let principal = auth.require(Scope::Payments)?.clone();
+    test_mode(&auth)?;
+    let balance = |w: SandboxWalletRequest| Ok((w.balance.as_deref().map(|b| amount_text("balance", b)).transpose()?, w));
+    idempotent(&req, principal, &state, "POST /sandbox/wallets", Input::json(&body), balance, |p, principal, (balance, w), idem| {
+        p.sandbox().wallet(principal, &w.msisdn, balance.as_deref(), w.kyc_tier, idem, &|d| render(&WalletDto::from(d)))
+    })
+    .await
+}

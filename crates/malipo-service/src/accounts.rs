@@ -1,0 +1,140 @@
+//! Accounts and balances, operator funding and ledger verification.
+
+use std::collections::BTreeSet;
+
+use malipo_auth::Principal;
+use malipo_core::{AccountId, MinorUnit, Mode, OrgId, Timestamp, TransactionId};
+use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine, Violation};
+
+use crate::core::Core;
+use crate::error::ServiceError;
+use crate::ports::{read, write, AccountKey};
+
+/// An account with what is on its way into it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Balance {
+    /// The account (balance and held).
+    pub account: Account,
+    /// Authorised but not yet completed into this account.
+    pub pending: MinorUnit,
+    /// When read.
+    pub as_of: Timestamp,
+}
+
+/// An organisation's accounts and balances, operator funding, and ledger verification.
+pub struct Accounts<'a> {
+    core: &'a Core,
+}
+
+impl<'a> Accounts<'a> {
+    pub(crate) fn new(core: &'a Core) -> Self {
+        Accounts { core }
+    }
+
+    /// The principal's account of a kind.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`] when the organisation has no such account.
+    pub fn balance(&self, principal: &Principal, kind: AccountKind) -> Result<Balance, ServiceError> {
+        let key = AccountKey::Org { org_id: principal.org_id.clone(), mode: principal.mode, kind };
+        let as_of = self.core.now();
+        read(self.core.store(), |tx| {
+            let account = tx.find_account(&key)?.ok_or(ServiceError::NotFound)?;
+            let pending = if kind == AccountKind::Collection { tx.pending_credits(&account.id)? } else { MinorUnit::ZERO };
+            Ok(Balance { account, pending, as_of })
+        })
+    }
+
+    /// All of the principal's accounts in its mode.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn list(&self, principal: &Principal) -> Result<Vec<Balance>, ServiceError> {
+        let as_of = self.core.now();
+        read(self.core.store(), |tx| {
+            let accounts = tx.org_accounts(&principal.org_id, principal.mode)?;
+            let mut out = Vec::with_capacity(accounts.len());
+            for account in accounts {
+                let pending = if account.kind == AccountKind::Collection { tx.pending_credits(&account.id)? } else { MinorUnit::ZERO };
+                out.push(Balance { account, pending, as_of });
+            }
+            Ok(out)
+        })
+    }
+
+    /// Funds an agent's float or a merchant's payout account from the operator's e-money
+    /// issuance account: one balanced journal.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`] (organisation), [`ServiceError::Validation`] (amount, or a kind
+    /// with nothing to fund).
+    pub fn fund(&self, org_id: &OrgId, mode: Mode, amount: &str) -> Result<TransactionId, ServiceError> {
+        let now = self.core.now();
+        write(self.core.store(), |tx| {
+            let org = tx.org(org_id)?.ok_or(ServiceError::NotFound)?;
+            let kind = match org.kind {
+                malipo_auth::OrgKind::Agent => AccountKind::AgentFloat,
+                malipo_auth::OrgKind::Merchant => AccountKind::Payout,
+                other => return Err(ServiceError::field("org", "invalid_value", format!("a {other} organisation has no account to fund"))),
+            };
+            let target = tx.find_account(&AccountKey::Org { org_id: org.id.clone(), mode, kind })?.ok_or(ServiceError::NotFound)?;
+            let amount =
+                target.currency.parse_amount(amount).map_err(|e| ServiceError::field("amount", "invalid_amount", format!("amount {e}")))?;
+            let issuance = self.core.system_account(tx, mode, target.currency, AccountKind::Issuance)?;
+            let journal = Journal::new(
+                mode,
+                target.currency,
+                JournalKind::Funding,
+                org.id.as_str(),
+                vec![JournalLine { account: issuance, amount: amount.checked_neg()? }, JournalLine { account: target.id, amount }],
+                now,
+            )?;
+            tx.post_journal(&journal)?;
+            Ok(journal.id)
+        })
+    }
+
+    /// Checks the part of the ledger that belongs to these organisations: their accounts (in
+    /// both modes) and the wallets that paid them or were paid by them, with every journal
+    /// touching those accounts. Each journal balances and keeps its own audit-chain entry; each
+    /// of those accounts' balances equals its postings. Bounded by the organisations' own
+    /// activity, unlike [`Accounts::verify_ledger`], which walks everything.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`] for an unknown organisation; storage failures.
+    pub fn verify_org_ledger(&self, orgs: &[OrgId]) -> Result<Vec<Violation>, ServiceError> {
+        let part = read(self.core.store(), |tx| {
+            let mut ids: Vec<AccountId> = Vec::new();
+            for org in orgs {
+                tx.org(org)?.ok_or(ServiceError::NotFound)?;
+                for mode in Mode::ALL {
+                    ids.extend(tx.org_accounts(org, mode)?.into_iter().map(|a| a.id));
+                }
+            }
+            let own: BTreeSet<AccountId> = ids.iter().cloned().collect();
+            let counterparts: BTreeSet<AccountId> = tx
+                .ledger_part(&ids)?
+                .journals
+                .iter()
+                .flat_map(|cj| cj.journal.lines.iter().map(|l| l.account.clone()))
+                .filter(|a| !own.contains(a))
+                .collect();
+            for id in counterparts {
+                if tx.account(&id)?.is_some_and(|a| a.kind == AccountKind::Wallet) {
+                    ids.push(id);
+                }
+            }
+            Ok(tx.ledger_part(&ids)?)
+        })?;
+        Ok(malipo_ledger::verify_part(&part))
+    }
+
+    /// Checks every ledger invariant (of one mode, or both).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn verify_ledger(&self, mode: Option<Mode>) -> Result<Vec<Violation>, ServiceError> {
+        let snapshot = read(self.core.store(), |tx| Ok(tx.ledger_snapshot(mode)?))?;
+        Ok(malipo_ledger::verify(&snapshot))
+    }
+}

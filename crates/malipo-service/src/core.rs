@@ -1,0 +1,128 @@
+//! The shared core of every use case: the store, the country configuration, hashing, the clock,
+//! the tunables and the outbound ports. Feature services borrow it; nothing outside the crate
+//! sees its fields.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use malipo_auth::SecretHasher;
+use malipo_charges::ChargeState;
+use malipo_core::{AccountId, Clock, Currency, Mode, OrgId, Timestamp};
+use malipo_countries::{Countries, Country};
+use malipo_ledger::AccountKind;
+use malipo_webhooks::SecretCipher;
+
+use crate::config::{ServiceConfig, WebhookConfig};
+use crate::error::ServiceError;
+use crate::ports::{AccountKey, EventRenderer, NoRenderer, Store, Tx};
+
+/// Hears about state changes (for metrics). The default hears nothing.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait Observer: Send + Sync {
+    /// A charge entered `state`.
+    fn charge_entered(&self, _state: ChargeState) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default)]
+pub struct NoObserver;
+
+impl Observer for NoObserver {}
+
+/// Ids of organisations' accounts, which never change once opened: saves a lookup per charge.
+type AccountIds = Mutex<HashMap<(OrgId, Mode, AccountKind), AccountId>>;
+
+/// Everything the use cases share.
+#[derive(Clone)]
+pub(crate) struct Core {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) countries: Arc<Countries>,
+    pub(crate) hasher: Arc<SecretHasher>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) config: ServiceConfig,
+    pub(crate) observer: Arc<dyn Observer>,
+    pub(crate) renderer: Arc<dyn EventRenderer>,
+    pub(crate) cipher: Arc<SecretCipher>,
+    pub(crate) webhooks: WebhookConfig,
+    account_ids: Arc<AccountIds>,
+}
+
+impl Core {
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        countries: Arc<Countries>,
+        hasher: Arc<SecretHasher>,
+        clock: Arc<dyn Clock>,
+        config: ServiceConfig,
+    ) -> Self {
+        Core {
+            store,
+            countries,
+            hasher,
+            clock,
+            config,
+            observer: Arc::new(NoObserver),
+            renderer: Arc::new(NoRenderer),
+            cipher: Arc::new(SecretCipher::ephemeral()),
+            webhooks: WebhookConfig::default(),
+            account_ids: Arc::default(),
+        }
+    }
+
+    /// The store as a trait object.
+    pub(crate) fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
+    /// The time now.
+    pub(crate) fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// The configured country with this code.
+    ///
+    /// # Errors
+    /// [`ServiceError::Internal`] when an organisation names a country no longer configured.
+    pub(crate) fn country(&self, code: &str) -> Result<&Country, ServiceError> {
+        self.countries.get(code).ok_or_else(|| ServiceError::Internal(format!("country {code} is not configured")))
+    }
+
+    /// The id of an organisation's account of a kind in a mode (cached after the first lookup).
+    ///
+    /// # Errors
+    /// [`ServiceError::Internal`] when the organisation has no such account; storage failures.
+    pub(crate) fn org_account_id(&self, tx: &mut dyn Tx, org_id: &OrgId, mode: Mode, kind: AccountKind) -> Result<AccountId, ServiceError> {
+        let key = (org_id.clone(), mode, kind);
+        if let Some(id) = self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+            return Ok(id.clone());
+        }
+        let account = tx
+            .find_account(&AccountKey::Org { org_id: org_id.clone(), mode, kind })?
+            .ok_or_else(|| ServiceError::Internal(format!("organisation {org_id} has no {mode} {kind} account")))?;
+        self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).insert(key, account.id.clone());
+        Ok(account.id)
+    }
+
+    /// The platform's account of a kind (revenue, issuance, sandbox funding) in a mode and currency.
+    ///
+    /// # Errors
+    /// [`ServiceError::Internal`] when it is missing (the migrations open one per served currency).
+    pub(crate) fn system_account(
+        &self,
+        tx: &mut dyn Tx,
+        mode: Mode,
+        currency: Currency,
+        kind: AccountKind,
+    ) -> Result<AccountId, ServiceError> {
+        tx.find_account(&AccountKey::System { mode, currency, kind })?
+            .map(|a| a.id)
+            .ok_or_else(|| ServiceError::Internal(format!("no {kind} account for {mode} {currency}")))
+    }
+
+    /// Tells the observer which states charges entered (after the transaction committed).
+    pub(crate) fn report(&self, entered: &[ChargeState]) {
+        for s in entered {
+            self.observer.charge_entered(*s);
+        }
+    }
+}

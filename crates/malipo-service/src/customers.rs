@@ -1,0 +1,128 @@
+//! Customers' wallets as the parties of a movement: the sandbox's wallets opened on first use,
+//! and the row lock every movement takes on a wallet before it reads the rules (state, limits,
+//! balance) that decide it.
+//!
+//! The rule for every debit of a wallet (charge and cash-out approval, P2P, and every later
+//! one): take the wallet through [`Customers::payer_wallet`] or [`Customers::movement_wallet`],
+//! which lock its row first, then check, then move. Two movements of one wallet then run one
+//! after the other, so they cannot both pass a limit that only one fits.
+
+use malipo_core::{MinorUnit, Mode, Msisdn, Timestamp};
+use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine};
+
+use crate::core::Core;
+use crate::error::{ServiceError, StoreError};
+use crate::ports::{Tx, Wallet, WalletState};
+
+/// Test wallets start with 1,000,000.00 in their currency.
+const TEST_WALLET_MAJOR_UNITS: i64 = 1_000_000;
+
+/// Finds, opens and locks customers' wallets.
+pub(crate) struct Customers<'a>(pub(crate) &'a Core);
+
+impl Customers<'_> {
+    /// The test wallet of a number, opened and funded with test money on first use.
+    pub(crate) fn ensure_test_wallet(&self, tx: &mut dyn Tx, msisdn: &Msisdn, now: Timestamp) -> Result<Wallet, ServiceError> {
+        Ok(self.test_wallet(tx, msisdn, now)?.0)
+    }
+
+    /// As [`Customers::ensure_test_wallet`], and whether it was opened by this call.
+    pub(crate) fn test_wallet(&self, tx: &mut dyn Tx, msisdn: &Msisdn, now: Timestamp) -> Result<(Wallet, bool), ServiceError> {
+        if let Some(w) = tx.wallet(Mode::Test, msisdn)? {
+            return Ok((w, false));
+        }
+        let country =
+            self.0.countries.for_msisdn(msisdn).map_err(|e| ServiceError::field("msisdn", "invalid_msisdn", format!("msisdn {e}")))?;
+        let account = Account::open(None, Mode::Test, AccountKind::Wallet, country.currency, Some(msisdn.to_string()), now);
+        let wallet = Wallet {
+            msisdn: msisdn.clone(),
+            mode: Mode::Test,
+            account_id: account.id.clone(),
+            country: country.code.clone(),
+            currency: country.currency,
+            state: WalletState::Active,
+            kyc_tier: country.top_tier().tier,
+            pin_hash: None,
+            pin_attempts: 0,
+            first_name: None,
+            last_name: None,
+            id_type: None,
+            id_number: None,
+            date_of_birth: None,
+            lock_reason: None,
+            created_at: now,
+            updated_at: now,
+        };
+        // A concurrent first use of the same number: retry, and find the other's wallet.
+        let dup_is_retry = |e: StoreError| {
+            if e == StoreError::Duplicate {
+                StoreError::Retry
+            } else {
+                e
+            }
+        };
+        tx.insert_account(&account).map_err(dup_is_retry)?;
+        tx.insert_wallet(&wallet).map_err(dup_is_retry)?;
+        let funding = self.0.system_account(tx, Mode::Test, country.currency, AccountKind::SandboxFunding)?;
+        let amount = MinorUnit::from_major(TEST_WALLET_MAJOR_UNITS, country.currency)?;
+        let journal = Journal::new(
+            Mode::Test,
+            country.currency,
+            JournalKind::SandboxFunding,
+            msisdn.as_str(),
+            vec![JournalLine { account: funding, amount: amount.checked_neg()? }, JournalLine { account: account.id.clone(), amount }],
+            now,
+        )?;
+        tx.post_journal(&journal)?;
+        Ok((wallet, true))
+    }
+
+    /// The payer's wallet for a debit, locked until the transaction ends, so that its state, its
+    /// limits and its balance cannot change between the checks and the debit. In test mode a
+    /// number without a wallet gets one (the `bool` says it was opened by this transaction, and
+    /// so has used nothing yet); in live mode it is `None`.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub(crate) fn payer_wallet(
+        &self,
+        tx: &mut dyn Tx,
+        mode: Mode,
+        msisdn: &Msisdn,
+        now: Timestamp,
+    ) -> Result<Option<(Wallet, bool)>, ServiceError> {
+        if let Some(wallet) = tx.lock_wallet(mode, msisdn)? {
+            return Ok(Some((wallet, false)));
+        }
+        match mode {
+            // A wallet inserted by this transaction is invisible to others until it commits.
+            Mode::Test => self.test_wallet(tx, msisdn, now).map(Some),
+            Mode::Live => Ok(None),
+        }
+    }
+
+    /// The customer's wallet for a movement, locked until the transaction ends: opened on
+    /// first use in test mode; in live mode it must exist. A locked wallet is refused.
+    ///
+    /// # Errors
+    /// [`ServiceError::Validation`] (`wallet_not_found` under `field`), [`ServiceError::WalletLocked`].
+    pub(crate) fn movement_wallet(
+        &self,
+        tx: &mut dyn Tx,
+        mode: Mode,
+        msisdn: &Msisdn,
+        field: &str,
+        now: Timestamp,
+    ) -> Result<Wallet, ServiceError> {
+        if mode == Mode::Test {
+            self.ensure_test_wallet(tx, msisdn, now)?;
+        }
+        let wallet = tx
+            .lock_wallet(mode, msisdn)?
+            .ok_or_else(|| ServiceError::field(field, "wallet_not_found", format!("{field} has no Malipo wallet")))?;
+        if wallet.state == WalletState::Locked {
+            return Err(ServiceError::WalletLocked);
+        }
+        Ok(wallet)
+    }
+}

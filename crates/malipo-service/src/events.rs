@@ -1,0 +1,101 @@
+//! The event outbox: every reported change writes its event, and one delivery per subscribed
+//! endpoint, in the transaction of the change, so there is no committed change without its
+//! event and no event without its change.
+
+use malipo_charges::{Charge, ChargeKind, ChargeState};
+use malipo_core::{EndpointId, EventId, Mode, OrgId, Timestamp};
+use malipo_webhooks::{Delivery, DeliveryState, Event, Summary};
+
+use crate::core::Core;
+use crate::error::ServiceError;
+use crate::ports::Tx;
+
+/// The event kind a charge's new state is reported as.
+pub fn charge_event_kind(state: ChargeState) -> Option<&'static str> {
+    match state {
+        ChargeState::Pending => None,
+        ChargeState::Authorised => Some("charge.authorised"),
+        ChargeState::Completed => Some("charge.completed"),
+        ChargeState::Declined => Some("charge.declined"),
+        ChargeState::Expired => Some("charge.expired"),
+        ChargeState::Failed => Some("charge.failed"),
+    }
+}
+
+/// A new delivery of an event to an endpoint, due now.
+pub(crate) fn new_delivery(event: &EventId, endpoint: &EndpointId, now: Timestamp) -> Delivery {
+    Delivery {
+        id: format!("dlv_{}", EventId::new().as_str().trim_start_matches(EventId::PREFIX)),
+        event_id: event.clone(),
+        endpoint_id: endpoint.clone(),
+        state: DeliveryState::Pending,
+        attempts: 0,
+        next_attempt_at: Some(now),
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// What one event reports.
+pub(crate) struct NewEvent<'e> {
+    /// The organisation told.
+    pub(crate) org_id: &'e OrgId,
+    /// The mode of the change.
+    pub(crate) mode: Mode,
+    /// The event kind, e.g. `charge.completed`.
+    pub(crate) kind: &'e str,
+    /// The id of the object that changed.
+    pub(crate) object_id: &'e str,
+    /// The object as the API shows it.
+    pub(crate) data: Vec<u8>,
+    /// The seed's top-level fields.
+    pub(crate) summary: Summary,
+}
+
+/// Writes events into the outbox of the caller's transaction.
+pub(crate) struct Events<'a>(pub(crate) &'a Core);
+
+impl Events<'_> {
+    /// Writes an event and one delivery per enabled, subscribed endpoint.
+    ///
+    /// # Errors
+    /// Storage failures (which fail the caller's transaction).
+    pub(crate) fn emit(&self, tx: &mut dyn Tx, new: NewEvent<'_>, now: Timestamp) -> Result<(), ServiceError> {
+        let event = Event {
+            id: EventId::new(),
+            org_id: new.org_id.clone(),
+            mode: new.mode,
+            kind: new.kind.to_owned(),
+            object_id: new.object_id.to_owned(),
+            data: new.data,
+            summary: new.summary,
+            created_at: now,
+        };
+        tx.insert_event(&event)?;
+        for endpoint in tx.list_endpoints(new.org_id, new.mode)? {
+            if endpoint.enabled && endpoint.events.matches(new.kind) {
+                tx.insert_delivery(&new_delivery(&event.id, &endpoint.id, now))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The event of a charge's move into its current state, if that state is reported.
+    ///
+    /// # Errors
+    /// As [`Events::emit`].
+    pub(crate) fn charge(&self, tx: &mut dyn Tx, charge: &Charge, now: Timestamp) -> Result<(), ServiceError> {
+        let renderer = &self.0.renderer;
+        let (kind, (data, summary)) = match charge.kind {
+            ChargeKind::Charge => match charge_event_kind(charge.state) {
+                Some(kind) => (kind, renderer.charge(charge)),
+                None => return Ok(()),
+            },
+            // Of a cash-out's moves only its completion is an event (contract section 12).
+            ChargeKind::CashOut if charge.state == ChargeState::Completed => ("cash_out.completed", renderer.cash_out(charge)),
+            ChargeKind::CashOut => return Ok(()),
+        };
+        let new = NewEvent { org_id: &charge.org_id, mode: charge.mode, kind, object_id: charge.id.as_str(), data, summary };
+        self.emit(tx, new, now)
+    }
+}

@@ -1,0 +1,49 @@
+//! Housekeeping: removing what is past its retention (idempotency keys, events, USSD sessions).
+
+use crate::core::Core;
+use crate::error::ServiceError;
+use crate::ports::write;
+use crate::ussd::SESSION_TIMEOUT_SECONDS;
+
+/// Events are kept at least this long.
+pub const EVENT_RETENTION_SECONDS: i64 = 90 * 24 * 3600;
+/// Idempotency keys are kept at least 24 hours; purged after 48.
+pub const KEY_RETENTION_SECONDS: i64 = 48 * 3600;
+
+/// Housekeeping.
+pub struct Housekeeping<'a> {
+    core: &'a Core,
+}
+
+impl<'a> Housekeeping<'a> {
+    pub(crate) fn new(core: &'a Core) -> Self {
+        Housekeeping { core }
+    }
+
+    /// Deletes events older than the retention period with their deliveries and attempts.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn purge_events(&self) -> Result<u64, ServiceError> {
+        let before = self.core.now().plus_seconds(-EVENT_RETENTION_SECONDS);
+        write(self.core.store(), |tx| Ok(tx.purge_events(before)?))
+    }
+
+    /// Deletes idempotency keys older than their retention.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn purge_keys(&self) -> Result<u64, ServiceError> {
+        let before = self.core.now().plus_seconds(-KEY_RETENTION_SECONDS);
+        write(self.core.store(), |tx| Ok(tx.purge_keys(before)?))
+    }
+
+    /// Deletes sessions idle for longer than they live (their answers are no longer replayed).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn purge_ussd_sessions(&self) -> Result<u64, ServiceError> {
+        let before = self.core.now().plus_seconds(-SESSION_TIMEOUT_SECONDS);
+        write(self.core.store(), |tx| Ok(tx.purge_ussd_sessions(before)?))
+    }
+}

@@ -1,0 +1,201 @@
+//! A charge's (or cash-out's) moves through its state machine, shared by every channel that
+//! moves it: the worker, the customer's answer over USSD, the sandbox, PIN lockout and the
+//! operator's lock. Each move is stored and its event written in the caller's transaction.
+
+use malipo_charges::{Charge, ChargeEvent, ChargeKind, ChargeState, FailureReason};
+use malipo_core::{AccountId, MinorUnit, Mode, Timestamp};
+use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine, LedgerError};
+
+use crate::core::Core;
+use crate::customers::Customers;
+use crate::error::{ServiceError, StoreError};
+use crate::events::Events;
+use crate::limits::Limits;
+use crate::ports::{Tx, Wallet, WalletState};
+
+/// The lock reason of a wallet locked by wrong PINs.
+pub const PIN_LOCKOUT_REASON: &str = "pin_attempts_exceeded";
+
+/// The states charges entered in one transaction (reported to the observer after commit).
+pub(crate) type Entered = Vec<ChargeState>;
+
+fn line(account: &AccountId, amount: MinorUnit) -> JournalLine {
+    JournalLine { account: account.clone(), amount }
+}
+
+/// Moves charges through their states.
+pub(crate) struct Lifecycle<'a>(pub(crate) &'a Core);
+
+impl Lifecycle<'_> {
+    /// When the worker first looks at a new prompt: after the sandbox's approval delay in test
+    /// mode; at once in live mode (to check the payer before the customer is asked).
+    pub(crate) fn first_step_at(&self, mode: Mode, now: Timestamp) -> Timestamp {
+        match mode {
+            Mode::Test => now.plus_millis(self.0.config.sandbox_approval_delay_ms),
+            Mode::Live => now,
+        }
+    }
+
+    /// Applies an event and stores the charge.
+    pub(crate) fn apply(
+        &self,
+        tx: &mut dyn Tx,
+        charge: &mut Charge,
+        event: ChargeEvent,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<(), ServiceError> {
+        charge.apply(event, now).map_err(|e| ServiceError::InvalidState(format!("the charge is {}; {e}", charge.state)))?;
+        tx.update_charge(charge)?;
+        Events(self.0).charge(tx, charge, now)?;
+        entered.push(charge.state);
+        Ok(())
+    }
+
+    /// Waits for the customer until the charge expires.
+    pub(crate) fn park(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp) -> Result<(), ServiceError> {
+        charge.next_action_at = Some(charge.expires_at);
+        charge.updated_at = now;
+        tx.update_charge(charge)?;
+        Ok(())
+    }
+
+    /// The payer approved: reserve the amount on the wallet, or fail the charge with the reason.
+    /// The wallet's row is locked before its state and limits are read.
+    pub(crate) fn authorise(
+        &self,
+        tx: &mut dyn Tx,
+        charge: &mut Charge,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<(), ServiceError> {
+        let fail = |r| ChargeEvent::PayerFailure(r);
+        let Some((wallet, opened_now)) = Customers(self.0).payer_wallet(tx, charge.mode, &charge.payer_msisdn, now)? else {
+            return self.apply(tx, charge, fail(FailureReason::PayerNotFound), now, entered);
+        };
+        if wallet.state == WalletState::Locked {
+            return self.apply(tx, charge, fail(FailureReason::WalletLocked), now, entered);
+        }
+        // A wallet opened in this transaction has used nothing today: no need to read its
+        // postings (which would also hold the ledger's chain head, locked by its funding, longer).
+        let limits = Limits(self.0);
+        let debit = charge.payer_debit()?;
+        let within_limits = if opened_now {
+            limits.fresh_wallet_debit(&wallet, charge.amount, debit)?
+        } else {
+            limits.check_debit(tx, &wallet, charge.amount, debit, now)?
+        };
+        if within_limits.is_err() {
+            return self.apply(tx, charge, fail(FailureReason::LimitExceeded), now, entered);
+        }
+        match tx.hold(&wallet.account_id, debit) {
+            Ok(()) => {
+                charge.payer_account = Some(wallet.account_id);
+                charge.next_action_at = Some(now);
+                self.apply(tx, charge, ChargeEvent::Approve, now, entered)
+            }
+            Err(StoreError::Ledger(LedgerError::InsufficientFunds(_))) => {
+                self.apply(tx, charge, fail(FailureReason::InsufficientFunds), now, entered)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Posts the charge: the payer pays `amount`, the merchant gets `amount - fee`, revenue the
+    /// fee. A cash-out: the customer pays `amount + fee`, the agent's float gets `amount` and its
+    /// commission, revenue the rest of the fee.
+    pub(crate) fn complete(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
+        let payer = charge
+            .payer_account
+            .clone()
+            .ok_or_else(|| ServiceError::Internal(format!("authorised charge {} has no payer account", charge.id)))?;
+        let revenue = self.0.system_account(tx, charge.mode, charge.currency, AccountKind::Revenue)?;
+        let kind = match charge.kind {
+            ChargeKind::Charge => JournalKind::Charge,
+            ChargeKind::CashOut => JournalKind::CashOut,
+        };
+        let debit = charge.payer_debit()?;
+        let journal = Journal::new_skipping_zero(
+            charge.mode,
+            charge.currency,
+            kind,
+            charge.id.as_str(),
+            vec![
+                line(&payer, debit.checked_neg()?),
+                line(&charge.merchant_account, charge.payee_credit()?),
+                line(&revenue, charge.revenue()?),
+            ],
+            now,
+        )?;
+        // The charge first, the shared ledger rows last: the revenue account and the ledger's
+        // audit-chain head are locked by every completion, so they are taken just before commit.
+        charge.transaction_id = Some(journal.id.clone());
+        self.apply(tx, charge, ChargeEvent::Complete, now, entered)?;
+        tx.release(&payer, debit)?;
+        tx.post_journal(&journal)?;
+        Ok(())
+    }
+
+    /// Releases an authorised charge's reservation and fails it `processing_error`.
+    pub(crate) fn release_and_fail(
+        &self,
+        tx: &mut dyn Tx,
+        charge: &mut Charge,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<(), ServiceError> {
+        if let Some(payer) = charge.payer_account.clone() {
+            tx.release(&payer, charge.payer_debit()?)?;
+        }
+        self.apply(tx, charge, ChargeEvent::ProcessingFailed, now, entered)
+    }
+
+    /// Locks a wallet after too many wrong PINs and declines every pending prompt for it
+    /// (`current` is the charge already locked by the caller, if any).
+    pub(crate) fn lock_out(
+        &self,
+        tx: &mut dyn Tx,
+        wallet: &mut Wallet,
+        current: Option<&mut Charge>,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<(), ServiceError> {
+        wallet.state = WalletState::Locked;
+        wallet.lock_reason = Some(PIN_LOCKOUT_REASON.to_owned());
+        wallet.pin_attempts = self.0.countries.for_msisdn(&wallet.msisdn).map_or(3, |c| c.max_pin_attempts);
+        wallet.updated_at = now;
+        tx.update_wallet(wallet)?;
+        self.end_pending_prompts(tx, wallet, ChargeEvent::PinLockout, current, now, entered)
+    }
+
+    /// Applies `event` to every pending prompt (charge or cash-out) of the wallet: `current` is
+    /// one the caller has locked already, if any.
+    pub(crate) fn end_pending_prompts(
+        &self,
+        tx: &mut dyn Tx,
+        wallet: &Wallet,
+        event: ChargeEvent,
+        mut current: Option<&mut Charge>,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<(), ServiceError> {
+        for pending in tx.pending_charges_of_payer(wallet.mode, &wallet.msisdn)? {
+            match current.as_deref_mut() {
+                Some(c) if c.id == pending.id => self.apply(tx, c, event, now, entered)?,
+                _ => {
+                    if let Some(mut other) = tx.lock_charge(&pending.id)? {
+                        if other.state == ChargeState::Pending {
+                            self.apply(tx, &mut other, event, now, entered)?;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(c) = current {
+            if c.state == ChargeState::Pending {
+                self.apply(tx, c, event, now, entered)?;
+            }
+        }
+        Ok(())
+    }
+}

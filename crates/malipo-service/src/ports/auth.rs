@@ -1,0 +1,66 @@
+//! Organisations, credentials and bearer tokens.
+
+use malipo_auth::{AccessToken, Credential, Organisation};
+use malipo_core::{OrgId, Timestamp};
+
+use crate::error::StoreError;
+
+/// A token with what is needed to authorise its requests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenRecord {
+    /// The token.
+    pub token: AccessToken,
+    /// Its organisation.
+    pub org: Organisation,
+    /// Whether its credential has been revoked (which revokes the token too).
+    pub credential_revoked: bool,
+}
+
+/// Organisations, credentials and bearer tokens: part of the one transaction handle [`super::Tx`].
+pub trait AuthRepo {
+    /// Inserts an organisation.
+    ///
+    /// # Errors
+    /// [`StoreError::Duplicate`] if the id exists.
+    fn insert_org(&mut self, org: &Organisation) -> Result<(), StoreError>;
+    /// An organisation by id.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn org(&mut self, id: &OrgId) -> Result<Option<Organisation>, StoreError>;
+    /// The oldest organisation with this name.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn org_by_name(&mut self, name: &str) -> Result<Option<Organisation>, StoreError>;
+    /// Inserts a credential.
+    ///
+    /// # Errors
+    /// [`StoreError::Duplicate`] if the client id exists.
+    fn insert_credential(&mut self, credential: &Credential) -> Result<(), StoreError>;
+    /// A credential by client id (revoked ones too).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn credential(&mut self, client_id: &str) -> Result<Option<Credential>, StoreError>;
+    /// Marks a credential and all its tokens revoked; `false` if it does not exist or was revoked.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn revoke_credential(&mut self, client_id: &str, now: Timestamp) -> Result<bool, StoreError>;
+    /// Inserts an issued token.
+    ///
+    /// # Errors
+    /// [`StoreError::Duplicate`] if the digest exists.
+    fn insert_token(&mut self, token: &AccessToken) -> Result<(), StoreError>;
+    /// A token by digest, with its organisation and its credential's revocation.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn token(&mut self, digest: &str) -> Result<Option<TokenRecord>, StoreError>;
+    /// Revokes the token with this digest if it belongs to `client_id`; `false` otherwise.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn revoke_token(&mut self, digest: &str, client_id: &str, now: Timestamp) -> Result<bool, StoreError>;
+}

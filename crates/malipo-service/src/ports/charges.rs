@@ -1,0 +1,62 @@
+//! Charges and cash-outs (prompts the payer answers).
+
+use malipo_charges::{Charge, ChargeFilter};
+use malipo_core::{ChargeRef, Mode, Msisdn, OrgId, Timestamp};
+
+use crate::error::StoreError;
+
+/// Charges and cash-outs (prompts the payer answers): part of the one transaction handle [`super::Tx`].
+pub trait ChargeRepo {
+    /// Inserts a charge.
+    ///
+    /// # Errors
+    /// [`StoreError::Duplicate`] if the id exists.
+    fn insert_charge(&mut self, charge: &Charge) -> Result<(), StoreError>;
+    /// A charge of an organisation in a mode (another organisation's or mode's is `None`).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn charge(&mut self, org_id: &OrgId, mode: Mode, id: &ChargeRef) -> Result<Option<Charge>, StoreError>;
+    /// The most recently created charge (kind `charge`, never a cash-out) with this reference.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn latest_charge_by_reference(&mut self, org_id: &OrgId, mode: Mode, reference: &str) -> Result<Option<Charge>, StoreError>;
+    /// A charge by id, locked for update until the transaction ends.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn lock_charge(&mut self, id: &ChargeRef) -> Result<Option<Charge>, StoreError>;
+    /// Overwrites a charge's mutable fields (state, failure_reason, transaction_id, payer_account,
+    /// amount_reversed, updated_at, completed_at, next_action_at).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn update_charge(&mut self, charge: &Charge) -> Result<(), StoreError>;
+    /// An organisation's charges (kind `charge`, never cash-outs) in a mode, newest first (by id, which is time-ordered), with ids
+    /// strictly below `before` when given, at most `limit`.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn list_charges(
+        &mut self,
+        org_id: &OrgId,
+        mode: Mode,
+        filter: &ChargeFilter,
+        before: Option<&ChargeRef>,
+        limit: usize,
+    ) -> Result<Vec<Charge>, StoreError>;
+    /// Claims up to `limit` charges whose `next_action_at <= now`, oldest due first, by setting
+    /// their `next_action_at` to `lease_until` (so a crashed worker's claims come due again), and
+    /// returns their ids. Concurrent callers never claim the same charge (PostgreSQL:
+    /// `FOR UPDATE SKIP LOCKED`).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn claim_due_charges(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError>;
+    /// The `pending` charges and cash-outs whose payer is this number, in this mode, oldest first.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<Charge>, StoreError>;
+}

@@ -1,0 +1,113 @@
+//! Accounts and the double-entry ledger.
+
+use malipo_core::{AccountId, Currency, MinorUnit, Mode, OrgId, Timestamp};
+use malipo_ledger::{Account, AccountKind, Journal, LedgerSnapshot, Posting};
+
+use crate::error::StoreError;
+
+/// How to find one account.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AccountKey {
+    /// An organisation's account of a kind (collection, payout, agent float) in a mode.
+    Org {
+        /// The owner.
+        org_id: OrgId,
+        /// The mode.
+        mode: Mode,
+        /// The kind.
+        kind: AccountKind,
+    },
+    /// A platform account (revenue, issuance, sandbox funding) of a mode and currency.
+    System {
+        /// The mode.
+        mode: Mode,
+        /// The currency.
+        currency: Currency,
+        /// The kind.
+        kind: AccountKind,
+    },
+}
+
+/// One line of an account's statement: a posting and its position in the account's history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatementLine {
+    /// Increases with every posting (the statement cursor).
+    pub seq: i64,
+    /// The posting.
+    pub posting: Posting,
+}
+
+/// Accounts and the double-entry ledger: part of the one transaction handle [`super::Tx`].
+pub trait LedgerRepo {
+    /// Inserts an account (balance and held as given, normally zero).
+    ///
+    /// # Errors
+    /// [`StoreError::Duplicate`] if an account with the same id, or the same
+    /// (org, mode, kind) / (system kind, mode, currency) / (wallet msisdn, mode), exists.
+    fn insert_account(&mut self, account: &Account) -> Result<(), StoreError>;
+    /// An account by id.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn account(&mut self, id: &AccountId) -> Result<Option<Account>, StoreError>;
+    /// An organisation's or the platform's account.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn find_account(&mut self, key: &AccountKey) -> Result<Option<Account>, StoreError>;
+    /// An organisation's accounts in a mode, oldest first.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn org_accounts(&mut self, org_id: &OrgId, mode: Mode) -> Result<Vec<Account>, StoreError>;
+    /// Reserves `amount` of the account's available balance (`balance - held`).
+    ///
+    /// # Errors
+    /// [`LedgerError::InsufficientFunds`] (as [`StoreError::Ledger`]) when available is smaller
+    /// (accounts that allow negative balances never refuse); [`LedgerError::UnknownAccount`].
+    fn hold(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError>;
+    /// Releases a reservation.
+    ///
+    /// # Errors
+    /// [`LedgerError::ReleaseExceedsHold`]; [`LedgerError::UnknownAccount`].
+    fn release(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError>;
+    /// Posts a balanced journal: appends it to its ledger's audit chain (mode + currency; next
+    /// `seq`, `prev_hash`, `hash` by `malipo_ledger::chain_hash`), applies each line to its
+    /// account's balance with the rule of `Journal::apply_line` (an account that may not go
+    /// negative never ends below its `held`), and appends one posting per line with the balance
+    /// after it. Locks accounts in a deterministic order.
+    ///
+    /// # Errors
+    /// [`LedgerError::InsufficientFunds`], [`LedgerError::UnknownAccount`],
+    /// [`LedgerError::Mismatch`] (as [`StoreError::Ledger`]); the caller's transaction then fails.
+    fn post_journal(&mut self, journal: &Journal) -> Result<(), StoreError>;
+    /// Sum of `amount - fee` of `authorised` charges (kind `charge`) whose merchant account is `account`.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn pending_credits(&mut self, account: &AccountId) -> Result<MinorUnit, StoreError>;
+    /// Total of the account's debits (negative postings, as a positive amount) posted at or after
+    /// `since`, leaving out `sandbox_funding` journals (the sandbox setting a test balance is not
+    /// the customer moving money).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn debits_since(&mut self, account: &AccountId, since: Timestamp) -> Result<MinorUnit, StoreError>;
+    /// The account's postings, oldest first, with `seq` strictly above `after` when given, at most `limit`.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn account_postings(&mut self, account: &AccountId, after: Option<i64>, limit: usize) -> Result<Vec<StatementLine>, StoreError>;
+    /// Every account and journal (with its lines as stored postings, in line order) of one mode or all.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn ledger_snapshot(&mut self, mode: Option<Mode>) -> Result<LedgerSnapshot, StoreError>;
+    /// The part of the ledger these accounts reach: the accounts (those that exist) and every
+    /// journal with a posting on any of them, with all its lines (as stored postings, in line
+    /// order), oldest first.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn ledger_part(&mut self, accounts: &[AccountId]) -> Result<LedgerSnapshot, StoreError>;
+}

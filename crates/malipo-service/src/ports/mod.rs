@@ -1,0 +1,109 @@
+//! The ports: storage and event rendering.
+//!
+//! Storage: Every use case runs as one closure inside [`Store::run`], which gives it a
+//! [`Tx`]: all reads and writes of the closure commit together or not at all. `Tx` is composed of
+//! one repository trait per feature (each in its own file, with the records it stores beside it),
+//! so a new feature adds a file and a supertrait here rather than growing an old trait. Adapters
+//! (in-memory, SQLite, PostgreSQL) implement every repository, and then `Tx` comes for free; the
+//! shared contract suite in `malipo-store-contract` holds every adapter to the same behaviour.
+//!
+//! No transaction is ever held across an `.await`: callers run [`Store::run`] on a blocking thread.
+
+mod auth;
+mod charges;
+mod endpoints;
+mod idempotency;
+mod ledger;
+mod outbox;
+mod render;
+mod ussd;
+mod wallets;
+
+pub use auth::{AuthRepo, TokenRecord};
+pub use charges::ChargeRepo;
+pub use endpoints::EndpointRepo;
+pub use idempotency::IdempotencyRepo;
+pub use ledger::{AccountKey, LedgerRepo, StatementLine};
+pub use outbox::OutboxRepo;
+#[cfg(any(test, feature = "mocks"))]
+pub use render::MockEventRenderer;
+pub use render::{EventRenderer, NoRenderer};
+pub use ussd::{UssdRepo, UssdSession};
+pub use wallets::{Wallet, WalletRepo, WalletState};
+
+use crate::error::{ServiceError, StoreError};
+
+/// One database transaction: every feature's repository on the same connection. Methods take
+/// `&mut self`; every method returns [`StoreError`]; reads of absent rows return `Ok(None)`.
+pub trait Tx: AuthRepo + LedgerRepo + WalletRepo + ChargeRepo + UssdRepo + IdempotencyRepo + EndpointRepo + OutboxRepo {}
+
+impl<T> Tx for T where T: AuthRepo + LedgerRepo + WalletRepo + ChargeRepo + UssdRepo + IdempotencyRepo + EndpointRepo + OutboxRepo + ?Sized {}
+
+/// A database: runs closures as transactions.
+pub trait Store: Send + Sync {
+    /// Runs `f` in one transaction: commits when it returns `Ok`, rolls back on `Err`. When `f`
+    /// (or the commit) fails with [`StoreError::Retry`], rolls back and runs `f` again, a bounded
+    /// number of times. SQLite adapters start the transaction as a writer (`BEGIN IMMEDIATE`).
+    ///
+    /// # Errors
+    /// Whatever `f` returns, or [`StoreError`] wrapped in [`ServiceError::Store`].
+    fn run(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError>;
+
+    /// Like [`Store::run`] for closures that only read (no writer lock on SQLite).
+    ///
+    /// # Errors
+    /// As [`Store::run`].
+    fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError>;
+
+    /// Runs `f` outside any explicit transaction (each statement commits on its own): for reads
+    /// of a single statement on the hot path, such as resolving a bearer token.
+    ///
+    /// # Errors
+    /// As [`Store::run`].
+    fn query(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError>;
+
+    /// Whether the database answers and has every migration applied.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] otherwise.
+    fn ready(&self) -> Result<(), StoreError>;
+}
+
+/// Runs `f` as a write transaction and returns its value.
+///
+/// # Errors
+/// As [`Store::run`].
+pub fn write<T>(store: &dyn Store, mut f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> Result<T, ServiceError> {
+    let mut out = None;
+    store.run(&mut |tx| {
+        out = Some(f(tx)?);
+        Ok(())
+    })?;
+    out.ok_or_else(|| ServiceError::Internal("transaction produced no value".into()))
+}
+
+/// Runs `f` without an explicit transaction (single-statement reads) and returns its value.
+///
+/// # Errors
+/// As [`Store::query`].
+pub fn query<T>(store: &dyn Store, mut f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> Result<T, ServiceError> {
+    let mut out = None;
+    store.query(&mut |tx| {
+        out = Some(f(tx)?);
+        Ok(())
+    })?;
+    out.ok_or_else(|| ServiceError::Internal("query produced no value".into()))
+}
+
+/// Runs `f` as a read-only transaction and returns its value.
+///
+/// # Errors
+/// As [`Store::read`].
+pub fn read<T>(store: &dyn Store, mut f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> Result<T, ServiceError> {
+    let mut out = None;
+    store.read(&mut |tx| {
+        out = Some(f(tx)?);
+        Ok(())
+    })?;
+    out.ok_or_else(|| ServiceError::Internal("transaction produced no value".into()))
+}

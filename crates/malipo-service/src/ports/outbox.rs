@@ -1,0 +1,81 @@
+//! The event outbox: events, their deliveries and delivery attempts.
+
+use malipo_core::{EndpointId, EventId, Mode, OrgId, Timestamp};
+use malipo_webhooks::{Attempt, Delivery, Event};
+
+use crate::error::StoreError;
+
+/// The event outbox: events, their deliveries and delivery attempts: part of the one transaction handle [`super::Tx`].
+pub trait OutboxRepo {
+    /// Inserts an event.
+    ///
+    /// # Errors
+    /// [`StoreError::Duplicate`] if the id exists.
+    fn insert_event(&mut self, event: &Event) -> Result<(), StoreError>;
+    /// An event of an organisation in a mode.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn event(&mut self, org_id: &OrgId, mode: Mode, id: &EventId) -> Result<Option<Event>, StoreError>;
+    /// An organisation's events in a mode, oldest first (by id, which is time-ordered), with ids
+    /// strictly above `after` when given, of one kind when given, at most `limit`.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn list_events(
+        &mut self,
+        org_id: &OrgId,
+        mode: Mode,
+        kind: Option<&str>,
+        after: Option<&EventId>,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError>;
+    /// Inserts a delivery.
+    ///
+    /// # Errors
+    /// [`StoreError::Duplicate`] if the id exists.
+    fn insert_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError>;
+    /// A delivery by id, locked for update until the transaction ends.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn lock_delivery(&mut self, id: &str) -> Result<Option<Delivery>, StoreError>;
+    /// Overwrites a delivery's mutable fields (state, attempts, next_attempt_at, updated_at).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn update_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError>;
+    /// Claims up to `limit` pending deliveries whose `next_attempt_at <= now`, oldest due first,
+    /// by setting `next_attempt_at` to `lease_until`, and returns their ids. Concurrent callers
+    /// never claim the same delivery (PostgreSQL: `FOR UPDATE SKIP LOCKED`).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn claim_due_deliveries(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<String>, StoreError>;
+    /// The deliveries of an event, oldest first.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn deliveries_of_event(&mut self, event_id: &EventId) -> Result<Vec<Delivery>, StoreError>;
+    /// The pending deliveries to an endpoint.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn pending_deliveries_of_endpoint(&mut self, endpoint_id: &EndpointId) -> Result<Vec<Delivery>, StoreError>;
+    /// Appends an attempt.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn insert_attempt(&mut self, attempt: &Attempt) -> Result<(), StoreError>;
+    /// The attempts of an event, oldest first.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn attempts_of_event(&mut self, event_id: &EventId) -> Result<Vec<Attempt>, StoreError>;
+    /// Deletes events created before `before` with their deliveries and attempts; returns how
+    /// many events.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn purge_events(&mut self, before: Timestamp) -> Result<u64, StoreError>;
+}

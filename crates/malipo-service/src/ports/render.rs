@@ -1,0 +1,33 @@
+//! The event renderer: the wire forms of events, implemented by the HTTP adapter, which owns the
+//! JSON. The use cases write events into the outbox in the transaction of the change they
+//! report, so they need each event's body at that moment without knowing its format.
+
+use malipo_charges::Charge;
+use malipo_webhooks::{Event, Summary};
+
+/// Renders the wire forms of events.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait EventRenderer: Send + Sync {
+    /// A charge as the API shows it (the event's `data`), and the seed's top-level fields.
+    fn charge(&self, charge: &Charge) -> (Vec<u8>, Summary);
+    /// A cash-out (a prompt of kind `cash_out`) as the API shows it, and its summary.
+    fn cash_out(&self, cash_out: &Charge) -> (Vec<u8>, Summary);
+    /// The body of one delivery attempt: the envelope at `timestamp` with the body `signature`.
+    fn delivery_body(&self, event: &Event, timestamp: i64, signature: &str) -> Vec<u8>;
+}
+
+/// Renders nothing useful: for platforms without an HTTP adapter (the CLI, tests of rules).
+#[derive(Debug, Default)]
+pub struct NoRenderer;
+
+impl EventRenderer for NoRenderer {
+    fn charge(&self, charge: &Charge) -> (Vec<u8>, Summary) {
+        (b"{}".to_vec(), Summary { state: Some(charge.state.as_str().to_owned()), ..Summary::default() })
+    }
+    fn cash_out(&self, cash_out: &Charge) -> (Vec<u8>, Summary) {
+        self.charge(cash_out)
+    }
+    fn delivery_body(&self, _: &Event, _: i64, _: &str) -> Vec<u8> {
+        b"{}".to_vec()
+    }
+}

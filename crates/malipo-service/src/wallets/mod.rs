@@ -1,0 +1,446 @@
+//! Wallets (operator back office): opening, KYC, PINs, locks and statements.
+
+use malipo_auth::Principal;
+use malipo_charges::{ChargeEvent, FailureReason};
+use malipo_core::{Mode, Msisdn, Timestamp};
+use malipo_countries::{Country, PinError};
+use malipo_idempotency::StoredResponse;
+use malipo_ledger::{Account, AccountKind};
+
+use crate::core::Core;
+use crate::error::{FieldError, ServiceError, StoreError};
+use crate::idempotency::{Idem, IdemOutcome};
+use crate::lifecycle::{Entered, Lifecycle};
+use crate::limits::{Limits, WalletDetails};
+use crate::page::{bad_cursor, Page};
+use crate::ports::{read, StatementLine, Wallet, WalletState};
+use crate::validate::check_text;
+
+mod pin;
+
+pub use pin::PinCheck;
+pub(crate) use pin::Pins;
+
+/// The fields of `POST /wallets` as received.
+#[derive(Clone, Debug, Default)]
+pub struct NewWallet {
+    /// The customer's number; its country is the wallet's.
+    pub msisdn: String,
+    /// Given name.
+    pub first_name: String,
+    /// Family name.
+    pub last_name: String,
+    /// One of the country's ID types.
+    pub id_type: Option<String>,
+    /// Must match the ID type's pattern.
+    pub id_number: Option<String>,
+    /// `YYYY-MM-DD`.
+    pub date_of_birth: Option<String>,
+}
+
+/// Checks an ID type and number against the country's configuration.
+fn check_id(country: &Country, id_type: &str, id_number: &str, errors: &mut Vec<FieldError>) {
+    match country.id_type(id_type) {
+        None => {
+            let names: Vec<&str> = country.id_types.iter().map(|t| t.name.as_str()).collect();
+            errors.push(FieldError::new(
+                "id_type",
+                "invalid_value",
+                format!("id_type must be one of {} for {}", names.join(", "), country.code),
+            ));
+        }
+        Some(t) if !t.matches(id_number) => {
+            errors.push(FieldError::new(
+                "id_number",
+                "invalid_value",
+                format!("id_number does not match the {} pattern {}", t.name, t.pattern),
+            ));
+        }
+        Some(_) => {}
+    }
+}
+
+/// A date of birth: `YYYY-MM-DD`, a real date, not in the future.
+fn check_date_of_birth(text: &str, now: Timestamp, errors: &mut Vec<FieldError>) {
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    match time::Date::parse(text, format) {
+        Ok(d) if d > now.to_offset_datetime().date() => {
+            errors.push(FieldError::new("date_of_birth", "invalid_value", "date_of_birth is in the future"));
+        }
+        Ok(d) if d.year() < 1900 => errors.push(FieldError::new("date_of_birth", "invalid_value", "date_of_birth is before 1900")),
+        Ok(_) => {}
+        Err(_) => errors.push(FieldError::new("date_of_birth", "invalid_value", "date_of_birth must be a date written YYYY-MM-DD")),
+    }
+}
+
+/// The operator back office: wallets, KYC, PINs, locks and statements.
+pub struct Wallets<'a> {
+    core: &'a Core,
+}
+
+impl<'a> Wallets<'a> {
+    pub(crate) fn new(core: &'a Core) -> Self {
+        Wallets { core }
+    }
+
+    /// Opens a wallet in the number's country, in the principal's mode, with a zero balance.
+    /// The KYC tier follows from the ID given (tier 0 without one).
+    ///
+    /// # Errors
+    /// [`ServiceError::Validation`]; [`ServiceError::InvalidState`] when the number already has
+    /// a wallet in this mode; idempotency errors.
+    pub fn open(
+        &self,
+        principal: &Principal,
+        new: &NewWallet,
+        idem: &Idem,
+        render: &dyn Fn(&WalletDetails) -> StoredResponse,
+    ) -> Result<IdemOutcome, ServiceError> {
+        let now = self.core.now();
+        let mut errors = Vec::new();
+        let parsed = match self.core.countries.parse_msisdn(&new.msisdn) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                errors.push(FieldError::new("msisdn", "invalid_msisdn", format!("msisdn {e}")));
+                None
+            }
+        };
+        check_text("first_name", &new.first_name, 64, false, &mut errors);
+        check_text("last_name", &new.last_name, 64, false, &mut errors);
+        match (&new.id_type, &new.id_number, &parsed) {
+            (Some(t), Some(n), Some((_, country))) => check_id(country, t, n, &mut errors),
+            (Some(_), None, _) => errors.push(FieldError::new("id_number", "missing_field", "id_number is required with id_type")),
+            (None, Some(_), _) => errors.push(FieldError::new("id_type", "missing_field", "id_type is required with id_number")),
+            _ => {}
+        }
+        if let Some(d) = &new.date_of_birth {
+            check_date_of_birth(d, now, &mut errors);
+        }
+        if !errors.is_empty() {
+            return Err(ServiceError::Validation(errors));
+        }
+        let Some((msisdn, country)) = parsed else {
+            return Err(ServiceError::Internal("validated msisdn missing".into()));
+        };
+        let tier = country.tier_for_id(new.id_type.as_deref());
+        self.core.idempotent(
+            idem,
+            |tx| {
+                if tx.wallet(principal.mode, &msisdn)?.is_some() {
+                    return Err(ServiceError::InvalidState(format!("{msisdn} already has a {} wallet", principal.mode)));
+                }
+                let account = Account::open(None, principal.mode, AccountKind::Wallet, country.currency, Some(msisdn.to_string()), now);
+                let wallet = Wallet {
+                    msisdn: msisdn.clone(),
+                    mode: principal.mode,
+                    account_id: account.id.clone(),
+                    country: country.code.clone(),
+                    currency: country.currency,
+                    state: WalletState::Active,
+                    kyc_tier: tier,
+                    pin_hash: None,
+                    pin_attempts: 0,
+                    first_name: Some(new.first_name.trim().to_owned()),
+                    last_name: Some(new.last_name.trim().to_owned()),
+                    id_type: new.id_type.clone(),
+                    id_number: new.id_number.clone(),
+                    date_of_birth: new.date_of_birth.clone(),
+                    lock_reason: None,
+                    created_at: now,
+                    updated_at: now,
+                };
+                tx.insert_account(&account)?;
+                match tx.insert_wallet(&wallet) {
+                    Ok(()) => {}
+                    // The number is free (checked above in this transaction), so the document is taken
+                    // (or a concurrent request opened the number: the retry then finds it).
+                    Err(StoreError::Duplicate) if tx.wallet(principal.mode, &msisdn)?.is_none() => {
+                        return Err(ServiceError::field(
+                            "id_number",
+                            "already_registered",
+                            "this identity document already holds a wallet",
+                        ));
+                    }
+                    Err(StoreError::Duplicate) => return Err(StoreError::Retry.into()),
+                    Err(e) => return Err(e.into()),
+                }
+                Limits(self.core).details(tx, &wallet, now)
+            },
+            render,
+        )
+    }
+
+    /// A wallet of the principal's mode.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub fn details(&self, principal: &Principal, msisdn: &str) -> Result<WalletDetails, ServiceError> {
+        self.details_of(principal.mode, &wallet_number(msisdn)?)
+    }
+
+    /// A wallet with its account, limits and today's use, read in one transaction.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub(crate) fn details_of(&self, mode: Mode, msisdn: &Msisdn) -> Result<WalletDetails, ServiceError> {
+        let now = self.core.now();
+        read(self.core.store(), |tx| {
+            let wallet = tx.wallet(mode, msisdn)?.ok_or(ServiceError::NotFound)?;
+            Limits(self.core).details(tx, &wallet, now)
+        })
+    }
+
+    /// Sets a wallet's first PIN, or changes it given the current one (a wrong current PIN
+    /// counts as a failed attempt, committed even though the request is refused).
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`], [`ServiceError::Validation`] (`new_pin` weak or malformed,
+    /// `current_pin` missing or wrong), [`ServiceError::WalletLocked`], idempotency errors.
+    pub fn set_pin(
+        &self,
+        principal: &Principal,
+        msisdn: &str,
+        new_pin: &str,
+        current_pin: Option<&str>,
+        idem: &Idem,
+        render: &dyn Fn(&WalletDetails) -> StoredResponse,
+    ) -> Result<IdemOutcome, ServiceError> {
+        let msisdn = wallet_number(msisdn)?;
+        let mode = principal.mode;
+        let wallet = read(self.core.store(), |tx| Ok(tx.wallet(mode, &msisdn)?))?.ok_or(ServiceError::NotFound)?;
+        let country = Limits(self.core).country(&wallet)?;
+        country.check_new_pin(new_pin).map_err(|e| {
+            let code = if matches!(e, PinError::Weak) { "weak_pin" } else { "invalid_pin" };
+            ServiceError::field("new_pin", code, format!("new_pin: {e}"))
+        })?;
+        if wallet.state == WalletState::Locked {
+            return Err(ServiceError::WalletLocked);
+        }
+        // A retry of a request that already succeeded replays its answer without re-checking
+        // the old PIN (which has changed since).
+        if let Some(outcome) = self.core.stored_outcome(idem)? {
+            return Ok(outcome);
+        }
+        let expected_hash = match (&wallet.pin_hash, current_pin) {
+            (None, _) => None,
+            (Some(_), None) => {
+                return Err(ServiceError::field("current_pin", "missing_field", "current_pin is required to change the PIN"))
+            }
+            (Some(hash), Some(current)) => {
+                if current == new_pin {
+                    return Err(ServiceError::field("new_pin", "invalid_pin", "new_pin must differ from the current PIN"));
+                }
+                match Pins(self.core).check_pin(mode, &msisdn, current)? {
+                    PinCheck::Right => Some(hash.clone()),
+                    PinCheck::Wrong { attempts_left } => {
+                        return Err(ServiceError::field(
+                            "current_pin",
+                            "wrong_pin",
+                            format!("current_pin is wrong; {attempts_left} attempt(s) left before the wallet locks"),
+                        ))
+                    }
+                    PinCheck::LockedNow | PinCheck::Locked => return Err(ServiceError::WalletLocked),
+                    PinCheck::NoWallet => return Err(ServiceError::NotFound),
+                    PinCheck::NoPin => None,
+                }
+            }
+        };
+        let new_hash = self.core.hasher.hash(new_pin).map_err(|e| ServiceError::Internal(e.to_string()))?;
+        self.core.idempotent(
+            idem,
+            |tx| {
+                let now = self.core.now();
+                let mut wallet = tx.lock_wallet(mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
+                if wallet.state == WalletState::Locked {
+                    return Err(ServiceError::WalletLocked);
+                }
+                if wallet.pin_hash != expected_hash {
+                    return Err(ServiceError::InvalidState("the PIN changed while this request was checked; send it again".into()));
+                }
+                wallet.pin_hash = Some(new_hash.clone());
+                wallet.pin_attempts = 0;
+                wallet.updated_at = now;
+                tx.update_wallet(&wallet)?;
+                Limits(self.core).details(tx, &wallet, now)
+            },
+            render,
+        )
+    }
+
+    /// Locks a wallet (operator): it can no longer pay or be paid, and its pending prompts fail
+    /// with `wallet_locked`.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`], [`ServiceError::Validation`] (reason),
+    /// [`ServiceError::InvalidState`] when already locked, idempotency errors.
+    pub fn lock(
+        &self,
+        principal: &Principal,
+        msisdn: &str,
+        reason: &str,
+        idem: &Idem,
+        render: &dyn Fn(&WalletDetails) -> StoredResponse,
+    ) -> Result<IdemOutcome, ServiceError> {
+        let msisdn = wallet_number(msisdn)?;
+        check_reason(reason)?;
+        let mut entered = Entered::new();
+        let outcome = self.core.idempotent(
+            idem,
+            |tx| {
+                entered.clear();
+                let now = self.core.now();
+                let mut wallet = tx.lock_wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
+                if wallet.state == WalletState::Locked {
+                    return Err(ServiceError::InvalidState("the wallet is already locked".into()));
+                }
+                wallet.state = WalletState::Locked;
+                wallet.lock_reason = Some(reason.trim().to_owned());
+                wallet.updated_at = now;
+                tx.update_wallet(&wallet)?;
+                Lifecycle(self.core).end_pending_prompts(
+                    tx,
+                    &wallet,
+                    ChargeEvent::PayerFailure(FailureReason::WalletLocked),
+                    None,
+                    now,
+                    &mut entered,
+                )?;
+                Limits(self.core).details(tx, &wallet, now)
+            },
+            render,
+        )?;
+        self.core.report(&entered);
+        Ok(outcome)
+    }
+
+    /// Unlocks a wallet (operator) and resets its PIN attempt count.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`], [`ServiceError::Validation`] (reason),
+    /// [`ServiceError::InvalidState`] when not locked, idempotency errors.
+    pub fn unlock(
+        &self,
+        principal: &Principal,
+        msisdn: &str,
+        reason: &str,
+        idem: &Idem,
+        render: &dyn Fn(&WalletDetails) -> StoredResponse,
+    ) -> Result<IdemOutcome, ServiceError> {
+        let msisdn = wallet_number(msisdn)?;
+        check_reason(reason)?;
+        self.core.idempotent(
+            idem,
+            |tx| {
+                let now = self.core.now();
+                let mut wallet = tx.lock_wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
+                if wallet.state != WalletState::Locked {
+                    return Err(ServiceError::InvalidState("the wallet is not locked".into()));
+                }
+                wallet.state = WalletState::Active;
+                wallet.lock_reason = None;
+                wallet.pin_attempts = 0;
+                wallet.updated_at = now;
+                tx.update_wallet(&wallet)?;
+                Limits(self.core).details(tx, &wallet, now)
+            },
+            render,
+        )
+    }
+
+    /// Raises a wallet's KYC tier on an identity document that grants at least that tier.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`], [`ServiceError::Validation`] (tier, ID),
+    /// [`ServiceError::InvalidState`] when the tier is not above the current one, idempotency errors.
+    #[allow(clippy::too_many_arguments)]
+    pub fn raise_kyc(
+        &self,
+        principal: &Principal,
+        msisdn: &str,
+        tier: u8,
+        id_type: &str,
+        id_number: &str,
+        idem: &Idem,
+        render: &dyn Fn(&WalletDetails) -> StoredResponse,
+    ) -> Result<IdemOutcome, ServiceError> {
+        let msisdn = wallet_number(msisdn)?;
+        let current = read(self.core.store(), |tx| Ok(tx.wallet(principal.mode, &msisdn)?))?.ok_or(ServiceError::NotFound)?;
+        let country = Limits(self.core).country(&current)?;
+        let mut errors = Vec::new();
+        if country.tier(tier).is_none() {
+            errors.push(FieldError::new("tier", "invalid_value", format!("{} has no KYC tier {tier}", country.code)));
+        }
+        check_id(country, id_type, id_number, &mut errors);
+        if errors.is_empty() {
+            let grants = country.tier_for_id(Some(id_type));
+            if grants < tier {
+                errors.push(FieldError::new("tier", "invalid_value", format!("a {id_type} grants at most tier {grants}")));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(ServiceError::Validation(errors));
+        }
+        self.core.idempotent(
+            idem,
+            |tx| {
+                let now = self.core.now();
+                let mut wallet = tx.lock_wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
+                if tier <= wallet.kyc_tier {
+                    return Err(ServiceError::InvalidState(format!("the wallet is already at tier {}", wallet.kyc_tier)));
+                }
+                // Checked first: on PostgreSQL a refused statement would abort the transaction.
+                // A concurrent registration of the same document still meets the unique index.
+                if tx.wallet_by_document(wallet.mode, &wallet.country, id_type, id_number)?.is_some_and(|w| w.msisdn != wallet.msisdn) {
+                    return Err(document_taken());
+                }
+                wallet.kyc_tier = tier;
+                wallet.id_type = Some(id_type.to_owned());
+                wallet.id_number = Some(id_number.to_owned());
+                wallet.updated_at = now;
+                tx.update_wallet(&wallet)?;
+                Limits(self.core).details(tx, &wallet, now)
+            },
+            render,
+        )
+    }
+
+    /// A wallet's statement, oldest first.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`], [`ServiceError::Validation`] for a bad cursor.
+    pub fn statement(
+        &self,
+        principal: &Principal,
+        msisdn: &str,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<(Wallet, Page<StatementLine>), ServiceError> {
+        let msisdn = wallet_number(msisdn)?;
+        let after = cursor.map(|c| c.parse::<i64>().ok().filter(|v| *v > 0).ok_or_else(|| bad_cursor("cursor"))).transpose()?;
+        read(self.core.store(), |tx| {
+            let wallet = tx.wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
+            let data = tx.account_postings(&wallet.account_id, after, limit.saturating_add(1))?;
+            Ok((wallet, Page::from_fetched(data, limit, |l| l.seq.to_string())))
+        })
+    }
+}
+
+/// Parses a wallet number of a path: an invalid number is simply not found.
+fn wallet_number(msisdn: &str) -> Result<Msisdn, ServiceError> {
+    Msisdn::parse(msisdn).map_err(|_| ServiceError::NotFound)
+}
+
+fn document_taken() -> ServiceError {
+    ServiceError::field("id_number", "already_registered", "this identity document already holds a wallet")
+}
+
+/// A lock or unlock reason: 1 to 200 printable characters, not only spaces.
+fn check_reason(reason: &str) -> Result<(), ServiceError> {
+    let mut errors = Vec::new();
+    check_text("reason", reason, 200, false, &mut errors);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ServiceError::Validation(errors))
+    }
+}

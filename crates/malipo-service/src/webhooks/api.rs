@@ -1,0 +1,242 @@
+//! The endpoints and events API.
+
+use malipo_auth::Principal;
+use malipo_core::{EndpointId, EventId};
+use malipo_idempotency::StoredResponse;
+use malipo_webhooks::{check_url, Endpoint, Event, EventFilter, Secret};
+
+use super::model::{disable, EndpointWithSecret, EventDetail, Redelivery, ROTATION_OVERLAP_SECONDS};
+use crate::core::Core;
+use crate::error::{FieldError, ServiceError};
+use crate::events::new_delivery;
+use crate::idempotency::{Idem, IdemOutcome};
+use crate::page::Page;
+use crate::ports::{read, Tx};
+use crate::validate::check_optional_text;
+
+/// The webhook endpoints and events API.
+pub struct Webhooks<'a> {
+    core: &'a Core,
+}
+
+impl<'a> Webhooks<'a> {
+    pub(crate) fn new(core: &'a Core) -> Self {
+        Webhooks { core }
+    }
+
+    // ----- the endpoints and events API -----
+
+    /// Registers an endpoint with a new `whsec_` secret.
+    ///
+    /// # Errors
+    /// [`ServiceError::Validation`] for a refused URL or event list; idempotency errors.
+    pub fn create_endpoint(
+        &self,
+        principal: &Principal,
+        url: &str,
+        events: &[String],
+        description: Option<String>,
+        idem: &Idem,
+        render: &dyn Fn(&EndpointWithSecret) -> StoredResponse,
+    ) -> Result<IdemOutcome, ServiceError> {
+        let mut errors = Vec::new();
+        let url = match check_url(url, self.core.webhooks.policy(principal.mode)) {
+            Ok(u) => Some(u.to_string()),
+            Err(e) => {
+                errors.push(FieldError::new("url", "invalid_url", format!("url {e}")));
+                None
+            }
+        };
+        let filter = match EventFilter::parse(events) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                errors.push(FieldError::new("events", "invalid_value", e.to_string()));
+                None
+            }
+        };
+        check_optional_text("description", description.as_deref(), 200, &mut errors);
+        let (Some(url), Some(filter)) = (url, filter) else {
+            return Err(ServiceError::Validation(errors));
+        };
+        if !errors.is_empty() {
+            return Err(ServiceError::Validation(errors));
+        }
+        let secret = Secret::generate();
+        let now = self.core.now();
+        let endpoint = Endpoint {
+            id: EndpointId::new(),
+            org_id: principal.org_id.clone(),
+            mode: principal.mode,
+            url,
+            description,
+            events: filter,
+            enabled: true,
+            secret: self.core.cipher.seal(secret.as_bytes()),
+            previous_secret: None,
+            disabled_reason: None,
+            failing_since: None,
+            deleted_at: None,
+            created_at: now,
+            updated_at: now,
+        };
+        let shown = EndpointWithSecret { endpoint: endpoint.clone(), secret: secret.to_whsec() };
+        self.core.idempotent(
+            idem,
+            |tx| {
+                tx.insert_endpoint(&endpoint)?;
+                Ok(shown.clone())
+            },
+            render,
+        )
+    }
+
+    /// The principal's endpoints.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn endpoints(&self, principal: &Principal) -> Result<Vec<Endpoint>, ServiceError> {
+        read(self.core.store(), |tx| Ok(tx.list_endpoints(&principal.org_id, principal.mode)?))
+    }
+
+    /// One endpoint.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub fn endpoint(&self, principal: &Principal, id: &str) -> Result<Endpoint, ServiceError> {
+        read(self.core.store(), |tx| owned_endpoint(tx, principal, id))
+    }
+
+    /// Deletes an endpoint: no more deliveries; pending ones fail.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`]; idempotency errors.
+    pub fn delete_endpoint(
+        &self,
+        principal: &Principal,
+        id: &str,
+        idem: &Idem,
+        render: &dyn Fn(&Endpoint) -> StoredResponse,
+    ) -> Result<IdemOutcome, ServiceError> {
+        self.core.idempotent(
+            idem,
+            |tx| {
+                let now = self.core.now();
+                let mut endpoint = owned_endpoint(tx, principal, id)?;
+                endpoint.deleted_at = Some(now);
+                disable(tx, &mut endpoint, "deleted", now)?;
+                Ok(endpoint)
+            },
+            render,
+        )
+    }
+
+    /// Rotates an endpoint's secret: the new one signs from now on, the old one beside it for 24 hours.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`]; idempotency errors.
+    pub fn rotate_secret(
+        &self,
+        principal: &Principal,
+        id: &str,
+        idem: &Idem,
+        render: &dyn Fn(&EndpointWithSecret) -> StoredResponse,
+    ) -> Result<IdemOutcome, ServiceError> {
+        let secret = Secret::generate();
+        self.core.idempotent(
+            idem,
+            |tx| {
+                let now = self.core.now();
+                let mut endpoint = owned_endpoint(tx, principal, id)?;
+                let old = std::mem::replace(&mut endpoint.secret, self.core.cipher.seal(secret.as_bytes()));
+                endpoint.previous_secret = Some((old, now.plus_seconds(ROTATION_OVERLAP_SECONDS)));
+                endpoint.updated_at = now;
+                tx.update_endpoint(&endpoint)?;
+                Ok(EndpointWithSecret { endpoint, secret: secret.to_whsec() })
+            },
+            render,
+        )
+    }
+
+    /// The principal's events, oldest first after a cursor.
+    ///
+    /// # Errors
+    /// [`ServiceError::Validation`] for a bad cursor.
+    pub fn events(
+        &self,
+        principal: &Principal,
+        kind: Option<&str>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<Event>, ServiceError> {
+        let after = after
+            .map(|a| EventId::parse(a).map_err(|_| ServiceError::field("after", "invalid_cursor", "after is not an event id")))
+            .transpose()?;
+        let data = read(self.core.store(), |tx| {
+            Ok(tx.list_events(&principal.org_id, principal.mode, kind, after.as_ref(), limit.saturating_add(1))?)
+        })?;
+        Ok(Page::from_fetched(data, limit, |e| e.id.to_string()))
+    }
+
+    /// One event with its deliveries and attempts.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub fn event(&self, principal: &Principal, id: &str) -> Result<EventDetail, ServiceError> {
+        let id = EventId::parse(id).map_err(|_| ServiceError::NotFound)?;
+        read(self.core.store(), |tx| {
+            let event = tx.event(&principal.org_id, principal.mode, &id)?.ok_or(ServiceError::NotFound)?;
+            let attempts = tx.attempts_of_event(&id)?;
+            let deliveries = tx.deliveries_of_event(&id)?;
+            Ok(EventDetail { event, attempts, deliveries })
+        })
+    }
+
+    /// Queues an event again: to one endpoint, or to every enabled endpoint subscribed to it.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`] (event or endpoint); [`ServiceError::InvalidState`] for a
+    /// disabled endpoint; idempotency errors.
+    pub fn redeliver(
+        &self,
+        principal: &Principal,
+        event_id: &str,
+        endpoint_id: Option<&str>,
+        idem: &Idem,
+        render: &dyn Fn(&Redelivery) -> StoredResponse,
+    ) -> Result<IdemOutcome, ServiceError> {
+        let id = EventId::parse(event_id).map_err(|_| ServiceError::NotFound)?;
+        self.core.idempotent(
+            idem,
+            |tx| {
+                let now = self.core.now();
+                let event = tx.event(&principal.org_id, principal.mode, &id)?.ok_or(ServiceError::NotFound)?;
+                let endpoints = match endpoint_id {
+                    Some(e) => {
+                        let endpoint = owned_endpoint(tx, principal, e)?;
+                        if !endpoint.enabled {
+                            return Err(ServiceError::InvalidState("the endpoint is disabled".into()));
+                        }
+                        vec![endpoint]
+                    }
+                    None => tx
+                        .list_endpoints(&principal.org_id, principal.mode)?
+                        .into_iter()
+                        .filter(|e| e.enabled && e.events.matches(&event.kind))
+                        .collect(),
+                };
+                for e in &endpoints {
+                    tx.insert_delivery(&new_delivery(&event.id, &e.id, now))?;
+                }
+                Ok(Redelivery { event_id: event.id, endpoint_ids: endpoints.into_iter().map(|e| e.id).collect() })
+            },
+            render,
+        )
+    }
+}
+
+fn owned_endpoint(tx: &mut dyn Tx, principal: &Principal, id: &str) -> Result<Endpoint, ServiceError> {
+    let id = EndpointId::parse(id).map_err(|_| ServiceError::NotFound)?;
+    tx.endpoint(&id)?
+        .filter(|e| e.org_id == principal.org_id && e.mode == principal.mode && e.deleted_at.is_none())
+        .ok_or(ServiceError::NotFound)
+}

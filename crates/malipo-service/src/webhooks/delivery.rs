@@ -1,0 +1,207 @@
+//! Delivering the outbox: claiming due deliveries, preparing each signed attempt, and recording
+//! what each attempt got, which decides the next.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use malipo_core::{EndpointId, Timestamp};
+use malipo_webhooks::{body_signature, signature_header, Attempt, Delivery, DeliveryState, Endpoint, Event, Secret};
+
+use super::model::{disable, DeliveryJob, SendOutcome, FAILING_DISABLES_AFTER_SECONDS, LEASE_MARGIN_SECONDS};
+use crate::core::Core;
+use crate::error::ServiceError;
+use crate::ports::write;
+
+/// The webhook sender's use cases.
+pub struct Deliveries<'a> {
+    core: &'a Core,
+}
+
+impl<'a> Deliveries<'a> {
+    pub(crate) fn new(core: &'a Core) -> Self {
+        Deliveries { core }
+    }
+
+    fn open_secret(&self, sealed: &[u8]) -> Result<Secret, ServiceError> {
+        let key = self.core.cipher.open(sealed).map_err(|e| ServiceError::Internal(e.to_string()))?;
+        Secret::from_bytes(key).map_err(|e| ServiceError::Internal(e.to_string()))
+    }
+
+    /// Claims due deliveries and prepares each attempt (signed now). Deliveries whose endpoint
+    /// was deleted or disabled since are failed instead.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn claim(&self, limit: usize) -> Result<Vec<DeliveryJob>, ServiceError> {
+        let now = self.core.now();
+        let timeout = self.core.webhooks.timeout;
+        let lease = now.plus_millis(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX)).plus_seconds(LEASE_MARGIN_SECONDS);
+        // One transaction for the whole batch: claim, load (each endpoint once) and prepare.
+        write(self.core.store(), |tx| {
+            let ids = tx.claim_due_deliveries(now, lease, limit)?;
+            let mut endpoints: HashMap<EndpointId, Option<Endpoint>> = HashMap::new();
+            let mut jobs = Vec::with_capacity(ids.len());
+            for id in &ids {
+                let Some(mut delivery) = tx.lock_delivery(id)? else { continue };
+                let endpoint = match endpoints.get(&delivery.endpoint_id) {
+                    Some(e) => e.clone(),
+                    None => {
+                        let e = tx.endpoint(&delivery.endpoint_id)?;
+                        endpoints.insert(delivery.endpoint_id.clone(), e.clone());
+                        e
+                    }
+                };
+                let event = match &endpoint {
+                    Some(e) => tx.event(&e.org_id, e.mode, &delivery.event_id)?,
+                    None => None,
+                };
+                let (Some(endpoint), Some(event)) = (endpoint, event) else { continue };
+                if !endpoint.enabled || endpoint.deleted_at.is_some() {
+                    delivery.state = DeliveryState::Failed;
+                    delivery.next_attempt_at = None;
+                    delivery.updated_at = now;
+                    tx.update_delivery(&delivery)?;
+                    continue;
+                }
+                // One delivery that cannot be prepared (a secret the key cannot open) must not
+                // hold up the rest of the batch: it is logged and comes due again after its lease.
+                match self.prepare(&delivery, &endpoint, &event, lease, now) {
+                    Ok(job) => jobs.push(job),
+                    Err(e) => tracing::error!(delivery = %id, error = %e, "cannot prepare the webhook delivery"),
+                }
+            }
+            Ok(jobs)
+        })
+    }
+
+    fn prepare(
+        &self,
+        delivery: &Delivery,
+        endpoint: &Endpoint,
+        event: &Event,
+        lease: Timestamp,
+        now: Timestamp,
+    ) -> Result<DeliveryJob, ServiceError> {
+        let current = self.open_secret(&endpoint.secret)?;
+        let previous = match &endpoint.previous_secret {
+            Some((sealed, until)) if *until > now => Some(self.open_secret(sealed)?),
+            _ => None,
+        };
+        let ts = now.as_unix_seconds();
+        let s = &event.summary;
+        let body_sig = body_signature(
+            &current,
+            event.id.as_str(),
+            ts,
+            &event.kind,
+            &event.object_id,
+            s.amount.as_deref(),
+            s.currency.as_deref(),
+            s.state.as_deref(),
+        );
+        let body = self.core.renderer.delivery_body(event, ts, &body_sig);
+        let mut secrets = vec![&current];
+        secrets.extend(previous.as_ref());
+        let headers = vec![
+            ("webhook-id".to_owned(), event.id.to_string()),
+            ("webhook-timestamp".to_owned(), ts.to_string()),
+            ("webhook-signature".to_owned(), signature_header(&secrets, event.id.as_str(), ts, &body)),
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("user-agent".to_owned(), "Malipo-Webhooks/1".to_owned()),
+        ];
+        Ok(DeliveryJob {
+            delivery_id: delivery.id.clone(),
+            lease,
+            event_id: event.id.clone(),
+            endpoint_id: endpoint.id.clone(),
+            url: endpoint.url.clone(),
+            policy: self.core.webhooks.policy(endpoint.mode),
+            headers,
+            body,
+            timeout: self.core.webhooks.timeout,
+        })
+    }
+
+    /// Records an attempt and schedules what follows: a 2xx settles the delivery; a 410 disables
+    /// the endpoint; anything else is retried on the schedule (or after `Retry-After` on 429 and
+    /// 503, whichever is later) until the schedule runs out; an endpoint failing everything for
+    /// five days is disabled.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn record_attempt(&self, job: &DeliveryJob, outcome: &SendOutcome, latency_ms: u32) -> Result<(), ServiceError> {
+        let now = self.core.now();
+        write(self.core.store(), |tx| {
+            let attempt = Attempt {
+                delivery_id: job.delivery_id.clone(),
+                event_id: job.event_id.clone(),
+                endpoint_id: job.endpoint_id.clone(),
+                attempted_at: now,
+                status: match outcome {
+                    SendOutcome::Answered { status, .. } => Some(*status),
+                    SendOutcome::Failed(_) => None,
+                },
+                latency_ms,
+                error: match outcome {
+                    SendOutcome::Answered { status, .. } if (200..300).contains(status) => None,
+                    SendOutcome::Answered { status, .. } => Some(format!("HTTP {status}")),
+                    SendOutcome::Failed(e) => Some(e.clone()),
+                },
+            };
+            tx.insert_attempt(&attempt)?;
+            let Some(mut delivery) = tx.lock_delivery(&job.delivery_id)? else { return Ok(()) };
+            if delivery.state != DeliveryState::Pending || delivery.next_attempt_at != Some(job.lease) {
+                // The claim lapsed and another worker owns the delivery now: the attempt is on
+                // record, the schedule is theirs.
+                return Ok(());
+            }
+            let Some(mut endpoint) = tx.endpoint(&job.endpoint_id)? else { return Ok(()) };
+            delivery.attempts = delivery.attempts.saturating_add(1);
+            delivery.updated_at = now;
+            match outcome {
+                SendOutcome::Answered { status, .. } if (200..300).contains(status) => {
+                    delivery.state = DeliveryState::Succeeded;
+                    delivery.next_attempt_at = None;
+                    if endpoint.failing_since.take().is_some() {
+                        endpoint.updated_at = now;
+                        tx.update_endpoint(&endpoint)?;
+                    }
+                }
+                SendOutcome::Answered { status: 410, .. } => {
+                    delivery.state = DeliveryState::Failed;
+                    delivery.next_attempt_at = None;
+                    tx.update_delivery(&delivery)?;
+                    return disable(tx, &mut endpoint, "gone", now);
+                }
+                other => {
+                    let since = *endpoint.failing_since.get_or_insert(now);
+                    if now >= since.plus_seconds(FAILING_DISABLES_AFTER_SECONDS) {
+                        delivery.state = DeliveryState::Failed;
+                        delivery.next_attempt_at = None;
+                        tx.update_delivery(&delivery)?;
+                        return disable(tx, &mut endpoint, "failing", now);
+                    }
+                    endpoint.updated_at = now;
+                    tx.update_endpoint(&endpoint)?;
+                    let retry_after = match other {
+                        SendOutcome::Answered { status: 429 | 503, retry_after } => *retry_after,
+                        _ => None,
+                    };
+                    let attempts = usize::try_from(delivery.attempts).unwrap_or(usize::MAX);
+                    match self.core.webhooks.schedule.next_delay(attempts) {
+                        Some(wait) => {
+                            let wait = retry_after.map_or(wait, |r| wait.max(r.min(Duration::from_secs(86_400))));
+                            delivery.next_attempt_at = Some(now.plus_millis(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)));
+                        }
+                        None => {
+                            delivery.state = DeliveryState::Failed;
+                            delivery.next_attempt_at = None;
+                        }
+                    }
+                }
+            }
+            tx.update_delivery(&delivery)?;
+            Ok(())
+        })
+    }
+}

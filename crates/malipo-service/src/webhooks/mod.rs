@@ -1,0 +1,10 @@
+//! Webhooks: the endpoints and events API ([`Webhooks`]) and delivery of the outbox
+//! ([`Deliveries`]): claiming due deliveries, signing them, and scheduling what follows each attempt.
+
+mod api;
+mod delivery;
+mod model;
+
+pub use api::Webhooks;
+pub use delivery::Deliveries;
+pub use model::{DeliveryJob, EndpointWithSecret, EventDetail, Redelivery, SendOutcome};

@@ -1,0 +1,99 @@
+//! What the endpoints API and the sender share: the delivery job, an attempt's outcome, the
+//! API's answers, the timings, and disabling an endpoint.
+
+use std::time::Duration;
+
+use malipo_core::{EndpointId, EventId, Timestamp};
+use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event, UrlPolicy};
+
+use crate::error::ServiceError;
+use crate::ports::Tx;
+
+/// An endpoint that fails everything for this long is disabled.
+pub(crate) const FAILING_DISABLES_AFTER_SECONDS: i64 = 5 * 24 * 3600;
+/// The previous secret keeps signing this long after a rotation.
+pub(crate) const ROTATION_OVERLAP_SECONDS: i64 = 24 * 3600;
+/// A claimed delivery is re-claimable this long after its send timeout.
+pub(crate) const LEASE_MARGIN_SECONDS: i64 = 30;
+
+/// One attempt to make: everything the sender needs, signed.
+#[derive(Clone, Debug)]
+pub struct DeliveryJob {
+    /// The delivery.
+    pub delivery_id: String,
+    /// The claim's lease (the attempt is recorded against it).
+    pub lease: Timestamp,
+    /// The event (its id is the `webhook-id`).
+    pub event_id: EventId,
+    /// The endpoint.
+    pub endpoint_id: EndpointId,
+    /// Where to send.
+    pub url: String,
+    /// What the URL may reach.
+    pub policy: UrlPolicy,
+    /// Headers: `webhook-id`, `webhook-timestamp`, `webhook-signature`, `content-type`.
+    pub headers: Vec<(String, String)>,
+    /// The exact body.
+    pub body: Vec<u8>,
+    /// The send timeout.
+    pub timeout: Duration,
+}
+
+/// What one attempt got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SendOutcome {
+    /// An HTTP answer.
+    Answered {
+        /// Its status.
+        status: u16,
+        /// Its `Retry-After`, for 429 and 503.
+        retry_after: Option<Duration>,
+    },
+    /// No answer: timeout, refused connection, refused address.
+    Failed(String),
+}
+
+/// An endpoint as created or rotated: with its secret in plain text, this once.
+#[derive(Clone, Debug)]
+pub struct EndpointWithSecret {
+    /// The endpoint.
+    pub endpoint: Endpoint,
+    /// `whsec_…`.
+    pub secret: String,
+}
+
+/// An event with its delivery attempts.
+#[derive(Clone, Debug)]
+pub struct EventDetail {
+    /// The event.
+    pub event: Event,
+    /// Every attempt, oldest first.
+    pub attempts: Vec<Attempt>,
+    /// Its deliveries.
+    pub deliveries: Vec<Delivery>,
+}
+
+/// What `POST /events/{id}/redeliver` queued.
+#[derive(Clone, Debug)]
+pub struct Redelivery {
+    /// The event.
+    pub event_id: EventId,
+    /// The endpoints it was queued for.
+    pub endpoint_ids: Vec<EndpointId>,
+}
+
+/// Disables an endpoint: no more deliveries; pending ones fail.
+pub(crate) fn disable(tx: &mut dyn Tx, endpoint: &mut Endpoint, reason: &str, now: Timestamp) -> Result<(), ServiceError> {
+    endpoint.enabled = false;
+    endpoint.disabled_reason = Some(reason.to_owned());
+    endpoint.updated_at = now;
+    tx.update_endpoint(endpoint)?;
+    for mut d in tx.pending_deliveries_of_endpoint(&endpoint.id)? {
+        d.state = DeliveryState::Failed;
+        d.next_attempt_at = None;
+        d.updated_at = now;
+        tx.update_delivery(&d)?;
+    }
+    tracing::warn!(endpoint = %endpoint.id, reason, "webhook endpoint disabled");
+    Ok(())
+}

@@ -1,0 +1,121 @@
+//! [`AuthRepo`] on the transaction's connection: organisations, credentials and tokens.
+
+use diesel::prelude::*;
+use malipo_auth::{AccessToken, Credential, Organisation};
+use malipo_core::{OrgId, Timestamp};
+use malipo_service::{AuthRepo, StoreError, TokenRecord};
+
+use crate::error::db_error;
+use crate::rows::{CredentialRow, OrgRow, TokenRow};
+use crate::schema::{access_tokens, credentials, organisations};
+use crate::tx::{inserted, per_backend, DieselTx};
+use crate::DbConnection;
+
+impl AuthRepo for DieselTx<'_> {
+    fn insert_org(&mut self, org: &Organisation) -> Result<(), StoreError> {
+        let row = OrgRow::from(org);
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(organisations::table)
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(c)))
+    }
+
+    fn org(&mut self, id: &OrgId) -> Result<Option<Organisation>, StoreError> {
+        organisations::table
+            .find(id.as_str())
+            .select(OrgRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(Organisation::try_from)
+            .transpose()
+    }
+
+    fn org_by_name(&mut self, name: &str) -> Result<Option<Organisation>, StoreError> {
+        organisations::table
+            .filter(organisations::name.eq(name))
+            .order((organisations::created_at.asc(), organisations::id.asc()))
+            .select(OrgRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(Organisation::try_from)
+            .transpose()
+    }
+
+    fn insert_credential(&mut self, credential: &Credential) -> Result<(), StoreError> {
+        let row = CredentialRow::from(credential);
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(credentials::table)
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(c)))
+    }
+
+    fn credential(&mut self, client_id: &str) -> Result<Option<Credential>, StoreError> {
+        credentials::table
+            .find(client_id)
+            .select(CredentialRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(Credential::try_from)
+            .transpose()
+    }
+
+    fn revoke_credential(&mut self, client_id: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let revoked =
+            diesel::update(credentials::table.filter(credentials::client_id.eq(client_id)).filter(credentials::revoked_at.is_null()))
+                .set(credentials::revoked_at.eq(now.as_micros()))
+                .execute(self.conn)
+                .map_err(db_error)?;
+        if revoked == 0 {
+            return Ok(false);
+        }
+        diesel::update(access_tokens::table.filter(access_tokens::client_id.eq(client_id)).filter(access_tokens::revoked_at.is_null()))
+            .set(access_tokens::revoked_at.eq(now.as_micros()))
+            .execute(self.conn)
+            .map_err(db_error)?;
+        Ok(true)
+    }
+
+    fn insert_token(&mut self, token: &AccessToken) -> Result<(), StoreError> {
+        let row = TokenRow::from(token);
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(access_tokens::table)
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(c)))
+    }
+
+    fn token(&mut self, digest: &str) -> Result<Option<TokenRecord>, StoreError> {
+        let found: Option<(TokenRow, OrgRow, Option<i64>)> = access_tokens::table
+            .inner_join(credentials::table)
+            .inner_join(organisations::table.on(organisations::id.eq(access_tokens::org_id)))
+            .filter(access_tokens::digest.eq(digest))
+            .select((TokenRow::as_select(), OrgRow::as_select(), credentials::revoked_at))
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?;
+        found
+            .map(|(token, org, credential_revoked_at)| {
+                Ok(TokenRecord {
+                    token: AccessToken::try_from(token)?,
+                    org: Organisation::try_from(org)?,
+                    credential_revoked: credential_revoked_at.is_some(),
+                })
+            })
+            .transpose()
+    }
+
+    fn revoke_token(&mut self, digest: &str, client_id: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let mine = access_tokens::table.filter(access_tokens::digest.eq(digest)).filter(access_tokens::client_id.eq(client_id));
+        let revoked = diesel::update(mine.filter(access_tokens::revoked_at.is_null()))
+            .set(access_tokens::revoked_at.eq(now.as_micros()))
+            .execute(self.conn)
+            .map_err(db_error)?;
+        if revoked > 0 {
+            return Ok(true);
+        }
+        // Already revoked: still this client's token (revocation is idempotent).
+        diesel::select(diesel::dsl::exists(mine)).get_result(self.conn).map_err(db_error)
+    }
+}

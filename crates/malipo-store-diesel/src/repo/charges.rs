@@ -1,0 +1,175 @@
+//! [`ChargeRepo`] on the transaction's connection: charges and cash-outs.
+
+use diesel::dsl::sql;
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Bool};
+use malipo_charges::{Charge, ChargeFilter, ChargeKind};
+use malipo_core::{ChargeRef, Mode, Msisdn, OrgId, Timestamp};
+use malipo_service::{ChargeRepo, StoreError};
+
+use crate::error::db_error;
+use crate::rows::ChargeRow;
+use crate::schema::charges;
+use crate::tx::{inserted, limit_i64, locked_row, per_backend, ClaimedRow, DieselTx, IN_CHUNK};
+use crate::DbConnection;
+
+impl ChargeRepo for DieselTx<'_> {
+    fn insert_charge(&mut self, charge: &Charge) -> Result<(), StoreError> {
+        let row = ChargeRow::from(charge);
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(charges::table).values(&row).on_conflict_do_nothing().execute(c)))
+    }
+
+    fn charge(&mut self, org_id: &OrgId, mode: Mode, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
+        charges::table
+            .filter(charges::id.eq(id.as_str()))
+            .filter(charges::org_id.eq(org_id.as_str()))
+            .filter(charges::mode.eq(mode.as_str()))
+            .select(ChargeRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(Charge::try_from)
+            .transpose()
+    }
+
+    fn latest_charge_by_reference(&mut self, org_id: &OrgId, mode: Mode, reference: &str) -> Result<Option<Charge>, StoreError> {
+        charges::table
+            .filter(charges::org_id.eq(org_id.as_str()))
+            .filter(charges::mode.eq(mode.as_str()))
+            .filter(charges::reference.eq(reference))
+            .filter(charges::kind.eq(ChargeKind::Charge.as_str()))
+            .order((charges::created_at.desc(), charges::id.desc()))
+            .select(ChargeRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(Charge::try_from)
+            .transpose()
+    }
+
+    fn lock_charge(&mut self, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
+        locked_row!(&mut *self.conn, charges::table.find(id.as_str()), ChargeRow => Charge)
+    }
+
+    fn update_charge(&mut self, charge: &Charge) -> Result<(), StoreError> {
+        let row = ChargeRow::from(charge);
+        let updated = diesel::update(charges::table.find(row.id.as_str()))
+            .set((
+                charges::state.eq(&row.state),
+                charges::failure_reason.eq(&row.failure_reason),
+                charges::transaction_id.eq(&row.transaction_id),
+                charges::payer_account.eq(&row.payer_account),
+                charges::amount_reversed.eq(row.amount_reversed),
+                charges::updated_at.eq(row.updated_at),
+                charges::completed_at.eq(row.completed_at),
+                charges::next_action_at.eq(row.next_action_at),
+            ))
+            .execute(self.conn)
+            .map_err(db_error)?;
+        if updated == 0 {
+            return Err(StoreError::Other(format!("no charge {} to update", row.id)));
+        }
+        Ok(())
+    }
+
+    fn list_charges(
+        &mut self,
+        org_id: &OrgId,
+        mode: Mode,
+        filter: &ChargeFilter,
+        before: Option<&ChargeRef>,
+        limit: usize,
+    ) -> Result<Vec<Charge>, StoreError> {
+        let mut query = charges::table
+            .filter(charges::org_id.eq(org_id.as_str()))
+            .filter(charges::mode.eq(mode.as_str()))
+            .filter(charges::kind.eq(ChargeKind::Charge.as_str()))
+            .into_boxed();
+        if let Some(state) = filter.state {
+            query = query.filter(charges::state.eq(state.as_str()));
+        }
+        if let Some(from) = filter.from {
+            query = query.filter(charges::created_at.ge(from.as_micros()));
+        }
+        if let Some(to) = filter.to {
+            query = query.filter(charges::created_at.lt(to.as_micros()));
+        }
+        if let Some(reference) = &filter.reference {
+            query = query.filter(charges::reference.eq(reference.as_str()));
+        }
+        if let Some(before) = before {
+            query = query.filter(charges::id.lt(before.as_str()));
+        }
+        query
+            .order(charges::id.desc())
+            .limit(limit_i64(limit))
+            .select(ChargeRow::as_select())
+            .load(self.conn)
+            .map_err(db_error)?
+            .into_iter()
+            .map(Charge::try_from)
+            .collect()
+    }
+
+    fn claim_due_charges(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut claimed: Vec<(i64, String)> = match &mut *self.conn {
+            DbConnection::Pg(c) => {
+                // Rows another claimer has locked are skipped, not waited for; a row another
+                // claimer has just leased fails `next_action_at <= now` when re-checked.
+                let rows: Vec<ClaimedRow> = diesel::sql_query(
+                    "WITH due AS ( \
+                         SELECT id, next_action_at FROM charges \
+                          WHERE next_action_at <= $1 \
+                          ORDER BY next_action_at, id \
+                          LIMIT $3 \
+                            FOR UPDATE SKIP LOCKED) \
+                     UPDATE charges SET next_action_at = $2 \
+                       FROM due \
+                      WHERE charges.id = due.id \
+                     RETURNING charges.id AS id, due.next_action_at AS due_at",
+                )
+                .bind::<BigInt, _>(now.as_micros())
+                .bind::<BigInt, _>(lease_until.as_micros())
+                .bind::<BigInt, _>(limit_i64(limit))
+                .load(c)
+                .map_err(db_error)?;
+                rows.into_iter().map(|r| (r.due_at, r.id)).collect()
+            }
+            DbConnection::Sqlite(c) => {
+                // Writers are serialised by BEGIN IMMEDIATE: select, then lease.
+                let due: Vec<(String, Option<i64>)> = charges::table
+                    .filter(charges::next_action_at.le(now.as_micros()))
+                    .order((charges::next_action_at.asc(), charges::id.asc()))
+                    .limit(limit_i64(limit))
+                    .select((charges::id, charges::next_action_at))
+                    .load(c)
+                    .map_err(db_error)?;
+                let ids: Vec<&str> = due.iter().map(|(id, _)| id.as_str()).collect();
+                for chunk in ids.chunks(IN_CHUNK) {
+                    diesel::update(charges::table.filter(charges::id.eq_any(chunk)))
+                        .set(charges::next_action_at.eq(lease_until.as_micros()))
+                        .execute(c)
+                        .map_err(db_error)?;
+                }
+                due.into_iter().map(|(id, at)| (at.unwrap_or_default(), id)).collect()
+            }
+        };
+        claimed.sort();
+        Ok(claimed.into_iter().map(|(_, id)| ChargeRef::from_trusted(id)).collect())
+    }
+
+    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<Charge>, StoreError> {
+        let rows: Vec<ChargeRow> = charges::table
+            .filter(charges::mode.eq(mode.as_str()))
+            .filter(charges::payer_msisdn.eq(msisdn.as_str()))
+            .filter(sql::<Bool>("charges.state = 'pending'"))
+            .order((charges::created_at.asc(), charges::id.asc()))
+            .select(ChargeRow::as_select())
+            .load(self.conn)
+            .map_err(db_error)?;
+        rows.into_iter().map(Charge::try_from).collect()
+    }
+}

@@ -1,0 +1,52 @@
+//! [`IdempotencyRepo`] on the transaction's connection: idempotency keys.
+
+use diesel::prelude::*;
+use malipo_core::Timestamp;
+use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
+use malipo_service::{IdempotencyRepo, StoreError};
+
+use crate::error::db_error;
+use crate::rows::KeyRow;
+use crate::schema::idempotency_keys;
+use crate::tx::{per_backend, DieselTx};
+use crate::DbConnection;
+
+impl IdempotencyRepo for DieselTx<'_> {
+    fn idempotency_record(&mut self, scope: &KeyScope, key: &IdempotencyKey) -> Result<Option<IdempotencyRecord>, StoreError> {
+        idempotency_keys::table
+            .find((scope.org_id.as_str(), scope.mode.as_str(), scope.operation.as_str(), key.as_str()))
+            .select(KeyRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(IdempotencyRecord::try_from)
+            .transpose()
+    }
+
+    fn insert_key(&mut self, scope: &KeyScope, key: &IdempotencyKey, record: &IdempotencyRecord) -> Result<bool, StoreError> {
+        let row = KeyRow {
+            org_id: scope.org_id.as_str().to_owned(),
+            mode: scope.mode.as_str().to_owned(),
+            operation: scope.operation.clone(),
+            key: key.as_str().to_owned(),
+            fingerprint: record.fingerprint.as_str().to_owned(),
+            status: record.response.as_ref().map(|r| i32::from(r.status)),
+            response_body: record.response.as_ref().map(|r| r.body.clone()),
+            created_at: record.created_at.as_micros(),
+        };
+        // On PostgreSQL this waits for a concurrent uncommitted insert of the same key.
+        let inserted = per_backend!(&mut *self.conn, |c| diesel::insert_into(idempotency_keys::table)
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(c))
+        .map_err(db_error)?;
+        Ok(inserted > 0)
+    }
+
+    fn purge_keys(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        let deleted = diesel::delete(idempotency_keys::table.filter(idempotency_keys::created_at.lt(before.as_micros())))
+            .execute(self.conn)
+            .map_err(db_error)?;
+        Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+    }
+}

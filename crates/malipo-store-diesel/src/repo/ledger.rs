@@ -1,0 +1,406 @@
+//! [`LedgerRepo`] on the transaction's connection: accounts, balances, holds, journals and postings.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+
+use diesel::dsl::sql;
+use diesel::prelude::*;
+use diesel::sql_types::Bool;
+use malipo_charges::ChargeKind;
+use malipo_core::{AccountId, MinorUnit, Mode, OrgId, Timestamp, TransactionId};
+use malipo_ledger::{
+    chain_hash, Account, ChainedJournal, Journal, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting, GENESIS_HASH,
+};
+use malipo_service::{AccountKey, LedgerRepo, StatementLine, StoreError};
+
+use crate::error::{account_error, db_error, Fail};
+use crate::rows::{self, AccountRow, JournalRow, NewPosting};
+use crate::schema::{accounts, charges, journals, ledger_heads, postings};
+use crate::tx::{inserted, limit_i64, per_backend, DieselTx, IN_CHUNK};
+use crate::DbConnection;
+
+/// A posting joined with its journal: id, journal id, account, amount, balance after, created at,
+/// journal kind, source reference.
+type StatementRow = (i64, String, String, i64, i64, i64, String, String);
+
+/// The `kind IN (…)` of `accounts_system_kind_key`, as a literal so that PostgreSQL can use that
+/// partial index under a generic plan.
+fn system_kind() -> diesel::expression::SqlLiteral<Bool> {
+    sql::<Bool>("accounts.kind IN ('revenue', 'issuance', 'sandbox_funding')")
+}
+
+impl LedgerRepo for DieselTx<'_> {
+    fn insert_account(&mut self, account: &Account) -> Result<(), StoreError> {
+        let row = AccountRow::from(account);
+        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(accounts::table).values(&row).on_conflict_do_nothing().execute(c)))
+    }
+
+    fn account(&mut self, id: &AccountId) -> Result<Option<Account>, StoreError> {
+        accounts::table
+            .find(id.as_str())
+            .select(AccountRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(Account::try_from)
+            .transpose()
+    }
+
+    fn find_account(&mut self, key: &AccountKey) -> Result<Option<Account>, StoreError> {
+        let found = match key {
+            AccountKey::Org { org_id, mode, kind } => accounts::table
+                .filter(accounts::org_id.eq(org_id.as_str()))
+                .filter(accounts::mode.eq(mode.as_str()))
+                .filter(accounts::kind.eq(kind.as_str()))
+                .select(AccountRow::as_select())
+                .first(self.conn)
+                .optional(),
+            AccountKey::System { mode, currency, kind } => accounts::table
+                .filter(accounts::mode.eq(mode.as_str()))
+                .filter(accounts::currency.eq(currency.as_str()))
+                .filter(accounts::kind.eq(kind.as_str()))
+                .filter(system_kind())
+                .select(AccountRow::as_select())
+                .first(self.conn)
+                .optional(),
+        };
+        found.map_err(db_error)?.map(Account::try_from).transpose()
+    }
+
+    fn org_accounts(&mut self, org_id: &OrgId, mode: Mode) -> Result<Vec<Account>, StoreError> {
+        accounts::table
+            .filter(accounts::org_id.eq(org_id.as_str()))
+            .filter(accounts::mode.eq(mode.as_str()))
+            .order((accounts::created_at.asc(), accounts::id.asc()))
+            .select(AccountRow::as_select())
+            .load(self.conn)
+            .map_err(db_error)?
+            .into_iter()
+            .map(Account::try_from)
+            .collect()
+    }
+
+    fn hold(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
+        let amt = amount.get();
+        let updated = diesel::update(
+            accounts::table
+                .filter(accounts::id.eq(account.as_str()))
+                .filter(accounts::allow_negative.or((accounts::balance - accounts::held).ge(amt))),
+        )
+        .set(accounts::held.eq(accounts::held + amt))
+        .execute(self.conn)
+        .map_err(|e| account_error(e, account))?;
+        if updated > 0 {
+            return Ok(());
+        }
+        if account_exists(self.conn, account)? {
+            Err(LedgerError::InsufficientFunds(account.clone()).into())
+        } else {
+            Err(LedgerError::UnknownAccount(account.clone()).into())
+        }
+    }
+
+    fn release(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
+        let amt = amount.get();
+        let updated = diesel::update(accounts::table.filter(accounts::id.eq(account.as_str())).filter(accounts::held.ge(amt)))
+            .set(accounts::held.eq(accounts::held - amt))
+            .execute(self.conn)
+            .map_err(|e| account_error(e, account))?;
+        if updated > 0 {
+            return Ok(());
+        }
+        if account_exists(self.conn, account)? {
+            Err(LedgerError::ReleaseExceedsHold(account.clone()).into())
+        } else {
+            Err(LedgerError::UnknownAccount(account.clone()).into())
+        }
+    }
+
+    fn post_journal(&mut self, journal: &Journal) -> Result<(), StoreError> {
+        journal.check_balanced()?;
+        // In a savepoint: a refused line undoes the lines before it, and the caller's
+        // transaction stays usable (e.g. to record the failure).
+        self.conn.transaction::<_, Fail, _>(|conn| post_journal(conn, journal)).map_err(StoreError::from)
+    }
+
+    fn pending_credits(&mut self, account: &AccountId) -> Result<MinorUnit, StoreError> {
+        let rows: Vec<(i64, i64)> = charges::table
+            .filter(charges::merchant_account.eq(account.as_str()))
+            .filter(sql::<Bool>("charges.state = 'authorised'"))
+            .filter(charges::kind.eq(ChargeKind::Charge.as_str()))
+            .select((charges::amount, charges::fee))
+            .load(self.conn)
+            .map_err(db_error)?;
+        let mut total = MinorUnit::ZERO;
+        for (amount, fee) in rows {
+            total = total.checked_add(MinorUnit::new(amount - fee)).map_err(|_| StoreError::Ledger(LedgerError::Overflow))?;
+        }
+        Ok(total)
+    }
+
+    fn debits_since(&mut self, account: &AccountId, since: Timestamp) -> Result<MinorUnit, StoreError> {
+        let amounts: Vec<i64> = postings::table
+            .inner_join(journals::table)
+            .filter(postings::account_id.eq(account.as_str()))
+            .filter(postings::amount.lt(0))
+            .filter(postings::created_at.ge(since.as_micros()))
+            .filter(journals::kind.ne(JournalKind::SandboxFunding.as_str()))
+            .select(postings::amount)
+            .load(self.conn)
+            .map_err(db_error)?;
+        let mut total = MinorUnit::ZERO;
+        for a in amounts {
+            total = total.checked_sub(MinorUnit::new(a)).map_err(|_| StoreError::Ledger(LedgerError::Overflow))?;
+        }
+        Ok(total)
+    }
+
+    fn account_postings(&mut self, account: &AccountId, after: Option<i64>, limit: usize) -> Result<Vec<StatementLine>, StoreError> {
+        let rows: Vec<StatementRow> = postings::table
+            .inner_join(journals::table)
+            .filter(postings::account_id.eq(account.as_str()))
+            .filter(postings::id.gt(after.unwrap_or(0)))
+            .order(postings::id.asc())
+            .limit(limit_i64(limit))
+            .select((
+                postings::id,
+                postings::journal_id,
+                postings::account_id,
+                postings::amount,
+                postings::balance_after,
+                postings::created_at,
+                journals::kind,
+                journals::source_ref,
+            ))
+            .load(self.conn)
+            .map_err(db_error)?;
+        rows.into_iter()
+            .map(|(seq, journal_id, account, amount, balance_after, created_at, kind, source_ref)| {
+                Ok(StatementLine {
+                    seq,
+                    posting: Posting {
+                        journal_id: TransactionId::from_trusted(journal_id),
+                        account: AccountId::from_trusted(account),
+                        amount: MinorUnit::new(amount),
+                        balance_after: MinorUnit::new(balance_after),
+                        kind: JournalKind::from_str(&kind)
+                            .map_err(|_| StoreError::Other(format!("stored journal kind `{kind}` does not parse")))?,
+                        source_ref,
+                        created_at: Timestamp::from_micros(created_at),
+                    },
+                })
+            })
+            .collect()
+    }
+
+    fn ledger_snapshot(&mut self, mode: Option<Mode>) -> Result<LedgerSnapshot, StoreError> {
+        ledger_snapshot(self.conn, mode).map_err(StoreError::from)
+    }
+
+    fn ledger_part(&mut self, ids: &[AccountId]) -> Result<LedgerSnapshot, StoreError> {
+        ledger_part(self.conn, ids).map_err(StoreError::from)
+    }
+}
+
+fn account_exists(conn: &mut DbConnection, id: &AccountId) -> Result<bool, StoreError> {
+    diesel::select(diesel::dsl::exists(accounts::table.find(id.as_str()))).get_result(conn).map_err(db_error)
+}
+
+/// Posts a checked journal (inside a savepoint).
+fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> {
+    let mode = journal.mode.as_str();
+    let currency = journal.currency.as_str();
+
+    // Lines in descending account order, so that concurrent postings lock accounts in one order
+    // (a stable sort keeps each account's own lines in journal order). Ids are time-ordered, so
+    // the platform's shared accounts (revenue, issuance, sandbox funding), opened first and
+    // touched by many journals, are locked last and held the shortest time.
+    let mut order: Vec<usize> = (0..journal.lines.len()).collect();
+    order.sort_by(|&a, &b| journal.lines[b].account.cmp(&journal.lines[a].account));
+    let mut balance_after = vec![0_i64; journal.lines.len()];
+    for i in order {
+        let line = &journal.lines[i];
+        let amount = line.amount.get();
+        // The rule of `Journal::apply_line`: same ledger, and an account that may not go
+        // negative never ends below what it holds.
+        let target = accounts::table
+            .filter(accounts::id.eq(line.account.as_str()))
+            .filter(accounts::mode.eq(mode))
+            .filter(accounts::currency.eq(currency))
+            .filter(accounts::allow_negative.or((accounts::balance + amount).ge(accounts::held)));
+        let set = accounts::balance.eq(accounts::balance + amount);
+        let balance: Option<i64> = match &mut *conn {
+            DbConnection::Pg(c) => diesel::update(target).set(set).returning(accounts::balance).get_result(c).optional(),
+            DbConnection::Sqlite(c) => match diesel::update(target).set(set).execute(c) {
+                Ok(0) => Ok(None),
+                Ok(_) => accounts::table.find(line.account.as_str()).select(accounts::balance).first(c).map(Some),
+                Err(e) => Err(e),
+            },
+        }
+        .map_err(|e| account_error(e, &line.account))?;
+        match balance {
+            Some(b) => balance_after[i] = b,
+            None => return Err(refused_line(conn, journal, &line.account)?.into()),
+        }
+    }
+
+    // Postings before their journal (the foreign key is checked at commit): the ledger head,
+    // which every journal of this ledger locks, is taken by the last statements, so it is held
+    // for as short a time as possible.
+    let postings = journal
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            Ok(NewPosting {
+                journal_id: journal.id.as_str(),
+                line_no: i32::try_from(i).map_err(|_| StoreError::Other("too many journal lines".into()))?,
+                account_id: line.account.as_str(),
+                amount: line.amount.get(),
+                balance_after: balance_after[i],
+                created_at: journal.created_at.as_micros(),
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    per_backend!(&mut *conn, |c| diesel::insert_into(postings::table).values(&postings).execute(c))?;
+
+    let (prev_seq, prev_hash) = lock_ledger_head(conn, mode, currency)?;
+    let seq = prev_seq + 1;
+    let hash = chain_hash(&prev_hash, seq, journal);
+    diesel::update(ledger_heads::table.find((mode, currency)))
+        .set((ledger_heads::seq.eq(seq), ledger_heads::hash.eq(&hash)))
+        .execute(conn)?;
+    let row = JournalRow {
+        id: journal.id.as_str().to_owned(),
+        mode: mode.to_owned(),
+        currency: currency.to_owned(),
+        kind: journal.kind.as_str().to_owned(),
+        source_ref: journal.source_ref.clone(),
+        created_at: journal.created_at.as_micros(),
+        seq,
+        prev_hash,
+        hash,
+    };
+    diesel::insert_into(journals::table).values(&row).execute(conn)?;
+    Ok(())
+}
+
+/// Why the conditional update of a line changed nothing.
+fn refused_line(conn: &mut DbConnection, journal: &Journal, account: &AccountId) -> Result<LedgerError, Fail> {
+    let found: Option<(String, String)> =
+        accounts::table.find(account.as_str()).select((accounts::mode, accounts::currency)).first(conn).optional()?;
+    Ok(match found {
+        None => LedgerError::UnknownAccount(account.clone()),
+        Some((mode, currency)) if mode != journal.mode.as_str() || currency != journal.currency.as_str() => {
+            LedgerError::Mismatch(account.clone())
+        }
+        Some(_) => LedgerError::InsufficientFunds(account.clone()),
+    })
+}
+
+/// Reads a ledger's chain head, locked until the transaction ends (PostgreSQL `FOR UPDATE`;
+/// SQLite writers are serialised anyway), creating it at the genesis if absent.
+fn lock_ledger_head(conn: &mut DbConnection, mode: &str, currency: &str) -> Result<(i64, String), Fail> {
+    for _ in 0..2 {
+        let query = ledger_heads::table.find((mode, currency)).select((ledger_heads::seq, ledger_heads::hash));
+        let head: Option<(i64, String)> = match &mut *conn {
+            DbConnection::Pg(c) => query.for_update().first(c).optional()?,
+            DbConnection::Sqlite(c) => query.first(c).optional()?,
+        };
+        if let Some(head) = head {
+            return Ok(head);
+        }
+        // The ledger's first journal. Two first journals can race here: the loser's insert does
+        // nothing (waiting for the winner on PostgreSQL) and its next read locks the winner's row.
+        per_backend!(&mut *conn, |c| diesel::insert_into(ledger_heads::table)
+            .values((
+                ledger_heads::mode.eq(mode),
+                ledger_heads::currency.eq(currency),
+                ledger_heads::seq.eq(0_i64),
+                ledger_heads::hash.eq(GENESIS_HASH),
+            ))
+            .on_conflict_do_nothing()
+            .execute(c))?;
+    }
+    Err(StoreError::Other(format!("ledger head {mode}/{currency} could not be created")).into())
+}
+
+/// Every account and journal of one mode or all.
+fn ledger_snapshot(conn: &mut DbConnection, mode: Option<Mode>) -> Result<LedgerSnapshot, Fail> {
+    let mut accounts_query = accounts::table.select(AccountRow::as_select()).order(accounts::id.asc()).into_boxed();
+    let mut journals_query = journals::table
+        .select(JournalRow::as_select())
+        .order((journals::mode.asc(), journals::currency.asc(), journals::seq.asc()))
+        .into_boxed();
+    let mut lines_query = postings::table
+        .inner_join(journals::table)
+        .select((postings::journal_id, postings::account_id, postings::amount))
+        .order((postings::journal_id.asc(), postings::line_no.asc()))
+        .into_boxed();
+    if let Some(mode) = mode {
+        accounts_query = accounts_query.filter(accounts::mode.eq(mode.as_str()));
+        journals_query = journals_query.filter(journals::mode.eq(mode.as_str()));
+        lines_query = lines_query.filter(journals::mode.eq(mode.as_str()));
+    }
+    let accounts = accounts_query.load::<AccountRow>(conn)?.into_iter().map(Account::try_from).collect::<Result<Vec<_>, _>>()?;
+    let journal_rows: Vec<JournalRow> = journals_query.load(conn)?;
+    let line_rows: Vec<(String, String, i64)> = lines_query.load(conn)?;
+    Ok(LedgerSnapshot { accounts, journals: chained(journal_rows, line_rows)? })
+}
+
+/// The accounts `ids` and every journal touching them, with all their lines.
+fn ledger_part(conn: &mut DbConnection, ids: &[AccountId]) -> Result<LedgerSnapshot, Fail> {
+    let ids: Vec<&str> = ids.iter().map(AccountId::as_str).collect();
+    let mut accounts = Vec::new();
+    let mut journal_ids: Vec<String> = Vec::new();
+    for chunk in ids.chunks(IN_CHUNK) {
+        let rows: Vec<AccountRow> = accounts::table.filter(accounts::id.eq_any(chunk)).select(AccountRow::as_select()).load(conn)?;
+        for row in rows {
+            accounts.push(Account::try_from(row)?);
+        }
+        journal_ids.extend(
+            postings::table.filter(postings::account_id.eq_any(chunk)).select(postings::journal_id).distinct().load::<String>(conn)?,
+        );
+    }
+    journal_ids.sort();
+    journal_ids.dedup();
+    let mut journal_rows = Vec::new();
+    let mut line_rows = Vec::new();
+    for chunk in journal_ids.chunks(IN_CHUNK) {
+        journal_rows.extend(journals::table.filter(journals::id.eq_any(chunk)).select(JournalRow::as_select()).load::<JournalRow>(conn)?);
+        line_rows.extend(
+            postings::table
+                .filter(postings::journal_id.eq_any(chunk))
+                .select((postings::journal_id, postings::account_id, postings::amount))
+                .order((postings::journal_id.asc(), postings::line_no.asc()))
+                .load::<(String, String, i64)>(conn)?,
+        );
+    }
+    journal_rows.sort_by(|a, b| (&a.mode, &a.currency, a.seq).cmp(&(&b.mode, &b.currency, b.seq)));
+    Ok(LedgerSnapshot { accounts, journals: chained(journal_rows, line_rows)? })
+}
+
+/// Journals with their lines (postings grouped by journal, each journal's in line order).
+fn chained(journal_rows: Vec<JournalRow>, line_rows: Vec<(String, String, i64)>) -> Result<Vec<ChainedJournal>, Fail> {
+    let mut lines: HashMap<String, Vec<JournalLine>> = HashMap::new();
+    for (journal_id, account, amount) in line_rows {
+        lines
+            .entry(journal_id)
+            .or_default()
+            .push(JournalLine { account: AccountId::from_trusted(account), amount: MinorUnit::new(amount) });
+    }
+    let mut journals = Vec::with_capacity(journal_rows.len());
+    for row in journal_rows {
+        let journal = Journal {
+            id: row.transaction_id(),
+            mode: rows::mode(&row.mode)?,
+            currency: rows::currency(&row.currency)?,
+            kind: row.journal_kind()?,
+            lines: lines.remove(&row.id).unwrap_or_default(),
+            source_ref: row.source_ref,
+            created_at: Timestamp::from_micros(row.created_at),
+        };
+        journals.push(ChainedJournal { seq: row.seq, prev_hash: row.prev_hash, hash: row.hash, journal });
+    }
+    Ok(journals)
+}

@@ -1,0 +1,135 @@
+//! [`ChargeRepo`] over the in-memory tables.
+
+use malipo_charges::{Charge, ChargeFilter, ChargeKind, ChargeState};
+use malipo_core::{ChargeRef, Mode, Msisdn, OrgId, Timestamp};
+use malipo_service::{ChargeRepo, StoreError};
+
+use crate::tx::{check, foreign_key, MemoryTx};
+
+/// The check constraints of the `charges` table: amounts in range, and the fields tied to the
+/// state (work due only while pending or authorised, a ledger transaction exactly when
+/// completed, a failure reason exactly when declined, expired or failed).
+fn check_charge(c: &Charge) -> Result<(), StoreError> {
+    let (amount, fee, reversed) = (c.amount.get(), c.fee.get(), c.amount_reversed.get());
+    check(amount > 0, "charges_amount_check")?;
+    check((0..=amount).contains(&fee), "charges_fee_check")?;
+    check((0..=amount).contains(&reversed), "charges_amount_reversed_check")?;
+    check((0..=fee).contains(&c.commission.get()), "charges_commission_check")?;
+    check(c.state.is_final() != c.next_action_at.is_some(), "charges_next_action_check")?;
+    check((c.state == ChargeState::Completed) == c.transaction_id.is_some(), "charges_transaction_check")?;
+    let failed = matches!(c.state, ChargeState::Declined | ChargeState::Expired | ChargeState::Failed);
+    check(failed == c.failure_reason.is_some(), "charges_failure_reason_check")
+}
+
+/// Whether a charge passes a list filter (`from` inclusive, `to` exclusive).
+fn matches_filter(charge: &Charge, filter: &ChargeFilter) -> bool {
+    filter.state.is_none_or(|s| charge.state == s)
+        && filter.from.is_none_or(|from| charge.created_at >= from)
+        && filter.to.is_none_or(|to| charge.created_at < to)
+        && filter.reference.as_deref().is_none_or(|r| charge.reference == r)
+}
+
+impl ChargeRepo for MemoryTx<'_> {
+    fn insert_charge(&mut self, charge: &Charge) -> Result<(), StoreError> {
+        let s = self.w()?;
+        if s.charges.contains_key(&charge.id) {
+            return Err(StoreError::Duplicate);
+        }
+        foreign_key(s.orgs.contains_key(&charge.org_id), "the charge's organisation")?;
+        foreign_key(s.accounts.contains_key(&charge.merchant_account), "the charge's merchant account")?;
+        check_charge(charge)?;
+        s.charges.insert(charge.id.clone(), charge.clone());
+        Ok(())
+    }
+
+    fn charge(&mut self, org_id: &OrgId, mode: Mode, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
+        Ok(self.r().charges.get(id).filter(|c| &c.org_id == org_id && c.mode == mode).cloned())
+    }
+
+    fn latest_charge_by_reference(&mut self, org_id: &OrgId, mode: Mode, reference: &str) -> Result<Option<Charge>, StoreError> {
+        Ok(self
+            .r()
+            .charges
+            .values()
+            .filter(|c| c.kind == ChargeKind::Charge && &c.org_id == org_id && c.mode == mode && c.reference == reference)
+            .max_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)))
+            .cloned())
+    }
+
+    fn lock_charge(&mut self, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
+        // The whole store is locked for the transaction already.
+        Ok(self.r().charges.get(id).cloned())
+    }
+
+    fn update_charge(&mut self, charge: &Charge) -> Result<(), StoreError> {
+        let s = self.w()?;
+        // Like an UPDATE that matches no row: nothing to do.
+        let Some(stored) = s.charges.get_mut(&charge.id) else {
+            return Ok(());
+        };
+        let updated = Charge {
+            state: charge.state,
+            failure_reason: charge.failure_reason,
+            transaction_id: charge.transaction_id.clone(),
+            payer_account: charge.payer_account.clone(),
+            amount_reversed: charge.amount_reversed,
+            updated_at: charge.updated_at,
+            completed_at: charge.completed_at,
+            next_action_at: charge.next_action_at,
+            ..stored.clone()
+        };
+        check_charge(&updated)?;
+        *stored = updated;
+        Ok(())
+    }
+
+    fn list_charges(
+        &mut self,
+        org_id: &OrgId,
+        mode: Mode,
+        filter: &ChargeFilter,
+        before: Option<&ChargeRef>,
+        limit: usize,
+    ) -> Result<Vec<Charge>, StoreError> {
+        let s = self.r();
+        let below = match before {
+            Some(b) => s.charges.range::<ChargeRef, _>(..b),
+            None => s.charges.range::<ChargeRef, _>(..),
+        };
+        Ok(below
+            .rev()
+            .map(|(_, c)| c)
+            .filter(|c| c.kind == ChargeKind::Charge && &c.org_id == org_id && c.mode == mode && matches_filter(c, filter))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    fn claim_due_charges(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError> {
+        let s = self.w()?;
+        let mut due: Vec<(Timestamp, ChargeRef)> =
+            s.charges.values().filter_map(|c| c.next_action_at.filter(|at| *at <= now).map(|at| (at, c.id.clone()))).collect();
+        due.sort();
+        due.truncate(limit);
+        let mut claimed = Vec::with_capacity(due.len());
+        for (_, id) in due {
+            if let Some(c) = s.charges.get_mut(&id) {
+                c.next_action_at = Some(lease_until);
+            }
+            claimed.push(id);
+        }
+        Ok(claimed)
+    }
+
+    fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<Charge>, StoreError> {
+        let mut pending: Vec<Charge> = self
+            .r()
+            .charges
+            .values()
+            .filter(|c| c.mode == mode && &c.payer_msisdn == msisdn && c.state == ChargeState::Pending)
+            .cloned()
+            .collect();
+        pending.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(pending)
+    }
+}

@@ -1,0 +1,209 @@
+//! [`LedgerRepo`] over the in-memory tables.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use malipo_charges::{ChargeKind, ChargeState};
+use malipo_core::{AccountId, MinorUnit, Mode, OrgId, Timestamp, TransactionId};
+use malipo_ledger::journal::{hold, release};
+use malipo_ledger::{
+    chain_hash, Account, AccountKind, ChainedJournal, Journal, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting, GENESIS_HASH,
+};
+use malipo_service::{AccountKey, LedgerRepo, StatementLine, StoreError};
+
+use crate::state::LedgerHead;
+use crate::tx::{check, foreign_key, MemoryTx};
+
+impl LedgerRepo for MemoryTx<'_> {
+    fn insert_account(&mut self, account: &Account) -> Result<(), StoreError> {
+        let s = self.w()?;
+        if s.accounts.contains_key(&account.id) {
+            return Err(StoreError::Duplicate);
+        }
+        let org_key = account.org_id.as_ref().map(|org| (org.clone(), account.mode, account.kind));
+        let system_key = account.kind.is_system().then_some((account.mode, account.currency, account.kind));
+        let wallet_key = match (&account.owner_msisdn, account.kind) {
+            (Some(msisdn), AccountKind::Wallet) => Some((account.mode, msisdn.clone())),
+            _ => None,
+        };
+        let taken = org_key.as_ref().is_some_and(|k| s.org_account_index.contains_key(k))
+            || system_key.as_ref().is_some_and(|k| s.system_account_index.contains_key(k))
+            || wallet_key.as_ref().is_some_and(|k| s.wallet_account_index.contains_key(k));
+        if taken {
+            return Err(StoreError::Duplicate);
+        }
+        if let Some(org) = &account.org_id {
+            foreign_key(s.orgs.contains_key(org), "the account's organisation")?;
+        }
+        check(account.held >= MinorUnit::ZERO, "accounts_held_check")?;
+        check(account.kind.allows_negative() || account.balance >= account.held, "accounts_balance_check")?;
+        if let Some(k) = org_key {
+            s.org_account_index.insert(k, account.id.clone());
+        }
+        if let Some(k) = system_key {
+            s.system_account_index.insert(k, account.id.clone());
+        }
+        if let Some(k) = wallet_key {
+            s.wallet_account_index.insert(k, account.id.clone());
+        }
+        s.accounts.insert(account.id.clone(), account.clone());
+        Ok(())
+    }
+
+    fn account(&mut self, id: &AccountId) -> Result<Option<Account>, StoreError> {
+        Ok(self.r().accounts.get(id).cloned())
+    }
+
+    fn find_account(&mut self, key: &AccountKey) -> Result<Option<Account>, StoreError> {
+        let s = self.r();
+        let id = match key {
+            AccountKey::Org { org_id, mode, kind } => s.org_account_index.get(&(org_id.clone(), *mode, *kind)),
+            AccountKey::System { mode, currency, kind } => s.system_account_index.get(&(*mode, *currency, *kind)),
+        };
+        Ok(id.and_then(|id| s.accounts.get(id)).cloned())
+    }
+
+    fn org_accounts(&mut self, org_id: &OrgId, mode: Mode) -> Result<Vec<Account>, StoreError> {
+        let mut accounts: Vec<Account> =
+            self.r().accounts.values().filter(|a| a.org_id.as_ref() == Some(org_id) && a.mode == mode).cloned().collect();
+        accounts.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(accounts)
+    }
+
+    fn hold(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
+        let s = self.w()?;
+        let acc = s.accounts.get_mut(account).ok_or_else(|| LedgerError::UnknownAccount(account.clone()))?;
+        hold(acc, amount)?;
+        Ok(())
+    }
+
+    fn release(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
+        let s = self.w()?;
+        let acc = s.accounts.get_mut(account).ok_or_else(|| LedgerError::UnknownAccount(account.clone()))?;
+        release(acc, amount)?;
+        Ok(())
+    }
+
+    fn post_journal(&mut self, journal: &Journal) -> Result<(), StoreError> {
+        let s = self.w()?;
+        journal.check_balanced()?;
+        if s.journal_ids.contains(&journal.id) {
+            return Err(StoreError::Duplicate);
+        }
+        // Load ("lock") every account first, in id order, as the SQL adapters do.
+        let mut touched: BTreeMap<AccountId, Account> = BTreeMap::new();
+        for line in &journal.lines {
+            if !touched.contains_key(&line.account) {
+                let acc = s.accounts.get(&line.account).ok_or_else(|| LedgerError::UnknownAccount(line.account.clone()))?;
+                if acc.currency != journal.currency || acc.mode != journal.mode {
+                    return Err(LedgerError::Mismatch(acc.id.clone()).into());
+                }
+                touched.insert(acc.id.clone(), acc.clone());
+            }
+        }
+        // Apply the lines in order, on copies: nothing is written unless every line applies.
+        let mut postings = Vec::with_capacity(journal.lines.len());
+        for line in &journal.lines {
+            let acc = touched.get_mut(&line.account).ok_or_else(|| LedgerError::UnknownAccount(line.account.clone()))?;
+            journal.apply_line(acc, line.amount)?;
+            postings.push(Posting {
+                journal_id: journal.id.clone(),
+                account: line.account.clone(),
+                amount: line.amount,
+                balance_after: acc.balance,
+                kind: journal.kind,
+                source_ref: journal.source_ref.clone(),
+                created_at: journal.created_at,
+            });
+        }
+        let ledger = (journal.mode, journal.currency);
+        let (seq, prev_hash) = match s.heads.get(&ledger) {
+            Some(head) => (head.seq + 1, head.hash.clone()),
+            None => (1, GENESIS_HASH.to_owned()),
+        };
+        let hash = chain_hash(&prev_hash, seq, journal);
+        s.heads.insert(ledger, LedgerHead { seq, hash: hash.clone() });
+        s.journals.push(ChainedJournal { seq, prev_hash, hash, journal: journal.clone() });
+        s.journal_ids.insert(journal.id.clone());
+        s.postings.extend(postings);
+        s.accounts.extend(touched);
+        Ok(())
+    }
+
+    fn pending_credits(&mut self, account: &AccountId) -> Result<MinorUnit, StoreError> {
+        let mut sum = MinorUnit::ZERO;
+        for c in self.r().charges.values() {
+            if c.kind == ChargeKind::Charge && c.state == ChargeState::Authorised && &c.merchant_account == account {
+                sum = sum.checked_add(c.net().map_err(LedgerError::from)?).map_err(LedgerError::from)?;
+            }
+        }
+        Ok(sum)
+    }
+
+    fn debits_since(&mut self, account: &AccountId, since: Timestamp) -> Result<MinorUnit, StoreError> {
+        let mut sum = MinorUnit::ZERO;
+        for p in &self.r().postings {
+            if &p.account == account && p.amount.get() < 0 && p.created_at >= since && p.kind != JournalKind::SandboxFunding {
+                sum = sum.checked_sub(p.amount).map_err(LedgerError::from)?;
+            }
+        }
+        Ok(sum)
+    }
+
+    fn account_postings(&mut self, account: &AccountId, after: Option<i64>, limit: usize) -> Result<Vec<StatementLine>, StoreError> {
+        // A posting's place in posting order (from 1) plays the role of the SQL tables' serial id.
+        let start = after.map_or(0, |a| usize::try_from(a.max(0)).unwrap_or(usize::MAX));
+        Ok(self
+            .r()
+            .postings
+            .iter()
+            .enumerate()
+            .skip(start)
+            .filter(|(_, p)| &p.account == account)
+            .take(limit)
+            .map(|(i, p)| StatementLine { seq: i64::try_from(i + 1).unwrap_or(i64::MAX), posting: p.clone() })
+            .collect())
+    }
+
+    fn ledger_snapshot(&mut self, mode: Option<Mode>) -> Result<LedgerSnapshot, StoreError> {
+        let s = self.r();
+        let in_mode = |m: Mode| mode.is_none_or(|wanted| wanted == m);
+        let mut lines: BTreeMap<_, Vec<JournalLine>> = BTreeMap::new();
+        for p in &s.postings {
+            lines.entry(&p.journal_id).or_default().push(JournalLine { account: p.account.clone(), amount: p.amount });
+        }
+        let journals = s
+            .journals
+            .iter()
+            .filter(|cj| in_mode(cj.journal.mode))
+            .map(|cj| {
+                let mut cj = cj.clone();
+                cj.journal.lines = lines.get(&cj.journal.id).cloned().unwrap_or_default();
+                cj
+            })
+            .collect();
+        let accounts = s.accounts.values().filter(|a| in_mode(a.mode)).cloned().collect();
+        Ok(LedgerSnapshot { accounts, journals })
+    }
+
+    fn ledger_part(&mut self, ids: &[AccountId]) -> Result<LedgerSnapshot, StoreError> {
+        let s = self.r();
+        let wanted: BTreeSet<&AccountId> = ids.iter().collect();
+        let touching: BTreeSet<&TransactionId> = s.postings.iter().filter(|p| wanted.contains(&p.account)).map(|p| &p.journal_id).collect();
+        let mut lines: BTreeMap<_, Vec<JournalLine>> = BTreeMap::new();
+        for p in s.postings.iter().filter(|p| touching.contains(&p.journal_id)) {
+            lines.entry(&p.journal_id).or_default().push(JournalLine { account: p.account.clone(), amount: p.amount });
+        }
+        let journals = s
+            .journals
+            .iter()
+            .filter(|cj| touching.contains(&cj.journal.id))
+            .map(|cj| {
+                let mut cj = cj.clone();
+                cj.journal.lines = lines.get(&cj.journal.id).cloned().unwrap_or_default();
+                cj
+            })
+            .collect();
+        let accounts = ids.iter().filter_map(|id| s.accounts.get(id)).cloned().collect();
+        Ok(LedgerSnapshot { accounts, journals })
+    }
+}

@@ -1,0 +1,10 @@
+//! One file per feature: the repository traits of `malipo_service::ports` on [`crate::tx::MemoryTx`].
+
+mod auth;
+mod charges;
+mod endpoints;
+mod idempotency;
+mod ledger;
+mod outbox;
+mod ussd;
+mod wallets;

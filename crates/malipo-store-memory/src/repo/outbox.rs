@@ -1,0 +1,156 @@
+//! [`OutboxRepo`] over the in-memory tables.
+
+use std::collections::BTreeSet;
+
+use malipo_core::{EndpointId, EventId, Mode, OrgId, Timestamp};
+use malipo_service::{OutboxRepo, StoreError};
+use malipo_webhooks::{Attempt, Delivery, DeliveryState, Event};
+
+use crate::tx::{check, foreign_key, MemoryTx};
+
+/// The check constraints of the `deliveries` table (`attempts >= 0` holds by type; the count
+/// must also fit the column's `INTEGER`).
+fn check_delivery(d: &Delivery) -> Result<(), StoreError> {
+    check(i32::try_from(d.attempts).is_ok(), "deliveries_attempts_check")?;
+    check((d.state == DeliveryState::Pending) == d.next_attempt_at.is_some(), "deliveries_next_attempt_check")
+}
+
+/// The `delivery_attempts` row's range (`latency_ms >= 0` holds by type; it must fit the
+/// column's `INTEGER`).
+fn check_attempt(a: &Attempt) -> Result<(), StoreError> {
+    check(i32::try_from(a.latency_ms).is_ok(), "delivery_attempts_latency_ms_check")
+}
+
+/// Oldest first: by creation, then id.
+fn by_creation(a: &Delivery, b: &Delivery) -> std::cmp::Ordering {
+    (a.created_at, &a.id).cmp(&(b.created_at, &b.id))
+}
+
+impl OutboxRepo for MemoryTx<'_> {
+    fn insert_event(&mut self, event: &Event) -> Result<(), StoreError> {
+        let s = self.w()?;
+        if s.events.contains_key(&event.id) {
+            return Err(StoreError::Duplicate);
+        }
+        foreign_key(s.orgs.contains_key(&event.org_id), "the event's organisation")?;
+        s.events.insert(event.id.clone(), event.clone());
+        Ok(())
+    }
+
+    fn event(&mut self, org_id: &OrgId, mode: Mode, id: &EventId) -> Result<Option<Event>, StoreError> {
+        Ok(self.r().events.get(id).filter(|e| &e.org_id == org_id && e.mode == mode).cloned())
+    }
+
+    fn list_events(
+        &mut self,
+        org_id: &OrgId,
+        mode: Mode,
+        kind: Option<&str>,
+        after: Option<&EventId>,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let s = self.r();
+        let above = match after {
+            Some(a) => s.events.range::<EventId, _>((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)),
+            None => s.events.range::<EventId, _>(..),
+        };
+        Ok(above
+            .map(|(_, e)| e)
+            .filter(|e| &e.org_id == org_id && e.mode == mode && kind.is_none_or(|k| e.kind == k))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    fn insert_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError> {
+        let s = self.w()?;
+        if s.deliveries.contains_key(&delivery.id) {
+            return Err(StoreError::Duplicate);
+        }
+        foreign_key(s.events.contains_key(&delivery.event_id), "the delivery's event")?;
+        foreign_key(s.endpoints.contains_key(&delivery.endpoint_id), "the delivery's endpoint")?;
+        check_delivery(delivery)?;
+        s.deliveries.insert(delivery.id.clone(), delivery.clone());
+        Ok(())
+    }
+
+    fn lock_delivery(&mut self, id: &str) -> Result<Option<Delivery>, StoreError> {
+        // The whole store is locked for the transaction already.
+        Ok(self.r().deliveries.get(id).cloned())
+    }
+
+    fn update_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError> {
+        let s = self.w()?;
+        let Some(stored) = s.deliveries.get_mut(&delivery.id) else {
+            return Err(StoreError::Other(format!("no delivery {} to update", delivery.id)));
+        };
+        let updated = Delivery {
+            state: delivery.state,
+            attempts: delivery.attempts,
+            next_attempt_at: delivery.next_attempt_at,
+            updated_at: delivery.updated_at,
+            ..stored.clone()
+        };
+        check_delivery(&updated)?;
+        *stored = updated;
+        Ok(())
+    }
+
+    fn claim_due_deliveries(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<String>, StoreError> {
+        let s = self.w()?;
+        let mut due: Vec<(Timestamp, String)> = s
+            .deliveries
+            .values()
+            .filter(|d| d.state == DeliveryState::Pending)
+            .filter_map(|d| d.next_attempt_at.filter(|at| *at <= now).map(|at| (at, d.id.clone())))
+            .collect();
+        due.sort();
+        due.truncate(limit);
+        let mut claimed = Vec::with_capacity(due.len());
+        for (_, id) in due {
+            if let Some(d) = s.deliveries.get_mut(&id) {
+                d.next_attempt_at = Some(lease_until);
+            }
+            claimed.push(id);
+        }
+        Ok(claimed)
+    }
+
+    fn deliveries_of_event(&mut self, event_id: &EventId) -> Result<Vec<Delivery>, StoreError> {
+        let mut found: Vec<Delivery> = self.r().deliveries.values().filter(|d| &d.event_id == event_id).cloned().collect();
+        found.sort_by(by_creation);
+        Ok(found)
+    }
+
+    fn pending_deliveries_of_endpoint(&mut self, endpoint_id: &EndpointId) -> Result<Vec<Delivery>, StoreError> {
+        let mut found: Vec<Delivery> =
+            self.r().deliveries.values().filter(|d| &d.endpoint_id == endpoint_id && d.state == DeliveryState::Pending).cloned().collect();
+        found.sort_by(by_creation);
+        Ok(found)
+    }
+
+    fn insert_attempt(&mut self, attempt: &Attempt) -> Result<(), StoreError> {
+        let s = self.w()?;
+        foreign_key(s.deliveries.contains_key(&attempt.delivery_id), "the attempt's delivery")?;
+        check_attempt(attempt)?;
+        s.attempts.push(attempt.clone());
+        Ok(())
+    }
+
+    fn attempts_of_event(&mut self, event_id: &EventId) -> Result<Vec<Attempt>, StoreError> {
+        Ok(self.r().attempts.iter().filter(|a| &a.event_id == event_id).cloned().collect())
+    }
+
+    fn purge_events(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        let s = self.w()?;
+        let old: BTreeSet<EventId> = s.events.values().filter(|e| e.created_at < before).map(|e| e.id.clone()).collect();
+        if old.is_empty() {
+            return Ok(0);
+        }
+        let old_deliveries: BTreeSet<String> = s.deliveries.values().filter(|d| old.contains(&d.event_id)).map(|d| d.id.clone()).collect();
+        s.attempts.retain(|a| !old.contains(&a.event_id) && !old_deliveries.contains(&a.delivery_id));
+        s.deliveries.retain(|id, _| !old_deliveries.contains(id));
+        s.events.retain(|id, _| !old.contains(id));
+        Ok(u64::try_from(old.len()).unwrap_or(u64::MAX))
+    }
+}
