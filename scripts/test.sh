@@ -37,4 +37,7 @@ if ! cmp -s scripts/requirements-test.txt "$stamp" 2>/dev/null; then
 fi
 export MALIPO_TEST_PYTHON="$PWD/$venv/bin/python"
 
+# The HTTP tests mostly wait on the server and the databases: four at a time keep two cores busy.
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
+
 exec cargo test --workspace "$@"

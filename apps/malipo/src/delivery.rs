@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use malipo_service::{DeliveryJob, Platform, SendOutcome};
+use malipo_service::{DeliveryJob, Platform, SendOutcome, WebhookSender};
 use malipo_webhooks::{check_ip, check_url, UrlError, UrlPolicy};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use tokio::sync::{watch, Semaphore};
@@ -35,13 +35,12 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400);
 /// Spawns the delivery loop with `concurrency` sends in flight at most. Once `stop` is true it
 /// claims nothing more and waits (bounded by the send timeout) for the sends in flight, so their
 /// outcomes are recorded.
-pub fn spawn(platform: Platform, concurrency: usize, stop: watch::Receiver<bool>) -> JoinHandle<()> {
-    tokio::spawn(run(platform, concurrency.clamp(1, Semaphore::MAX_PERMITS), stop))
+pub fn spawn(platform: Platform, sender: Arc<dyn WebhookSender>, concurrency: usize, stop: watch::Receiver<bool>) -> JoinHandle<()> {
+    tokio::spawn(run(platform, sender, concurrency.clamp(1, Semaphore::MAX_PERMITS), stop))
 }
 
-async fn run(platform: Platform, concurrency: usize, mut stop: watch::Receiver<bool>) {
+async fn run(platform: Platform, sender: Arc<dyn WebhookSender>, concurrency: usize, mut stop: watch::Receiver<bool>) {
     let permits = Arc::new(Semaphore::new(concurrency));
-    let sender = Arc::new(Sender::default());
     while !*stop.borrow() {
         let free = permits.available_permits().min(BATCH);
         if free == 0 {
@@ -70,7 +69,7 @@ async fn run(platform: Platform, concurrency: usize, mut stop: watch::Receiver<b
             let Ok(permit) = Arc::clone(&permits).acquire_owned().await else { break };
             let (platform, sender) = (platform.clone(), Arc::clone(&sender));
             tokio::spawn(async move {
-                deliver(&platform, &sender, job).await;
+                deliver(&platform, sender.as_ref(), job).await;
                 drop(permit);
             });
         }
@@ -93,8 +92,10 @@ async fn run(platform: Platform, concurrency: usize, mut stop: watch::Receiver<b
 /// Sends one job and records the outcome (retrying the recording briefly if the database is
 /// unavailable; if it stays unavailable the lease lapses and the delivery is attempted again:
 /// delivery is at least once).
-async fn deliver(platform: &Platform, sender: &Sender, job: DeliveryJob) {
-    let (outcome, latency) = sender.send(&job).await;
+async fn deliver(platform: &Platform, sender: &dyn WebhookSender, job: DeliveryJob) {
+    let started = Instant::now();
+    let outcome = sender.send(&job).await;
+    let latency = started.elapsed();
     let latency_ms = u32::try_from(latency.as_millis()).unwrap_or(u32::MAX);
     tracing::debug!(event = %job.event_id, endpoint = %job.endpoint_id, ?outcome, latency_ms, "webhook attempt");
     let job = Arc::new(job);
@@ -133,21 +134,20 @@ impl Sender {
         clients.push((policy, client.clone()));
         Ok(client)
     }
+}
 
-    /// POSTs a job's body with its headers. Returns the outcome and the time to the answer's
-    /// status (or to the failure).
-    pub async fn send(&self, job: &DeliveryJob) -> (SendOutcome, Duration) {
-        let started = Instant::now();
+#[async_trait::async_trait]
+impl WebhookSender for Sender {
+    /// POSTs a job's body with its headers through the client of the job's URL policy.
+    async fn send(&self, job: &DeliveryJob) -> SendOutcome {
         // A URL written as an address never reaches the resolver: check it here.
         if let Err(e) = check_url(&job.url, job.policy) {
-            return (SendOutcome::Failed(refused_text(&e)), started.elapsed());
+            return SendOutcome::Failed(refused_text(&e));
         }
-        let client = match self.client(job.policy, job.timeout) {
-            Ok(c) => c,
-            Err(e) => return (SendOutcome::Failed(e), started.elapsed()),
-        };
-        let outcome = send_with(&client, job).await;
-        (outcome, started.elapsed())
+        match self.client(job.policy, job.timeout) {
+            Ok(client) => send_with(&client, job).await,
+            Err(e) => SendOutcome::Failed(e),
+        }
     }
 }
 
@@ -388,13 +388,147 @@ mod tests {
         // A URL written as an internal address is refused before sending.
         let sender = Sender::default();
         for url in ["https://169.254.169.254/latest", "https://10.0.0.1/x", "https://[::1]:9/x", "https://2130706433/x"] {
-            let (outcome, _) = sender.send(&job(url, live)).await;
+            let outcome = sender.send(&job(url, live)).await;
             assert!(matches!(&outcome, SendOutcome::Failed(e) if e.starts_with("address refused:")), "{url}: {outcome:?}");
         }
         // Test mode may reach loopback: nothing listens on port 9, so the connection is refused.
-        let (outcome, _) = sender.send(&job("http://127.0.0.1:9/hook", UrlPolicy::test(false))).await;
+        let outcome = sender.send(&job("http://127.0.0.1:9/hook", UrlPolicy::test(false))).await;
         assert_eq!(outcome, SendOutcome::Failed("connection refused".into()));
-        let (outcome, _) = sender.send(&job("http://localhost:9/hook", UrlPolicy::test(false))).await;
+        let outcome = sender.send(&job("http://localhost:9/hook", UrlPolicy::test(false))).await;
         assert_eq!(outcome, SendOutcome::Failed("connection refused".into()));
+    }
+}
+
+/// The delivery loop with the sender port mocked: what the loop does with a receiver's answers,
+/// without a receiver.
+#[cfg(test)]
+mod loop_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use malipo_auth::{OrgKind, Principal, SecretHasher};
+    use malipo_charges::Charge;
+    use malipo_core::{EventId, SystemClock};
+    use malipo_countries::Countries;
+    use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope, StoredResponse};
+    use malipo_service::ports::MockWebhookSender;
+    use malipo_service::{Idem, NewCharge, NoRenderer, ServiceConfig, SimulateAction, WebhookConfig};
+    use malipo_store_memory::MemoryStore;
+    use malipo_webhooks::{DeliveryState, SecretCipher};
+
+    use super::*;
+
+    const URL: &str = "https://hooks.example.com/malipo";
+
+    fn idem(p: &Principal, key: &str) -> Idem {
+        Idem {
+            scope: KeyScope { org_id: p.org_id.clone(), mode: p.mode, operation: key.into() },
+            key: IdempotencyKey::parse(key).unwrap(),
+            fingerprint: Fingerprint::of("POST", key, b""),
+        }
+    }
+
+    fn body(id: String) -> StoredResponse {
+        StoredResponse { status: 201, body: id.into_bytes() }
+    }
+
+    /// A platform over the in-memory store with one completed test charge and an endpoint for
+    /// it: one delivery due now. Returns the merchant and the event.
+    fn one_due_delivery() -> (Platform, Principal, EventId) {
+        let platform = Platform::new(
+            Arc::new(MemoryStore::new()),
+            Arc::new(Countries::builtin().unwrap()),
+            Arc::new(SecretHasher::with_params(8, 1, 1).unwrap()),
+            Arc::new(SystemClock),
+            ServiceConfig::default(),
+        )
+        .with_webhooks(Arc::new(NoRenderer), SecretCipher::ephemeral(), WebhookConfig::default());
+        let access = platform.access();
+        access.ensure_system_accounts().unwrap();
+        let credential = access.create_org("Duka", OrgKind::Merchant, "KE").unwrap();
+        let token = access.issue_token(&credential.client_id, &credential.client_secret, None).unwrap();
+        let shop = access.authenticate(&token.access_token).unwrap();
+        let events = ["charge.completed".to_owned()];
+        platform.webhooks().create_endpoint(&shop, URL, &events, None, &idem(&shop, "e"), &|_| body(String::new())).unwrap();
+        let new = NewCharge {
+            payer_msisdn: "254712340000".into(),
+            amount: "150".into(),
+            currency: None,
+            reference: "ORDER-1".into(),
+            description: None,
+        };
+        let created = platform.charges().create(&shop, &new, &idem(&shop, "c"), &|c: &Charge| body(c.id.to_string())).unwrap();
+        let id = String::from_utf8(created.response.body).unwrap();
+        platform.sandbox().simulate(&shop, &id, SimulateAction::Approve, &idem(&shop, "s"), &|_| body(String::new())).unwrap();
+        let event = platform.webhooks().events(&shop, Some("charge.completed"), None, 1).unwrap().data.remove(0).id;
+        (platform, shop, event)
+    }
+
+    /// Runs the loop with `sender` until `done` holds (or 5 s pass), then stops it.
+    async fn run_until(platform: &Platform, sender: MockWebhookSender, done: impl Fn() -> bool) {
+        let (stop, stopped) = watch::channel(false);
+        let worker = spawn(platform.clone(), Arc::new(sender), 4, stopped);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !done() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        stop.send(true).unwrap();
+        worker.await.unwrap();
+    }
+
+    fn delivery(platform: &Platform, shop: &Principal, event: &EventId) -> malipo_webhooks::Delivery {
+        platform.webhooks().event(shop, event.as_str()).unwrap().deliveries.remove(0)
+    }
+
+    #[actix_web::test]
+    async fn a_due_job_is_sent_once_with_its_signature_and_a_2xx_settles_it() {
+        let (platform, shop, event) = one_due_delivery();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let mut sender = MockWebhookSender::new();
+        let (counted, id) = (Arc::clone(&calls), event.clone());
+        sender
+            .expect_send()
+            .withf(move |job| {
+                job.url == URL && job.event_id == id && job.headers.iter().any(|(n, v)| n == "webhook-signature" && v.starts_with("v1,"))
+            })
+            .returning(move |_| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                SendOutcome::Answered { status: 204, retry_after: None }
+            });
+        run_until(&platform, sender, || delivery(&platform, &shop, &event).state == DeliveryState::Succeeded).await;
+        let d = delivery(&platform, &shop, &event);
+        assert_eq!((d.state, d.attempts, d.next_attempt_at), (DeliveryState::Succeeded, 1, None));
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "sent exactly once");
+    }
+
+    #[actix_web::test]
+    async fn a_503_with_retry_after_is_not_sent_again_before_its_time() {
+        let (platform, shop, event) = one_due_delivery();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let mut sender = MockWebhookSender::new();
+        let counted = Arc::clone(&calls);
+        sender.expect_send().returning(move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            SendOutcome::Answered { status: 503, retry_after: Some(Duration::from_secs(120)) }
+        });
+        let before = platform.now();
+        // Several idle rounds of the loop (it polls every 100 ms) after the first attempt.
+        let first = Arc::clone(&calls);
+        let seen = std::sync::Mutex::new(None::<Instant>);
+        run_until(&platform, sender, || {
+            let mut at = seen.lock().unwrap();
+            if first.load(Ordering::SeqCst) > 0 && at.is_none() {
+                *at = Some(Instant::now());
+            }
+            at.is_some_and(|t| t.elapsed() > Duration::from_millis(500))
+        })
+        .await;
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "one attempt, then the wait");
+        let d = delivery(&platform, &shop, &event);
+        assert_eq!((d.state, d.attempts), (DeliveryState::Pending, 1));
+        assert!(d.next_attempt_at.is_some_and(|t| t >= before.plus_seconds(120)), "{d:?}");
+        let attempts = platform.webhooks().event(&shop, event.as_str()).unwrap().attempts;
+        assert_eq!(attempts.iter().map(|a| a.status).collect::<Vec<_>>(), [Some(503)]);
     }
 }

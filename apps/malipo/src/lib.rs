@@ -138,7 +138,7 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     let handle = server.handle();
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut workers = worker::spawn(platform.clone(), settings.workers, stop_rx.clone());
-    workers.push(delivery::spawn(platform.clone(), settings.webhook_concurrency as usize, stop_rx));
+    workers.push(delivery::spawn(platform.clone(), Arc::new(delivery::Sender::default()), settings.webhook_concurrency as usize, stop_rx));
     let done = tokio::spawn(async move {
         server.await?;
         tracing::info!("HTTP server stopped; stopping workers");

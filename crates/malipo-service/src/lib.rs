@@ -50,7 +50,7 @@ pub use page::Page;
 pub use platform::Platform;
 pub use ports::{
     query, read, write, AccountKey, AuthRepo, ChargeRepo, EndpointRepo, EventRenderer, IdempotencyRepo, LedgerRepo, NoRenderer, OutboxRepo,
-    StatementLine, Store, TokenRecord, Tx, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState,
+    StatementLine, Store, TokenRecord, Tx, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender,
 };
 pub use processing::Processing;
 pub use sandbox::{Sandbox, SimulateAction};

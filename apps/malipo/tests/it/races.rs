@@ -1,12 +1,14 @@
 //! Check, then act, under a lock: two movements of one wallet at the same moment cannot both pass
 //! a rule that only one fits. Each test runs several rounds of a live scenario in which the
 //! final USSD hops (the PIN that approves, or sends) of two sessions, or an approval and an
-//! operator's lock, reach the server together. On PostgreSQL these fail within a few rounds when
+//! operator's lock, reach the server together. The rounds (each with its own customer) run side
+//! by side, so the suite pays for one round's set-up time, not ten. On PostgreSQL these fail within a few rounds when
 //! an approval reads the payer's wallet without locking its row; SQLite serialises writers, so
 //! there they hold by construction and guard the same outcome.
 
 use std::time::Duration;
 
+use futures_util::future::join_all;
 use serde_json::json;
 
 use crate::harness::{msisdn, ok, raw_at, session_id, Cast, Db, TestApp};
@@ -19,7 +21,7 @@ crate::on_both!(
 
 const PIN: &str = "4826";
 const WAIT: Duration = Duration::from_secs(10);
-const ROUNDS: usize = 10;
+const ROUNDS: usize = 20;
 
 /// A tier-0 customer (KES 5,000 per transaction, 10,000 a day, 20,000 balance) holding
 /// 15,000.00, who has already paid a 4,000.00 charge today: 6,000.00 of the day is left.
@@ -56,89 +58,95 @@ async fn last_hop(app: &TestApp, cast: &Cast, sid: &str, n: &str, inputs: &[&str
 async fn two_approvals_whose_sum_exceeds_the_daily_limit_pass_at_most_once(db: Db) {
     let app = TestApp::shared(db);
     let cast = Cast::new(app, malipo_core::Mode::Live, "1000000").await;
-    for round in 0..ROUNDS {
-        let n = customer_with_4000_used(app, &cast, "6000").await;
-        let first = cast.charge(app, &n, "4000").await;
-        let second = cast.charge(app, &n, "4000").await;
-        let a_inputs = ["3", "1", "1", PIN];
-        let b_inputs = ["3", "2", "1", PIN];
-        let a = dial_to_last(app, &cast, &n, &a_inputs).await;
-        let b = dial_to_last(app, &cast, &n, &b_inputs).await;
-        let (x, y) = tokio::join!(last_hop(app, &cast, &a, &n, &a_inputs), last_hop(app, &cast, &b, &n, &b_inputs));
-        let approved = [&x, &y].iter().filter(|s| s.contains("approved")).count();
-        assert_eq!(approved, 1, "round {round}: exactly one of two approvals fits the daily limit: {x:?} / {y:?}");
-        let mut completed = 0;
-        for r in [&first, &second] {
-            let c = app.wait_state_any(&cast.merchant_token, &format!("/partner/charges/{r}"), WAIT).await;
-            match c["state"].as_str().unwrap() {
-                "completed" => completed += 1,
-                "failed" => assert_eq!(c["failure_reason"], "limit_exceeded", "round {round}: {c}"),
-                other => panic!("round {round}: charge ended {other}: {c}"),
-            }
-        }
-        assert_eq!(completed, 1, "round {round}: one payment completes");
-        let w = cast.wallet(app, &n).await;
-        assert_eq!(w.raw("balance"), "7000.00", "round {round}: the wallet paid 4,000.00 once more");
-        assert_eq!(raw_at(&w.text, &["limits", "daily_used"]), "8000.00", "round {round}: {}", w.text);
-    }
+    join_all((0..ROUNDS).map(|round| daily_limit_round(app, &cast, round))).await;
     app.assert_ledger_ok().await;
+}
+
+async fn daily_limit_round(app: &TestApp, cast: &Cast, round: usize) {
+    let n = customer_with_4000_used(app, cast, "6000").await;
+    let first = cast.charge(app, &n, "4000").await;
+    let second = cast.charge(app, &n, "4000").await;
+    let a_inputs = ["3", "1", "1", PIN];
+    let b_inputs = ["3", "2", "1", PIN];
+    let a = dial_to_last(app, cast, &n, &a_inputs).await;
+    let b = dial_to_last(app, cast, &n, &b_inputs).await;
+    let (x, y) = tokio::join!(last_hop(app, cast, &a, &n, &a_inputs), last_hop(app, cast, &b, &n, &b_inputs));
+    let approved = [&x, &y].iter().filter(|s| s.contains("approved")).count();
+    assert_eq!(approved, 1, "round {round}: exactly one of two approvals fits the daily limit: {x:?} / {y:?}");
+    let mut completed = 0;
+    for r in [&first, &second] {
+        let c = app.wait_state_any(&cast.merchant_token, &format!("/partner/charges/{r}"), WAIT).await;
+        match c["state"].as_str().unwrap() {
+            "completed" => completed += 1,
+            "failed" => assert_eq!(c["failure_reason"], "limit_exceeded", "round {round}: {c}"),
+            other => panic!("round {round}: charge ended {other}: {c}"),
+        }
+    }
+    assert_eq!(completed, 1, "round {round}: one payment completes");
+    let w = cast.wallet(app, &n).await;
+    assert_eq!(w.raw("balance"), "7000.00", "round {round}: the wallet paid 4,000.00 once more");
+    assert_eq!(raw_at(&w.text, &["limits", "daily_used"]), "8000.00", "round {round}: {}", w.text);
 }
 
 async fn an_approval_racing_an_operator_lock_is_either_before_it_or_refused(db: Db) {
     let app = TestApp::shared(db);
     let cast = Cast::new(app, malipo_core::Mode::Live, "1000000").await;
-    for round in 0..ROUNDS {
-        let n = customer_with_4000_used(app, &cast, "6001").await;
-        let r = cast.charge(app, &n, "1000").await;
-        let inputs = ["3", "1", "1", PIN];
-        let sid = dial_to_last(app, &cast, &n, &inputs).await;
-        let (lock_path, reason) = (format!("/wallets/{n}/lock"), json!({"reason": "suspected fraud"}));
-        let lock = app.post_new(&cast.operator, &lock_path, &reason);
-        let (screen, locked) = tokio::join!(last_hop(app, &cast, &sid, &n, &inputs), lock);
-        ok(locked, "the operator's lock");
-        let c = app.wait_state_any(&cast.merchant_token, &format!("/partner/charges/{r}"), WAIT).await;
-        let w = cast.wallet(app, &n).await;
-        assert_eq!(w.json["state"], "locked", "round {round}");
-        if screen.contains("approved") {
-            // The approval came first: the lock found the charge no longer pending.
-            assert_eq!(c["state"], "completed", "round {round}: approved on screen: {c}");
-            assert_eq!(w.raw("balance"), "10000.00", "round {round}");
-        } else {
-            // The lock came first: nothing left the locked wallet.
-            assert_eq!(c["state"], "failed", "round {round}: {screen:?} {c}");
-            assert_eq!(c["failure_reason"], "wallet_locked", "round {round}: {c}");
-            assert_eq!(w.raw("balance"), "11000.00", "round {round}");
-        }
-    }
+    join_all((0..ROUNDS).map(|round| operator_lock_round(app, &cast, round))).await;
     app.assert_ledger_ok().await;
+}
+
+async fn operator_lock_round(app: &TestApp, cast: &Cast, round: usize) {
+    let n = customer_with_4000_used(app, cast, "6001").await;
+    let r = cast.charge(app, &n, "1000").await;
+    let inputs = ["3", "1", "1", PIN];
+    let sid = dial_to_last(app, cast, &n, &inputs).await;
+    let (lock_path, reason) = (format!("/wallets/{n}/lock"), json!({"reason": "suspected fraud"}));
+    let lock = app.post_new(&cast.operator, &lock_path, &reason);
+    let (screen, locked) = tokio::join!(last_hop(app, cast, &sid, &n, &inputs), lock);
+    ok(locked, "the operator's lock");
+    let c = app.wait_state_any(&cast.merchant_token, &format!("/partner/charges/{r}"), WAIT).await;
+    let w = cast.wallet(app, &n).await;
+    assert_eq!(w.json["state"], "locked", "round {round}");
+    if screen.contains("approved") {
+        // The approval came first: the lock found the charge no longer pending.
+        assert_eq!(c["state"], "completed", "round {round}: approved on screen: {c}");
+        assert_eq!(w.raw("balance"), "10000.00", "round {round}");
+    } else {
+        // The lock came first: nothing left the locked wallet.
+        assert_eq!(c["state"], "failed", "round {round}: {screen:?} {c}");
+        assert_eq!(c["failure_reason"], "wallet_locked", "round {round}: {c}");
+        assert_eq!(w.raw("balance"), "11000.00", "round {round}");
+    }
 }
 
 async fn an_approval_racing_a_p2p_send_over_the_daily_limit_passes_at_most_once(db: Db) {
     let app = TestApp::shared(db);
     let cast = Cast::new(app, malipo_core::Mode::Live, "1000000").await;
-    for round in 0..ROUNDS {
-        let n = customer_with_4000_used(app, &cast, "6002").await;
-        let to = cast.customer(app, "6003", PIN, "0").await;
-        let r = cast.charge(app, &n, "4000").await;
-        // 4,000 + 2,500 (+ its fee) do not both fit the 6,000 left of the day; each alone does.
-        let approve = ["3", "1", "1", PIN];
-        let send = ["1", to.as_str(), "2500", PIN];
-        let a = dial_to_last(app, &cast, &n, &approve).await;
-        let b = dial_to_last(app, &cast, &n, &send).await;
-        let (x, y) = tokio::join!(last_hop(app, &cast, &a, &n, &approve), last_hop(app, &cast, &b, &n, &send));
-        let approved = x.contains("approved");
-        let sent = y.contains("Sent");
-        assert!(approved != sent, "round {round}: exactly one of the approval and the send passes: {x:?} / {y:?}");
-        let c = app.wait_state_any(&cast.merchant_token, &format!("/partner/charges/{r}"), WAIT).await;
-        let recipient = cast.wallet(app, &to).await;
-        if approved {
-            assert_eq!(c["state"], "completed", "round {round}: {c}");
-            assert_eq!(recipient.raw("balance"), "0.00", "round {round}");
-        } else {
-            assert_eq!(c["state"], "failed", "round {round}: {c}");
-            assert_eq!(c["failure_reason"], "limit_exceeded", "round {round}: {c}");
-            assert_eq!(recipient.raw("balance"), "2500.00", "round {round}");
-        }
-    }
+    join_all((0..ROUNDS).map(|round| p2p_round(app, &cast, round))).await;
     app.assert_ledger_ok().await;
+}
+
+async fn p2p_round(app: &TestApp, cast: &Cast, round: usize) {
+    let n = customer_with_4000_used(app, cast, "6002").await;
+    let to = cast.customer(app, "6003", PIN, "0").await;
+    let r = cast.charge(app, &n, "4000").await;
+    // 4,000 + 2,500 (+ its fee) do not both fit the 6,000 left of the day; each alone does.
+    let approve = ["3", "1", "1", PIN];
+    let send = ["1", to.as_str(), "2500", PIN];
+    let a = dial_to_last(app, cast, &n, &approve).await;
+    let b = dial_to_last(app, cast, &n, &send).await;
+    let (x, y) = tokio::join!(last_hop(app, cast, &a, &n, &approve), last_hop(app, cast, &b, &n, &send));
+    let approved = x.contains("approved");
+    let sent = y.contains("Sent");
+    assert!(approved != sent, "round {round}: exactly one of the approval and the send passes: {x:?} / {y:?}");
+    let c = app.wait_state_any(&cast.merchant_token, &format!("/partner/charges/{r}"), WAIT).await;
+    let recipient = cast.wallet(app, &to).await;
+    if approved {
+        assert_eq!(c["state"], "completed", "round {round}: {c}");
+        assert_eq!(recipient.raw("balance"), "0.00", "round {round}");
+    } else {
+        assert_eq!(c["state"], "failed", "round {round}: {c}");
+        assert_eq!(c["failure_reason"], "limit_exceeded", "round {round}: {c}");
+        assert_eq!(recipient.raw("balance"), "2500.00", "round {round}");
+    }
 }

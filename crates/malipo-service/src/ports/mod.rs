@@ -1,4 +1,4 @@
-//! The ports: storage and event rendering.
+//! The ports: storage, event rendering and webhook sending.
 //!
 //! Storage: Every use case runs as one closure inside [`Store::run`], which gives it a
 //! [`Tx`]: all reads and writes of the closure commit together or not at all. `Tx` is composed of
@@ -16,6 +16,7 @@ mod idempotency;
 mod ledger;
 mod outbox;
 mod render;
+mod sender;
 mod ussd;
 mod wallets;
 
@@ -28,6 +29,9 @@ pub use outbox::OutboxRepo;
 #[cfg(any(test, feature = "mocks"))]
 pub use render::MockEventRenderer;
 pub use render::{EventRenderer, NoRenderer};
+#[cfg(any(test, feature = "mocks"))]
+pub use sender::MockWebhookSender;
+pub use sender::{DeliveryJob, SendOutcome, WebhookSender};
 pub use ussd::{UssdRepo, UssdSession};
 pub use wallets::{Wallet, WalletRepo, WalletState};
 

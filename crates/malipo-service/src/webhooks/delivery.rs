@@ -7,10 +7,11 @@ use std::time::Duration;
 use malipo_core::{EndpointId, Timestamp};
 use malipo_webhooks::{body_signature, signature_header, Attempt, Delivery, DeliveryState, Endpoint, Event, Secret};
 
-use super::model::{disable, DeliveryJob, SendOutcome, FAILING_DISABLES_AFTER_SECONDS, LEASE_MARGIN_SECONDS};
+use super::model::{disable, FAILING_DISABLES_AFTER_SECONDS, LEASE_MARGIN_SECONDS};
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::ports::write;
+use crate::ports::{DeliveryJob, SendOutcome};
 
 /// The webhook sender's use cases.
 pub struct Deliveries<'a> {

@@ -5,6 +5,7 @@ mod api;
 mod delivery;
 mod model;
 
+pub use crate::ports::{DeliveryJob, SendOutcome};
 pub use api::Webhooks;
 pub use delivery::Deliveries;
-pub use model::{DeliveryJob, EndpointWithSecret, EventDetail, Redelivery, SendOutcome};
+pub use model::{EndpointWithSecret, EventDetail, Redelivery};

@@ -1,10 +1,8 @@
-//! What the endpoints API and the sender share: the delivery job, an attempt's outcome, the
-//! API's answers, the timings, and disabling an endpoint.
-
-use std::time::Duration;
+//! What the endpoints API and the sender share: the API's answers, the timings, and disabling
+//! an endpoint (the delivery job and an attempt's outcome are the sender port's records).
 
 use malipo_core::{EndpointId, EventId, Timestamp};
-use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event, UrlPolicy};
+use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event};
 
 use crate::error::ServiceError;
 use crate::ports::Tx;
@@ -15,43 +13,6 @@ pub(crate) const FAILING_DISABLES_AFTER_SECONDS: i64 = 5 * 24 * 3600;
 pub(crate) const ROTATION_OVERLAP_SECONDS: i64 = 24 * 3600;
 /// A claimed delivery is re-claimable this long after its send timeout.
 pub(crate) const LEASE_MARGIN_SECONDS: i64 = 30;
-
-/// One attempt to make: everything the sender needs, signed.
-#[derive(Clone, Debug)]
-pub struct DeliveryJob {
-    /// The delivery.
-    pub delivery_id: String,
-    /// The claim's lease (the attempt is recorded against it).
-    pub lease: Timestamp,
-    /// The event (its id is the `webhook-id`).
-    pub event_id: EventId,
-    /// The endpoint.
-    pub endpoint_id: EndpointId,
-    /// Where to send.
-    pub url: String,
-    /// What the URL may reach.
-    pub policy: UrlPolicy,
-    /// Headers: `webhook-id`, `webhook-timestamp`, `webhook-signature`, `content-type`.
-    pub headers: Vec<(String, String)>,
-    /// The exact body.
-    pub body: Vec<u8>,
-    /// The send timeout.
-    pub timeout: Duration,
-}
-
-/// What one attempt got.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SendOutcome {
-    /// An HTTP answer.
-    Answered {
-        /// Its status.
-        status: u16,
-        /// Its `Retry-After`, for 429 and 503.
-        retry_after: Option<Duration>,
-    },
-    /// No answer: timeout, refused connection, refused address.
-    Failed(String),
-}
 
 /// An endpoint as created or rotated: with its secret in plain text, this once.
 #[derive(Clone, Debug)]

@@ -1,0 +1,172 @@
+//! Charges: fee bands, the sandbox's state moves, the time-to-live, and the event renderer.
+
+use std::sync::Arc;
+
+use malipo_auth::OrgKind;
+use malipo_charges::{Charge, ChargeFilter, ChargeState, FailureReason};
+use malipo_core::{MinorUnit, Mode};
+use malipo_ledger::AccountKind;
+use malipo_service::ports::MockEventRenderer;
+use malipo_service::{ServiceError, SimulateAction};
+use malipo_webhooks::Summary;
+use mockall::Sequence;
+
+use crate::support::{idem, ignored, number, World};
+
+/// Runs the charge worker until nothing is due (a few rounds at most).
+fn settle(world: &World) {
+    for _ in 0..5 {
+        if world.platform.processing().process_due(100).unwrap() == 0 {
+            return;
+        }
+    }
+    panic!("the worker still had due work after five rounds");
+}
+
+#[test]
+fn a_sandbox_charge_completes_after_the_approval_delay_with_its_fee_band() {
+    let world = World::new();
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    let charge = world.charge(&shop, &number("0000"), "1000.00").unwrap();
+    assert_eq!(charge.state, ChargeState::Pending);
+    assert_eq!(charge.amount, MinorUnit::new(100_000));
+    assert_eq!(charge.fee, MinorUnit::new(400), "KES 500.01-1,000 pays a 4.00 charge fee");
+
+    // The sandbox answers for the customer after 2 s: not before.
+    world.advance(1);
+    settle(&world);
+    assert_eq!(world.reload(&shop, &charge).state, ChargeState::Pending);
+    world.advance(2);
+    settle(&world);
+    let done = world.reload(&shop, &charge);
+    assert_eq!(done.state, ChargeState::Completed);
+    assert!(done.transaction_id.is_some());
+    assert_eq!(done.completed_at, Some(world.now()));
+
+    // The merchant receives the amount less the fee; revenue holds the fee; the books balance.
+    let collection = world.platform.accounts().balance(&shop, AccountKind::Collection).unwrap();
+    assert_eq!(collection.account.balance, MinorUnit::new(99_600));
+    assert!(world.platform.accounts().verify_org_ledger(std::slice::from_ref(&shop.org_id)).unwrap().is_empty());
+    assert!(world.platform.accounts().verify_ledger(Some(Mode::Test)).unwrap().is_empty());
+}
+
+#[test]
+fn fee_bands_are_chosen_by_amount_at_their_edges() {
+    let world = World::new();
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    for (amount, fee) in [("200.00", 0), ("200.01", 200), ("500.00", 200), ("500.01", 400), ("10000.01", 7_500)] {
+        let charge = world.charge(&shop, &number("0000"), amount).unwrap();
+        assert_eq!(charge.fee, MinorUnit::new(fee), "{amount}");
+    }
+}
+
+#[test]
+fn the_sandbox_numbers_end_charges_with_their_reasons_and_move_no_money() {
+    let world = World::new();
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    let cases = [
+        ("1001", ChargeState::Declined, FailureReason::DeclinedByCustomer),
+        ("1003", ChargeState::Failed, FailureReason::InsufficientFunds),
+        ("1005", ChargeState::Failed, FailureReason::WalletLocked),
+        ("1006", ChargeState::Failed, FailureReason::LimitExceeded),
+        ("1007", ChargeState::Failed, FailureReason::PayerNotFound),
+    ];
+    let charges: Vec<_> = cases.iter().map(|(last4, ..)| world.charge(&shop, &number(last4), "150.00").unwrap()).collect();
+    world.advance(3);
+    settle(&world);
+    for ((last4, state, reason), charge) in cases.iter().zip(&charges) {
+        let c = world.reload(&shop, charge);
+        assert_eq!((c.state, c.failure_reason), (*state, Some(*reason)), "number ending {last4}");
+        assert_eq!(c.transaction_id, None, "number ending {last4}");
+    }
+    let collection = world.platform.accounts().balance(&shop, AccountKind::Collection).unwrap();
+    assert_eq!(collection.account.balance, MinorUnit::ZERO);
+}
+
+#[test]
+fn an_unanswered_prompt_expires_at_its_time_to_live_and_not_before() {
+    let world = World::new();
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    let charge = world.charge(&shop, &number("1002"), "150.00").unwrap();
+    assert_eq!(charge.expires_at, world.now().plus_seconds(90));
+    world.advance(89);
+    settle(&world);
+    assert_eq!(world.reload(&shop, &charge).state, ChargeState::Pending, "one second before the TTL");
+    world.advance(1);
+    settle(&world);
+    let c = world.reload(&shop, &charge);
+    assert_eq!((c.state, c.failure_reason), (ChargeState::Expired, Some(FailureReason::Expired)));
+}
+
+#[test]
+fn wrong_pins_lock_the_wallet_at_the_countrys_limit_and_decline_the_prompt() {
+    let world = World::new();
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    let payer = number("1009");
+    let charge = world.charge(&shop, &payer, "150.00").unwrap();
+    let wrong = |n: usize| {
+        world.platform.sandbox().simulate(
+            &shop,
+            charge.id.as_str(),
+            SimulateAction::WrongPin,
+            &idem(&shop, &format!("POST /sandbox/{n}")),
+            &ignored,
+        )
+    };
+    // Kenya allows three attempts: the first two leave the prompt open.
+    for n in 0..2 {
+        wrong(n).unwrap();
+        assert_eq!(world.reload(&shop, &charge).state, ChargeState::Pending, "after {} wrong PINs", n + 1);
+    }
+    wrong(2).unwrap();
+    let c = world.reload(&shop, &charge);
+    assert_eq!((c.state, c.failure_reason), (ChargeState::Declined, Some(FailureReason::PinAttemptsExceeded)));
+    // The wallet is locked: the next charge to it fails wallet_locked.
+    let next = world.charge(&shop, &payer, "150.00").unwrap();
+    let err =
+        world.platform.sandbox().simulate(&shop, next.id.as_str(), SimulateAction::Approve, &idem(&shop, "POST /sandbox/a"), &ignored);
+    assert!(err.is_ok(), "{err:?}");
+    let next = world.reload(&shop, &next);
+    assert_eq!((next.state, next.failure_reason), (ChargeState::Failed, Some(FailureReason::WalletLocked)));
+}
+
+#[test]
+fn a_charge_above_the_countrys_maximum_is_refused_before_anything_is_stored() {
+    let world = World::new();
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    match world.charge(&shop, &number("0000"), "250000.01") {
+        Err(ServiceError::Validation(errors)) => assert_eq!((errors[0].field.as_str(), errors[0].code), ("amount", "invalid_amount")),
+        other => panic!("{other:?}"),
+    }
+    let page = world.platform.charges().list(&shop, &ChargeFilter::default(), None, 10).unwrap();
+    assert!(page.data.is_empty());
+}
+
+#[test]
+fn each_state_change_is_rendered_once_into_the_outbox_in_its_transaction() {
+    // The approval authorises and then completes the charge: one event each, rendered in that
+    // order, and stored with the renderer's bytes.
+    let body = |c: &Charge| format!("{{\"charge_ref\":\"{}\",\"state\":\"{}\"}}", c.id, c.state.as_str()).into_bytes();
+    let mut renderer = MockEventRenderer::new();
+    let mut order = Sequence::new();
+    for state in [ChargeState::Authorised, ChargeState::Completed] {
+        renderer
+            .expect_charge()
+            .withf(move |c| c.state == state)
+            .times(1)
+            .in_sequence(&mut order)
+            .returning(move |c| (body(c), Summary::default()));
+    }
+    let world = World::with_renderer(Arc::new(renderer));
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    let charge = world.charge(&shop, &number("0000"), "150.00").unwrap();
+    world.platform.sandbox().simulate(&shop, charge.id.as_str(), SimulateAction::Approve, &idem(&shop, "POST /sandbox"), &ignored).unwrap();
+    let events = world.platform.webhooks().events(&shop, None, None, 10).unwrap();
+    let mut seen: Vec<(String, Vec<u8>)> = events.data.iter().map(|e| (e.kind.clone(), e.data.clone())).collect();
+    seen.sort();
+    let done = world.reload(&shop, &charge);
+    let mut authorised = done.clone();
+    authorised.state = ChargeState::Authorised;
+    assert_eq!(seen, [("charge.authorised".to_owned(), body(&authorised)), ("charge.completed".to_owned(), body(&done))]);
+    // The mock checks, when the world drops it, that each expectation was met exactly once.
+}

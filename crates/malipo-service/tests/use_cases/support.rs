@@ -1,0 +1,141 @@
+//! The world of a test: a platform over [`MemoryStore`] whose clock is a mock that reads a
+//! shared instant, organisations with credentials, and idempotency keys.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use malipo_auth::{OrgKind, Principal, SecretHasher};
+use malipo_charges::Charge;
+use malipo_core::{Clock, Mode, Timestamp};
+use malipo_countries::Countries;
+use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope, StoredResponse};
+use malipo_service::{EventRenderer, Idem, NewCharge, NoRenderer, Platform, ServiceConfig, UssdRequest, WebhookConfig};
+use malipo_store_memory::MemoryStore;
+use malipo_webhooks::SecretCipher;
+
+mockall::mock! {
+    /// The clock port, as a mock.
+    Clock {}
+    impl Clock for Clock {
+        fn now(&self) -> Timestamp;
+    }
+}
+
+/// 2026-11-24T09:00:00Z (12:00 in Nairobi).
+pub(crate) const START: i64 = 1_795_510_800;
+
+pub(crate) struct World {
+    pub(crate) platform: Platform,
+    micros: Arc<AtomicI64>,
+}
+
+impl World {
+    pub(crate) fn new() -> Self {
+        Self::with_renderer(Arc::new(NoRenderer))
+    }
+
+    /// A world whose events are rendered by `renderer`.
+    pub(crate) fn with_renderer(renderer: Arc<dyn EventRenderer>) -> Self {
+        let micros = Arc::new(AtomicI64::new(START * 1_000_000));
+        let mut clock = MockClock::new();
+        let read = Arc::clone(&micros);
+        clock.expect_now().returning(move || Timestamp::from_micros(read.load(Ordering::SeqCst)));
+        let platform = Platform::new(
+            Arc::new(MemoryStore::new()),
+            Arc::new(Countries::builtin().unwrap()),
+            // The cheapest parameters Argon2 allows: these tests are about rules, not hashing.
+            Arc::new(SecretHasher::with_params(8, 1, 1).unwrap()),
+            Arc::new(clock),
+            ServiceConfig::default(),
+        )
+        .with_webhooks(renderer, SecretCipher::ephemeral(), WebhookConfig::default());
+        platform.access().ensure_system_accounts().unwrap();
+        World { platform, micros }
+    }
+
+    pub(crate) fn now(&self) -> Timestamp {
+        self.platform.now()
+    }
+
+    pub(crate) fn advance(&self, seconds: i64) {
+        self.micros.fetch_add(seconds * 1_000_000, Ordering::SeqCst);
+    }
+
+    /// A new organisation of `kind` in Kenya, signed in with a credential of `mode`.
+    pub(crate) fn org(&self, kind: OrgKind, mode: Mode) -> Principal {
+        let access = self.platform.access();
+        let test = access.create_org("Duka Letu", kind, "KE").unwrap();
+        let credential = match mode {
+            Mode::Test => test,
+            Mode::Live => access.issue_credential(&test.org_id, Mode::Live, None).unwrap(),
+        };
+        let token = access.issue_token(&credential.client_id, &credential.client_secret, None).unwrap();
+        access.authenticate(&token.access_token).unwrap()
+    }
+
+    /// A charge created (and its id), or the creation's error.
+    pub(crate) fn charge(&self, merchant: &Principal, payer: &str, amount: &str) -> Result<Charge, malipo_service::ServiceError> {
+        let new = NewCharge {
+            payer_msisdn: payer.into(),
+            amount: amount.into(),
+            currency: None,
+            reference: format!("ORDER-{}", next()),
+            description: None,
+        };
+        let outcome = self.platform.charges().create(
+            merchant,
+            &new,
+            &idem(merchant, "POST /partner/stk"),
+            &id_body(|c: &Charge| c.id.to_string()),
+        )?;
+        let id = String::from_utf8(outcome.response.body).unwrap();
+        Ok(self.platform.charges().get(merchant, &id).unwrap())
+    }
+
+    /// The charge as it is now.
+    pub(crate) fn reload(&self, merchant: &Principal, charge: &Charge) -> Charge {
+        self.platform.charges().get(merchant, charge.id.as_str()).unwrap()
+    }
+
+    /// One USSD hop; returns the screen.
+    pub(crate) fn dial(&self, gateway: &Principal, session: &str, msisdn: &str, text: &str) -> String {
+        let req = UssdRequest {
+            session_id: session.into(),
+            service_code: "*334#".into(),
+            phone_number: msisdn.into(),
+            text: text.into(),
+            network_code: None,
+        };
+        self.platform.ussd().handle(gateway, &req).unwrap()
+    }
+}
+
+fn next() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A fresh idempotency key for `operation`.
+pub(crate) fn idem(principal: &Principal, operation: &str) -> Idem {
+    let key = format!("key-{}", next());
+    Idem {
+        scope: KeyScope { org_id: principal.org_id.clone(), mode: principal.mode, operation: operation.into() },
+        key: IdempotencyKey::parse(&key).unwrap(),
+        fingerprint: Fingerprint::of("POST", operation, key.as_bytes()),
+    }
+}
+
+/// A renderer whose stored body is the created object's id, so a test can find the object.
+pub(crate) fn id_body<T>(id: impl Fn(&T) -> String) -> impl Fn(&T) -> StoredResponse {
+    move |t| StoredResponse { status: 201, body: id(t).into_bytes() }
+}
+
+/// A renderer of stored bodies for calls whose answer a test does not read.
+pub(crate) fn ignored<T>(_: &T) -> StoredResponse {
+    StoredResponse { status: 200, body: Vec::new() }
+}
+
+/// A sandbox number (`254700…` with the sandbox's last four digits).
+pub(crate) fn number(last4: &str) -> String {
+    format!("2547{:04}{last4}", next() % 10_000)
+}

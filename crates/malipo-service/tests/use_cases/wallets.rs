@@ -1,0 +1,138 @@
+//! Wallets in live mode: KYC tier limits (per transaction, per local day, maximum balance) on
+//! approvals over USSD and on cash-in.
+
+use malipo_auth::{OrgKind, Principal};
+use malipo_charges::{Charge, ChargeState, FailureReason};
+use malipo_core::{MinorUnit, Mode};
+use malipo_service::{NewWallet, ServiceError};
+
+use crate::support::{idem, ignored, number, World};
+
+const PIN: &str = "4826";
+
+struct Live {
+    world: World,
+    shop: Principal,
+    operator: Principal,
+    agent: Principal,
+    gateway: Principal,
+}
+
+impl Live {
+    fn new() -> Self {
+        let world = World::new();
+        let shop = world.org(OrgKind::Merchant, Mode::Live);
+        let operator = world.org(OrgKind::Operator, Mode::Live);
+        let agent = world.org(OrgKind::Agent, Mode::Live);
+        let gateway = world.org(OrgKind::Gateway, Mode::Live);
+        world.platform.accounts().fund(&agent.org_id, Mode::Live, "1000000").unwrap();
+        Live { world, shop, operator, agent, gateway }
+    }
+
+    /// A tier-0 wallet (no ID) with a PIN, cashed in with `deposits`.
+    fn customer(&self, deposits: &[&str]) -> String {
+        let msisdn = number("5555");
+        let new = NewWallet {
+            msisdn: msisdn.clone(),
+            first_name: "Achieng".into(),
+            last_name: "Otieno".into(),
+            id_type: None,
+            id_number: None,
+            date_of_birth: None,
+        };
+        let wallets = self.world.platform.wallets();
+        wallets.open(&self.operator, &new, &idem(&self.operator, "POST /wallets"), &ignored).unwrap();
+        wallets.set_pin(&self.operator, &msisdn, PIN, None, &idem(&self.operator, "POST /wallets/pin"), &ignored).unwrap();
+        for amount in deposits {
+            self.cash_in(&msisdn, amount).unwrap();
+        }
+        msisdn
+    }
+
+    fn cash_in(&self, msisdn: &str, amount: &str) -> Result<(), ServiceError> {
+        let agents = self.world.platform.agents();
+        agents.cash_in(&self.agent, msisdn, amount, &idem(&self.agent, "POST /agents/cash-in"), &ignored).map(drop)
+    }
+
+    /// A charge approved over USSD with the right PIN, then settled by the worker.
+    fn pay(&self, msisdn: &str, amount: &str) -> Charge {
+        let charge = self.world.charge(&self.shop, msisdn, amount).unwrap();
+        let session = format!("s-{}", charge.id);
+        for text in ["", "3", "3*1", "3*1*1", &format!("3*1*1*{PIN}")] {
+            self.world.dial(&self.gateway, &session, msisdn, text);
+        }
+        while self.world.platform.processing().process_due(100).unwrap() > 0 {}
+        self.world.reload(&self.shop, &charge)
+    }
+
+    fn daily_used(&self, msisdn: &str) -> MinorUnit {
+        self.world.platform.wallets().details(&self.operator, msisdn).unwrap().daily_used
+    }
+}
+
+fn ended(c: &Charge) -> (ChargeState, Option<FailureReason>) {
+    (c.state, c.failure_reason)
+}
+
+#[test]
+fn the_daily_limit_counts_every_payment_of_the_local_day() {
+    let live = Live::new();
+    let n = live.customer(&["5000", "5000", "5000"]);
+    assert_eq!(ended(&live.pay(&n, "4000")), (ChargeState::Completed, None));
+    assert_eq!(ended(&live.pay(&n, "4000")), (ChargeState::Completed, None));
+    assert_eq!(live.daily_used(&n), MinorUnit::new(800_000));
+    // 8,000 + 4,000 is over the tier's 10,000 a day: refused, and nothing counted.
+    assert_eq!(ended(&live.pay(&n, "4000")), (ChargeState::Failed, Some(FailureReason::LimitExceeded)));
+    assert_eq!(live.daily_used(&n), MinorUnit::new(800_000));
+    // 2,000 still fits.
+    assert_eq!(ended(&live.pay(&n, "2000")), (ChargeState::Completed, None));
+    let details = live.world.platform.wallets().details(&live.operator, &n).unwrap();
+    assert_eq!(details.account.balance, MinorUnit::new(500_000));
+}
+
+#[test]
+fn the_day_is_the_countrys_local_day() {
+    let live = Live::new();
+    let n = live.customer(&["5000", "5000", "5000", "5000"]);
+    assert_eq!(ended(&live.pay(&n, "5000")), (ChargeState::Completed, None));
+    assert_eq!(ended(&live.pay(&n, "5000")), (ChargeState::Completed, None));
+    // 09:00 UTC is 12:00 in Nairobi; 20:59:59 UTC is still the same local day.
+    live.world.advance(12 * 3600 - 1);
+    assert_eq!(ended(&live.pay(&n, "100")), (ChargeState::Failed, Some(FailureReason::LimitExceeded)));
+    // 21:00 UTC is midnight in Nairobi: a new day.
+    live.world.advance(1);
+    assert_eq!(live.daily_used(&n), MinorUnit::ZERO);
+    assert_eq!(ended(&live.pay(&n, "5000")), (ChargeState::Completed, None));
+}
+
+#[test]
+fn a_payment_above_the_per_transaction_limit_fails_and_moves_nothing() {
+    let live = Live::new();
+    let n = live.customer(&["5000", "5000"]);
+    assert_eq!(ended(&live.pay(&n, "5000.01")), (ChargeState::Failed, Some(FailureReason::LimitExceeded)));
+    assert_eq!(live.daily_used(&n), MinorUnit::ZERO);
+    let details = live.world.platform.wallets().details(&live.operator, &n).unwrap();
+    assert_eq!(details.account.balance, MinorUnit::new(1_000_000));
+}
+
+#[test]
+fn cash_in_stops_at_the_maximum_balance_and_the_per_transaction_limit() {
+    let live = Live::new();
+    let n = live.customer(&["5000", "5000", "5000", "5000"]);
+    assert!(matches!(live.cash_in(&n, "0.01"), Err(ServiceError::LimitExceeded(_))), "20,000.00 is the tier's maximum balance");
+    let other = live.customer(&[]);
+    assert!(matches!(live.cash_in(&other, "5000.01"), Err(ServiceError::LimitExceeded(_))));
+    assert!(live.world.platform.accounts().verify_ledger(Some(Mode::Live)).unwrap().is_empty());
+}
+
+#[test]
+fn a_locked_wallet_pays_nothing() {
+    let live = Live::new();
+    let n = live.customer(&["5000"]);
+    let wallets = live.world.platform.wallets();
+    wallets.lock(&live.operator, &n, "suspected fraud", &idem(&live.operator, "POST /wallets/lock"), &ignored).unwrap();
+    let charge = live.world.charge(&live.shop, &n, "100").unwrap();
+    while live.world.platform.processing().process_due(100).unwrap() > 0 {}
+    let c = live.world.reload(&live.shop, &charge);
+    assert_eq!(ended(&c), (ChargeState::Failed, Some(FailureReason::WalletLocked)));
+}
