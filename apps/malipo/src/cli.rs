@@ -106,7 +106,7 @@ pub enum OrgCommand {
         /// Display name.
         #[arg(long)]
         name: String,
-        /// merchant, agent, operator or gateway.
+        /// merchant, corporate, agent, operator or gateway.
         #[arg(long)]
         kind: String,
         /// ISO 3166 alpha-2 country (decides the currency).

@@ -19,6 +19,9 @@ pub struct Settings {
     pub charge_ttl_seconds: i64,
     /// The sandbox approves test charges after this many milliseconds.
     pub sandbox_approval_delay_ms: i64,
+    /// A worker's claim on a charge or payout lapses after this many seconds, so that another
+    /// instance takes over the work of one that died.
+    pub worker_lease_seconds: i64,
     /// Requests per second per live credential.
     pub rate_limit_live: u32,
     /// Requests per second per test credential.
@@ -81,6 +84,10 @@ pub struct ServeArgs {
     /// The sandbox approves test charges after this many milliseconds.
     #[arg(long, env = "MALIPO_SANDBOX_APPROVAL_DELAY_MS", default_value_t = 2000)]
     pub sandbox_approval_delay_ms: i64,
+    /// A worker's claim on a charge or payout lapses after this many seconds (another instance
+    /// then takes over the work of one that died).
+    #[arg(long, env = "MALIPO_WORKER_LEASE_SECONDS", default_value_t = 30, value_parser = clap::value_parser!(i64).range(1..=3600))]
+    pub worker_lease_seconds: i64,
     /// Requests per second per live credential.
     #[arg(long, env = "MALIPO_RATE_LIMIT_LIVE", default_value_t = 100)]
     pub rate_limit_live: u32,
@@ -136,6 +143,7 @@ impl Settings {
             countries: common.countries,
             charge_ttl_seconds: serve.charge_ttl_seconds,
             sandbox_approval_delay_ms: serve.sandbox_approval_delay_ms,
+            worker_lease_seconds: serve.worker_lease_seconds,
             rate_limit_live: serve.rate_limit_live,
             rate_limit_test: serve.rate_limit_test,
             log: common.log,

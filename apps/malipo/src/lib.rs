@@ -87,7 +87,7 @@ fn assemble(settings: &Settings, key: webhook_key::KeySource, clock: Arc<dyn Clo
     let config = ServiceConfig {
         charge_ttl_seconds: settings.charge_ttl_seconds,
         sandbox_approval_delay_ms: settings.sandbox_approval_delay_ms,
-        ..ServiceConfig::default()
+        worker_lease_seconds: settings.worker_lease_seconds,
     };
     let platform = Platform::new(Arc::new(store.clone()), Arc::new(countries), Arc::new(hasher), clock, config).with_webhooks(
         Arc::new(malipo_http::JsonEvents),

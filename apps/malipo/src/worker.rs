@@ -1,4 +1,5 @@
-//! Background work: claiming due charges (sandbox decisions, completion, expiry), purging old
+//! Background work: claiming due charges (sandbox decisions, completion, expiry) and due payouts
+//! (paying the payee or failing), purging old
 //! idempotency keys and events past their retention. All state is in the database; any number of
 //! instances may run these. Webhook sending is in [`crate::delivery`].
 
@@ -8,15 +9,15 @@ use malipo_service::{write, Platform};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-/// Charges claimed per batch.
+/// Charges (and payouts) claimed per batch.
 const BATCH: usize = 64;
 /// Pause when there was nothing to do.
 const IDLE: Duration = Duration::from_millis(100);
 /// Keys are kept at least 24 hours; purged after 48.
 const KEY_RETENTION_SECONDS: i64 = 48 * 3600;
 
-/// Spawns `n` charge loops (none when `n` is 0: another instance, or a test, advances the
-/// charges) and one housekeeping loop; each stops claiming once `stop` is true.
+/// Spawns `n` work loops, each taking turns at due charges and due payouts (none when `n` is 0:
+/// another instance, or a test, advances them) and one housekeeping loop; each stops claiming once `stop` is true.
 pub fn spawn(platform: Platform, n: usize, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
     let mut handles: Vec<JoinHandle<()>> = (0..n)
         .map(|i| {
@@ -32,11 +33,22 @@ pub fn spawn(platform: Platform, n: usize, stop: watch::Receiver<bool>) -> Vec<J
 async fn charge_loop(i: usize, platform: Platform, mut stop: watch::Receiver<bool>) {
     while !*stop.borrow() {
         let p = platform.clone();
-        let claimed = match tokio::task::spawn_blocking(move || p.processing().process_due(BATCH)).await {
-            Ok(Ok(n)) => n,
-            Ok(Err(e)) => {
-                tracing::warn!(worker = i, error = %e, "claiming due charges failed");
-                0
+        let claimed = match tokio::task::spawn_blocking(move || {
+            let charges = p.processing().process_due(BATCH);
+            let payouts = p.payout_processing().process_due(BATCH);
+            (charges, payouts)
+        })
+        .await
+        {
+            Ok((charges, payouts)) => {
+                let mut claimed = 0;
+                for (what, result) in [("charges", charges), ("payouts", payouts)] {
+                    match result {
+                        Ok(n) => claimed += n,
+                        Err(e) => tracing::warn!(worker = i, error = %e, "claiming due {what} failed"),
+                    }
+                }
+                claimed
             }
             Err(e) => {
                 tracing::error!(worker = i, error = %e, "worker task failed");

@@ -15,6 +15,8 @@ pub const TOKEN_LIFETIME_SECONDS: i64 = 3600;
 pub enum OrgKind {
     /// Collects and pays out.
     Merchant,
+    /// A payroll or disbursement company: accounts and scopes as a merchant.
+    Corporate,
     /// Cash-in and cash-out.
     Agent,
     /// Runs the platform's back office.
@@ -25,12 +27,13 @@ pub enum OrgKind {
 
 impl OrgKind {
     /// Every kind.
-    pub const ALL: [OrgKind; 4] = [OrgKind::Merchant, OrgKind::Agent, OrgKind::Operator, OrgKind::Gateway];
+    pub const ALL: [OrgKind; 5] = [OrgKind::Merchant, OrgKind::Corporate, OrgKind::Agent, OrgKind::Operator, OrgKind::Gateway];
 
     /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {
             OrgKind::Merchant => "merchant",
+            OrgKind::Corporate => "corporate",
             OrgKind::Agent => "agent",
             OrgKind::Operator => "operator",
             OrgKind::Gateway => "gateway",
@@ -40,7 +43,7 @@ impl OrgKind {
     /// The scopes a new credential of this kind gets (contract section 13).
     pub fn default_scopes(self) -> Scopes {
         let list: &[Scope] = match self {
-            OrgKind::Merchant => &[Scope::Payments, Scope::Payouts, Scope::Reversals, Scope::BulkCreate],
+            OrgKind::Merchant | OrgKind::Corporate => &[Scope::Payments, Scope::Payouts, Scope::Reversals, Scope::BulkCreate],
             OrgKind::Agent => &[Scope::Agent],
             OrgKind::Operator => &[Scope::Wallets],
             OrgKind::Gateway => &[Scope::Ussd],
@@ -57,7 +60,7 @@ impl fmt::Display for OrgKind {
 
 /// Text that names no organisation kind.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("kind must be merchant, agent, operator or gateway, got `{0}`")]
+#[error("kind must be merchant, corporate, agent, operator or gateway, got `{0}`")]
 pub struct UnknownOrgKind(pub String);
 
 impl FromStr for OrgKind {
@@ -146,6 +149,8 @@ mod tests {
     #[test]
     fn default_scopes_follow_the_contract() {
         assert_eq!(OrgKind::Merchant.default_scopes().to_string(), "payments payouts bulk:create reversals");
+        assert_eq!(OrgKind::Corporate.default_scopes().to_string(), "payments payouts bulk:create reversals");
+        assert_eq!("corporate".parse::<OrgKind>(), Ok(OrgKind::Corporate));
         assert_eq!(OrgKind::Agent.default_scopes().to_string(), "agent");
         assert_eq!(OrgKind::Operator.default_scopes().to_string(), "wallets");
         assert_eq!(OrgKind::Gateway.default_scopes().to_string(), "ussd");

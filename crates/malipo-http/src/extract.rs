@@ -17,8 +17,13 @@ use crate::problem::{ApiError, ProblemField};
 use crate::request_id::RateLimitInfo;
 use crate::state::AppState;
 
-/// Request bodies above this are refused with 413.
+/// Request bodies above this are refused with 413, unless the route sets its own [`BodyLimit`].
 pub const BODY_LIMIT: usize = 64 * 1024;
+
+/// A route's own body limit in bytes, in place of [`BODY_LIMIT`]: set as the resource's app
+/// data (`resource(..).app_data(BodyLimit(n))`), where [`Body`] finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyLimit(pub usize);
 
 /// The caller, authenticated by bearer token and admitted by the rate limiter.
 #[derive(Debug, Clone)]
@@ -33,7 +38,19 @@ impl Auth {
         if self.0.scopes.contains(scope) {
             Ok(&self.0)
         } else {
-            Err(ApiError::InsufficientScope(scope.as_str()))
+            Err(ApiError::InsufficientScope(scope.as_str().into()))
+        }
+    }
+
+    /// Refuses a token with none of `scopes`.
+    ///
+    /// # Errors
+    /// [`ApiError::InsufficientScope`] naming them all.
+    pub fn require_any(&self, scopes: &[Scope]) -> Result<&Principal, ApiError> {
+        if scopes.iter().any(|&s| self.0.scopes.contains(s)) {
+            Ok(&self.0)
+        } else {
+            Err(ApiError::InsufficientScope(scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ").into()))
         }
     }
 }
@@ -79,7 +96,7 @@ impl FromRequest for Auth {
     }
 }
 
-/// The raw body, read up to [`BODY_LIMIT`].
+/// The raw body, read up to the route's [`BodyLimit`], else [`BODY_LIMIT`].
 #[derive(Debug, Clone)]
 pub struct Body(pub web::Bytes);
 
@@ -89,16 +106,17 @@ impl FromRequest for Body {
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
+        let limit = req.app_data::<BodyLimit>().map_or(BODY_LIMIT, |l| l.0);
         let mut payload = payload.take();
         Box::pin(async move {
-            if declared.is_some_and(|n| n > BODY_LIMIT) {
-                return Err(ApiError::PayloadTooLarge(BODY_LIMIT));
+            if declared.is_some_and(|n| n > limit) {
+                return Err(ApiError::PayloadTooLarge(limit));
             }
             let mut buf = web::BytesMut::new();
             while let Some(chunk) = payload.next().await {
                 let chunk = chunk.map_err(|e| ApiError::InvalidRequest(format!("could not read the body: {e}")))?;
-                if buf.len() + chunk.len() > BODY_LIMIT {
-                    return Err(ApiError::PayloadTooLarge(BODY_LIMIT));
+                if buf.len() + chunk.len() > limit {
+                    return Err(ApiError::PayloadTooLarge(limit));
                 }
                 buf.extend_from_slice(&chunk);
             }
@@ -181,29 +199,50 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<Parsed<T>, ApiErro
     }
     let canonical = serde_json::to_vec(&canonical(tree)).map_err(|e| ApiError::InvalidRequest(e.to_string()))?;
     let de = &mut serde_json::Deserializer::from_slice(body);
-    let value = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let msg = inner.to_string();
-        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_owned();
-        if let Some(rest) = msg.strip_prefix("unknown field `") {
-            let name = rest.split('`').next().unwrap_or("").to_owned();
-            // The path already ends with the unknown field's name.
-            let field = if path == "." || path.is_empty() { name.clone() } else { path.clone() };
-            ApiError::Fields(vec![ProblemField { field, code: "unknown_field".into(), message: format!("unknown field `{name}`") }])
-        } else if let Some(rest) = msg.strip_prefix("missing field `") {
-            let name = rest.split('`').next().unwrap_or("").to_owned();
-            ApiError::Fields(vec![ProblemField {
-                field: name.clone(),
-                code: "missing_field".into(),
-                message: format!("{name} is required"),
-            }])
-        } else {
-            let field = if path == "." { String::new() } else { format!("{path}: ") };
-            ApiError::InvalidRequest(format!("{field}{msg}"))
-        }
-    })?;
+    let value = serde_path_to_error::deserialize(de).map_err(|e| path_error("", e))?;
     Ok(Parsed { value, canonical })
+}
+
+/// Reads a JSON object nested in a body (already parsed as JSON) by [`parse_json`]'s rules, with
+/// fields named from `at` (`items[3]` gives `items[3].amount`).
+///
+/// # Errors
+/// As [`parse_json`]; 400 when the value is not an object.
+pub fn parse_nested<T: DeserializeOwned>(raw: &serde_json::value::RawValue, at: &str) -> Result<T, ApiError> {
+    if !raw.get().trim_start().starts_with('{') {
+        return Err(ApiError::InvalidRequest(format!("{at} must be a JSON object")));
+    }
+    let de = &mut serde_json::Deserializer::from_str(raw.get());
+    serde_path_to_error::deserialize(de).map_err(|e| path_error(at, e))
+}
+
+/// The problem of a body that does not deserialize, its fields named under `at` (empty at the
+/// top level): an unknown or missing field is 422 with `errors[]`, anything else 400.
+fn path_error(at: &str, e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let join = |path: &str| match (at, path) {
+        (_, "." | "") => at.to_owned(),
+        ("", _) => path.to_owned(),
+        _ => format!("{at}.{path}"),
+    };
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    let msg = inner.to_string();
+    let msg = msg.split(" at line ").next().unwrap_or(&msg).to_owned();
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let name = rest.split('`').next().unwrap_or("").to_owned();
+        // The path already ends with the unknown field's name.
+        let field = if path == "." || path.is_empty() { join(&name) } else { join(&path) };
+        ApiError::Fields(vec![ProblemField { field, code: "unknown_field".into(), message: format!("unknown field `{name}`") }])
+    } else if let Some(rest) = msg.strip_prefix("missing field `") {
+        let name = rest.split('`').next().unwrap_or("").to_owned();
+        // The path is the object missing it.
+        let field = if path == "." || path.is_empty() { join(&name) } else { format!("{}.{name}", join(&path)) };
+        ApiError::Fields(vec![ProblemField { field: field.clone(), code: "missing_field".into(), message: format!("{field} is required") }])
+    } else {
+        let field = join(&path);
+        let field = if field.is_empty() { String::new() } else { format!("{field}: ") };
+        ApiError::InvalidRequest(format!("{field}{msg}"))
+    }
 }
 
 /// A JSON body that may be left out: an empty (or blank) body counts as `{}` and needs no
@@ -261,5 +300,41 @@ mod canonical_tests {
         for other in ["1e3", "1E-2", "-", ".5", "5."] {
             assert!(plain_decimal(other).is_none() || other == "5.", "{other}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Item {
+        #[allow(dead_code)]
+        amount: String,
+    }
+
+    fn fields(e: ApiError) -> Vec<(String, String)> {
+        match e {
+            ApiError::Fields(f) => f.into_iter().map(|f| (f.field, f.code)).collect(),
+            other => panic!("expected field errors, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn nested_objects_name_their_fields_from_where_they_are() {
+        let raw = |s: &str| serde_json::value::RawValue::from_string(s.to_owned()).unwrap();
+        assert_eq!(fields(parse_nested::<Item>(&raw("{}"), "items[3]").unwrap_err()), [("items[3].amount".into(), "missing_field".into())]);
+        let e = parse_nested::<Item>(&raw(r#"{"amount":"1","tip":2}"#), "items[0]").unwrap_err();
+        assert_eq!(fields(e), [("items[0].tip".into(), "unknown_field".into())]);
+        let e = parse_nested::<Item>(&raw(r#"{"amount":1}"#), "items[2]").unwrap_err();
+        assert!(matches!(e, ApiError::InvalidRequest(ref m) if m.starts_with("items[2].amount: invalid type")), "{e:?}");
+        assert!(
+            matches!(parse_nested::<Item>(&raw("[]"), "items[1]"), Err(ApiError::InvalidRequest(ref m)) if m == "items[1] must be a JSON object")
+        );
+        // At the top level, as before.
+        assert_eq!(fields(parse_json::<Item>(b"{}").unwrap_err()), [("amount".into(), "missing_field".into())]);
+        assert_eq!(fields(parse_json::<Item>(br#"{"amount":"1","x":1}"#).unwrap_err()), [("x".into(), "unknown_field".into())]);
     }
 }

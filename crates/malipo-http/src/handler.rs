@@ -54,6 +54,15 @@ pub fn limit(value: Option<&str>) -> Result<usize, ApiError> {
     }
 }
 
+/// A list's or statement's error: a cursor the use case refuses (its only validation) is a bad
+/// query parameter, 400 `invalid_request`.
+pub fn bad_cursor(e: ApiError) -> ApiError {
+    match e {
+        ApiError::Service(ServiceError::Validation(_)) => ApiError::InvalidRequest("cursor is not valid".into()),
+        other => other,
+    }
+}
+
 /// A resource at `path` whose other methods answer 405 with the `Allow` header RFC 9110
 /// requires (`allow` lists the methods routed on it).
 pub fn resource(path: &str, allow: &'static str) -> Resource {

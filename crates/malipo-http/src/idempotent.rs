@@ -17,8 +17,9 @@
 //! ```
 //!
 //! `prepare` is `Ok` when the body goes to the use case as it is; [`Input::optional_json`] reads a
-//! body that may be left out, [`Input::none`] none at all (`DELETE`), and
-//! [`Input::key_in_body`] names a body field that carries the key.
+//! body that may be left out, [`Input::none`] none at all (`DELETE`), [`Input::read_with`] a body
+//! of the handler's own reading (`POST /bulk-payouts`: JSON or CSV), and [`Input::key_in_body`]
+//! names a body field that carries the key.
 
 use actix_web::{HttpRequest, HttpResponse};
 use malipo_auth::Principal;
@@ -38,19 +39,23 @@ pub struct Input<'a, T> {
 }
 
 enum Read<'a, T> {
-    /// A JSON object, required.
-    Json(&'a Body),
-    /// A JSON object or nothing: [`optional_json`] for this `T`.
-    OptionalJson(&'a Body, fn(&HttpRequest, &Body) -> Result<Parsed<T>, ApiError>),
+    /// The body read by a function of the handler's (e.g. [`optional_json`] for this `T`).
+    With(&'a Body, fn(&HttpRequest, &Body) -> Result<Parsed<T>, ApiError>),
     /// No body: this value.
     Nothing(T),
+}
+
+/// A required JSON object.
+fn json<T: DeserializeOwned>(req: &HttpRequest, body: &Body) -> Result<Parsed<T>, ApiError> {
+    require_json(req)?;
+    parse_json(&body.0)
 }
 
 impl<'a, T: DeserializeOwned> Input<'a, T> {
     /// A JSON object: `Content-Type: application/json` (415 otherwise), then [`parse_json`]'s
     /// rules (400 malformed, 422 unknown or missing fields).
     pub fn json(body: &'a Body) -> Self {
-        Input { read: Read::Json(body), key_in_body: None }
+        Input { read: Read::With(body, json::<T>), key_in_body: None }
     }
 
     /// A JSON object that may be left out: an empty body counts as `{}` (and needs no
@@ -59,7 +64,7 @@ impl<'a, T: DeserializeOwned> Input<'a, T> {
     where
         T: Default,
     {
-        Input { read: Read::OptionalJson(body, optional_json::<T>), key_in_body: None }
+        Input { read: Read::With(body, optional_json::<T>), key_in_body: None }
     }
 
     /// The body's own idempotency key (`POST /partner/stk`'s `idem`), which the
@@ -71,14 +76,19 @@ impl<'a, T: DeserializeOwned> Input<'a, T> {
     }
 }
 
-impl<T: DeserializeOwned> Read<'_, T> {
+impl<'a, T> Input<'a, T> {
+    /// A body read by `read`, which checks the media type, parses the body and gives its
+    /// canonical form for the fingerprint (which must cover everything that makes the request
+    /// what it is, such as query parameters that stand for body fields).
+    pub fn read_with(body: &'a Body, read: fn(&HttpRequest, &Body) -> Result<Parsed<T>, ApiError>) -> Self {
+        Input { read: Read::With(body, read), key_in_body: None }
+    }
+}
+
+impl<T> Read<'_, T> {
     fn parse(self, req: &HttpRequest) -> Result<Parsed<T>, ApiError> {
         match self {
-            Read::Json(body) => {
-                require_json(req)?;
-                parse_json(&body.0)
-            }
-            Read::OptionalJson(body, read) => read(req, body),
+            Read::With(body, read) => read(req, body),
             Read::Nothing(value) => Ok(Parsed { value, canonical: Vec::new() }),
         }
     }
@@ -115,7 +125,6 @@ pub async fn idempotent<T, U>(
     use_case: impl FnOnce(&Platform, &Principal, U, &Idem) -> Result<IdemOutcome, ServiceError> + Send + 'static,
 ) -> Result<HttpResponse, ApiError>
 where
-    T: DeserializeOwned,
     U: Send + 'static,
 {
     let Parsed { value, canonical } = input.read.parse(req)?;

@@ -6,7 +6,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::problem;
-use crate::routes::{accounts, agents, auth, channels, charges, ops, wallets, webhooks};
+use crate::routes::{accounts, agents, auth, bulk, channels, charges, ops, payouts, reversals, wallets, webhooks};
 
 struct Security;
 
@@ -36,7 +36,10 @@ impl Modify for Security {
     tags(
         (name = "Auth", description = "OAuth 2.0 client credentials"),
         (name = "Charges", description = "Payment prompts pushed to customers' phones"),
-        (name = "Accounts", description = "Balances and accounts"),
+        (name = "Accounts", description = "Balances, accounts, statements and transfers between the organisation's own accounts"),
+        (name = "Payouts", description = "Money paid from the payout account to customers' wallets"),
+        (name = "Bulk payouts", description = "Batches of payouts uploaded by a maker and approved or rejected by a checker"),
+        (name = "Reversals", description = "Money given back on completed charges and payouts"),
         (name = "Wallets", description = "Customers' wallets, PINs and KYC (operator back office)"),
         (name = "Agents", description = "Agents' cash-in, cash-out and float"),
         (name = "Channels", description = "Sandbox helpers, USSD and configuration"),
@@ -53,6 +56,9 @@ pub fn document() -> utoipa::openapi::OpenApi {
         auth::Api::openapi(),
         charges::Api::openapi(),
         accounts::Api::openapi(),
+        payouts::Api::openapi(),
+        bulk::Api::openapi(),
+        reversals::Api::openapi(),
         wallets::Api::openapi(),
         agents::Api::openapi(),
         channels::Api::openapi(),
@@ -112,5 +118,84 @@ mod tests {
         let required = doc["components"]["schemas"]["UssdCallback"]["required"].as_array().unwrap();
         assert!(required.contains(&"sessionId".into()) && required.contains(&"phoneNumber".into()) && !required.contains(&"text".into()));
         assert!(doc["components"]["schemas"]["WalletDto"]["required"].as_array().unwrap().contains(&"limits".into()));
+    }
+
+    #[test]
+    fn the_document_has_every_money_out_operation() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document_json()).unwrap();
+        let any_bulk_reader = ["bulk:create", "bulk:approve", "payouts"];
+        for (path, method, tag, scopes) in [
+            ("/api/v1/accounts/transfers", "post", "Accounts", &["payments"][..]),
+            ("/api/v1/accounts/{account_id}/statement", "get", "Accounts", &["payments"]),
+            ("/api/v1/payouts", "post", "Payouts", &["payouts"]),
+            ("/api/v1/payouts", "get", "Payouts", &["payouts"]),
+            ("/api/v1/payouts/{payout_ref}", "get", "Payouts", &["payouts"]),
+            ("/api/v1/bulk-payouts", "post", "Bulk payouts", &["bulk:create"]),
+            ("/api/v1/bulk-payouts", "get", "Bulk payouts", &any_bulk_reader),
+            ("/api/v1/bulk-payouts/{batch_id}", "get", "Bulk payouts", &any_bulk_reader),
+            ("/api/v1/bulk-payouts/{batch_id}/items", "get", "Bulk payouts", &any_bulk_reader),
+            ("/api/v1/bulk-payouts/{batch_id}/approve", "post", "Bulk payouts", &["bulk:approve"]),
+            ("/api/v1/bulk-payouts/{batch_id}/reject", "post", "Bulk payouts", &["bulk:approve"]),
+            ("/api/v1/reversals", "post", "Reversals", &["reversals"]),
+            ("/api/v1/reversals", "get", "Reversals", &["reversals"]),
+            ("/api/v1/reversals/{reversal_id}", "get", "Reversals", &["reversals"]),
+        ] {
+            let op = &doc["paths"][path][method];
+            assert!(op.is_object(), "{method} {path}");
+            assert_eq!(op["tags"][0], tag, "{method} {path}");
+            let granted: Vec<&str> = op["security"].as_array().unwrap().iter().map(|s| s["bearer"][0].as_str().unwrap()).collect();
+            assert_eq!(granted, scopes, "{method} {path}");
+            let responses = op["responses"].as_object().unwrap();
+            for (status, response) in responses {
+                let schema = &response["content"]["application/json"]["schema"]["$ref"];
+                if status != "200" {
+                    assert_eq!(schema, "#/components/schemas/Problem", "{method} {path} {status}");
+                }
+            }
+            for status in ["200", "401", "403", "429", "503"] {
+                assert!(responses.contains_key(status), "{method} {path} {status}");
+            }
+            if method == "post" {
+                assert!(op["requestBody"]["content"]["application/json"].is_object(), "{method} {path}");
+                for status in ["400", "409", "413", "415", "422"] {
+                    assert!(responses.contains_key(status), "{method} {path} {status}");
+                }
+            }
+        }
+        let upload = &doc["paths"]["/api/v1/bulk-payouts"]["post"];
+        assert!(upload["requestBody"]["content"]["text/csv"].is_object());
+        assert!(upload["responses"]["413"]["description"].as_str().unwrap().contains("5 MiB"));
+        for (op, code) in [("approve", "maker_checker_violation"), ("reject", "maker_checker_violation")] {
+            let path = format!("/api/v1/bulk-payouts/{{batch_id}}/{op}");
+            assert!(doc["paths"][&path]["post"]["responses"]["403"]["description"].as_str().unwrap().contains(code), "{path}");
+        }
+        let reversal = &doc["paths"]["/api/v1/reversals"]["post"]["responses"]["422"]["description"];
+        assert!(reversal.as_str().unwrap().contains("reversal_exceeds_original"));
+        let schemas = &doc["components"]["schemas"];
+        for schema in [
+            "TransferRequest",
+            "TransferDto",
+            "StatementDto",
+            "PayoutRequest",
+            "PayoutDto",
+            "BulkRequest",
+            "BulkItemRequest",
+            "RejectRequest",
+            "BulkPayoutDto",
+            "ReversalRequest",
+            "ReversalDto",
+            "DecimalAmount",
+        ] {
+            assert!(schemas[schema].is_object(), "{schema}");
+        }
+        let amount = &schemas["DecimalAmount"]["oneOf"];
+        assert_eq!((amount[0]["type"].as_str(), amount[1]["type"].as_str()), (Some("string"), Some("number")));
+        for request in ["TransferRequest", "PayoutRequest", "BulkItemRequest"] {
+            assert_eq!(schemas[request]["properties"]["amount"]["$ref"], "#/components/schemas/DecimalAmount", "{request}");
+        }
+        let tags: Vec<&str> = doc["tags"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        for tag in ["Accounts", "Payouts", "Bulk payouts", "Reversals"] {
+            assert!(tags.contains(&tag), "{tag}");
+        }
     }
 }

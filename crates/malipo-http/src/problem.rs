@@ -1,5 +1,7 @@
 //! The one error format: RFC 9457 problem documents, built in this one place.
 
+use std::borrow::Cow;
+
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
@@ -74,9 +76,9 @@ pub enum ApiError {
     /// No bearer token.
     #[error("a bearer token is required")]
     Unauthorized,
-    /// Token valid, scope missing.
-    #[error("this token lacks the `{0}` scope")]
-    InsufficientScope(&'static str),
+    /// Token valid, scope missing (several, space-separated, when any one of them would do).
+    #[error("{}", insufficient_scope(.0))]
+    InsufficientScope(Cow<'static, str>),
     /// Unknown route.
     #[error("no such resource")]
     NotFound,
@@ -183,6 +185,15 @@ impl ApiError {
     }
 }
 
+fn insufficient_scope(scopes: &str) -> String {
+    if scopes.contains(' ') {
+        let list = scopes.split(' ').map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ");
+        format!("this token lacks a scope this call needs: one of {list}")
+    } else {
+        format!("this token lacks the `{scopes}` scope")
+    }
+}
+
 fn to_problem_field(f: &FieldError) -> ProblemField {
     ProblemField { field: f.field.clone(), code: f.code.to_owned(), message: f.message.clone() }
 }
@@ -201,6 +212,10 @@ fn service_parts(e: &ServiceError) -> (StatusCode, &'static str, &'static str, S
         ServiceError::CurrencyMismatch(_) => (S::UNPROCESSABLE_ENTITY, "currency_mismatch", "Currency mismatch", d),
         ServiceError::LimitExceeded(_) => (S::UNPROCESSABLE_ENTITY, "limit_exceeded", "Limit exceeded", d),
         ServiceError::WalletLocked => (S::UNPROCESSABLE_ENTITY, "wallet_locked", "Wallet locked", d),
+        ServiceError::MakerChecker => (S::FORBIDDEN, "maker_checker_violation", "Maker-checker violation", d),
+        ServiceError::ReversalExceedsOriginal(_) => {
+            (S::UNPROCESSABLE_ENTITY, "reversal_exceeds_original", "Reversal exceeds the original", d)
+        }
         ServiceError::IdempotencyReused => (S::UNPROCESSABLE_ENTITY, "idempotency_key_reused", "Idempotency key reused", d),
         ServiceError::IdempotencyInProgress => (S::CONFLICT, "idempotency_in_progress", "Request in progress", d),
         ServiceError::TestModeOnly => {
@@ -279,5 +294,25 @@ impl ResponseError for ApiError {
             res.insert_header((header::CACHE_CONTROL, "no-store"));
         }
         res.json(problem)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn money_out_refusals_have_their_own_codes() {
+        for (e, status, code) in [
+            (ServiceError::MakerChecker, 403, "maker_checker_violation"),
+            (ServiceError::ReversalExceedsOriginal("only 50.00 of ch_x is left to reverse".into()), 422, "reversal_exceeds_original"),
+        ] {
+            let p = ApiError::Service(e).problem();
+            assert_eq!((p.status, p.code.as_str(), p.kind.as_str()), (status, code, format!("urn:malipo:problem:{code}").as_str()));
+            assert!(p.errors.is_none() && p.error.is_none());
+        }
+        let p = ApiError::Service(ServiceError::ReversalExceedsOriginal("only 50.00 of ch_x is left to reverse".into())).problem();
+        assert_eq!(p.detail, "only 50.00 of ch_x is left to reverse");
     }
 }

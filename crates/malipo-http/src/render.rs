@@ -1,14 +1,19 @@
-//! The wire forms of events: the `data` of a charge or cash-out event, and the body of each
-//! delivery (contract section 12).
+//! The wire forms of events: the `data` of each kind of event (the object as the API shows
+//! it), and the body of each delivery (contract section 12).
 
 use malipo_charges::Charge;
+use malipo_core::MinorUnit;
+use malipo_payouts::{BulkPayout, Payout, Reversal};
 use malipo_service::EventRenderer;
 use malipo_webhooks::{Event, Summary};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::routes::agents::dto::CashOutDto;
-use crate::routes::shared::ChargeDto;
+use crate::routes::bulk::dto::BulkPayoutDto;
+use crate::routes::reversals::dto::ReversalDto;
+use crate::routes::shared::{ChargeDto, PayoutDto};
+use crate::wire::money;
 
 /// Renders events as the API's JSON.
 #[derive(Debug, Default, Clone, Copy)]
@@ -43,6 +48,19 @@ struct Envelope<'a> {
     signature: &'a str,
 }
 
+/// A `payout.*` event's `data`: the payout, then the payout account's available balance right
+/// after it settled.
+#[derive(Serialize)]
+struct PayoutEventData {
+    #[serde(flatten)]
+    payout: PayoutDto,
+    payout_account_available: Box<RawValue>,
+}
+
+fn json<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec())
+}
+
 fn raw(bytes: &[u8]) -> Box<RawValue> {
     std::str::from_utf8(bytes)
         .ok()
@@ -71,6 +89,38 @@ impl EventRenderer for JsonEvents {
             reference: None,
         };
         (data, summary)
+    }
+
+    fn payout(&self, payout: &Payout, payout_account_available: MinorUnit) -> (Vec<u8>, Summary) {
+        let data =
+            PayoutEventData { payout: PayoutDto::from(payout), payout_account_available: money(payout_account_available, payout.currency) };
+        let summary = Summary {
+            amount: Some(payout.currency.format_amount(payout.amount)),
+            currency: Some(payout.currency.to_string()),
+            state: Some(payout.state.as_str().to_owned()),
+            reference: Some(payout.reference.clone()),
+        };
+        (json(&data), summary)
+    }
+
+    fn bulk_payout(&self, batch: &BulkPayout) -> (Vec<u8>, Summary) {
+        let summary = Summary {
+            amount: Some(batch.currency.format_amount(batch.total_amount)),
+            currency: Some(batch.currency.to_string()),
+            state: Some(batch.state.as_str().to_owned()),
+            reference: Some(batch.reference.clone()),
+        };
+        (json(&BulkPayoutDto::from(batch)), summary)
+    }
+
+    fn reversal(&self, reversal: &Reversal) -> (Vec<u8>, Summary) {
+        let summary = Summary {
+            amount: Some(reversal.currency.format_amount(reversal.amount)),
+            currency: Some(reversal.currency.to_string()),
+            state: Some("completed".to_owned()),
+            reference: None,
+        };
+        (json(&ReversalDto::from(reversal)), summary)
     }
 
     fn delivery_body(&self, event: &Event, timestamp: i64, signature: &str) -> Vec<u8> {
@@ -196,5 +246,52 @@ mod tests {
         assert_eq!(v["data"]["state"], "completed");
         assert!(body.contains("\"amount\":250.00,\"fee\":33.00,\"agent_commission\":11.00,"), "{body}");
         assert!(v["data"].get("charge_ref").is_none() && v["data"].get("reference").is_none());
+    }
+
+    #[test]
+    fn a_payout_event_carries_the_payout_and_the_payout_accounts_balance() {
+        let payout = crate::testing::payout();
+        let (data, summary) = JsonEvents.payout(&payout, MinorUnit::new(1_234_550));
+        let data = String::from_utf8(data).unwrap();
+        let object = serde_json::to_string(&PayoutDto::from(&payout)).unwrap();
+        assert_eq!(data, format!("{},\"payout_account_available\":12345.50}}", object.trim_end_matches('}')));
+        assert_eq!(summary.amount.as_deref(), Some("1500.00"));
+        assert_eq!(summary.currency.as_deref(), Some("KES"));
+        assert_eq!(summary.state.as_deref(), Some("completed"));
+        assert_eq!(summary.reference.as_deref(), Some("SALARY-11-007"));
+        let event = Event {
+            id: EventId::new(),
+            org_id: payout.org_id.clone(),
+            mode: Mode::Test,
+            kind: "payout.completed".into(),
+            object_id: payout.id.to_string(),
+            data: data.into_bytes(),
+            summary,
+            created_at: payout.created_at,
+        };
+        let body = String::from_utf8(JsonEvents.delivery_body(&event, 1_763_805_600, "v1,abc")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["created_at", "data", "event", "id", "mode", "signature", "timestamp"], "{body}");
+        assert_eq!(v["data"]["payout_ref"], "po_payout1");
+        assert!(body.contains("\"amount\":1500.00,") && body.contains("\"payout_account_available\":12345.50}"), "{body}");
+    }
+
+    #[test]
+    fn batch_and_reversal_events_carry_their_objects() {
+        let batch = crate::testing::batch();
+        let (data, summary) = JsonEvents.bulk_payout(&batch);
+        assert_eq!(data, serde_json::to_vec(&BulkPayoutDto::from(&batch)).unwrap());
+        assert_eq!(
+            (summary.amount.as_deref(), summary.currency.as_deref(), summary.state.as_deref(), summary.reference.as_deref()),
+            (Some("4500.00"), Some("KES"), Some("processing"), Some("PAYROLL-2025-11"))
+        );
+        let reversal = crate::testing::reversal();
+        let (data, summary) = JsonEvents.reversal(&reversal);
+        assert_eq!(data, serde_json::to_vec(&ReversalDto::from(&reversal)).unwrap());
+        assert_eq!(
+            (summary.amount.as_deref(), summary.currency.as_deref(), summary.state.as_deref(), summary.reference),
+            (Some("500.00"), Some("KES"), Some("completed"), None)
+        );
     }
 }

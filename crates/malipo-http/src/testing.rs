@@ -73,3 +73,82 @@ daily = "7000000"
 max_balance = "10000000"
 requirements = []
 "#;
+
+/// 2025-11-22T10:00:00Z plus `seconds`.
+pub(crate) fn at(seconds: i64) -> malipo_core::Timestamp {
+    malipo_core::Timestamp::from_micros(1_763_805_600_000_000 + seconds * 1_000_000)
+}
+
+/// A completed payout of KES 1,500.00 (fee 15.00, 500.00 reversed), an item of batch
+/// `bp_batch1` with fixed ids.
+pub(crate) fn payout() -> malipo_payouts::Payout {
+    use malipo_core::{AccountId, BulkPayoutId, Currency, MinorUnit, Mode, Msisdn, OrgId, PayoutRef, TransactionId};
+    malipo_payouts::Payout {
+        id: PayoutRef::from_trusted("po_payout1".into()),
+        org_id: OrgId::new(),
+        mode: Mode::Test,
+        payee_msisdn: Msisdn::parse("254712345678").unwrap_or_else(|e| panic!("{e}")),
+        amount: MinorUnit::new(150_000),
+        fee: MinorUnit::new(1_500),
+        currency: Currency::KES,
+        amount_reversed: MinorUnit::new(50_000),
+        reference: "SALARY-11-007".into(),
+        narration: Some("November salary".into()),
+        state: malipo_payouts::PayoutState::Completed,
+        failure_reason: None,
+        transaction_id: Some(TransactionId::from_trusted("tx_paid1".into())),
+        bulk_payout_id: Some(BulkPayoutId::from_trusted("bp_batch1".into())),
+        bulk_index: Some(6),
+        payout_account: AccountId::new(),
+        created_at: at(0),
+        updated_at: at(2),
+        completed_at: Some(at(2)),
+        next_action_at: None,
+    }
+}
+
+/// A batch of three items (KES 4,500.00, fees 45.00) approved and being paid: one completed,
+/// one failed, one pending.
+pub(crate) fn batch() -> malipo_payouts::BulkPayout {
+    use malipo_core::{AccountId, BulkPayoutId, Currency, MinorUnit, Mode, OrgId};
+    use malipo_payouts::{BatchCounts, BatchState};
+    malipo_payouts::BulkPayout {
+        id: BulkPayoutId::from_trusted("bp_batch1".into()),
+        org_id: OrgId::new(),
+        mode: Mode::Live,
+        reference: "PAYROLL-2025-11".into(),
+        currency: Currency::KES,
+        item_count: 3,
+        total_amount: MinorUnit::new(450_000),
+        total_fees: MinorUnit::new(4_500),
+        payout_account: AccountId::new(),
+        created_by: "ck_live_maker".into(),
+        approved_by: Some("ck_live_checker".into()),
+        rejected_by: None,
+        rejection_reason: None,
+        state: BatchState::Processing,
+        counts: BatchCounts { pending: 1, completed: 1, failed: 1 },
+        created_at: at(0),
+        approved_at: Some(at(60)),
+        completed_at: None,
+        updated_at: at(61),
+    }
+}
+
+/// A partial reversal (KES 500.00, fee share 5.00) of payout `po_payout1`.
+pub(crate) fn reversal() -> malipo_payouts::Reversal {
+    use malipo_core::{Currency, MinorUnit, Mode, OrgId, PayoutRef, ReversalId, TransactionId};
+    malipo_payouts::Reversal {
+        id: ReversalId::from_trusted("rv_rev1".into()),
+        org_id: OrgId::new(),
+        mode: Mode::Test,
+        original: malipo_payouts::ReversalOriginal::Payout(PayoutRef::from_trusted("po_payout1".into())),
+        original_transaction_id: TransactionId::from_trusted("tx_paid1".into()),
+        amount: MinorUnit::new(50_000),
+        fee_reversed: MinorUnit::new(500),
+        currency: Currency::KES,
+        reason: "paid twice".into(),
+        transaction_id: TransactionId::from_trusted("tx_back1".into()),
+        created_at: at(3600),
+    }
+}

@@ -28,6 +28,33 @@ pub fn amount_text(field: &str, raw: &RawValue) -> Result<String, ApiError> {
     }
 }
 
+/// The OpenAPI schema of an amount in a request: a decimal string or a JSON number in major
+/// units, read exactly (never through a binary float). Fields typed `Box<RawValue>` name it with
+/// `#[schema(value_type = DecimalAmount)]`.
+pub struct DecimalAmount;
+
+impl utoipa::PartialSchema for DecimalAmount {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+        OneOfBuilder::new()
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some(r"^[0-9]+(\.[0-9]+)?$"))
+                    .description(Some("A decimal string in major units, e.g. \"250.00\"")),
+            )
+            .item(ObjectBuilder::new().schema_type(Type::Number).description(Some("A JSON number in major units, e.g. 250.00")))
+            .description(Some(
+                "An amount in major units, as a decimal string or a JSON number; positive, no exponent, at most the \
+                 currency's ISO 4217 minor units of decimals (else 422 invalid_amount)",
+            ))
+            .examples(["250.00"])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for DecimalAmount {}
+
 /// A time as RFC 3339 in UTC with a `Z` suffix (`2025-11-22T10:00:00Z`; a fraction only when
 /// there is one).
 pub fn time(t: Timestamp) -> String {

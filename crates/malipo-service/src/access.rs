@@ -100,7 +100,7 @@ impl<'a> Access<'a> {
         let now = self.core.now();
         let org = Organisation { id: OrgId::new(), name: name.to_owned(), kind, country: country.to_owned(), created_at: now };
         let kinds: &[AccountKind] = match kind {
-            OrgKind::Merchant => &[AccountKind::Collection, AccountKind::Payout],
+            OrgKind::Merchant | OrgKind::Corporate => &[AccountKind::Collection, AccountKind::Payout],
             OrgKind::Agent => &[AccountKind::AgentFloat],
             OrgKind::Operator | OrgKind::Gateway => &[],
         };

@@ -74,7 +74,7 @@ impl<'a> Accounts<'a> {
             let org = tx.org(org_id)?.ok_or(ServiceError::NotFound)?;
             let kind = match org.kind {
                 malipo_auth::OrgKind::Agent => AccountKind::AgentFloat,
-                malipo_auth::OrgKind::Merchant => AccountKind::Payout,
+                malipo_auth::OrgKind::Merchant | malipo_auth::OrgKind::Corporate => AccountKind::Payout,
                 other => return Err(ServiceError::field("org", "invalid_value", format!("a {other} organisation has no account to fund"))),
             };
             let target = tx.find_account(&AccountKey::Org { org_id: org.id.clone(), mode, kind })?.ok_or(ServiceError::NotFound)?;

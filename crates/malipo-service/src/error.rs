@@ -86,6 +86,12 @@ pub enum ServiceError {
     /// The wallet is locked.
     #[error("wallet locked")]
     WalletLocked,
+    /// The checker of a bulk payout is its maker.
+    #[error("the credential that created a bulk payout cannot approve or reject it")]
+    MakerChecker,
+    /// Reversals would exceed the original's amount.
+    #[error("{0}")]
+    ReversalExceedsOriginal(String),
     /// The key was used for a different request.
     #[error("idempotency key reused with a different request")]
     IdempotencyReused,

@@ -3,7 +3,8 @@
 //! event and no event without its change.
 
 use malipo_charges::{Charge, ChargeKind, ChargeState};
-use malipo_core::{EndpointId, EventId, Mode, OrgId, Timestamp};
+use malipo_core::{EndpointId, EventId, MinorUnit, Mode, OrgId, Timestamp};
+use malipo_payouts::{BatchState, BulkPayout, Payout, PayoutState, Reversal};
 use malipo_webhooks::{Delivery, DeliveryState, Event, Summary};
 
 use crate::core::Core;
@@ -96,6 +97,57 @@ impl Events<'_> {
             ChargeKind::CashOut => return Ok(()),
         };
         let new = NewEvent { org_id: &charge.org_id, mode: charge.mode, kind, object_id: charge.id.as_str(), data, summary };
+        self.emit(tx, new, now)
+    }
+}
+
+impl Events<'_> {
+    /// `payout.completed` or `payout.failed` for a settled payout, with the payout account's
+    /// available balance right after it.
+    ///
+    /// # Errors
+    /// As [`Events::emit`].
+    pub(crate) fn payout(&self, tx: &mut dyn Tx, payout: &Payout, available: MinorUnit, now: Timestamp) -> Result<(), ServiceError> {
+        let kind = match payout.state {
+            PayoutState::Completed => "payout.completed",
+            PayoutState::Failed => "payout.failed",
+            PayoutState::Pending => return Ok(()),
+        };
+        let (data, summary) = self.0.renderer.payout(payout, available);
+        let new = NewEvent { org_id: &payout.org_id, mode: payout.mode, kind, object_id: payout.id.as_str(), data, summary };
+        self.emit(tx, new, now)
+    }
+
+    /// `bulk_payout.approved`, `.rejected` or `.completed` for a batch that just entered that state.
+    ///
+    /// # Errors
+    /// As [`Events::emit`].
+    pub(crate) fn bulk_payout(&self, tx: &mut dyn Tx, batch: &BulkPayout, now: Timestamp) -> Result<(), ServiceError> {
+        let kind = match batch.state {
+            BatchState::Processing => "bulk_payout.approved",
+            BatchState::Rejected => "bulk_payout.rejected",
+            BatchState::Completed => "bulk_payout.completed",
+            BatchState::AwaitingApproval => return Ok(()),
+        };
+        let (data, summary) = self.0.renderer.bulk_payout(batch);
+        let new = NewEvent { org_id: &batch.org_id, mode: batch.mode, kind, object_id: batch.id.as_str(), data, summary };
+        self.emit(tx, new, now)
+    }
+
+    /// `reversal.completed`.
+    ///
+    /// # Errors
+    /// As [`Events::emit`].
+    pub(crate) fn reversal(&self, tx: &mut dyn Tx, reversal: &Reversal, now: Timestamp) -> Result<(), ServiceError> {
+        let (data, summary) = self.0.renderer.reversal(reversal);
+        let new = NewEvent {
+            org_id: &reversal.org_id,
+            mode: reversal.mode,
+            kind: "reversal.completed",
+            object_id: reversal.id.as_str(),
+            data,
+            summary,
+        };
         self.emit(tx, new, now)
     }
 }

@@ -24,10 +24,13 @@ mod lifecycle;
 mod limits;
 mod p2p;
 pub mod page;
+pub mod payouts;
 pub mod platform;
 pub mod ports;
 pub mod processing;
+pub mod reversals;
 pub mod sandbox;
+pub mod transfers;
 pub mod ussd;
 pub mod validate;
 pub mod wallets;
@@ -47,13 +50,19 @@ pub use lifecycle::PIN_LOCKOUT_REASON;
 pub use limits::WalletDetails;
 pub use p2p::P2pTransfer;
 pub use page::Page;
+pub use payouts::bulk::{BulkInput, BulkPayouts};
+pub use payouts::worker::PayoutProcessing;
+pub use payouts::{NewPayout, Payouts};
 pub use platform::Platform;
 pub use ports::{
-    query, read, write, AccountKey, AuthRepo, ChargeRepo, EndpointRepo, EventRenderer, IdempotencyRepo, LedgerRepo, NoRenderer, OutboxRepo,
-    StatementLine, Store, TokenRecord, Tx, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender,
+    query, read, write, AccountKey, AuthRepo, BulkRepo, ChargeRepo, EndpointRepo, EventRenderer, IdempotencyRepo, LedgerRepo, NoRenderer,
+    OutboxRepo, PayoutRepo, ReversalRepo, StatementLine, Store, TokenRecord, Tx, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState,
+    WebhookSender,
 };
 pub use processing::Processing;
+pub use reversals::{NewReversal, Reversals};
 pub use sandbox::{Sandbox, SimulateAction};
+pub use transfers::{Transfer, Transfers};
 pub use ussd::{Ussd, UssdRequest, SESSION_TIMEOUT_SECONDS};
 pub use wallets::{NewWallet, PinCheck, Wallets};
 pub use webhooks::{Deliveries, DeliveryJob, EndpointWithSecret, EventDetail, Redelivery, SendOutcome, Webhooks};

@@ -16,9 +16,14 @@ use crate::charges::Charges;
 use crate::config::{ServiceConfig, WebhookConfig};
 use crate::core::{Core, Observer};
 use crate::housekeeping::Housekeeping;
+use crate::payouts::bulk::BulkPayouts;
+use crate::payouts::worker::PayoutProcessing;
+use crate::payouts::Payouts;
 use crate::ports::{EventRenderer, Store};
 use crate::processing::Processing;
+use crate::reversals::Reversals;
 use crate::sandbox::Sandbox;
+use crate::transfers::Transfers;
 use crate::ussd::Ussd;
 use crate::wallets::Wallets;
 use crate::webhooks::{Deliveries, Webhooks};
@@ -97,6 +102,31 @@ impl Platform {
     /// Charges.
     pub fn charges(&self) -> Charges<'_> {
         Charges::new(&self.core)
+    }
+
+    /// Transfers between an organisation's own accounts, and statements.
+    pub fn transfers(&self) -> Transfers<'_> {
+        Transfers::new(&self.core)
+    }
+
+    /// Payouts.
+    pub fn payouts(&self) -> Payouts<'_> {
+        Payouts::new(&self.core)
+    }
+
+    /// Bulk payouts with maker/checker.
+    pub fn bulk_payouts(&self) -> BulkPayouts<'_> {
+        BulkPayouts::new(&self.core)
+    }
+
+    /// The payout worker.
+    pub fn payout_processing(&self) -> PayoutProcessing<'_> {
+        PayoutProcessing::new(&self.core)
+    }
+
+    /// Reversals.
+    pub fn reversals(&self) -> Reversals<'_> {
+        Reversals::new(&self.core)
     }
 
     /// The charge worker.

@@ -28,6 +28,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod fixtures;
+pub mod payout_fixtures;
 mod suite;
 
 /// One public fn per case: `pub fn <case>(store: &dyn malipo_service::Store)`, panicking on
@@ -62,6 +63,7 @@ macro_rules! __store_contract_cases {
                 ledger::holds_and_releases,
                 ledger::pending_credits_sum_authorised_charges,
                 ledger::account_debits_and_statement,
+                ledger::account_postings_keep_to_the_window,
                 ledger::ledger_part_is_the_accounts_and_their_journals,
                 wallets::wallets_insert_get_update,
                 wallets::duplicate_wallet_is_refused,
@@ -75,6 +77,22 @@ macro_rules! __store_contract_cases {
                 charges::claim_due_charges_leases,
                 charges::pending_charges_of_payer,
                 charges::cash_outs_are_not_charges,
+                payouts::payouts_round_trip_scoped_by_org_and_mode,
+                payouts::update_payout_persists_every_mutable_field,
+                payouts::payouts_refuse_impossible_states,
+                payouts::list_payouts_pages_newest_first,
+                payouts::list_payouts_filters,
+                payouts::claim_due_payouts_leases,
+                payouts::a_charge_or_payout_is_paid_once,
+                bulk::batches_round_trip_and_update,
+                bulk::batches_refuse_impossible_states,
+                bulk::list_batches_pages_newest_first,
+                bulk::batch_items_in_batch_order,
+                bulk::schedule_and_fail_only_the_pending_items_of_the_batch,
+                bulk::a_batch_of_ten_thousand_items_in_one_insert,
+                reversals::reversals_round_trip_scoped_by_org_and_mode,
+                reversals::list_reversals_pages_newest_first,
+                reversals::journal_source_names_what_a_transaction_paid,
                 idempotency::insert_key_then_read,
                 idempotency::purge_keys_removes_old_ones_only,
                 webhooks::endpoints_round_trip_and_update,

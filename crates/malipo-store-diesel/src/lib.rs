@@ -23,6 +23,7 @@ use diesel::r2d2::{HandleError, ManageConnection, Pool, PooledConnection, R2D2Co
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 use malipo_service::{ServiceError, Store, StoreError, Tx};
 
+mod claim;
 mod error;
 mod repo;
 mod rows;
@@ -267,8 +268,17 @@ impl DieselStore {
         let applied = match &mut *conn {
             DbConnection::Pg(c) => c.run_pending_migrations(PG_MIGRATIONS).map(|v| v.len()),
             DbConnection::Sqlite(c) => c.run_pending_migrations(SQLITE_MIGRATIONS).map(|v| v.len()),
-        }
-        .map_err(|e| StoreError::Other(format!("migration failed: {e}")))?;
+        };
+        let applied = match applied {
+            Ok(n) => n,
+            Err(e) => {
+                // A SQLite migration that runs outside diesel's transaction (`metadata.toml`)
+                // may have stopped inside its own, with foreign keys off: closing the connection
+                // rolls that back, and the pool must not hand it out again.
+                mark_broken(&mut conn);
+                return Err(StoreError::Other(format!("migration failed: {e}")));
+            }
+        };
         if applied > 0 {
             tracing::info!(applied, backend = %self.backend, "applied database migrations");
         }

@@ -1,5 +1,6 @@
 //! The tables, written by hand to match both migrations
-//! (`migrations/{postgres,sqlite}/2026-11-22-000001_core/up.sql` and `…-000002_webhooks/up.sql`). Ids are `Text`, timestamps
+//! (`migrations/{postgres,sqlite}/2026-11-22-000001_core/up.sql`, `…-000002_webhooks/up.sql`,
+//! `…-000003_customers/up.sql` and `…-000004_payouts/up.sql`). Ids are `Text`, timestamps
 //! `BigInt` microseconds, money `BigInt` minor units.
 
 #![allow(missing_docs, unreachable_pub)]
@@ -227,12 +228,81 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    bulk_payouts (id) {
+        id -> Text,
+        org_id -> Text,
+        mode -> Text,
+        reference -> Text,
+        currency -> Text,
+        item_count -> Integer,
+        total_amount -> BigInt,
+        total_fees -> BigInt,
+        payout_account -> Text,
+        created_by -> Text,
+        approved_by -> Nullable<Text>,
+        rejected_by -> Nullable<Text>,
+        rejection_reason -> Nullable<Text>,
+        state -> Text,
+        pending_count -> Integer,
+        completed_count -> Integer,
+        failed_count -> Integer,
+        created_at -> BigInt,
+        approved_at -> Nullable<BigInt>,
+        completed_at -> Nullable<BigInt>,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    payouts (id) {
+        id -> Text,
+        org_id -> Text,
+        mode -> Text,
+        payee_msisdn -> Text,
+        amount -> BigInt,
+        fee -> BigInt,
+        currency -> Text,
+        amount_reversed -> BigInt,
+        reference -> Text,
+        narration -> Nullable<Text>,
+        state -> Text,
+        failure_reason -> Nullable<Text>,
+        transaction_id -> Nullable<Text>,
+        bulk_payout_id -> Nullable<Text>,
+        bulk_index -> Nullable<Integer>,
+        payout_account -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+        completed_at -> Nullable<BigInt>,
+        next_action_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    reversals (id) {
+        id -> Text,
+        org_id -> Text,
+        mode -> Text,
+        charge_ref -> Nullable<Text>,
+        payout_ref -> Nullable<Text>,
+        original_transaction_id -> Text,
+        amount -> BigInt,
+        fee_reversed -> BigInt,
+        currency -> Text,
+        reason -> Text,
+        transaction_id -> Text,
+        created_at -> BigInt,
+    }
+}
+
 diesel::joinable!(credentials -> organisations (org_id));
 diesel::joinable!(access_tokens -> credentials (client_id));
 diesel::joinable!(postings -> journals (journal_id));
 diesel::joinable!(deliveries -> events (event_id));
 diesel::joinable!(deliveries -> webhook_endpoints (endpoint_id));
 diesel::joinable!(delivery_attempts -> deliveries (delivery_id));
+diesel::joinable!(payouts -> bulk_payouts (bulk_payout_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     organisations,
@@ -249,4 +319,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     events,
     deliveries,
     delivery_attempts,
+    bulk_payouts,
+    payouts,
+    reversals,
 );

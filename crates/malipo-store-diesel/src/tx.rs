@@ -2,7 +2,6 @@
 //! Each feature's repository is implemented on it in `repo/<feature>.rs`.
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Text};
 use malipo_service::StoreError;
 
 use crate::error::db_error;
@@ -59,15 +58,6 @@ pub(crate) fn inserted(rows: QueryResult<usize>) -> Result<(), StoreError> {
 
 pub(crate) fn limit_i64(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
-}
-
-/// A row of the PostgreSQL claim queries (charges and deliveries).
-#[derive(QueryableByName)]
-pub(crate) struct ClaimedRow {
-    #[diesel(sql_type = Text)]
-    pub(crate) id: String,
-    #[diesel(sql_type = BigInt)]
-    pub(crate) due_at: i64,
 }
 
 pub(crate) use locked_row;

@@ -578,11 +578,11 @@ fn the_url_scheme_picks_the_backend() {
     assert_eq!((store.backend(), store.backend().as_str()), (Backend::Sqlite, "sqlite"));
     assert!(path.exists(), "parent directories are created");
     assert!(matches!(store.ready(), Err(StoreError::Unavailable(_))), "not ready before the migrations ran");
-    assert_eq!(store.migrate(), Ok(3));
+    assert_eq!(store.migrate(), Ok(4));
     assert_eq!(store.ready(), Ok(()));
 
     let memory = DieselStore::connect("sqlite://:memory:", None).unwrap();
-    assert_eq!(memory.migrate(), Ok(3));
+    assert_eq!(memory.migrate(), Ok(4));
     assert_eq!(memory.ready(), Ok(()), "one connection, so one database");
 }
 

@@ -3,8 +3,10 @@
 //! ([`StoreError::Duplicate`]); the foreign keys (credential → organisation, token →
 //! credential, account → organisation, wallet → account, charge → organisation and merchant
 //! account, webhook endpoint and event → organisation, delivery → event and endpoint, attempt →
-//! delivery) and check constraints (accounts' holds; charges' amounts and the fields tied to
-//! their state; a delivery's next attempt exactly while pending) as [`StoreError::Other`]; the
+//! delivery, payout → organisation, payout account and batch, batch → organisation and payout
+//! account, reversal → organisation and its charge or payout) and check constraints (accounts'
+//! holds; charges', payouts' and batches' amounts and the fields tied to their state; a
+//! delivery's next attempt exactly while pending) as [`StoreError::Other`]; the
 //! ledger's balance rules, through `malipo_ledger`'s own functions; and the audit chain of each
 //! ledger (mode + currency).
 //!

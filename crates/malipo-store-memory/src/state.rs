@@ -4,9 +4,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use malipo_auth::{AccessToken, Credential, Organisation};
 use malipo_charges::Charge;
-use malipo_core::{AccountId, ChargeRef, Currency, EndpointId, EventId, Mode, Msisdn, OrgId, TransactionId};
+use malipo_core::{
+    AccountId, BulkPayoutId, ChargeRef, Currency, EndpointId, EventId, Mode, Msisdn, OrgId, PayoutRef, ReversalId, TransactionId,
+};
 use malipo_idempotency::IdempotencyRecord;
 use malipo_ledger::{Account, AccountKind, ChainedJournal, Posting};
+use malipo_payouts::{BulkPayout, Payout, Reversal};
 use malipo_service::{UssdSession, Wallet};
 use malipo_webhooks::{Attempt, Delivery, Endpoint, Event};
 
@@ -45,12 +48,27 @@ pub(crate) struct State {
     pub(crate) journals: Vec<ChainedJournal>,
     /// Unique index of journal ids.
     pub(crate) journal_ids: BTreeSet<TransactionId>,
+    /// Unique index `journals_source_key`: the charge or payout each `charge` or `payout`
+    /// journal paid.
+    pub(crate) paid_sources: BTreeSet<String>,
     /// One posting per journal line, in posting order.
     pub(crate) postings: Vec<Posting>,
     /// Wallets by (mode, number).
     pub(crate) wallets: BTreeMap<(Mode, Msisdn), Wallet>,
     /// Charges by id.
     pub(crate) charges: BTreeMap<ChargeRef, Charge>,
+    /// Payouts (single ones and bulk items) by id.
+    pub(crate) payouts: BTreeMap<PayoutRef, Payout>,
+    /// Unique index: a bulk item by its batch and place in it (also the batch's order).
+    pub(crate) batch_items: BTreeMap<(BulkPayoutId, u32), PayoutRef>,
+    /// Unique index: the ledger transaction of each completed payout.
+    pub(crate) payout_transactions: BTreeMap<TransactionId, PayoutRef>,
+    /// Bulk payout batches by id.
+    pub(crate) batches: BTreeMap<BulkPayoutId, BulkPayout>,
+    /// Reversals by id.
+    pub(crate) reversals: BTreeMap<ReversalId, Reversal>,
+    /// Unique index: the ledger transaction of each reversal.
+    pub(crate) reversal_transactions: BTreeSet<TransactionId>,
     /// USSD sessions by (gateway organisation, mode, session id).
     pub(crate) ussd_sessions: BTreeMap<(OrgId, Mode, String), UssdSession>,
     /// Idempotency records.

@@ -257,6 +257,8 @@ async fn org_create_prints_a_test_credential_with_the_kinds_scopes(db: Db) {
     assert_secret_shape(merchant["client_secret"].as_str().unwrap(), "cs_test_");
     assert_eq!(merchant["mode"], "test");
     assert_eq!(scopes(&merchant), set(&["payments", "payouts", "reversals", "bulk:create"]), "merchant defaults");
+    let corporate = org_create(url, "corporate").await;
+    assert_eq!(scopes(&corporate), set(&["payments", "payouts", "reversals", "bulk:create"]), "corporate defaults: {corporate}");
     for (kind, scope) in [("agent", "agent"), ("operator", "wallets"), ("gateway", "ussd")] {
         let v = org_create(url, kind).await;
         assert_eq!(v["scopes"], scope, "{kind} defaults: {v}");
@@ -331,6 +333,13 @@ async fn credentials_issue_live_and_revoke(db: Db) {
     let ghost = OrgId::new().to_string();
     malipo(url, &["credentials", "issue", "--org", &ghost, "--mode", "live"]).await.refused(&ghost);
     malipo(url, &["credentials", "issue", "--org", org_id, "--mode", "prod"]).await.refused("prod");
+    // Maker and checker never on one credential.
+    malipo(url, &["credentials", "issue", "--org", org_id, "--mode", "test", "--scopes", "bulk:create bulk:approve"])
+        .await
+        .refused("bulk:approve");
+    let checker =
+        malipo(url, &["credentials", "issue", "--org", org_id, "--mode", "test", "--scopes", "bulk:approve", "--json"]).await.ok().json();
+    assert_eq!(checker["scopes"], "bulk:approve");
     malipo(url, &["credentials", "issue", "--org", org_id, "--mode", "test", "--scopes", "payments bogus"]).await.refused("bogus");
 }
 

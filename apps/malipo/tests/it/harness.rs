@@ -109,6 +109,7 @@ pub fn settings(url: &str, o: &Options) -> Settings {
         bind: "127.0.0.1:0".into(),
         countries: None,
         charge_ttl_seconds: o.charge_ttl_seconds,
+        worker_lease_seconds: 30,
         sandbox_approval_delay_ms: o.sandbox_delay_ms,
         rate_limit_live: o.rate_limit_live,
         rate_limit_test: o.rate_limit_test,
@@ -170,14 +171,18 @@ impl TestApp {
         self.clock.as_ref().expect("advance needs an app started with Options::manual()").advance(by);
     }
 
-    /// Runs the charge worker now, as its loop would, until nothing is due; returns how many
-    /// charges it claimed in all ([`Options::manual`] apps, whose own loops do not run).
+    /// Runs the charge and payout workers now, as their loop would, until nothing is due; returns
+    /// how many charges and payouts they claimed in all ([`Options::manual`] apps, whose own loops do not run).
     pub async fn run_workers(&self) -> usize {
         assert!(self.clock.is_some(), "run_workers drives the worker of an Options::manual() app");
         let mut claimed = 0;
         loop {
             let p = self.platform.clone();
-            let n = tokio::task::spawn_blocking(move || p.processing().process_due(100)).await.unwrap().unwrap();
+            let n = tokio::task::spawn_blocking(move || {
+                p.processing().process_due(100).unwrap() + p.payout_processing().process_due(100).unwrap()
+            })
+            .await
+            .unwrap();
             if n == 0 {
                 return claimed;
             }

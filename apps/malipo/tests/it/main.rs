@@ -6,15 +6,18 @@ mod harness;
 
 mod agents;
 mod auth;
+mod bulk;
 mod charges;
 mod cli;
 mod config;
+mod crash;
 mod errors;
 mod idempotency;
 mod isolation;
 mod lifecycle;
 mod live;
 mod ops;
+mod payouts;
 mod races;
 mod sandbox;
 mod ussd;

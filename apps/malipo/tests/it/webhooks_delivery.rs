@@ -26,6 +26,7 @@ crate::on_both!(
     gone_disables_the_endpoint,
     deliveries_survive_a_restart_mid_delivery,
     the_standardwebhooks_python_library_verifies_deliveries,
+    money_out_events_are_delivered_and_verified_by_standardwebhooks,
 );
 
 // ----- the receiver -----
@@ -645,5 +646,69 @@ async fn the_standardwebhooks_python_library_verifies_deliveries(db: Db) {
     // Another endpoint's secret: refused.
     let (code, out) = python_verify(&recorded, &Secret::generate().to_whsec()).await;
     assert_eq!(code, 1, "{out}");
+    app.stop().await;
+}
+
+async fn money_out_events_are_delivered_and_verified_by_standardwebhooks(db: Db) {
+    let app = app_with(db, "0,1,1,1", 2000).await;
+    let rx = Receiver::answering(200).await;
+    let c = app.org("corporate", "KE").await;
+    app.fund(&c.org_id, malipo_core::Mode::Test, "10000").await;
+    let maker = app.token(&c).await;
+    let ep = register(&app, &maker, &rx.url(), &["*"]).await;
+    let p = app.platform.clone();
+    let org = malipo_core::OrgId::parse(&c.org_id).unwrap();
+    let checker = tokio::task::spawn_blocking(move || {
+        p.access().issue_credential(&org, malipo_core::Mode::Test, Some(malipo_auth::Scopes::parse("bulk:approve").unwrap()))
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let checker =
+        app.token(&harness::Creds { org_id: c.org_id.clone(), client_id: checker.client_id, client_secret: checker.client_secret }).await;
+    let post = |token: String, path: String, body: Value| {
+        let app = &app;
+        async move {
+            let r = app.post(&token, &path, &body, Some(&harness::key())).await;
+            assert_eq!(r.status(), 200, "{path}");
+            r.json::<Value>().await.unwrap()
+        }
+    };
+    let paid = post(maker.clone(), "/payouts".into(), json!({"payee_msisdn": msisdn("0000"), "amount": "100", "reference": "P1"})).await;
+    // P1 settles alone, so its running balance is exact.
+    let done =
+        app.wait_state(&maker, &format!("/payouts/{}", paid["payout_ref"].as_str().unwrap()), "completed", Duration::from_secs(10)).await;
+    post(maker.clone(), "/payouts".into(), json!({"payee_msisdn": msisdn("1007"), "amount": "100", "reference": "P2"})).await;
+    let items = json!({"reference": "B", "items": [{"payee_msisdn": msisdn("0000"), "amount": "10", "reference": "I1"}]});
+    let approved = post(maker.clone(), "/bulk-payouts".into(), items.clone()).await;
+    post(checker.clone(), format!("/bulk-payouts/{}/approve", approved["batch_id"].as_str().unwrap()), json!({})).await;
+    let rejected = post(maker.clone(), "/bulk-payouts".into(), items).await;
+    post(checker.clone(), format!("/bulk-payouts/{}/reject", rejected["batch_id"].as_str().unwrap()), json!({"reason": "duplicate"})).await;
+    post(maker.clone(), "/reversals".into(), json!({"payout_ref": done["payout_ref"], "amount": "40", "reason": "overpaid"})).await;
+    let kinds = [
+        "payout.completed",
+        "payout.failed",
+        "bulk_payout.approved",
+        "bulk_payout.completed",
+        "bulk_payout.rejected",
+        "reversal.completed",
+    ];
+    let hits = rx.wait("every money-out event", Duration::from_secs(15), |h| kinds.iter().all(|k| h.iter().any(|x| x.kind() == *k))).await;
+    let of = |kind: &str| {
+        hits.iter().find(|h| h.kind() == kind && (kind != "payout.completed" || h.json()["data"]["reference"] == "P1")).unwrap()
+    };
+    let completed = of("payout.completed");
+    let data = raw_member(completed.text(), "data");
+    assert_eq!(raw_member(&data, "payout_ref"), format!("\"{}\"", done["payout_ref"].as_str().unwrap()));
+    // 10,000.00 funded; P1 took 100.00 and its 5.00 fee.
+    assert_eq!(raw_member(&data, "payout_account_available"), "9895.00", "{data}");
+    assert_eq!(of("payout.failed").json()["data"]["failure_reason"], "payee_not_found");
+    assert_eq!(of("bulk_payout.completed").json()["data"]["counts"], json!({"pending": 0, "completed": 1, "failed": 0}));
+    assert_eq!(of("bulk_payout.rejected").json()["data"]["rejection_reason"], "duplicate");
+    assert_eq!(raw_member(&raw_member(of("reversal.completed").text(), "data"), "amount"), "40.00");
+    let recorded: Vec<Recorded> = kinds.iter().map(|k| of(k)).map(|h| (h.headers.clone(), h.body.clone())).collect();
+    let (code, out) = python_verify(&recorded, &ep.secret).await;
+    assert_eq!(code, 0, "standardwebhooks refused our deliveries:\n{out}");
+    assert!(out.contains("6 of 6 deliveries verified"), "{out}");
     app.stop().await;
 }

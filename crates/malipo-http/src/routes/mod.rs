@@ -5,9 +5,12 @@
 pub mod accounts;
 pub mod agents;
 pub mod auth;
+pub mod bulk;
 pub mod channels;
 pub mod charges;
 pub mod ops;
+pub mod payouts;
+pub mod reversals;
 pub mod shared;
 pub mod wallets;
 pub mod webhooks;

@@ -1,8 +1,11 @@
 //! The wire shapes more than one group answers with: the list envelope, the charge (charges,
-//! sandbox, events), the balance (accounts, agents' float) and the wallet (wallets, sandbox).
+//! sandbox, events), the balance (accounts, agents' float), the wallet (wallets, sandbox), the
+//! statement line (wallets, accounts) and the payout (payouts, bulk payouts' items, events).
 
 use malipo_charges::Charge;
-use malipo_service::{Balance, WalletDetails};
+use malipo_core::Currency;
+use malipo_payouts::Payout;
+use malipo_service::{Balance, StatementLine, WalletDetails};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
@@ -206,16 +209,119 @@ impl From<&WalletDetails> for WalletDto {
     }
 }
 
+/// One line of a statement (an account's or a wallet's): one posting, oldest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StatementLineDto {
+    /// The ledger transaction (`tx_…`).
+    pub transaction_id: String,
+    /// What moved the money: `charge`, `payout`, `reversal`, `transfer`, `payment_request`,
+    /// `cash_in`, `cash_out`, `p2p`, `fee`, `funding`, `sandbox_funding`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The object that caused it (e.g. `ch_…`, `po_…`, `wd_…`, a number).
+    pub source_ref: String,
+    /// Signed: what the account or wallet moved by (positive in, negative out).
+    #[schema(value_type = f64)]
+    pub amount: Box<RawValue>,
+    /// The account's or wallet's balance right after it.
+    #[schema(value_type = f64)]
+    pub balance_after: Box<RawValue>,
+    /// RFC 3339 UTC.
+    pub created_at: String,
+}
+
+impl StatementLineDto {
+    /// A line in the account's or wallet's currency.
+    pub fn new(line: &StatementLine, currency: Currency) -> Self {
+        let p = &line.posting;
+        StatementLineDto {
+            transaction_id: p.journal_id.to_string(),
+            kind: p.kind.as_str(),
+            source_ref: p.source_ref.clone(),
+            amount: money(p.amount, currency),
+            balance_after: money(p.balance_after, currency),
+            created_at: time(p.created_at),
+        }
+    }
+}
+
+/// A payout (also an item of a bulk payout, with `bulk_payout_id` set).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PayoutDto {
+    /// `po_…`.
+    pub payout_ref: String,
+    /// `pending`, `completed` or `failed`.
+    pub state: &'static str,
+    /// `test` or `live`.
+    pub mode: &'static str,
+    /// The payee, international digits without `+`.
+    #[schema(example = "254712345678")]
+    pub payee_msisdn: String,
+    /// What the payee receives (two decimals).
+    #[schema(value_type = f64, example = 1500.00)]
+    pub amount: Box<RawValue>,
+    /// ISO 4217.
+    pub currency: String,
+    /// The country's payout fee, paid by the organisation on top of the amount.
+    #[schema(value_type = f64)]
+    pub fee: Box<RawValue>,
+    /// The integrator's reference.
+    pub reference: String,
+    /// Text for the payee.
+    pub narration: Option<String>,
+    /// Why it failed: `payee_not_found`, `wallet_locked`, `limit_exceeded`,
+    /// `bulk_payout_rejected`, `processing_error`.
+    pub failure_reason: Option<&'static str>,
+    /// The ledger transaction once completed (`tx_…`).
+    pub transaction_id: Option<String>,
+    /// The batch (`bp_…`) of a bulk payout's item.
+    pub bulk_payout_id: Option<String>,
+    /// Sum of reversals against it.
+    #[schema(value_type = f64)]
+    pub amount_reversed: Box<RawValue>,
+    /// RFC 3339 UTC.
+    pub created_at: String,
+    /// RFC 3339 UTC.
+    pub updated_at: String,
+    /// RFC 3339 UTC.
+    pub completed_at: Option<String>,
+}
+
+impl From<&Payout> for PayoutDto {
+    fn from(p: &Payout) -> Self {
+        let c = p.currency;
+        PayoutDto {
+            payout_ref: p.id.to_string(),
+            state: p.state.as_str(),
+            mode: p.mode.as_str(),
+            payee_msisdn: p.payee_msisdn.to_string(),
+            amount: money(p.amount, c),
+            currency: c.to_string(),
+            fee: money(p.fee, c),
+            reference: p.reference.clone(),
+            narration: p.narration.clone(),
+            failure_reason: p.failure_reason.map(|r| r.as_str()),
+            transaction_id: p.transaction_id.as_ref().map(ToString::to_string),
+            bulk_payout_id: p.bulk_payout_id.as_ref().map(ToString::to_string),
+            amount_reversed: money(p.amount_reversed, c),
+            created_at: time(p.created_at),
+            updated_at: time(p.updated_at),
+            completed_at: p.completed_at.map(time),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use malipo_core::{Currency, MinorUnit, Mode, Msisdn, Timestamp};
+    use malipo_core::{AccountId, MinorUnit, Mode, Msisdn, Timestamp, TransactionId};
     use malipo_countries::Countries;
-    use malipo_ledger::{Account, AccountKind};
+    use malipo_ledger::{Account, AccountKind, JournalKind, Posting};
+    use malipo_payouts::{PayoutFailure, PayoutState};
     use malipo_service::{Wallet, WalletState};
 
-    use crate::testing::TWO_COUNTRIES;
+    use crate::testing::{payout, TWO_COUNTRIES};
 
     fn details() -> WalletDetails {
         let t = Timestamp::from_micros(1_763_805_600_000_000);
@@ -254,5 +360,63 @@ mod tests {
         assert_eq!(v["updated_at"], "2025-11-22T10:01:00Z");
         assert!(!json.contains("argon2"), "the PIN hash never leaves");
         assert!(v.get("pin_attempts").is_none());
+    }
+
+    #[test]
+    fn a_statement_line_is_signed() {
+        let t = Timestamp::from_micros(1_763_805_600_000_000);
+        let line = StatementLine {
+            seq: 7,
+            posting: Posting {
+                journal_id: TransactionId::new(),
+                account: AccountId::new(),
+                amount: MinorUnit::new(-2_900),
+                balance_after: MinorUnit::new(97_100),
+                kind: JournalKind::CashOut,
+                source_ref: "wd_x".into(),
+                created_at: t,
+            },
+        };
+        let json = serde_json::to_string(&StatementLineDto::new(&line, Currency::KES)).unwrap();
+        assert!(
+            json.contains(
+                r#""type":"cash_out","source_ref":"wd_x","amount":-29.00,"balance_after":971.00,"created_at":"2025-11-22T10:00:00Z"}"#
+            ),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn a_payout_renders_every_field_of_the_contract_in_order() {
+        let json = serde_json::to_string(&PayoutDto::from(&payout())).unwrap();
+        assert_eq!(
+            json,
+            concat!(
+                r#"{"payout_ref":"po_payout1","state":"completed","mode":"test","payee_msisdn":"254712345678","amount":1500.00,"#,
+                r#""currency":"KES","fee":15.00,"reference":"SALARY-11-007","narration":"November salary","failure_reason":null,"#,
+                r#""transaction_id":"tx_paid1","bulk_payout_id":"bp_batch1","amount_reversed":500.00,"#,
+                r#""created_at":"2025-11-22T10:00:00Z","updated_at":"2025-11-22T10:00:02Z","completed_at":"2025-11-22T10:00:02Z"}"#
+            )
+        );
+    }
+
+    #[test]
+    fn a_failed_single_payout_writes_its_nulls() {
+        let mut p = payout();
+        p.state = PayoutState::Failed;
+        p.failure_reason = Some(PayoutFailure::PayeeNotFound);
+        p.narration = None;
+        p.transaction_id = None;
+        p.bulk_payout_id = None;
+        p.amount_reversed = MinorUnit::ZERO;
+        p.completed_at = None;
+        let v = serde_json::to_value(PayoutDto::from(&p)).unwrap();
+        assert_eq!(v["state"], "failed");
+        assert_eq!(v["failure_reason"], "payee_not_found");
+        for null in ["narration", "transaction_id", "bulk_payout_id", "completed_at"] {
+            assert!(v[null].is_null() && v.as_object().unwrap().contains_key(null), "{null}");
+        }
+        assert!(serde_json::to_string(&PayoutDto::from(&p)).unwrap().contains(r#""amount_reversed":0.00,"#));
+        assert_eq!(v.as_object().unwrap().len(), 16, "exactly the contract's fields: {v}");
     }
 }

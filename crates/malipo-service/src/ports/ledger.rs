@@ -80,6 +80,9 @@ pub trait LedgerRepo {
     /// # Errors
     /// [`LedgerError::InsufficientFunds`], [`LedgerError::UnknownAccount`],
     /// [`LedgerError::Mismatch`] (as [`StoreError::Ledger`]); the caller's transaction then fails.
+    /// [`StoreError::Duplicate`] when the journal's id exists, or when a `charge` or `payout`
+    /// journal names a source (`source_ref`) that such a journal already paid: a charge or
+    /// payout is posted once. Nothing of a refused journal is written.
     fn post_journal(&mut self, journal: &Journal) -> Result<(), StoreError>;
     /// Sum of `amount - fee` of `authorised` charges (kind `charge`) whose merchant account is `account`.
     ///
@@ -93,11 +96,18 @@ pub trait LedgerRepo {
     /// # Errors
     /// Storage failures.
     fn debits_since(&mut self, account: &AccountId, since: Timestamp) -> Result<MinorUnit, StoreError>;
-    /// The account's postings, oldest first, with `seq` strictly above `after` when given, at most `limit`.
+    /// The account's postings, oldest first, with `seq` strictly above `after` when given,
+    /// posted at or after `from` and before `to` when given, at most `limit`.
     ///
     /// # Errors
     /// Storage failures.
-    fn account_postings(&mut self, account: &AccountId, after: Option<i64>, limit: usize) -> Result<Vec<StatementLine>, StoreError>;
+    fn account_postings(
+        &mut self,
+        account: &AccountId,
+        after: Option<i64>,
+        window: (Option<Timestamp>, Option<Timestamp>),
+        limit: usize,
+    ) -> Result<Vec<StatementLine>, StoreError>;
     /// Every account and journal (with its lines as stored postings, in line order) of one mode or all.
     ///
     /// # Errors

@@ -15,7 +15,9 @@ mod endpoints;
 mod idempotency;
 mod ledger;
 mod outbox;
+mod payouts;
 mod render;
+mod reversals;
 mod sender;
 mod ussd;
 mod wallets;
@@ -26,9 +28,11 @@ pub use endpoints::EndpointRepo;
 pub use idempotency::IdempotencyRepo;
 pub use ledger::{AccountKey, LedgerRepo, StatementLine};
 pub use outbox::OutboxRepo;
+pub use payouts::{BulkRepo, PayoutRepo};
 #[cfg(any(test, feature = "mocks"))]
 pub use render::MockEventRenderer;
 pub use render::{EventRenderer, NoRenderer};
+pub use reversals::ReversalRepo;
 #[cfg(any(test, feature = "mocks"))]
 pub use sender::MockWebhookSender;
 pub use sender::{DeliveryJob, SendOutcome, WebhookSender};
@@ -39,9 +43,36 @@ use crate::error::{ServiceError, StoreError};
 
 /// One database transaction: every feature's repository on the same connection. Methods take
 /// `&mut self`; every method returns [`StoreError`]; reads of absent rows return `Ok(None)`.
-pub trait Tx: AuthRepo + LedgerRepo + WalletRepo + ChargeRepo + UssdRepo + IdempotencyRepo + EndpointRepo + OutboxRepo {}
+pub trait Tx:
+    AuthRepo
+    + LedgerRepo
+    + WalletRepo
+    + ChargeRepo
+    + UssdRepo
+    + IdempotencyRepo
+    + EndpointRepo
+    + OutboxRepo
+    + PayoutRepo
+    + BulkRepo
+    + ReversalRepo
+{
+}
 
-impl<T> Tx for T where T: AuthRepo + LedgerRepo + WalletRepo + ChargeRepo + UssdRepo + IdempotencyRepo + EndpointRepo + OutboxRepo + ?Sized {}
+impl<T> Tx for T where
+    T: AuthRepo
+        + LedgerRepo
+        + WalletRepo
+        + ChargeRepo
+        + UssdRepo
+        + IdempotencyRepo
+        + EndpointRepo
+        + OutboxRepo
+        + PayoutRepo
+        + BulkRepo
+        + ReversalRepo
+        + ?Sized
+{
+}
 
 /// A database: runs closures as transactions.
 pub trait Store: Send + Sync {

@@ -3,6 +3,8 @@
 //! report, so they need each event's body at that moment without knowing its format.
 
 use malipo_charges::Charge;
+use malipo_core::MinorUnit;
+use malipo_payouts::{BulkPayout, Payout, Reversal};
 use malipo_webhooks::{Event, Summary};
 
 /// Renders the wire forms of events.
@@ -12,6 +14,13 @@ pub trait EventRenderer: Send + Sync {
     fn charge(&self, charge: &Charge) -> (Vec<u8>, Summary);
     /// A cash-out (a prompt of kind `cash_out`) as the API shows it, and its summary.
     fn cash_out(&self, cash_out: &Charge) -> (Vec<u8>, Summary);
+    /// A payout as the API shows it, with `payout_account_available` (the payout account's
+    /// available balance right after it settled) added to the event's `data`.
+    fn payout(&self, payout: &Payout, payout_account_available: MinorUnit) -> (Vec<u8>, Summary);
+    /// A bulk payout batch as the API shows it.
+    fn bulk_payout(&self, batch: &BulkPayout) -> (Vec<u8>, Summary);
+    /// A reversal as the API shows it.
+    fn reversal(&self, reversal: &Reversal) -> (Vec<u8>, Summary);
     /// The body of one delivery attempt: the envelope at `timestamp` with the body `signature`.
     fn delivery_body(&self, event: &Event, timestamp: i64, signature: &str) -> Vec<u8>;
 }
@@ -26,6 +35,15 @@ impl EventRenderer for NoRenderer {
     }
     fn cash_out(&self, cash_out: &Charge) -> (Vec<u8>, Summary) {
         self.charge(cash_out)
+    }
+    fn payout(&self, payout: &Payout, _: MinorUnit) -> (Vec<u8>, Summary) {
+        (b"{}".to_vec(), Summary { state: Some(payout.state.as_str().to_owned()), ..Summary::default() })
+    }
+    fn bulk_payout(&self, batch: &BulkPayout) -> (Vec<u8>, Summary) {
+        (b"{}".to_vec(), Summary { state: Some(batch.state.as_str().to_owned()), ..Summary::default() })
+    }
+    fn reversal(&self, _: &Reversal) -> (Vec<u8>, Summary) {
+        (b"{}".to_vec(), Summary { state: Some("completed".to_owned()), ..Summary::default() })
     }
     fn delivery_body(&self, _: &Event, _: i64, _: &str) -> Vec<u8> {
         b"{}".to_vec()

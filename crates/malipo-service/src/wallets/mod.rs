@@ -419,7 +419,7 @@ impl<'a> Wallets<'a> {
         let after = cursor.map(|c| c.parse::<i64>().ok().filter(|v| *v > 0).ok_or_else(|| bad_cursor("cursor"))).transpose()?;
         read(self.core.store(), |tx| {
             let wallet = tx.wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
-            let data = tx.account_postings(&wallet.account_id, after, limit.saturating_add(1))?;
+            let data = tx.account_postings(&wallet.account_id, after, (None, None), limit.saturating_add(1))?;
             Ok((wallet, Page::from_fetched(data, limit, |l| l.seq.to_string())))
         })
     }

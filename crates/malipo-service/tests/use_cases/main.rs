@@ -8,5 +8,6 @@
 mod support;
 
 mod charges;
+mod money_out;
 mod wallets;
 mod webhooks;

@@ -73,6 +73,15 @@ impl World {
         access.authenticate(&token.access_token).unwrap()
     }
 
+    /// Another credential of `principal`'s organisation with these scopes, signed in.
+    pub(crate) fn colleague(&self, principal: &Principal, scopes: &str) -> Principal {
+        let access = self.platform.access();
+        let scopes = malipo_auth::Scopes::parse(scopes).unwrap();
+        let credential = access.issue_credential(&principal.org_id, principal.mode, Some(scopes)).unwrap();
+        let token = access.issue_token(&credential.client_id, &credential.client_secret, None).unwrap();
+        access.authenticate(&token.access_token).unwrap()
+    }
+
     /// A charge created (and its id), or the creation's error.
     pub(crate) fn charge(&self, merchant: &Principal, payer: &str, amount: &str) -> Result<Charge, malipo_service::ServiceError> {
         let new = NewCharge {

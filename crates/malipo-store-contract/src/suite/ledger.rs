@@ -269,7 +269,7 @@ pub fn account_debits_and_statement(store: &dyn Store) {
     assert_eq!(debits(21), 2_500);
     assert_eq!(debits(31), 0);
 
-    let page = |after: Option<i64>, limit: usize| query(store, |tx| Ok(tx.account_postings(&w.id, after, limit)?));
+    let page = |after: Option<i64>, limit: usize| query(store, |tx| Ok(tx.account_postings(&w.id, after, (None, None), limit)?));
     let all = page(None, 10);
     let summary: Vec<_> =
         all.iter().map(|l| (l.posting.journal_id.clone(), l.posting.amount.get(), l.posting.balance_after.get(), l.posting.kind)).collect();
@@ -291,6 +291,37 @@ pub fn account_debits_and_statement(store: &dyn Store) {
     assert_eq!(rest.len(), 3, "the page after the cursor holds the last two and the new posting");
     assert_eq!(rest[..2], all[2..]);
     assert_eq!(rest[2].posting.amount.get(), 1);
+}
+
+/// `account_postings` keeps to a window of posting times (`from` inclusive, `to` exclusive,
+/// either open), with the cursor and the limit as without one.
+pub fn account_postings_keep_to_the_window(store: &dyn Store) {
+    let kes = insert_platform(store, Mode::Test, KES);
+    let m = insert_merchant(store, "Duka", Mode::Test);
+    let (w, _) = insert_wallet(store, Mode::Test, KES, &msisdn("254712000016"));
+    // Postings at 10, 20, 20, 30 and 40 seconds; another account's at 25.
+    for (t, amount) in [(10, 1_000), (20, 2_000), (20, 3_000), (30, 4_000), (40, 5_000)] {
+        post(store, transfer(Mode::Test, KES, &kes.issuance.id, &w.id, amount, at(t)));
+    }
+    post(store, transfer(Mode::Test, KES, &kes.issuance.id, &m.collection.id, 700, at(25)));
+    let amounts = |after: Option<i64>, from: Option<i64>, to: Option<i64>, limit: usize| -> Vec<i64> {
+        query(store, |tx| Ok(tx.account_postings(&w.id, after, (from.map(at), to.map(at)), limit)?))
+            .iter()
+            .map(|l| l.posting.amount.get())
+            .collect()
+    };
+    assert_eq!(amounts(None, None, None, 10), vec![1_000, 2_000, 3_000, 4_000, 5_000]);
+    assert_eq!(amounts(None, Some(20), Some(40), 10), vec![2_000, 3_000, 4_000], "from inclusive, to exclusive");
+    assert_eq!(amounts(None, Some(21), None, 10), vec![4_000, 5_000], "open end");
+    assert_eq!(amounts(None, None, Some(20), 10), vec![1_000], "open start");
+    assert_eq!(amounts(None, Some(41), None, 10), Vec::<i64>::new());
+    assert_eq!(amounts(None, Some(20), Some(20), 10), Vec::<i64>::new(), "an empty window");
+    assert_eq!(amounts(None, Some(15), Some(35), 2), vec![2_000, 3_000], "at most limit");
+    let first = query(store, |tx| Ok(tx.account_postings(&w.id, None, (Some(at(15)), Some(at(35))), 1)?));
+    assert_eq!(amounts(Some(first[0].seq), Some(15), Some(35), 10), vec![3_000, 4_000], "the cursor pages within the window");
+    let lines = query(store, |tx| Ok(tx.account_postings(&m.collection.id, None, (Some(at(20)), Some(at(30))), 10)?));
+    assert_eq!(lines.iter().map(|l| (l.posting.amount.get(), l.posting.created_at)).collect::<Vec<_>>(), vec![(700, at(25))]);
+    assert_ledger_sound(store);
 }
 
 /// `ledger_part` returns the accounts asked for and every journal with a posting on any of them,

@@ -2,9 +2,12 @@
 
 pub(crate) mod accounts;
 pub(crate) mod auth;
+pub(crate) mod bulk;
 pub(crate) mod charges;
 pub(crate) mod idempotency;
 pub(crate) mod ledger;
+pub(crate) mod payouts;
+pub(crate) mod reversals;
 pub(crate) mod transactions;
 pub(crate) mod ussd;
 pub(crate) mod wallets;

@@ -2,16 +2,20 @@
 
 use diesel::dsl::sql;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bool};
+use diesel::sql_types::Bool;
 use malipo_charges::{Charge, ChargeFilter, ChargeKind};
 use malipo_core::{ChargeRef, Mode, Msisdn, OrgId, Timestamp};
 use malipo_service::{ChargeRepo, StoreError};
 
+use crate::claim::DueRows;
 use crate::error::db_error;
 use crate::rows::ChargeRow;
 use crate::schema::charges;
-use crate::tx::{inserted, limit_i64, locked_row, per_backend, ClaimedRow, DieselTx, IN_CHUNK};
+use crate::tx::{inserted, limit_i64, locked_row, per_backend, DieselTx};
 use crate::DbConnection;
+
+/// Charges and cash-outs come due for their expiry, settlement or completion.
+const DUE_CHARGES: DueRows = DueRows { table: "charges", id: "id", due: "next_action_at", filter: None };
 
 impl ChargeRepo for DieselTx<'_> {
     fn insert_charge(&mut self, charge: &Charge) -> Result<(), StoreError> {
@@ -112,53 +116,7 @@ impl ChargeRepo for DieselTx<'_> {
     }
 
     fn claim_due_charges(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let mut claimed: Vec<(i64, String)> = match &mut *self.conn {
-            DbConnection::Pg(c) => {
-                // Rows another claimer has locked are skipped, not waited for; a row another
-                // claimer has just leased fails `next_action_at <= now` when re-checked.
-                let rows: Vec<ClaimedRow> = diesel::sql_query(
-                    "WITH due AS ( \
-                         SELECT id, next_action_at FROM charges \
-                          WHERE next_action_at <= $1 \
-                          ORDER BY next_action_at, id \
-                          LIMIT $3 \
-                            FOR UPDATE SKIP LOCKED) \
-                     UPDATE charges SET next_action_at = $2 \
-                       FROM due \
-                      WHERE charges.id = due.id \
-                     RETURNING charges.id AS id, due.next_action_at AS due_at",
-                )
-                .bind::<BigInt, _>(now.as_micros())
-                .bind::<BigInt, _>(lease_until.as_micros())
-                .bind::<BigInt, _>(limit_i64(limit))
-                .load(c)
-                .map_err(db_error)?;
-                rows.into_iter().map(|r| (r.due_at, r.id)).collect()
-            }
-            DbConnection::Sqlite(c) => {
-                // Writers are serialised by BEGIN IMMEDIATE: select, then lease.
-                let due: Vec<(String, Option<i64>)> = charges::table
-                    .filter(charges::next_action_at.le(now.as_micros()))
-                    .order((charges::next_action_at.asc(), charges::id.asc()))
-                    .limit(limit_i64(limit))
-                    .select((charges::id, charges::next_action_at))
-                    .load(c)
-                    .map_err(db_error)?;
-                let ids: Vec<&str> = due.iter().map(|(id, _)| id.as_str()).collect();
-                for chunk in ids.chunks(IN_CHUNK) {
-                    diesel::update(charges::table.filter(charges::id.eq_any(chunk)))
-                        .set(charges::next_action_at.eq(lease_until.as_micros()))
-                        .execute(c)
-                        .map_err(db_error)?;
-                }
-                due.into_iter().map(|(id, at)| (at.unwrap_or_default(), id)).collect()
-            }
-        };
-        claimed.sort();
-        Ok(claimed.into_iter().map(|(_, id)| ChargeRef::from_trusted(id)).collect())
+        Ok(DUE_CHARGES.claim(self.conn, now, lease_until, limit)?.into_iter().map(ChargeRef::from_trusted).collect())
     }
 
     fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<Charge>, StoreError> {

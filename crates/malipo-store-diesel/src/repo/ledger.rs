@@ -155,11 +155,26 @@ impl LedgerRepo for DieselTx<'_> {
         Ok(total)
     }
 
-    fn account_postings(&mut self, account: &AccountId, after: Option<i64>, limit: usize) -> Result<Vec<StatementLine>, StoreError> {
-        let rows: Vec<StatementRow> = postings::table
+    fn account_postings(
+        &mut self,
+        account: &AccountId,
+        after: Option<i64>,
+        window: (Option<Timestamp>, Option<Timestamp>),
+        limit: usize,
+    ) -> Result<Vec<StatementLine>, StoreError> {
+        let mut query = postings::table
             .inner_join(journals::table)
             .filter(postings::account_id.eq(account.as_str()))
             .filter(postings::id.gt(after.unwrap_or(0)))
+            .into_boxed();
+        let (from, to) = window;
+        if let Some(from) = from {
+            query = query.filter(postings::created_at.ge(from.as_micros()));
+        }
+        if let Some(to) = to {
+            query = query.filter(postings::created_at.lt(to.as_micros()));
+        }
+        let rows: Vec<StatementRow> = query
             .order(postings::id.asc())
             .limit(limit_i64(limit))
             .select((

@@ -2,22 +2,29 @@
 
 use diesel::dsl::sql;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bool};
+use diesel::sql_types::Bool;
 use malipo_core::{EndpointId, EventId, Mode, OrgId, Timestamp};
 use malipo_service::{OutboxRepo, StoreError};
 use malipo_webhooks::{Attempt, Delivery, Event};
 
+use crate::claim::DueRows;
 use crate::error::db_error;
 use crate::rows::{AttemptRow, DeliveryRow, EventRow};
 use crate::schema::{deliveries, delivery_attempts, events};
-use crate::tx::{inserted, limit_i64, locked_row, per_backend, ClaimedRow, DieselTx, IN_CHUNK};
+use crate::tx::{inserted, limit_i64, locked_row, per_backend, DieselTx, IN_CHUNK};
 use crate::DbConnection;
 
 /// The condition of the partial indexes `deliveries_due_idx` and
 /// `deliveries_pending_endpoint_idx`, as a literal so that both databases can use them.
+const PENDING_DELIVERY: &str = "deliveries.state = 'pending'";
+
+/// [`PENDING_DELIVERY`] as a filter.
 fn pending_delivery() -> diesel::expression::SqlLiteral<Bool> {
-    sql::<Bool>("deliveries.state = 'pending'")
+    sql::<Bool>(PENDING_DELIVERY)
 }
+
+/// Pending deliveries come due for their next attempt.
+const DUE_DELIVERIES: DueRows = DueRows { table: "deliveries", id: "id", due: "next_attempt_at", filter: Some(PENDING_DELIVERY) };
 
 impl OutboxRepo for DieselTx<'_> {
     fn insert_event(&mut self, event: &Event) -> Result<(), StoreError> {
@@ -91,54 +98,7 @@ impl OutboxRepo for DieselTx<'_> {
     }
 
     fn claim_due_deliveries(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<String>, StoreError> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let mut claimed: Vec<(i64, String)> = match &mut *self.conn {
-            DbConnection::Pg(c) => {
-                // As `claim_due_charges`: rows another claimer has locked are skipped, and a row
-                // another claimer has just leased fails `next_attempt_at <= now` when re-checked.
-                let rows: Vec<ClaimedRow> = diesel::sql_query(
-                    "WITH due AS ( \
-                         SELECT id, next_attempt_at FROM deliveries \
-                          WHERE state = 'pending' AND next_attempt_at <= $1 \
-                          ORDER BY next_attempt_at, id \
-                          LIMIT $3 \
-                            FOR UPDATE SKIP LOCKED) \
-                     UPDATE deliveries SET next_attempt_at = $2 \
-                       FROM due \
-                      WHERE deliveries.id = due.id \
-                     RETURNING deliveries.id AS id, due.next_attempt_at AS due_at",
-                )
-                .bind::<BigInt, _>(now.as_micros())
-                .bind::<BigInt, _>(lease_until.as_micros())
-                .bind::<BigInt, _>(limit_i64(limit))
-                .load(c)
-                .map_err(db_error)?;
-                rows.into_iter().map(|r| (r.due_at, r.id)).collect()
-            }
-            DbConnection::Sqlite(c) => {
-                // Writers are serialised by BEGIN IMMEDIATE: select, then lease.
-                let due: Vec<(String, Option<i64>)> = deliveries::table
-                    .filter(pending_delivery())
-                    .filter(deliveries::next_attempt_at.le(now.as_micros()))
-                    .order((deliveries::next_attempt_at.asc(), deliveries::id.asc()))
-                    .limit(limit_i64(limit))
-                    .select((deliveries::id, deliveries::next_attempt_at))
-                    .load(c)
-                    .map_err(db_error)?;
-                let ids: Vec<&str> = due.iter().map(|(id, _)| id.as_str()).collect();
-                for chunk in ids.chunks(IN_CHUNK) {
-                    diesel::update(deliveries::table.filter(deliveries::id.eq_any(chunk)))
-                        .set(deliveries::next_attempt_at.eq(lease_until.as_micros()))
-                        .execute(c)
-                        .map_err(db_error)?;
-                }
-                due.into_iter().map(|(id, at)| (at.unwrap_or_default(), id)).collect()
-            }
-        };
-        claimed.sort();
-        Ok(claimed.into_iter().map(|(_, id)| id).collect())
+        DUE_DELIVERIES.claim(self.conn, now, lease_until, limit)
     }
 
     fn deliveries_of_event(&mut self, event_id: &EventId) -> Result<Vec<Delivery>, StoreError> {

@@ -10,6 +10,8 @@ mod endpoints;
 mod idempotency;
 mod ledger;
 mod outbox;
+mod payouts;
+mod reversals;
 mod ussd;
 mod wallets;
 
@@ -20,5 +22,7 @@ pub(crate) use endpoints::*;
 pub(crate) use idempotency::*;
 pub(crate) use ledger::*;
 pub(crate) use outbox::*;
+pub(crate) use payouts::*;
+pub(crate) use reversals::*;
 pub(crate) use ussd::*;
 pub(crate) use wallets::*;

@@ -89,6 +89,11 @@ impl LedgerRepo for MemoryTx<'_> {
         if s.journal_ids.contains(&journal.id) {
             return Err(StoreError::Duplicate);
         }
+        // `journals_source_key`: a charge or payout is paid by one journal.
+        let pays = matches!(journal.kind, JournalKind::Charge | JournalKind::Payout);
+        if pays && s.paid_sources.contains(&journal.source_ref) {
+            return Err(StoreError::Duplicate);
+        }
         // Load ("lock") every account first, in id order, as the SQL adapters do.
         let mut touched: BTreeMap<AccountId, Account> = BTreeMap::new();
         for line in &journal.lines {
@@ -124,6 +129,9 @@ impl LedgerRepo for MemoryTx<'_> {
         s.heads.insert(ledger, LedgerHead { seq, hash: hash.clone() });
         s.journals.push(ChainedJournal { seq, prev_hash, hash, journal: journal.clone() });
         s.journal_ids.insert(journal.id.clone());
+        if pays {
+            s.paid_sources.insert(journal.source_ref.clone());
+        }
         s.postings.extend(postings);
         s.accounts.extend(touched);
         Ok(())
@@ -149,16 +157,24 @@ impl LedgerRepo for MemoryTx<'_> {
         Ok(sum)
     }
 
-    fn account_postings(&mut self, account: &AccountId, after: Option<i64>, limit: usize) -> Result<Vec<StatementLine>, StoreError> {
+    fn account_postings(
+        &mut self,
+        account: &AccountId,
+        after: Option<i64>,
+        window: (Option<Timestamp>, Option<Timestamp>),
+        limit: usize,
+    ) -> Result<Vec<StatementLine>, StoreError> {
         // A posting's place in posting order (from 1) plays the role of the SQL tables' serial id.
         let start = after.map_or(0, |a| usize::try_from(a.max(0)).unwrap_or(usize::MAX));
+        let (from, to) = window;
+        let in_window = |p: &Posting| from.is_none_or(|from| p.created_at >= from) && to.is_none_or(|to| p.created_at < to);
         Ok(self
             .r()
             .postings
             .iter()
             .enumerate()
             .skip(start)
-            .filter(|(_, p)| &p.account == account)
+            .filter(|(_, p)| &p.account == account && in_window(p))
             .take(limit)
             .map(|(i, p)| StatementLine { seq: i64::try_from(i + 1).unwrap_or(i64::MAX), posting: p.clone() })
             .collect())

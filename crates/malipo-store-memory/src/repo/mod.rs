@@ -6,5 +6,7 @@ mod endpoints;
 mod idempotency;
 mod ledger;
 mod outbox;
+mod payouts;
+mod reversals;
 mod ussd;
 mod wallets;

@@ -1,12 +1,7 @@
 //! The wire shapes of the Wallets group (contract section 11) that only it uses.
 
-use malipo_core::Currency;
-use malipo_service::StatementLine;
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
+use serde::Deserialize;
 use utoipa::ToSchema;
-
-use crate::wire::{money, time};
 
 /// `POST /wallets` body.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -67,75 +62,12 @@ pub struct RaiseKycRequest {
     pub id_number: String,
 }
 
-/// One line of a wallet's statement.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct StatementLineDto {
-    /// The ledger transaction (`tx_…`).
-    pub transaction_id: String,
-    /// What moved the money: `charge`, `payout`, `reversal`, `transfer`, `payment_request`,
-    /// `cash_in`, `cash_out`, `p2p`, `fee`, `funding`, `sandbox_funding`.
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// The object that caused it (e.g. `ch_…`, `wd_…`, a number).
-    pub source_ref: String,
-    /// Signed: positive into the wallet, negative out of it.
-    #[schema(value_type = f64)]
-    pub amount: Box<RawValue>,
-    /// The wallet's balance right after it.
-    #[schema(value_type = f64)]
-    pub balance_after: Box<RawValue>,
-    /// RFC 3339 UTC.
-    pub created_at: String,
-}
-
-impl StatementLineDto {
-    /// A line in the wallet's currency.
-    pub fn new(line: &StatementLine, currency: Currency) -> Self {
-        let p = &line.posting;
-        StatementLineDto {
-            transaction_id: p.journal_id.to_string(),
-            kind: p.kind.as_str(),
-            source_ref: p.source_ref.clone(),
-            amount: money(p.amount, currency),
-            balance_after: money(p.balance_after, currency),
-            created_at: time(p.created_at),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use malipo_core::{AccountId, MinorUnit, Timestamp, TransactionId};
-    use malipo_ledger::{JournalKind, Posting};
-
     use crate::extract::parse_json;
     use crate::problem::ApiError;
-
-    #[test]
-    fn a_statement_line_is_signed() {
-        let t = Timestamp::from_micros(1_763_805_600_000_000);
-        let line = StatementLine {
-            seq: 7,
-            posting: Posting {
-                journal_id: TransactionId::new(),
-                account: AccountId::new(),
-                amount: MinorUnit::new(-2_900),
-                balance_after: MinorUnit::new(97_100),
-                kind: JournalKind::CashOut,
-                source_ref: "wd_x".into(),
-                created_at: t,
-            },
-        };
-        let json = serde_json::to_string(&StatementLineDto::new(&line, Currency::KES)).unwrap();
-        assert!(
-            json.contains(
-                r#""type":"cash_out","source_ref":"wd_x","amount":-29.00,"balance_after":971.00,"created_at":"2025-11-22T10:00:00Z"}"#
-            ),
-            "{json}"
-        );
-    }
 
     #[test]
     fn request_bodies_refuse_unknown_fields_and_numeric_pins() {

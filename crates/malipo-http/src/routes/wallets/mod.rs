@@ -9,12 +9,12 @@ use malipo_auth::Scope;
 use malipo_service::{NewWallet, ServiceError};
 use utoipa::OpenApi;
 
-use self::dto::{OpenWalletRequest, RaiseKycRequest, SetPinRequest, StatementLineDto, WalletReasonRequest};
+use self::dto::{OpenWalletRequest, RaiseKycRequest, SetPinRequest, WalletReasonRequest};
 use crate::extract::{Auth, Body};
 use crate::handler::{limit, render, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
-use crate::routes::shared::{ListDto, WalletDto, WalletLimitsDto};
+use crate::routes::shared::{ListDto, StatementLineDto, WalletDto, WalletLimitsDto};
 use crate::state::AppState;
 
 /// The group's routes, under `/api/v1`.

@@ -1,0 +1,269 @@
+//! Bulk payouts with maker/checker (contract section 6).
+
+use malipo_auth::Principal;
+use malipo_core::{BulkPayoutId, MinorUnit, PayoutRef, Timestamp};
+use malipo_idempotency::StoredResponse;
+use malipo_ledger::AccountKind;
+use malipo_payouts::{
+    parse_bulk_csv, BatchCounts, BatchEvent, BatchState, BulkPayout, BulkTransitionError, Payout, PayoutFailure, PayoutState, RawItem,
+    MAX_BULK_ITEMS,
+};
+
+use super::checks::{check_payout, CheckedPayout};
+use crate::agents::insufficient;
+use crate::core::Core;
+use crate::error::{FieldError, ServiceError};
+use crate::events::Events;
+use crate::idempotency::{Idem, IdemOutcome};
+use crate::page::{bad_cursor, Page};
+use crate::ports::{read, Tx};
+use crate::validate::{check_reference, check_text};
+
+fn transition_error(e: BulkTransitionError) -> ServiceError {
+    match e {
+        BulkTransitionError::MakerChecker => ServiceError::MakerChecker,
+        e @ BulkTransitionError::InvalidState { .. } => ServiceError::InvalidState(e.to_string()),
+    }
+}
+
+/// A bulk upload's items: JSON items already read, or a CSV file to read strictly.
+#[derive(Clone, Debug)]
+pub enum BulkInput {
+    /// The JSON body's `items`.
+    Items(Vec<RawItem>),
+    /// A `text/csv` body.
+    Csv(Vec<u8>),
+}
+
+/// The bulk payout use cases.
+pub struct BulkPayouts<'a> {
+    core: &'a Core,
+}
+
+impl<'a> BulkPayouts<'a> {
+    pub(crate) fn new(core: &'a Core) -> Self {
+        BulkPayouts { core }
+    }
+
+    /// Validates every item (one `items[N].field` error per problem, nothing stored if any)
+    /// and stores the batch `awaiting_approval` with its items, exactly once per key. The
+    /// principal is the maker.
+    ///
+    /// # Errors
+    /// [`ServiceError::Validation`], idempotency errors.
+    pub fn create(
+        &self,
+        principal: &Principal,
+        reference: &str,
+        input: BulkInput,
+        idem: &Idem,
+        render: &dyn Fn(&BulkPayout) -> StoredResponse,
+    ) -> Result<IdemOutcome, ServiceError> {
+        let country = self.core.country(&principal.country)?;
+        let mut errors = Vec::new();
+        check_reference("reference", reference, &mut errors);
+        let raw = match input {
+            BulkInput::Items(items) => items,
+            BulkInput::Csv(bytes) => parse_bulk_csv(&bytes).unwrap_or_else(|problems| {
+                errors.extend(problems.into_iter().map(|p| FieldError::new(p.field, p.code, p.message)));
+                Vec::new()
+            }),
+        };
+        if errors.is_empty() && raw.is_empty() {
+            errors.push(FieldError::new("items", "too_few_items", "a bulk payout needs at least one item"));
+        }
+        if raw.len() > MAX_BULK_ITEMS {
+            errors.push(FieldError::new("items", "too_many_items", format!("a bulk payout carries at most {MAX_BULK_ITEMS} items")));
+        }
+        let mut checked: Vec<CheckedPayout> = Vec::with_capacity(raw.len());
+        if raw.len() <= MAX_BULK_ITEMS {
+            for (n, item) in raw.iter().enumerate() {
+                let fields = (item.payee_msisdn.as_str(), item.amount.as_str(), item.reference.as_str(), item.narration.as_deref());
+                if let Some(c) = check_payout(self.core, country, &format!("items[{n}]."), fields, &mut errors) {
+                    checked.push(c);
+                }
+            }
+        }
+        if !errors.is_empty() {
+            return Err(ServiceError::Validation(errors));
+        }
+        let total_amount = MinorUnit::checked_sum(checked.iter().map(|c| c.amount))?;
+        let total_fees = MinorUnit::checked_sum(checked.iter().map(|c| c.fee))?;
+        let item_count = u32::try_from(checked.len()).map_err(|_| ServiceError::Internal("item count".into()))?;
+        let now = self.core.now();
+        self.core.idempotent(
+            idem,
+            |tx| {
+                let account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Payout)?;
+                let batch = BulkPayout {
+                    id: BulkPayoutId::new(),
+                    org_id: principal.org_id.clone(),
+                    mode: principal.mode,
+                    reference: reference.to_owned(),
+                    currency: country.currency,
+                    item_count,
+                    total_amount,
+                    total_fees,
+                    payout_account: account.clone(),
+                    created_by: principal.client_id.clone(),
+                    approved_by: None,
+                    rejected_by: None,
+                    rejection_reason: None,
+                    state: BatchState::AwaitingApproval,
+                    counts: BatchCounts { pending: item_count, completed: 0, failed: 0 },
+                    created_at: now,
+                    approved_at: None,
+                    completed_at: None,
+                    updated_at: now,
+                };
+                tx.insert_batch(&batch)?;
+                let items: Vec<Payout> = checked.iter().zip(0u32..).map(|(c, index)| item(&batch, c, index, now)).collect();
+                tx.insert_payouts(&items)?;
+                Ok(batch)
+            },
+            render,
+        )
+    }
+
+    /// The checker approves: reserves the whole total on the payout account and makes every
+    /// item due for the payout worker.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`], [`ServiceError::MakerChecker`], [`ServiceError::InvalidState`],
+    /// [`ServiceError::InsufficientFunds`], idempotency errors.
+    pub fn approve(
+        &self,
+        principal: &Principal,
+        id: &str,
+        idem: &Idem,
+        render: &dyn Fn(&BulkPayout) -> StoredResponse,
+    ) -> Result<IdemOutcome, ServiceError> {
+        let id = BulkPayoutId::parse(id).map_err(|_| ServiceError::NotFound)?;
+        let now = self.core.now();
+        self.core.idempotent(
+            idem,
+            |tx| {
+                let mut batch = self.locked(tx, principal, &id)?;
+                batch.apply(BatchEvent::Approve { by: principal.client_id.clone() }, now).map_err(transition_error)?;
+                // The whole total at once, on the locked account row: the items then only
+                // release their share of it as they settle.
+                tx.hold(&batch.payout_account, batch.total_debit()?).map_err(ServiceError::from).map_err(insufficient)?;
+                tx.schedule_batch_items(&batch.id, now)?;
+                tx.update_batch(&batch)?;
+                Events(self.core).bulk_payout(tx, &batch, now)?;
+                Ok(batch)
+            },
+            render,
+        )
+    }
+
+    fn locked(&self, tx: &mut dyn Tx, principal: &Principal, id: &BulkPayoutId) -> Result<BulkPayout, ServiceError> {
+        match tx.lock_batch(id)? {
+            Some(b) if b.org_id == principal.org_id && b.mode == principal.mode => Ok(b),
+            _ => Err(ServiceError::NotFound),
+        }
+    }
+
+    /// The checker rejects with a reason: no item is paid.
+    ///
+    /// # Errors
+    /// As [`BulkPayouts::approve`] (without the funds), and [`ServiceError::Validation`] of `reason`.
+    pub fn reject(
+        &self,
+        principal: &Principal,
+        id: &str,
+        reason: &str,
+        idem: &Idem,
+        render: &dyn Fn(&BulkPayout) -> StoredResponse,
+    ) -> Result<IdemOutcome, ServiceError> {
+        let mut errors = Vec::new();
+        check_text("reason", reason, 255, false, &mut errors);
+        if !errors.is_empty() {
+            return Err(ServiceError::Validation(errors));
+        }
+        let id = BulkPayoutId::parse(id).map_err(|_| ServiceError::NotFound)?;
+        let now = self.core.now();
+        self.core.idempotent(
+            idem,
+            |tx| {
+                let mut batch = self.locked(tx, principal, &id)?;
+                batch
+                    .apply(BatchEvent::Reject { by: principal.client_id.clone(), reason: reason.to_owned() }, now)
+                    .map_err(transition_error)?;
+                tx.fail_batch_items(&batch.id, PayoutFailure::BulkPayoutRejected, now)?;
+                tx.update_batch(&batch)?;
+                Events(self.core).bulk_payout(tx, &batch, now)?;
+                Ok(batch)
+            },
+            render,
+        )
+    }
+
+    /// One of the principal's batches.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub fn get(&self, principal: &Principal, id: &str) -> Result<BulkPayout, ServiceError> {
+        let id = BulkPayoutId::parse(id).map_err(|_| ServiceError::NotFound)?;
+        read(self.core.store(), |tx| Ok(tx.batch(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
+    }
+
+    /// The principal's batches, newest first.
+    ///
+    /// # Errors
+    /// [`ServiceError::Validation`] for a bad cursor.
+    pub fn list(&self, principal: &Principal, cursor: Option<&str>, limit: usize) -> Result<Page<BulkPayout>, ServiceError> {
+        let before = cursor.map(|c| BulkPayoutId::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
+        let data = read(self.core.store(), |tx| {
+            Ok(tx.list_batches(&principal.org_id, principal.mode, before.as_ref(), limit.saturating_add(1))?)
+        })?;
+        Ok(Page::from_fetched(data, limit, |b| b.id.to_string()))
+    }
+
+    /// A batch's items (payouts) in the batch's order, of one state when given.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`] (batch), [`ServiceError::Validation`] for a bad cursor.
+    pub fn items(
+        &self,
+        principal: &Principal,
+        id: &str,
+        state: Option<PayoutState>,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<Payout>, ServiceError> {
+        let id = BulkPayoutId::parse(id).map_err(|_| ServiceError::NotFound)?;
+        let after = cursor.map(|c| c.parse::<u32>().map_err(|_| bad_cursor("cursor"))).transpose()?;
+        let data = read(self.core.store(), |tx| {
+            tx.batch(&principal.org_id, principal.mode, &id)?.ok_or(ServiceError::NotFound)?;
+            Ok(tx.batch_items(&id, state, after, limit.saturating_add(1))?)
+        })?;
+        Ok(Page::from_fetched(data, limit, |p| p.bulk_index.unwrap_or_default().to_string()))
+    }
+}
+
+/// An item of a new batch: a pending payout that waits (no `next_action_at`) for approval.
+fn item(batch: &BulkPayout, c: &CheckedPayout, index: u32, now: Timestamp) -> Payout {
+    Payout {
+        id: PayoutRef::new(),
+        org_id: batch.org_id.clone(),
+        mode: batch.mode,
+        payee_msisdn: c.payee.clone(),
+        amount: c.amount,
+        fee: c.fee,
+        currency: batch.currency,
+        amount_reversed: MinorUnit::ZERO,
+        reference: c.reference.clone(),
+        narration: c.narration.clone(),
+        state: PayoutState::Pending,
+        failure_reason: None,
+        transaction_id: None,
+        bulk_payout_id: Some(batch.id.clone()),
+        bulk_index: Some(index),
+        payout_account: batch.payout_account.clone(),
+        created_at: now,
+        updated_at: now,
+        completed_at: None,
+        next_action_at: None,
+    }
+}

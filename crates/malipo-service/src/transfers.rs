@@ -1,0 +1,135 @@
+//! Transfers between an organisation's own accounts, and account statements (contract
+//! section 4).
+
+use malipo_auth::Principal;
+use malipo_core::{AccountId, Currency, MinorUnit, Mode, Timestamp, TransactionId};
+use malipo_idempotency::StoredResponse;
+use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine};
+
+use crate::agents::insufficient;
+use crate::core::Core;
+use crate::error::{FieldError, ServiceError};
+use crate::idempotency::{Idem, IdemOutcome};
+use crate::page::{bad_cursor, Page};
+use crate::ports::{read, StatementLine};
+use crate::validate::check_amount;
+
+/// The accounts a transfer may name.
+fn transfer_account(field: &str, value: &str, errors: &mut Vec<FieldError>) -> Option<AccountKind> {
+    match value {
+        "collection" => Some(AccountKind::Collection),
+        "payout" => Some(AccountKind::Payout),
+        _ => {
+            errors.push(FieldError::new(field, "invalid_value", format!("{field} must be collection or payout")));
+            None
+        }
+    }
+}
+
+/// A completed transfer between two of an organisation's accounts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    /// The ledger transaction (the transfer's id).
+    pub transaction_id: TransactionId,
+    /// The account debited.
+    pub from: AccountKind,
+    /// The account credited.
+    pub to: AccountKind,
+    /// How much moved.
+    pub amount: MinorUnit,
+    /// Its currency.
+    pub currency: Currency,
+    /// Test or live.
+    pub mode: Mode,
+    /// When.
+    pub created_at: Timestamp,
+}
+
+/// Transfers and statements.
+pub struct Transfers<'a> {
+    core: &'a Core,
+}
+
+impl<'a> Transfers<'a> {
+    pub(crate) fn new(core: &'a Core) -> Self {
+        Transfers { core }
+    }
+
+    /// Moves `amount` from one of the principal's accounts (`collection`, `payout`) to another,
+    /// exactly once per idempotency key.
+    ///
+    /// # Errors
+    /// [`ServiceError::Validation`] (`from`, `to`, `amount`), [`ServiceError::InsufficientFunds`],
+    /// idempotency errors.
+    pub fn transfer(
+        &self,
+        principal: &Principal,
+        from: &str,
+        to: &str,
+        amount: &str,
+        idem: &Idem,
+        render: &dyn Fn(&Transfer) -> StoredResponse,
+    ) -> Result<IdemOutcome, ServiceError> {
+        let currency = self.core.country(&principal.country)?.currency;
+        let mut errors = Vec::new();
+        let from_kind = transfer_account("from", from, &mut errors);
+        let to_kind = transfer_account("to", to, &mut errors);
+        let amount = check_amount("amount", amount, currency, &mut errors);
+        if from_kind.is_some() && from_kind == to_kind {
+            errors.push(FieldError::new("to", "invalid_value", "to must differ from from"));
+        }
+        let (Some(from), Some(to), Some(amount), true) = (from_kind, to_kind, amount, errors.is_empty()) else {
+            return Err(ServiceError::Validation(errors));
+        };
+        let now = self.core.now();
+        let mode = principal.mode;
+        self.core.idempotent(
+            idem,
+            |tx| {
+                let debit = self.core.org_account_id(tx, &principal.org_id, mode, from)?;
+                let credit = self.core.org_account_id(tx, &principal.org_id, mode, to)?;
+                let journal = Journal::new(
+                    mode,
+                    currency,
+                    JournalKind::Transfer,
+                    "",
+                    vec![JournalLine { account: debit, amount: amount.checked_neg()? }, JournalLine { account: credit, amount }],
+                    now,
+                )?;
+                // A transfer is its own source: its id is the ledger transaction's.
+                let journal = Journal { source_ref: journal.id.to_string(), ..journal };
+                // The ledger locks both accounts and refuses a debit below what is held.
+                tx.post_journal(&journal).map_err(ServiceError::from).map_err(insufficient)?;
+                Ok(Transfer { transaction_id: journal.id, from, to, amount, currency, mode, created_at: now })
+            },
+            render,
+        )
+    }
+
+    /// One of the principal's accounts and a page of its statement, oldest first: postings at
+    /// or after `from` and before `to`.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`] (not the principal's account), [`ServiceError::Validation`]
+    /// for a bad cursor.
+    pub fn statement(
+        &self,
+        principal: &Principal,
+        account_id: &str,
+        window: (Option<Timestamp>, Option<Timestamp>),
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<(Account, Page<StatementLine>), ServiceError> {
+        let id = AccountId::parse(account_id).map_err(|_| ServiceError::NotFound)?;
+        let after = cursor.map(|c| c.parse::<i64>().map_err(|_| bad_cursor("cursor"))).transpose()?;
+        let (account, lines) = read(self.core.store(), |tx| {
+            let account = tx.account(&id)?.ok_or(ServiceError::NotFound)?;
+            if account.org_id.as_ref() != Some(&principal.org_id) || account.mode != principal.mode {
+                return Err(ServiceError::NotFound);
+            }
+            let lines = tx.account_postings(&id, after, window, limit.saturating_add(1))?;
+            Ok((account, lines))
+        })?;
+        Ok((account, Page::from_fetched(lines, limit, |l| l.seq.to_string())))
+    }
+}

@@ -1,0 +1,326 @@
+//! Money out: payouts (reservation, sandbox and live outcomes, limits), bulk payouts with
+//! maker/checker, reversals with their fee share, and transfers between own accounts.
+
+use std::sync::Arc;
+
+use malipo_auth::{OrgKind, Principal};
+use malipo_charges::ChargeState;
+use malipo_core::{MinorUnit, Mode};
+use malipo_ledger::AccountKind;
+use malipo_payouts::{BatchCounts, BatchState, BulkPayout, Payout, PayoutFailure, PayoutFilter, PayoutState, RawItem, Reversal};
+use malipo_service::ports::MockEventRenderer;
+use malipo_service::{BulkInput, NewPayout, NewReversal, ServiceError, Transfer};
+use malipo_webhooks::Summary;
+
+use crate::support::{id_body, idem, number, World};
+
+/// Runs the workers until nothing is due.
+fn settle(world: &World) {
+    for _ in 0..10 {
+        let charges = world.platform.processing().process_due(100).unwrap();
+        let payouts = world.platform.payout_processing().process_due(100).unwrap();
+        if charges + payouts == 0 {
+            return;
+        }
+    }
+    panic!("the workers still had due work after ten rounds");
+}
+
+fn payout(world: &World, org: &Principal, payee: &str, amount: &str) -> Result<Payout, ServiceError> {
+    let new = NewPayout { payee_msisdn: payee.into(), amount: amount.into(), reference: "SALARY".into(), ..NewPayout::default() };
+    let out = world.platform.payouts().create(org, &new, &idem(org, "POST /payouts"), &id_body(|p: &Payout| p.id.to_string()))?;
+    Ok(world.platform.payouts().get(org, &String::from_utf8(out.response.body).unwrap()).unwrap())
+}
+
+fn reload(world: &World, org: &Principal, p: &Payout) -> Payout {
+    world.platform.payouts().get(org, p.id.as_str()).unwrap()
+}
+
+fn payout_account(world: &World, org: &Principal) -> malipo_ledger::Account {
+    world.platform.accounts().balance(org, AccountKind::Payout).unwrap().account
+}
+
+fn funded(world: &World, kind: OrgKind, mode: Mode, amount: &str) -> Principal {
+    let org = world.org(kind, mode);
+    world.platform.accounts().fund(&org.org_id, mode, amount).unwrap();
+    org
+}
+
+fn clean_ledger(world: &World) {
+    assert_eq!(world.platform.accounts().verify_ledger(None).unwrap(), vec![]);
+}
+
+#[test]
+fn a_payout_reserves_amount_plus_fee_then_pays_the_wallet() {
+    let world = World::new();
+    let payroll = funded(&world, OrgKind::Corporate, Mode::Test, "10000.00");
+    let p = payout(&world, &payroll, &number("0000"), "1000.00").unwrap();
+    assert_eq!((p.state, p.fee, p.amount), (PayoutState::Pending, MinorUnit::new(500), MinorUnit::new(100_000)));
+    let account = payout_account(&world, &payroll);
+    assert_eq!((account.balance, account.held), (MinorUnit::new(1_000_000), MinorUnit::new(100_500)), "reserved at once");
+
+    settle(&world);
+    let done = reload(&world, &payroll, &p);
+    assert_eq!((done.state, done.failure_reason, done.completed_at), (PayoutState::Completed, None, Some(world.now())));
+    assert!(done.transaction_id.is_some());
+    let account = payout_account(&world, &payroll);
+    assert_eq!((account.balance, account.held), (MinorUnit::new(1_000_000 - 100_500), MinorUnit::ZERO));
+    clean_ledger(&world);
+}
+
+#[test]
+fn a_payout_above_the_available_balance_is_refused_and_stores_nothing() {
+    let world = World::new();
+    let payroll = funded(&world, OrgKind::Corporate, Mode::Test, "1000.00");
+    // 995.00 + the 5.00 fee fits exactly; one cent more does not.
+    assert!(matches!(payout(&world, &payroll, &number("0000"), "995.01"), Err(ServiceError::InsufficientFunds)));
+    assert_eq!(world.platform.payouts().list(&payroll, &PayoutFilter::default(), None, 10).unwrap().data.len(), 0);
+    let ok = payout(&world, &payroll, &number("0000"), "995.00").unwrap();
+    assert_eq!(ok.state, PayoutState::Pending);
+    assert!(matches!(payout(&world, &payroll, &number("0000"), "0.01"), Err(ServiceError::InsufficientFunds)), "all of it is reserved");
+}
+
+#[test]
+fn sandbox_payouts_fail_for_1005_to_1007_and_release_the_reservation() {
+    let world = World::new();
+    let payroll = funded(&world, OrgKind::Merchant, Mode::Test, "10000.00");
+    let cases = [("1005", PayoutFailure::WalletLocked), ("1006", PayoutFailure::LimitExceeded), ("1007", PayoutFailure::PayeeNotFound)];
+    let made: Vec<(Payout, PayoutFailure)> =
+        cases.iter().map(|(n, r)| (payout(&world, &payroll, &number(n), "100.00").unwrap(), *r)).collect();
+    let completes = payout(&world, &payroll, &number("1001"), "100.00").unwrap();
+    settle(&world);
+    for (p, reason) in made {
+        let p = reload(&world, &payroll, &p);
+        assert_eq!((p.state, p.failure_reason, p.transaction_id), (PayoutState::Failed, Some(reason), None));
+    }
+    assert_eq!(reload(&world, &payroll, &completes).state, PayoutState::Completed, "a charge's decline number is paid");
+    let account = payout_account(&world, &payroll);
+    assert_eq!((account.balance, account.held), (MinorUnit::new(1_000_000 - 10_500), MinorUnit::ZERO));
+    clean_ledger(&world);
+}
+
+#[test]
+fn live_payouts_need_a_wallet_that_may_receive_them() {
+    let world = World::new();
+    let payroll = funded(&world, OrgKind::Corporate, Mode::Live, "100000.00");
+    let operator = world.org(OrgKind::Operator, Mode::Live);
+    let wallets = world.platform.wallets();
+    let open = |msisdn: &str| {
+        let new = malipo_service::NewWallet {
+            msisdn: msisdn.into(),
+            first_name: "Amina".into(),
+            last_name: "Otieno".into(),
+            ..malipo_service::NewWallet::default()
+        };
+        wallets.open(&operator, &new, &idem(&operator, "POST /wallets"), &crate::support::ignored).unwrap();
+    };
+    let (tier0, absent) = ("254711000001", "254711000002");
+    open(tier0);
+    let missing = payout(&world, &payroll, absent, "100.00").unwrap();
+    // Tier 0: at most 5,000 a transaction and 20,000 held.
+    let too_big = payout(&world, &payroll, tier0, "5000.01").unwrap();
+    let fits = payout(&world, &payroll, tier0, "5000.00").unwrap();
+    settle(&world);
+    assert_eq!(reload(&world, &payroll, &missing).failure_reason, Some(PayoutFailure::PayeeNotFound));
+    assert_eq!(reload(&world, &payroll, &too_big).failure_reason, Some(PayoutFailure::LimitExceeded));
+    assert_eq!(reload(&world, &payroll, &fits).state, PayoutState::Completed);
+    for _ in 0..3 {
+        payout(&world, &payroll, tier0, "5000.00").unwrap();
+    }
+    let over_max_balance = payout(&world, &payroll, tier0, "0.01").unwrap();
+    settle(&world);
+    assert_eq!(reload(&world, &payroll, &over_max_balance).failure_reason, Some(PayoutFailure::LimitExceeded), "20,000.00 is the maximum");
+    clean_ledger(&world);
+}
+
+#[test]
+fn payout_events_carry_the_payout_accounts_running_balance() {
+    let mut renderer = MockEventRenderer::new();
+    renderer
+        .expect_payout()
+        .times(1)
+        .withf(|p, available| p.state == PayoutState::Completed && *available == MinorUnit::new(49_500))
+        .returning(|p, _| (b"{}".to_vec(), Summary { state: Some(p.state.as_str().into()), ..Summary::default() }));
+    let world = World::with_renderer(Arc::new(renderer));
+    let payroll = funded(&world, OrgKind::Corporate, Mode::Test, "1000.00");
+    payout(&world, &payroll, &number("0000"), "500.00").unwrap();
+    settle(&world);
+}
+
+fn items(specs: &[(&str, &str)]) -> Vec<RawItem> {
+    specs
+        .iter()
+        .enumerate()
+        .map(|(i, (m, a))| RawItem { payee_msisdn: (*m).into(), amount: (*a).into(), reference: format!("ROW-{i}"), narration: None })
+        .collect()
+}
+
+fn bulk(world: &World, maker: &Principal, input: BulkInput) -> Result<BulkPayout, ServiceError> {
+    let out = world.platform.bulk_payouts().create(
+        maker,
+        "PAYROLL-NOV",
+        input,
+        &idem(maker, "POST /bulk-payouts"),
+        &id_body(|b: &BulkPayout| b.id.to_string()),
+    )?;
+    Ok(world.platform.bulk_payouts().get(maker, &String::from_utf8(out.response.body).unwrap()).unwrap())
+}
+
+fn approve(world: &World, checker: &Principal, b: &BulkPayout) -> Result<BulkPayout, ServiceError> {
+    world.platform.bulk_payouts().approve(checker, b.id.as_str(), &idem(checker, "approve"), &crate::support::ignored)?;
+    Ok(world.platform.bulk_payouts().get(checker, b.id.as_str()).unwrap())
+}
+
+#[test]
+fn every_bad_item_is_named_and_nothing_is_stored() {
+    let world = World::new();
+    let maker = funded(&world, OrgKind::Corporate, Mode::Test, "1000.00");
+    let bad = items(&[("254712345678", "10.00"), ("25471234", "10.00"), ("254712345679", "10.001"), ("256712345678", "1")]);
+    let Err(ServiceError::Validation(errors)) = bulk(&world, &maker, BulkInput::Items(bad)) else { panic!("accepted") };
+    let fields: Vec<(&str, &str)> = errors.iter().map(|e| (e.field.as_str(), e.code)).collect();
+    assert_eq!(
+        fields,
+        vec![
+            ("items[1].payee_msisdn", "invalid_msisdn"),
+            ("items[2].amount", "invalid_amount"),
+            ("items[3].payee_msisdn", "currency_mismatch")
+        ]
+    );
+    let csv = b"payee_msisdn,amount,reference,narration\n254712345678,1,A,\n254712345678,x,B,\n".to_vec();
+    let Err(ServiceError::Validation(errors)) = bulk(&world, &maker, BulkInput::Csv(csv)) else { panic!("accepted") };
+    assert_eq!(errors.iter().map(|e| e.field.as_str()).collect::<Vec<_>>(), vec!["items[1].amount"]);
+    assert!(world.platform.bulk_payouts().list(&maker, None, 10).unwrap().data.is_empty());
+}
+
+#[test]
+fn a_batch_is_approved_by_a_checker_reserved_whole_and_paid_item_by_item() {
+    let world = World::new();
+    let maker = funded(&world, OrgKind::Corporate, Mode::Test, "10000.00");
+    let checker = world.colleague(&maker, "bulk:approve");
+    let specs = [(number("0000"), "100.00"), (number("1007"), "200.00"), (number("0000"), "300.00")];
+    let specs: Vec<(&str, &str)> = specs.iter().map(|(m, a)| (m.as_str(), *a)).collect();
+    let b = bulk(&world, &maker, BulkInput::Items(items(&specs))).unwrap();
+    assert_eq!(
+        (b.state, b.item_count, b.total_amount, b.total_fees),
+        (BatchState::AwaitingApproval, 3, MinorUnit::new(60_000), MinorUnit::new(1_500))
+    );
+    settle(&world);
+    assert_eq!(payout_account(&world, &maker).held, MinorUnit::ZERO, "nothing reserved or paid before approval");
+
+    assert_eq!(approve(&world, &maker, &b), Err(ServiceError::MakerChecker));
+    let approved = approve(&world, &checker, &b).unwrap();
+    assert_eq!((approved.state, approved.approved_by.as_deref()), (BatchState::Processing, Some(checker.client_id.as_str())));
+    assert_eq!(payout_account(&world, &maker).held, MinorUnit::new(61_500), "the whole total at once");
+    assert!(matches!(approve(&world, &checker, &b), Err(ServiceError::InvalidState(_))), "a second approval");
+
+    settle(&world);
+    let done = world.platform.bulk_payouts().get(&maker, b.id.as_str()).unwrap();
+    assert_eq!((done.state, done.counts), (BatchState::Completed, BatchCounts { pending: 0, completed: 2, failed: 1 }));
+    let failed = world.platform.bulk_payouts().items(&maker, b.id.as_str(), Some(PayoutState::Failed), None, 10).unwrap();
+    assert_eq!(failed.data.iter().map(|p| p.bulk_index).collect::<Vec<_>>(), vec![Some(1)], "the failing item fails alone");
+    let account = payout_account(&world, &maker);
+    assert_eq!((account.balance, account.held), (MinorUnit::new(1_000_000 - 40_000 - 1_000), MinorUnit::ZERO));
+    clean_ledger(&world);
+}
+
+#[test]
+fn a_rejected_batch_pays_nothing_and_an_unfunded_approval_is_refused() {
+    let world = World::new();
+    let maker = funded(&world, OrgKind::Corporate, Mode::Test, "100.00");
+    let checker = world.colleague(&maker, "bulk:approve");
+    let b = bulk(&world, &maker, BulkInput::Items(items(&[("254712345678", "60.00"), ("254712345679", "60.00")]))).unwrap();
+    assert_eq!(approve(&world, &checker, &b), Err(ServiceError::InsufficientFunds));
+    assert_eq!(world.platform.bulk_payouts().get(&maker, b.id.as_str()).unwrap().state, BatchState::AwaitingApproval);
+    world
+        .platform
+        .bulk_payouts()
+        .reject(&checker, b.id.as_str(), "wrong month", &idem(&checker, "reject"), &crate::support::ignored)
+        .unwrap();
+    settle(&world);
+    let rejected = world.platform.bulk_payouts().get(&maker, b.id.as_str()).unwrap();
+    assert_eq!((rejected.state, rejected.rejection_reason.as_deref()), (BatchState::Rejected, Some("wrong month")));
+    let items = world.platform.bulk_payouts().items(&maker, b.id.as_str(), None, None, 10).unwrap().data;
+    assert!(items.iter().all(|p| p.state == PayoutState::Failed && p.failure_reason == Some(PayoutFailure::BulkPayoutRejected)));
+    assert_eq!(payout_account(&world, &maker).balance, MinorUnit::new(10_000));
+}
+
+fn reverse(world: &World, org: &Principal, new: NewReversal) -> Result<Reversal, ServiceError> {
+    let out = world.platform.reversals().create(org, &new, &idem(org, "POST /reversals"), &id_body(|r: &Reversal| r.id.to_string()))?;
+    Ok(world.platform.reversals().get(org, &String::from_utf8(out.response.body).unwrap()).unwrap())
+}
+
+#[test]
+fn charge_reversals_give_the_fee_back_in_proportion_and_never_exceed_the_charge() {
+    let world = World::new();
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    let charge = world.charge(&shop, &number("0000"), "1000.00").unwrap();
+    let early = NewReversal { charge_ref: Some(charge.id.to_string()), reason: "refund".into(), ..NewReversal::default() };
+    assert!(matches!(reverse(&world, &shop, early.clone()), Err(ServiceError::InvalidState(_))), "only completed charges");
+    world.advance(3);
+    settle(&world);
+    assert_eq!(world.reload(&shop, &charge).state, ChargeState::Completed);
+
+    let part = NewReversal { amount: Some("250.00".into()), ..early.clone() };
+    let r = reverse(&world, &shop, part).unwrap();
+    assert_eq!((r.amount, r.fee_reversed), (MinorUnit::new(25_000), MinorUnit::new(100)), "a quarter of the 4.00 fee");
+    assert_eq!(world.reload(&shop, &charge).amount_reversed, MinorUnit::new(25_000));
+    let too_much = NewReversal { amount: Some("750.01".into()), ..early.clone() };
+    assert!(matches!(reverse(&world, &shop, too_much), Err(ServiceError::ReversalExceedsOriginal(_))));
+    let rest = reverse(&world, &shop, early.clone()).unwrap();
+    assert_eq!((rest.amount, rest.fee_reversed), (MinorUnit::new(75_000), MinorUnit::new(300)), "the remainder by default");
+    assert!(matches!(reverse(&world, &shop, early), Err(ServiceError::ReversalExceedsOriginal(_))), "nothing is left");
+    let collection = world.platform.accounts().balance(&shop, AccountKind::Collection).unwrap().account;
+    assert_eq!(collection.balance, MinorUnit::ZERO, "the merchant gave back all it received");
+    clean_ledger(&world);
+}
+
+#[test]
+fn payout_reversals_take_the_money_back_from_the_payee_by_transaction_id() {
+    let world = World::new();
+    let payroll = funded(&world, OrgKind::Corporate, Mode::Test, "2000.00");
+    let p = payout(&world, &payroll, &number("0000"), "1000.00").unwrap();
+    settle(&world);
+    let p = reload(&world, &payroll, &p);
+    let new = NewReversal {
+        transaction_id: p.transaction_id.as_ref().map(ToString::to_string),
+        reason: "paid twice".into(),
+        ..NewReversal::default()
+    };
+    let r = reverse(&world, &payroll, new).unwrap();
+    assert_eq!((r.amount, r.fee_reversed), (MinorUnit::new(100_000), MinorUnit::new(500)));
+    assert_eq!(reload(&world, &payroll, &p).amount_reversed, MinorUnit::new(100_000));
+    assert_eq!(payout_account(&world, &payroll).balance, MinorUnit::new(200_000), "amount and fee are back");
+    clean_ledger(&world);
+}
+
+#[test]
+fn transfers_move_money_between_own_accounts_within_the_balance() {
+    let world = World::new();
+    let shop = funded(&world, OrgKind::Merchant, Mode::Test, "100.00");
+    let move_money = |from: &str, to: &str, amount: &str| {
+        world.platform.transfers().transfer(
+            &shop,
+            from,
+            to,
+            amount,
+            &idem(&shop, "POST /accounts/transfers"),
+            &id_body(|t: &Transfer| t.transaction_id.to_string()),
+        )
+    };
+    move_money("payout", "collection", "60.00").unwrap();
+    assert!(matches!(move_money("payout", "collection", "40.01"), Err(ServiceError::InsufficientFunds)));
+    assert!(matches!(move_money("payout", "payout", "1"), Err(ServiceError::Validation(_))));
+    let collection = world.platform.accounts().balance(&shop, AccountKind::Collection).unwrap().account;
+    assert_eq!(collection.balance, MinorUnit::new(6_000));
+    let (_, page) = world.platform.transfers().statement(&shop, collection.id.as_str(), (None, None), None, 10).unwrap();
+    assert_eq!(
+        page.data.iter().map(|l| (l.posting.amount, l.posting.balance_after)).collect::<Vec<_>>(),
+        vec![(MinorUnit::new(6_000), MinorUnit::new(6_000))]
+    );
+    let other = world.org(OrgKind::Merchant, Mode::Test);
+    assert!(matches!(
+        world.platform.transfers().statement(&other, collection.id.as_str(), (None, None), None, 10),
+        Err(ServiceError::NotFound)
+    ));
+    clean_ledger(&world);
+}
