@@ -225,6 +225,223 @@ def ussd_section(summary, meta):
     return lines
 
 
+TARGET_BULK_APPROVE_SECS = 1
+TARGET_BULK_FINAL_SECS = 30
+TARGET_BULK_P99_RATIO = 2
+
+
+def money_out_section(out):
+    """The "Money out" section, from the files of `bench/payouts.sh` (`payouts-meta.json`, and per
+    backend `payouts-<i>.json`, `bulk-<i>.json`, `bulk-waits-<i>.json`, `rss-payouts.json`,
+    `payouts-ledger-exit.json`). Figures are medians over the runs; every run is listed."""
+    lines = ["## Money out (payouts and bulk payouts)", ""]
+    meta = load(out / "payouts-meta.json")
+    if not meta:
+        return lines + ["Not measured in this run (no `payouts-meta.json`).", ""]
+    repeats = int(meta.get("repeats", 1))
+    runs = {}
+    for b, _ in BACKENDS:
+        runs[b] = {
+            "payouts": [r for r in (load(out / b / f"payouts-{i}.json") for i in range(1, repeats + 1)) if r],
+            "bulk": [r for r in (load(out / b / f"bulk-{i}.json") for i in range(1, repeats + 1)) if r],
+            "waits": [r for r in (load(out / b / f"bulk-waits-{i}.json") for i in range(1, repeats + 1)) if r],
+            "rss": (load(out / b / "rss-payouts.json") or {}).get("vmhwm_kib"),
+            "ledger": load(out / b / "payouts-ledger-exit.json"),
+        }
+
+    def med(b, kind, fn):
+        return median([fn(r) for r in runs[b][kind]])
+
+    def worst(b, kind, fn, pick=max):
+        values = [v for v in (fn(r) for r in runs[b][kind]) if v is not None]
+        return pick(values) if values else None
+
+    items = meta.get("items", 10000)
+    lines.append(
+        f"Measured {meta.get('started', 'n/a')} to {meta.get('finished') or 'n/a'} with `{meta.get('command', 'bench/payouts.sh')}` "
+        f"({meta.get('nproc', 'n/a')} CPUs, commit `{meta.get('git_commit') or 'none'}`"
+        f"{' with local changes' if meta.get('git_dirty') else ''}), each measurement {repeats} time(s) on one server per "
+        "backend; the figures are medians of the runs (every run is listed below)."
+    )
+    lines.append("")
+    lines.append("| target | " + " | ".join(label for _, label in BACKENDS) + " |")
+    lines.append("|---|" + "---|" * len(BACKENDS))
+
+    def target_row(title, kind, fn, op, target, fmt):
+        cells = []
+        for b, _ in BACKENDS:
+            v = med(b, kind, fn)
+            w = worst(b, kind, fn)
+            if v is None:
+                unfinished = [r for r in runs[b][kind] if kind == "bulk" and r.get("state") != "completed"]
+                if unfinished:
+                    r = unfinished[0]
+                    done = r.get("completed", 0) + r.get("failed", 0)
+                    cells.append(
+                        f"not finished after {num(r.get('all_final_secs'), 0)} s ({num(done)} of {num(r.get('items'))} final, "
+                        f"{num(r.get('items_per_sec'), 1)}/s): **missed**"
+                    )
+                else:
+                    cells.append("not measured")
+                continue
+            worst_text = f", worst {fmt(w)}" if len(runs[b][kind]) > 1 else ""
+            cells.append(f"{fmt(v)}{worst_text}: {verdict(v < target if op == '<' else v <= target)}")
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+
+    secs = lambda v: f"{num(v, 2)} s" if v is not None else "n/a"
+    target_row(f"approval of a {num(items)}-item batch answers in < {TARGET_BULK_APPROVE_SECS} s", "bulk", lambda r: r.get("approve_secs"), "<", TARGET_BULK_APPROVE_SECS, lambda v: f"{num(v, 3)} s")
+    target_row(
+        f"every item final ≤ {TARGET_BULK_FINAL_SECS} s after the approval",
+        "bulk",
+        lambda r: r.get("all_final_secs") if r.get("state") == "completed" else None,
+        "<=",
+        TARGET_BULK_FINAL_SECS,
+        secs,
+    )
+    target_row(
+        f"charge-creation p99 while the batch is paid ≤ {TARGET_BULK_P99_RATIO}× the p99 without it",
+        "bulk",
+        lambda r: r.get("p99_ratio"),
+        "<=",
+        TARGET_BULK_P99_RATIO,
+        lambda v: f"{num(v, 2)}×",
+    )
+    lines.append("")
+
+    lines.append("| | " + " | ".join(label for _, label in BACKENDS) + " |")
+    lines.append("|---|" + "---|" * len(BACKENDS))
+
+    def row(title, fn):
+        cells = []
+        for b, _ in BACKENDS:
+            try:
+                cells.append(fn(b))
+            except (TypeError, KeyError, ZeroDivisionError):
+                cells.append("n/a")
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+
+    count, conc = meta.get("count"), meta.get("concurrency")
+    row(f"payouts created/s at full speed ({num(count)} payouts, {num(conc)} connections)", lambda b: f"{num(med(b, 'payouts', lambda r: r['created_per_sec']))}/s")
+    row(
+        "payout creation p50 / p99",
+        lambda b: f"{ms(med(b, 'payouts', lambda r: r['create_p50_ms']))} / {ms(med(b, 'payouts', lambda r: r['create_p99_ms']))}",
+    )
+    row(
+        "payout lifecycle (created → final), first `created_at` to last `completed_at`",
+        lambda b: f"{num(med(b, 'payouts', lambda r: r.get('lifecycle_per_sec')))}/s "
+        f"(until none pending by our clock: {num(med(b, 'payouts', lambda r: r.get('lifecycle_per_sec_client_clock')))}/s, "
+        f"{num(med(b, 'payouts', lambda r: r.get('elapsed_secs')), 1)} s)",
+    )
+    row(
+        "payouts completed / failed / unfinished (all runs)",
+        lambda b: " / ".join(num(sum(r.get(k, 0) for r in runs[b]["payouts"])) for k in ("completed", "failed", "unfinished"))
+        + (" (not measured)" if not runs[b]["payouts"] else ""),
+    )
+    csv_kib = lambda b: num(med(b, "bulk", lambda r: r.get("csv_bytes")) / 1024, 0)
+    row(f"bulk: upload of the {num(items)}-row CSV (`POST /bulk-payouts`, text/csv)", lambda b: f"{secs(med(b, 'bulk', lambda r: r['upload_secs']))} ({csv_kib(b)} KiB)")
+    row("bulk: approval answer (`POST /bulk-payouts/{id}/approve`)", lambda b: f"{num(med(b, 'bulk', lambda r: r['approve_secs']), 3)} s")
+    row(
+        "bulk: approval → every item final (our poll every 200 ms / server clock `completed_at − approved_at`)",
+        lambda b: f"{secs(med(b, 'bulk', lambda r: r['all_final_secs']))} / {secs(med(b, 'bulk', lambda r: r.get('server_all_final_secs')))}",
+    )
+    row("bulk: items final/s", lambda b: f"{num(med(b, 'bulk', lambda r: r['items_per_sec']))}/s")
+    row(
+        "bulk: items completed / failed / still pending (all runs)",
+        lambda b: " / ".join(num(sum(r.get(k, 0) for r in runs[b]["bulk"])) for k in ("completed", "failed", "pending"))
+        + (" (not measured)" if not runs[b]["bulk"] else ""),
+    )
+    cc = meta.get("charge_concurrency")
+    row(
+        f"charge creation alone ({num(cc)} connections, closed loop, {num(meta.get('baseline_secs'))} s): rate, p50 / p99",
+        lambda b: f"{num(med(b, 'bulk', lambda r: r['baseline']['rate_per_sec']))}/s, "
+        f"{ms(med(b, 'bulk', lambda r: r['baseline']['p50_ms']))} / {ms(med(b, 'bulk', lambda r: r['baseline']['p99_ms']))}",
+    )
+    row(
+        "charge creation while the batch is paid: rate, p50 / p99",
+        lambda b: f"{num(med(b, 'bulk', lambda r: r['during']['rate_per_sec']))}/s, "
+        f"{ms(med(b, 'bulk', lambda r: r['during']['p50_ms']))} / {ms(med(b, 'bulk', lambda r: r['during']['p99_ms']))}",
+    )
+    row("server peak RSS (VmHWM) after these runs", lambda b: f"{num(runs[b]['rss'] / 1024, 1)} MiB")
+    row(
+        "`malipo ledger verify --mode test` afterwards",
+        lambda b: "n/a" if not runs[b]["ledger"] else ("balanced, chain unbroken" if runs[b]["ledger"].get("exit") == 0 else f"**exit {runs[b]['ledger'].get('exit')}**"),
+    )
+    lines.append("")
+
+    lines.append("| backend | run | payouts created/s | lifecycle/s | upload | approval | all final | charge p99 alone → during | ratio |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    for b, label in BACKENDS:
+        for i in range(max(len(runs[b]["payouts"]), len(runs[b]["bulk"]))):
+            p = runs[b]["payouts"][i] if i < len(runs[b]["payouts"]) else {}
+            k = runs[b]["bulk"][i] if i < len(runs[b]["bulk"]) else {}
+            final = "n/a"
+            if k:
+                final = secs(k.get("all_final_secs")) + ("" if k.get("state") == "completed" else f" (**{k.get('state')}**)")
+            lines.append(
+                f"| {label} | {i + 1} | {num(p.get('created_per_sec'))} | {num(p.get('lifecycle_per_sec'))} | "
+                f"{secs(k.get('upload_secs')) if k else 'n/a'} | {num(k.get('approve_secs'), 3) + ' s' if k else 'n/a'} | {final} | "
+                f"{ms((k.get('baseline') or {}).get('p99_ms'))} → {ms((k.get('during') or {}).get('p99_ms'))} | "
+                f"{num(k.get('p99_ratio'), 2) + '×' if k.get('p99_ratio') is not None else 'n/a'} |"
+            )
+    lines.append("")
+
+    waits = runs["postgres"]["waits"]
+    if waits:
+        total = sum(w.get("samples", 0) for w in waits)
+        events = {}
+        for w in waits:
+            for k, v in (w.get("wait_events") or {}).items():
+                events[k] = events.get(k, 0) + v
+        busy = sum(events.values())
+        lines.append(
+            f"PostgreSQL while the batch was paid: {num(total)} samples of `pg_stat_activity` (every 200 ms, from the approval "
+            f"to the end), {num(busy / total if total else None, 1)} of the server's connections busy per sample on average "
+            "(running a statement, or idle inside a transaction while the server works between statements). Share of those "
+            "connection-samples by wait:"
+        )
+        lines.append("")
+        lines.append("| wait (type: event) | share |")
+        lines.append("|---|---|")
+        for k, v in sorted(events.items(), key=lambda kv: -kv[1])[:8]:
+            lines.append(f"| `{k}` | {num(100 * v / busy, 1)} % |")
+        lines.append("")
+        tops = {}
+        for w in waits:
+            for kind, qs in (w.get("top_queries") or {}).items():
+                for q in qs:
+                    tops.setdefault(kind, {}).setdefault(q["query"], 0)
+                    tops[kind][q["query"]] += q["count"]
+        blockers = {}
+        for w in waits:
+            for x in w.get("lock_blockers") or []:
+                blockers[x["blocker"]] = blockers.get(x["blocker"], 0) + x["count"]
+        if blockers:
+            best = sorted(blockers.items(), key=lambda kv: -kv[1])[:3]
+            lines.append("- What the holders of the awaited locks were doing: " + "; ".join(f"`{q}` ({num(n)})" for q, n in best))
+        if "Lock" in tops:
+            best = sorted(tops["Lock"].items(), key=lambda kv: -kv[1])[:2]
+            lines.append("- Statements waiting for a lock: " + "; ".join(f"`{q.strip()[:90]}…` ({num(n)})" for q, n in best))
+        lines.append("")
+
+    lines.append(
+        f"Method: `bench/payouts.sh` starts `malipo serve` per backend on a fresh database (`MALIPO_RATE_LIMIT_TEST=1000000`, "
+        "sandbox approval an hour away and a two-hour charge TTL, so the charges of the charge load stay pending and the "
+        "payouts are the only background work). `malipo org create --kind corporate` makes one organisation for single "
+        "payouts and one for the batch (its default credential is the maker; `malipo credentials issue --scopes bulk:approve` "
+        "the checker); `malipo account fund` funds both payout accounts; a separate merchant carries the charge load. "
+        f"`malipo-loadgen payouts` sends {num(count)} `POST /payouts` (KES 10.00 to random sandbox payees that complete, "
+        f"each with its own `Idempotency-Key`) from {num(conc)} workers; created/s = 200 answers / creation time; then it "
+        "polls `GET /payouts?state=pending&limit=1` until empty and classifies its payouts by paging `GET /payouts`; the "
+        "lifecycle rate is final payouts / (first `created_at` → last `completed_at`). `malipo-loadgen bulk` first "
+        f"creates charges (`POST /partner/stk`, {num(cc)} workers, closed loop) for {num(meta.get('baseline_secs'))} s "
+        f"alone, then uploads a CSV of {num(items)} distinct payees (`payee_msisdn,amount,reference,narration`), approves it "
+        "with the checker, and runs the same charge load while polling `GET /bulk-payouts/{id}` every 200 ms until "
+        "`completed`; the ratio is the charge p99 during the batch over the p99 alone, measured just before in the same run."
+    )
+    lines.append("")
+    return lines
+
+
 def main(argv):
     if len(argv) != 3:
         print(__doc__, file=sys.stderr)
@@ -439,6 +656,8 @@ def main(argv):
     else:
         add("n/a (no table statistics collected).")
     add("")
+
+    lines.extend(money_out_section(out))
 
     add("## Method")
     add("")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The Malipo benchmark (`just bench`). Loopback only, bounded in time (about 4 minutes after the
-# build; every step has a time limit).
+# The Malipo benchmark (`just bench`). Loopback only, bounded in time (about 8 minutes after the
+# build, half of it money out; every step has a time limit).
 #
 # For PostgreSQL and for SQLite it starts the release server on a fresh database, seeds it, then
 # measures with target/release/malipo-loadgen:
@@ -21,14 +21,18 @@
 #     malipo-loadgen ussd: customers' wallets opened, PINs set and cashed in, then live charges
 #     each approved in one USSD session ("", 3, 3*1, 3*1*1, 3*1*1*PIN) -> approvals/s, hop and PIN
 #     hop p50/p99;
-#   - the server's peak RSS (VmHWM) in each phase.
+#   - the server's peak RSS (VmHWM) in each phase;
+#   - then money out, by bench/payouts.sh on servers and databases of its own (see there): single
+#     payouts created/s and created -> final, and a 10,000-item CSV bulk payout (upload, approval,
+#     time until every item is final, charge-creation p99 while it is paid over the p99 without).
 # Every result lands as a file in bench-out/ (git-ignored); bench/report.py turns that one run into
 # docs/performance.md. Nothing in the document is typed by hand.
 #
 # Knobs (environment): BENCH_OUT (bench-out), BENCH_ROUNDS (3), BENCH_ROUND_SECS (5),
 # BENCH_LIFECYCLE_COUNT (3000), BENCH_SKIP_BUILD (0), BENCH_MALIPO_BIN (target/release/malipo),
 # BENCH_REPORT (docs/performance.md), BENCH_USSD_SECS (25), BENCH_USSD_CUSTOMERS (50),
-# BENCH_USSD_CONCURRENCY (8), PGHOST/PGPORT/PGUSER (127.0.0.1/5432/postgres).
+# BENCH_USSD_CONCURRENCY (8), PGHOST/PGPORT/PGUSER (127.0.0.1/5432/postgres), and bench/payouts.sh's
+# own (BENCH_PAYOUTS_*, BENCH_BULK_*).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -564,6 +568,11 @@ run_backend postgres "postgres://$PGUSER@$PGHOST:$PGPORT/$PG_DB"
 
 SQLITE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/malipo-bench.XXXXXX")
 run_backend sqlite "sqlite://$SQLITE_DIR/malipo.db"
+
+# Money out: its own servers on its own databases, after the rest, so nothing above is disturbed.
+log "== money out: bench/payouts.sh"
+BENCH_OUT=$OUT BENCH_SKIP_BUILD=1 BENCH_MALIPO_BIN=$MALIPO \
+    BENCH_PAYOUTS_COMMAND="${BENCH_COMMAND:-bench/run.sh} (bench/payouts.sh)" timeout 1800 bash bench/payouts.sh
 
 date -u +%Y-%m-%dT%H:%M:%SZ | python3 -c 'import json, sys; p = sys.argv[1]; m = json.load(open(p)); m["finished"] = sys.stdin.read().strip(); json.dump(m, open(p, "w"), indent=2)' "$OUT/meta.json"
 python3 bench/report.py "$OUT" "$REPORT"

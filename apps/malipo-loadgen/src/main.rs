@@ -3,8 +3,10 @@
 //! Every subcommand prints exactly one JSON object on stdout; diagnostics go to stderr.
 
 mod api;
+mod bulk;
 mod charges;
 mod lifecycle;
+mod payouts;
 mod receiver;
 mod redeliver;
 mod ussd;
@@ -38,6 +40,13 @@ enum Command {
     /// live charge to a customer and approve it in one USSD session; reports approvals/s and the
     /// hops' round trips (the PIN hop separately).
     Ussd(ussd::Args),
+    /// Create single payouts with N concurrent workers, then wait until none is pending; reports
+    /// creations/s, creation p50/p99 and the created -> final rate.
+    Payouts(payouts::Args),
+    /// A maker/checker bulk payout (CSV upload, approval, paid to the end) under a charge-creation
+    /// load; reports upload and approval times, the time until every item is final, and charge
+    /// p50/p99 during the batch against a baseline measured right before.
+    Bulk(bulk::BulkArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -51,6 +60,8 @@ fn main() -> anyhow::Result<()> {
             Command::Receiver(args) => receiver::run(args).await,
             Command::Redeliver(args) => redeliver::run(args).await,
             Command::Ussd(args) => ussd::run(args).await,
+            Command::Payouts(args) => payouts::run(args).await,
+            Command::Bulk(args) => bulk::run(args).await,
         }
     })?;
     println!("{}", serde_json::to_string(&report)?);

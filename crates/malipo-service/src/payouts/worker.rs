@@ -16,6 +16,9 @@ use crate::events::Events;
 use crate::limits::Limits;
 use crate::ports::{write, Tx, WalletState};
 
+/// Payouts settled in one transaction by [`PayoutProcessing::process_due`].
+pub const SETTLE_CHUNK: usize = 32;
+
 /// The payout worker's use cases.
 pub struct PayoutProcessing<'a> {
     core: &'a Core,
@@ -26,7 +29,12 @@ impl<'a> PayoutProcessing<'a> {
         PayoutProcessing { core }
     }
 
-    /// Claims due payouts and settles each. Returns how many were claimed.
+    /// Claims due payouts and settles them, [`SETTLE_CHUNK`] to a transaction: each payout is
+    /// still decided on its own locked row, but one commit (and one pass over the shared rows:
+    /// the payout account, revenue, the ledger's chain head, the batch) serves the whole chunk.
+    /// A payout failing with an error (not an outcome such as `payee_not_found`) rolls its chunk
+    /// back, and the chunk is then settled one payout to a transaction, so it fails alone.
+    /// Returns how many were claimed.
     ///
     /// # Errors
     /// Storage failures of the claim itself; a failing payout is logged and left to its lease.
@@ -34,14 +42,26 @@ impl<'a> PayoutProcessing<'a> {
         let now = self.core.now();
         let lease = now.plus_seconds(self.core.config.worker_lease_seconds);
         let ids = write(self.core.store(), |tx| Ok(tx.claim_due_payouts(now, lease, limit)?))?;
-        for id in &ids {
-            match self.settle(id, lease) {
-                Ok(()) => {}
+        for chunk in ids.chunks(SETTLE_CHUNK) {
+            let now = self.core.now();
+            let settled = write(self.core.store(), |tx| chunk.iter().try_for_each(|id| self.step(tx, id, lease, now)));
+            match settled {
+                Ok(()) => continue,
                 Err(e @ ServiceError::Store(StoreError::Unavailable(_))) => {
-                    tracing::warn!(payout = %id, error = %e, "database unavailable; the claimed batch is left to its leases");
+                    tracing::warn!(error = %e, "database unavailable; the claimed payouts are left to their leases");
                     break;
                 }
-                Err(e) => tracing::warn!(payout = %id, error = %e, "payout step failed; it will be retried after its lease"),
+                Err(e) => tracing::warn!(error = %e, "a chunk of payouts failed; settling them one at a time"),
+            }
+            for id in chunk {
+                match self.settle(id, lease) {
+                    Ok(()) => {}
+                    Err(e @ ServiceError::Store(StoreError::Unavailable(_))) => {
+                        tracing::warn!(payout = %id, error = %e, "database unavailable; the claimed payouts are left to their leases");
+                        return Ok(ids.len());
+                    }
+                    Err(e) => tracing::warn!(payout = %id, error = %e, "payout step failed; it will be retried after its lease"),
+                }
             }
         }
         Ok(ids.len())
@@ -171,7 +191,15 @@ impl<'a> PayoutProcessing<'a> {
             tx.update_batch(&batch)?;
             batch_done = Some(batch);
         }
-        tx.release(&payout.payout_account, payout.debit()?)?;
+        match tx.release(&payout.payout_account, payout.debit()?) {
+            Ok(()) => {}
+            // Failing a payout whose posting broke an invariant must not break on the same
+            // invariant: its reservation is already gone, so there is nothing to release.
+            Err(StoreError::Ledger(e)) if payout.failure_reason == Some(PayoutFailure::ProcessingError) => {
+                tracing::error!(payout = %payout.id, error = %e, "the failed payout's reservation could not be released");
+            }
+            Err(e) => return Err(e.into()),
+        }
         if let Some(journal) = journal {
             tx.post_journal(journal)?;
         }

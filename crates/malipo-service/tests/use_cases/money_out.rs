@@ -324,3 +324,24 @@ fn transfers_move_money_between_own_accounts_within_the_balance() {
     ));
     clean_ledger(&world);
 }
+
+#[test]
+fn a_payout_that_errors_fails_alone_and_its_chunk_is_still_paid() {
+    let world = World::new();
+    let payroll = funded(&world, OrgKind::Corporate, Mode::Test, "1000.00");
+    let good = payout(&world, &payroll, &number("0000"), "100.00").unwrap();
+    // A payout stored as if reserved on an account that holds nothing: releasing it is refused by
+    // the ledger, an error rather than an outcome, which rolls back the chunk it is settled in.
+    let collection = world.platform.accounts().balance(&payroll, AccountKind::Collection).unwrap().account.id;
+    let rogue = Payout { id: malipo_core::PayoutRef::new(), reference: "ROGUE".into(), payout_account: collection, ..good.clone() };
+    malipo_service::write(world.platform.store(), |tx| Ok(tx.insert_payouts(std::slice::from_ref(&rogue))?)).unwrap();
+    let later = payout(&world, &payroll, &number("0000"), "200.00").unwrap();
+    settle(&world);
+    assert_eq!(reload(&world, &payroll, &good).state, PayoutState::Completed);
+    assert_eq!(reload(&world, &payroll, &later).state, PayoutState::Completed);
+    let rogue = reload(&world, &payroll, &rogue);
+    assert_eq!((rogue.state, rogue.failure_reason), (PayoutState::Failed, Some(PayoutFailure::ProcessingError)));
+    let account = payout_account(&world, &payroll);
+    assert_eq!((account.balance, account.held), (MinorUnit::new(100_000 - 30_000 - 1_000), MinorUnit::ZERO));
+    clean_ledger(&world);
+}
