@@ -22,6 +22,8 @@ pub struct Settings {
     /// A worker's claim on a charge or payout lapses after this many seconds, so that another
     /// instance takes over the work of one that died.
     pub worker_lease_seconds: i64,
+    /// Payouts settled in one transaction (default: 8 on SQLite, 1 on PostgreSQL).
+    pub payout_settle_chunk: Option<usize>,
     /// Requests per second per live credential.
     pub rate_limit_live: u32,
     /// Requests per second per test credential.
@@ -88,6 +90,11 @@ pub struct ServeArgs {
     /// then takes over the work of one that died).
     #[arg(long, env = "MALIPO_WORKER_LEASE_SECONDS", default_value_t = 30, value_parser = clap::value_parser!(i64).range(1..=3600))]
     pub worker_lease_seconds: i64,
+    /// Payouts the worker settles in one transaction (default: 8 on SQLite, where each commit is a
+    /// file sync of the one writer; 1 on PostgreSQL, where a longer transaction holds the payout
+    /// account's row against concurrent payouts).
+    #[arg(long, env = "MALIPO_PAYOUT_SETTLE_CHUNK", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub payout_settle_chunk: Option<u16>,
     /// Requests per second per live credential.
     #[arg(long, env = "MALIPO_RATE_LIMIT_LIVE", default_value_t = 100)]
     pub rate_limit_live: u32,
@@ -144,6 +151,7 @@ impl Settings {
             charge_ttl_seconds: serve.charge_ttl_seconds,
             sandbox_approval_delay_ms: serve.sandbox_approval_delay_ms,
             worker_lease_seconds: serve.worker_lease_seconds,
+            payout_settle_chunk: serve.payout_settle_chunk.map(usize::from),
             rate_limit_live: serve.rate_limit_live,
             rate_limit_test: serve.rate_limit_test,
             log: common.log,

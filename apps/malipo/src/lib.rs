@@ -88,6 +88,7 @@ fn assemble(settings: &Settings, key: webhook_key::KeySource, clock: Arc<dyn Clo
         charge_ttl_seconds: settings.charge_ttl_seconds,
         sandbox_approval_delay_ms: settings.sandbox_approval_delay_ms,
         worker_lease_seconds: settings.worker_lease_seconds,
+        payout_settle_chunk: settings.payout_settle_chunk.unwrap_or(if settings.database_url.starts_with("postgres") { 1 } else { 8 }),
     };
     let platform = Platform::new(Arc::new(store.clone()), Arc::new(countries), Arc::new(hasher), clock, config).with_webhooks(
         Arc::new(malipo_http::JsonEvents),

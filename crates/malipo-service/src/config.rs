@@ -12,13 +12,17 @@ pub struct ServiceConfig {
     pub charge_ttl_seconds: i64,
     /// The sandbox approves test charges after this many milliseconds.
     pub sandbox_approval_delay_ms: i64,
-    /// A worker's claim on a charge lapses after this many seconds (crash recovery).
+    /// A worker's claim on a charge or payout lapses after this many seconds (crash recovery).
     pub worker_lease_seconds: i64,
+    /// Payouts the worker settles in one transaction (at least 1). More amortise each commit;
+    /// fewer hold the shared rows (the payout account, the ledger's chain head; on SQLite the
+    /// one writer lock) for less time at once.
+    pub payout_settle_chunk: usize,
 }
 
 impl Default for ServiceConfig {
     fn default() -> Self {
-        ServiceConfig { charge_ttl_seconds: 90, sandbox_approval_delay_ms: 2000, worker_lease_seconds: 30 }
+        ServiceConfig { charge_ttl_seconds: 90, sandbox_approval_delay_ms: 2000, worker_lease_seconds: 30, payout_settle_chunk: 1 }
     }
 }
 

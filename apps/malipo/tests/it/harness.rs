@@ -110,6 +110,7 @@ pub fn settings(url: &str, o: &Options) -> Settings {
         countries: None,
         charge_ttl_seconds: o.charge_ttl_seconds,
         worker_lease_seconds: 30,
+        payout_settle_chunk: None,
         sandbox_approval_delay_ms: o.sandbox_delay_ms,
         rate_limit_live: o.rate_limit_live,
         rate_limit_test: o.rate_limit_test,

@@ -16,9 +16,6 @@ use crate::events::Events;
 use crate::limits::Limits;
 use crate::ports::{write, Tx, WalletState};
 
-/// Payouts settled in one transaction by [`PayoutProcessing::process_due`].
-pub const SETTLE_CHUNK: usize = 32;
-
 /// The payout worker's use cases.
 pub struct PayoutProcessing<'a> {
     core: &'a Core,
@@ -29,7 +26,7 @@ impl<'a> PayoutProcessing<'a> {
         PayoutProcessing { core }
     }
 
-    /// Claims due payouts and settles them, [`SETTLE_CHUNK`] to a transaction: each payout is
+    /// Claims due payouts and settles them, `payout_settle_chunk` (configured) to a transaction: each payout is
     /// still decided on its own locked row, but one commit (and one pass over the shared rows:
     /// the payout account, revenue, the ledger's chain head, the batch) serves the whole chunk.
     /// A payout failing with an error (not an outcome such as `payee_not_found`) rolls its chunk
@@ -42,7 +39,7 @@ impl<'a> PayoutProcessing<'a> {
         let now = self.core.now();
         let lease = now.plus_seconds(self.core.config.worker_lease_seconds);
         let ids = write(self.core.store(), |tx| Ok(tx.claim_due_payouts(now, lease, limit)?))?;
-        for chunk in ids.chunks(SETTLE_CHUNK) {
+        for chunk in ids.chunks(self.core.config.payout_settle_chunk.max(1)) {
             let now = self.core.now();
             let settled = write(self.core.store(), |tx| chunk.iter().try_for_each(|id| self.step(tx, id, lease, now)));
             match settled {
