@@ -133,6 +133,21 @@ async fn every_bad_item_of_an_upload_is_reported_and_nothing_is_stored(db: Db) {
     )
     .await;
     assert_eq!(none.json["errors"][0]["field"], "items", "{}", none.text);
+    let payee = msisdn("0000");
+    let many: Vec<Value> = (0..10_001).map(|i| item(&payee, "1", &format!("R{i}"))).collect();
+    let over = strict(
+        app.post(&maker, "/bulk-payouts", &json!({"reference": "R", "items": many}), Some(&key())).await,
+        422,
+        "validation_failed",
+        false,
+    )
+    .await;
+    assert_eq!(
+        (over.json["errors"][0]["field"].as_str(), over.json["errors"][0]["code"].as_str()),
+        (Some("items"), Some("too_many_items")),
+        "{}",
+        over.text
+    );
     let list = ok(app.get_answer(&maker, "/bulk-payouts").await, "list");
     assert_eq!(list.json["data"].as_array().unwrap().len(), 0, "{}", list.text);
 }
