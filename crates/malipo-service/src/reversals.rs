@@ -17,10 +17,9 @@ use crate::page::{bad_cursor, Page};
 use crate::ports::{read, Tx};
 use crate::validate::{check_amount, check_text};
 
-/// What a reversal request names, checked for shape.
+/// What a reversal request names, checked for shape: the original itself, or its transaction.
 enum Named {
-    Charge(ChargeRef),
-    Payout(PayoutRef),
+    Original(ReversalOriginal),
     Transaction(TransactionId),
 }
 
@@ -32,6 +31,16 @@ struct Original {
     fee: MinorUnit,
     reversed: MinorUnit,
     currency: Currency,
+}
+
+/// The compensating entry for part of an original, before it is posted.
+struct Compensation {
+    original: Original,
+    /// How much of the original's amount goes back.
+    amount: MinorUnit,
+    /// The share of its fee that goes back with it.
+    fee_share: MinorUnit,
+    lines: Vec<JournalLine>,
 }
 
 fn line(account: malipo_core::AccountId, amount: MinorUnit) -> JournalLine {
@@ -78,27 +87,26 @@ impl<'a> Reversals<'a> {
     ) -> Result<IdemOutcome, ServiceError> {
         let mut errors = Vec::new();
         check_text("reason", &new.reason, 255, false, &mut errors);
-        let named = match (&new.charge_ref, &new.payout_ref, &new.transaction_id) {
-            (Some(c), None, None) => ChargeRef::parse(c).map(Named::Charge).map_err(|_| "charge_ref"),
-            (None, Some(p), None) => PayoutRef::parse(p).map(Named::Payout).map_err(|_| "payout_ref"),
-            (None, None, Some(t)) => TransactionId::parse(t).map(Named::Transaction).map_err(|_| "transaction_id"),
+        let charge = |c: ChargeRef| Named::Original(ReversalOriginal::Charge(c));
+        let payout = |p: PayoutRef| Named::Original(ReversalOriginal::Payout(p));
+        // `Ok(None)`: not exactly one given (already reported); `Err(field)`: it does not parse.
+        let named: Result<Option<Named>, &str> = match (&new.charge_ref, &new.payout_ref, &new.transaction_id) {
+            (Some(c), None, None) => ChargeRef::parse(c).map(|c| Some(charge(c))).map_err(|_| "charge_ref"),
+            (None, Some(p), None) => PayoutRef::parse(p).map(|p| Some(payout(p))).map_err(|_| "payout_ref"),
+            (None, None, Some(t)) => TransactionId::parse(t).map(|t| Some(Named::Transaction(t))).map_err(|_| "transaction_id"),
             (None, None, None) => {
                 errors.push(FieldError::new("charge_ref", "missing_field", "give one of charge_ref, payout_ref and transaction_id"));
-                Err("")
+                Ok(None)
             }
             _ => {
                 errors.push(FieldError::new("charge_ref", "invalid_value", "give only one of charge_ref, payout_ref and transaction_id"));
-                Err("")
+                Ok(None)
             }
         };
-        let named = match named {
-            Ok(n) => Some(n),
-            Err("") => None,
-            Err(field) => {
-                errors.push(FieldError::new(field, "invalid_value", format!("{field} is not a valid identifier")));
-                None
-            }
-        };
+        let named = named.unwrap_or_else(|field| {
+            errors.push(FieldError::new(field, "invalid_value", format!("{field} is not a valid identifier")));
+            None
+        });
         let currency = self.core.country(&principal.country)?.currency;
         let requested = new.amount.as_deref().and_then(|a| check_amount("amount", a, currency, &mut errors));
         let (Some(named), true) = (named, errors.is_empty()) else {
@@ -117,10 +125,11 @@ impl<'a> Reversals<'a> {
         reason: &str,
         now: Timestamp,
     ) -> Result<Reversal, ServiceError> {
-        let named = match named {
+        let original = match named {
+            Named::Original(o) => o.clone(),
             Named::Transaction(t) => match tx.journal_source(principal.mode, t)? {
-                Some((JournalKind::Charge, source)) => Named::Charge(ChargeRef::from_trusted(source)),
-                Some((JournalKind::Payout, source)) => Named::Payout(PayoutRef::from_trusted(source)),
+                Some((JournalKind::Charge, source)) => ReversalOriginal::Charge(ChargeRef::from_trusted(source)),
+                Some((JournalKind::Payout, source)) => ReversalOriginal::Payout(PayoutRef::from_trusted(source)),
                 Some((kind, _)) => {
                     return Err(ServiceError::field(
                         "transaction_id",
@@ -130,18 +139,15 @@ impl<'a> Reversals<'a> {
                 }
                 None => return Err(ServiceError::NotFound),
             },
-            Named::Charge(c) => Named::Charge(c.clone()),
-            Named::Payout(p) => Named::Payout(p.clone()),
         };
         // The original's row is locked first: concurrent reversals of one original run one
         // after the other, each seeing what the previous one reversed.
-        let id = ReversalId::new();
-        let (original, lines) = match &named {
-            Named::Charge(c) => self.charge_lines(tx, principal, c, requested)?,
-            Named::Payout(p) => self.payout_lines(tx, principal, p, requested)?,
-            Named::Transaction(_) => return Err(ServiceError::Internal("unresolved transaction".into())),
+        let Compensation { original, amount, fee_share, lines } = match &original {
+            ReversalOriginal::Charge(c) => self.charge_lines(tx, principal, c, requested)?,
+            ReversalOriginal::Payout(p) => self.payout_lines(tx, principal, p, requested)?,
         };
-        let journal = Journal::new_skipping_zero(principal.mode, original.currency, JournalKind::Reversal, id.as_str(), lines.1, now)?;
+        let id = ReversalId::new();
+        let journal = Journal::new_skipping_zero(principal.mode, original.currency, JournalKind::Reversal, id.as_str(), lines, now)?;
         tx.post_journal(&journal).map_err(ServiceError::from).map_err(insufficient)?;
         let reversal = Reversal {
             id,
@@ -149,8 +155,8 @@ impl<'a> Reversals<'a> {
             mode: principal.mode,
             original: original.which,
             original_transaction_id: original.transaction_id,
-            amount: lines.0,
-            fee_reversed: lines.2,
+            amount,
+            fee_reversed: fee_share,
             currency: original.currency,
             reason: reason.to_owned(),
             transaction_id: journal.id,
@@ -179,14 +185,13 @@ impl<'a> Reversals<'a> {
 
     /// A charge reversal: the payer gets `amount` back; the collection account gives
     /// `amount - fee share`, revenue the fee share.
-    #[allow(clippy::type_complexity)]
     fn charge_lines(
         &self,
         tx: &mut dyn Tx,
         principal: &Principal,
         id: &ChargeRef,
         requested: Option<MinorUnit>,
-    ) -> Result<(Original, (MinorUnit, Vec<JournalLine>, MinorUnit)), ServiceError> {
+    ) -> Result<Compensation, ServiceError> {
         let mut charge = match tx.lock_charge(id)? {
             Some(c) if c.org_id == principal.org_id && c.mode == principal.mode && c.kind == ChargeKind::Charge => c,
             _ => return Err(ServiceError::NotFound),
@@ -214,19 +219,18 @@ impl<'a> Reversals<'a> {
             line(revenue, share.checked_neg()?),
             line(payer, amount),
         ];
-        Ok((original, (amount, lines, share)))
+        Ok(Compensation { original, amount, fee_share: share, lines })
     }
 
     /// A payout reversal: the payee's wallet (locked first) gives `amount` back; the payout
     /// account gets it and the fee share, which revenue gives back.
-    #[allow(clippy::type_complexity)]
     fn payout_lines(
         &self,
         tx: &mut dyn Tx,
         principal: &Principal,
         id: &PayoutRef,
         requested: Option<MinorUnit>,
-    ) -> Result<(Original, (MinorUnit, Vec<JournalLine>, MinorUnit)), ServiceError> {
+    ) -> Result<Compensation, ServiceError> {
         let mut payout = match tx.lock_payout(id)? {
             Some(p) if p.org_id == principal.org_id && p.mode == principal.mode => p,
             _ => return Err(ServiceError::NotFound),
@@ -257,7 +261,7 @@ impl<'a> Reversals<'a> {
             line(revenue, share.checked_neg()?),
             line(payout.payout_account.clone(), amount.checked_add(share)?),
         ];
-        Ok((original, (amount, lines, share)))
+        Ok(Compensation { original, amount, fee_share: share, lines })
     }
 
     /// One of the principal's reversals.

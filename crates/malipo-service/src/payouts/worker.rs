@@ -75,7 +75,7 @@ impl<'a> PayoutProcessing<'a> {
             Ok(()) => Ok(()),
             Err(e) if is_processing_failure(&e) => {
                 tracing::error!(payout = %id, error = %e, "posting failed; failing the payout");
-                write(self.core.store(), |tx| self.fail_locked(tx, id, Some(lease), PayoutFailure::ProcessingError, now))
+                write(self.core.store(), |tx| self.fail_locked(tx, id, lease, PayoutFailure::ProcessingError, now))
             }
             Err(e) => Err(e),
         }
@@ -120,14 +120,11 @@ impl<'a> PayoutProcessing<'a> {
         now: Timestamp,
     ) -> Result<Result<malipo_core::AccountId, PayoutFailure>, ServiceError> {
         if payout.mode == Mode::Test {
-            match SandboxOutcome::payout_failure(&payout.payee_msisdn) {
-                Some("wallet_locked") => return Ok(Err(PayoutFailure::WalletLocked)),
-                Some("limit_exceeded") => return Ok(Err(PayoutFailure::LimitExceeded)),
-                Some(_) => return Ok(Err(PayoutFailure::PayeeNotFound)),
-                None => {
-                    Customers(self.core).ensure_test_wallet(tx, &payout.payee_msisdn, now)?;
-                }
+            if let Some(reason) = SandboxOutcome::payout_failure(&payout.payee_msisdn) {
+                let reason = reason.parse().map_err(|e| ServiceError::Internal(format!("the sandbox's payout column: {e}")))?;
+                return Ok(Err(reason));
             }
+            Customers(self.core).ensure_test_wallet(tx, &payout.payee_msisdn, now)?;
         }
         let Some(wallet) = tx.lock_wallet(payout.mode, &payout.payee_msisdn)? else {
             return Ok(Err(PayoutFailure::PayeeNotFound));
@@ -153,14 +150,12 @@ impl<'a> PayoutProcessing<'a> {
         &self,
         tx: &mut dyn Tx,
         id: &PayoutRef,
-        lease: Option<Timestamp>,
+        lease: Timestamp,
         reason: PayoutFailure,
         now: Timestamp,
     ) -> Result<(), ServiceError> {
         match tx.lock_payout(id)? {
-            Some(mut p) if p.state == PayoutState::Pending && (lease.is_none() || p.next_action_at == lease) => {
-                self.fail(tx, &mut p, reason, now)
-            }
+            Some(mut p) if p.state == PayoutState::Pending && p.next_action_at == Some(lease) => self.fail(tx, &mut p, reason, now),
             _ => Ok(()),
         }
     }
