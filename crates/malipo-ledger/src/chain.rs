@@ -27,6 +27,10 @@ pub fn chain_hash(prev_hash: &str, seq: i64, journal: &Journal) -> String {
     for line in &journal.lines {
         h.update(format!("{}:{}\n", line.account, line.amount.get()).as_bytes());
     }
+    // Fees were added to the chain later: a journal without fees hashes as before.
+    for fee in &journal.fees {
+        h.update(format!("fee:{}:{}\n", fee.account, fee.amount.get()).as_bytes());
+    }
     hex::encode(h.finalize())
 }
 
@@ -60,5 +64,13 @@ mod tests {
         tampered.lines[0].amount = MinorUnit::new(-6);
         tampered.lines[1].amount = MinorUnit::new(6);
         assert_ne!(h, chain_hash(GENESIS_HASH, 1, &tampered), "covers the amounts");
+        let with_fee = j.clone().with_fee(&b, MinorUnit::new(1)).unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(h, chain_hash(GENESIS_HASH, 1, &with_fee), "covers the fees");
+        let other_fee = j.clone().with_fee(&b, MinorUnit::new(2)).unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(chain_hash(GENESIS_HASH, 1, &with_fee), chain_hash(GENESIS_HASH, 1, &other_fee), "covers the fee amounts");
+        let none = j.clone().with_fee(&b, MinorUnit::ZERO).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(h, chain_hash(GENESIS_HASH, 1, &none), "a journal without fees hashes as before fees existed");
+        let stranger = AccountId::new();
+        assert_eq!(j.with_fee(&stranger, MinorUnit::new(1)), Err(crate::journal::LedgerError::FeeWithoutLine(stranger)));
     }
 }

@@ -34,6 +34,9 @@ pub enum LedgerError {
     /// A reservation to release is larger than what is held.
     #[error("account {0} holds less than the release")]
     ReleaseExceedsHold(AccountId),
+    /// A fee names an account that has no line in the journal.
+    #[error("a fee names account {0}, which has no line in the journal")]
+    FeeWithoutLine(AccountId),
 }
 
 impl From<MoneyError> for LedgerError {
@@ -140,8 +143,22 @@ pub struct Journal {
     pub source_ref: String,
     /// The lines, in order.
     pub lines: Vec<JournalLine>,
+    /// What an organisation paid on this journal, per account (none when no one paid a fee).
+    /// Informational: the lines already move the fee; this says whose line carried it, so that
+    /// a transaction can show `amount`, `fee` and `net`. Covered by the audit chain.
+    pub fees: Vec<JournalFee>,
     /// When posted.
     pub created_at: Timestamp,
+}
+
+/// The fee an account's owner paid on a journal: positive when it paid, negative when it got a
+/// fee back (a reversal's fee share) or earned one (an agent's commission).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JournalFee {
+    /// The account whose line carried the fee (one of the journal's lines).
+    pub account: AccountId,
+    /// The fee, signed.
+    pub amount: MinorUnit,
 }
 
 impl Journal {
@@ -158,9 +175,31 @@ impl Journal {
         lines: Vec<JournalLine>,
         now: Timestamp,
     ) -> Result<Self, LedgerError> {
-        let journal = Journal { id: TransactionId::new(), mode, currency, kind, source_ref: source_ref.into(), lines, created_at: now };
+        let journal =
+            Journal { id: TransactionId::new(), mode, currency, kind, source_ref: source_ref.into(), lines, fees: Vec::new(), created_at: now };
         journal.check_balanced()?;
         Ok(journal)
+    }
+
+    /// Records that `account`'s owner paid `fee` on this journal (nothing when `fee` is zero).
+    ///
+    /// # Errors
+    /// [`LedgerError::FeeWithoutLine`] when the account has no line in the journal.
+    pub fn with_fee(mut self, account: &AccountId, fee: MinorUnit) -> Result<Self, LedgerError> {
+        if fee == MinorUnit::ZERO {
+            return Ok(self);
+        }
+        if !self.lines.iter().any(|l| &l.account == account) {
+            return Err(LedgerError::FeeWithoutLine(account.clone()));
+        }
+        self.fees.retain(|f| &f.account != account);
+        self.fees.push(JournalFee { account: account.clone(), amount: fee });
+        Ok(self)
+    }
+
+    /// The fee recorded for an account's line (zero when none).
+    pub fn fee_of(&self, account: &AccountId) -> MinorUnit {
+        self.fees.iter().find(|f| &f.account == account).map_or(MinorUnit::ZERO, |f| f.amount)
     }
 
     /// A journal with zero lines dropped (e.g. a zero fee), checked.
@@ -197,6 +236,9 @@ impl Journal {
         if sum != MinorUnit::ZERO {
             return Err(LedgerError::Unbalanced(sum.get()));
         }
+        if let Some(f) = self.fees.iter().find(|f| !self.lines.iter().any(|l| l.account == f.account)) {
+            return Err(LedgerError::FeeWithoutLine(f.account.clone()));
+        }
         Ok(())
     }
 
@@ -228,6 +270,8 @@ pub struct Posting {
     pub account: AccountId,
     /// Signed amount.
     pub amount: MinorUnit,
+    /// The fee the account's owner paid on the journal (see [`JournalFee`]), zero when none.
+    pub fee: MinorUnit,
     /// The account's balance right after this posting.
     pub balance_after: MinorUnit,
     /// The journal's kind.

@@ -12,5 +12,5 @@ pub mod verify;
 
 pub use account::{Account, AccountKind};
 pub use chain::{chain_hash, GENESIS_HASH};
-pub use journal::{Journal, JournalKind, JournalLine, LedgerError, Posting};
+pub use journal::{Journal, JournalFee, JournalKind, JournalLine, LedgerError, Posting};
 pub use verify::{verify, verify_part, ChainedJournal, LedgerSnapshot, Violation};

@@ -371,6 +371,7 @@ mod tests {
                 journal_id: TransactionId::new(),
                 account: AccountId::new(),
                 amount: MinorUnit::new(-2_900),
+                fee: MinorUnit::ZERO,
                 balance_after: MinorUnit::new(97_100),
                 kind: JournalKind::CashOut,
                 source_ref: "wd_x".into(),

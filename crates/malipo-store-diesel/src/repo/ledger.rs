@@ -197,6 +197,7 @@ impl LedgerRepo for DieselTx<'_> {
                         journal_id: TransactionId::from_trusted(journal_id),
                         account: AccountId::from_trusted(account),
                         amount: MinorUnit::new(amount),
+                        fee: MinorUnit::ZERO,
                         balance_after: MinorUnit::new(balance_after),
                         kind: JournalKind::from_str(&kind)
                             .map_err(|_| StoreError::Other(format!("stored journal kind `{kind}` does not parse")))?,
@@ -413,6 +414,7 @@ fn chained(journal_rows: Vec<JournalRow>, line_rows: Vec<(String, String, i64)>)
             kind: row.journal_kind()?,
             lines: lines.remove(&row.id).unwrap_or_default(),
             source_ref: row.source_ref,
+            fees: Vec::new(),
             created_at: Timestamp::from_micros(row.created_at),
         };
         journals.push(ChainedJournal { seq: row.seq, prev_hash: row.prev_hash, hash: row.hash, journal });

@@ -114,6 +114,7 @@ impl LedgerRepo for MemoryTx<'_> {
                 journal_id: journal.id.clone(),
                 account: line.account.clone(),
                 amount: line.amount,
+                fee: journal.fee_of(&line.account),
                 balance_after: acc.balance,
                 kind: journal.kind,
                 source_ref: journal.source_ref.clone(),

@@ -169,6 +169,7 @@ mod tests {
                 journal_id: TransactionId::from_trusted(format!("tx_{seq}")),
                 account: account.id.clone(),
                 amount: MinorUnit::new(amount),
+                fee: MinorUnit::ZERO,
                 balance_after: MinorUnit::new(after),
                 kind: JournalKind::Transfer,
                 source_ref: format!("tx_{seq}"),
