@@ -83,6 +83,29 @@ pub enum Command {
     /// The ledger.
     #[command(subcommand)]
     Ledger(LedgerCommand),
+    /// Print the daily reconciliation report of an organisation's account: the same object as
+    /// `GET /api/v1/reconciliation/daily`.
+    Recon {
+        /// The local calendar day in the organisation's country, YYYY-MM-DD.
+        #[arg(long)]
+        date: String,
+        /// The organisation (`org_…`).
+        #[arg(long)]
+        org: String,
+        /// test or live.
+        #[arg(long, default_value = "live")]
+        mode: String,
+        /// An account kind (collection, payout, agent_float) or an acc_ id; default collection
+        /// (an organisation with one account: that one).
+        #[arg(long)]
+        account: Option<String>,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// The database, configuration and logging.
+        #[command(flatten)]
+        common: CommonArgs,
+    },
 }
 
 impl Command {
@@ -94,6 +117,7 @@ impl Command {
             Command::Credentials(CredentialsCommand::Issue { common, .. } | CredentialsCommand::Revoke { common, .. }) => common,
             Command::Account(AccountCommand::Fund { common, .. }) => common,
             Command::Ledger(LedgerCommand::Verify { common, .. }) => common,
+            Command::Recon { common, .. } => common,
         }
     }
 }
@@ -310,7 +334,33 @@ pub fn run(settings: &Settings, command: Command) -> anyhow::Result<i32> {
             }
             Ok(if violations.is_empty() { 0 } else { 1 })
         }
+        Command::Recon { date, org, mode: m, account, json, .. } => recon(&platform, &date, &org, &m, account.as_deref(), json),
     }
+}
+
+/// `malipo recon`: the report as JSON, or as lines for people.
+fn recon(platform: &malipo_service::Platform, date: &str, org: &str, m: &str, account: Option<&str>, as_json: bool) -> anyhow::Result<i32> {
+    let report = platform
+        .transactions()
+        .daily(&org_id(org)?, mode(m)?, date, account)
+        .map_err(|e| failure(e, &format!("organisation {org} or its account")))?;
+    let dto = malipo_http::routes::transactions::dto::ReconciliationDto::from(&report);
+    if as_json {
+        println!("{}", serde_json::to_string(&dto)?);
+        return Ok(0);
+    }
+    println!("{} {} account of {org} ({}), {} to {}", dto.date, dto.account, dto.time_zone, dto.from, dto.to);
+    println!("opening  {} {}", dto.currency, dto.opening_balance);
+    println!("credits  {} {}", dto.currency, dto.credits);
+    println!("debits   {} {}", dto.currency, dto.debits);
+    println!("fees     {} {}", dto.currency, dto.fees);
+    println!("closing  {} {}", dto.currency, dto.closing_balance);
+    println!("transactions {}", dto.transaction_count);
+    for (kind, t) in dto.by_type.iter().filter(|(_, t)| t.count > 0) {
+        println!("  {kind:<16} {:>6}  amount {}  fee {}  net {}", t.count, t.amount, t.fee, t.net);
+    }
+    println!("checksum {}", dto.checksum);
+    Ok(0)
 }
 
 fn unreachable_serve() -> anyhow::Result<i32> {

@@ -5,7 +5,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use crate::handler::resource;
 use crate::openapi;
 use crate::problem::ApiError;
-use crate::routes::{accounts, agents, auth, bulk, channels, charges, ops, payouts, reversals, wallets, webhooks};
+use crate::routes::{accounts, agents, auth, bulk, channels, charges, ops, payouts, reversals, transactions, wallets, webhooks};
 
 async fn not_found() -> Result<HttpResponse, ApiError> {
     Err(ApiError::NotFound)
@@ -36,6 +36,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .configure(payouts::routes)
                 .configure(bulk::routes)
                 .configure(reversals::routes)
+                .configure(transactions::routes)
                 .configure(wallets::routes)
                 .configure(agents::routes)
                 .configure(channels::routes)

@@ -6,7 +6,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::problem;
-use crate::routes::{accounts, agents, auth, bulk, channels, charges, ops, payouts, reversals, wallets, webhooks};
+use crate::routes::{accounts, agents, auth, bulk, channels, charges, ops, payouts, reversals, transactions, wallets, webhooks};
 
 struct Security;
 
@@ -40,6 +40,7 @@ impl Modify for Security {
         (name = "Payouts", description = "Money paid from the payout account to customers' wallets"),
         (name = "Bulk payouts", description = "Batches of payouts uploaded by a maker and approved or rejected by a checker"),
         (name = "Reversals", description = "Money given back on completed charges and payouts"),
+        (name = "Transactions", description = "Ledger transactions, their CSV export and the daily reconciliation"),
         (name = "Wallets", description = "Customers' wallets, PINs and KYC (operator back office)"),
         (name = "Agents", description = "Agents' cash-in, cash-out and float"),
         (name = "Channels", description = "Sandbox helpers, USSD and configuration"),
@@ -59,6 +60,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
         payouts::Api::openapi(),
         bulk::Api::openapi(),
         reversals::Api::openapi(),
+        transactions::Api::openapi(),
         wallets::Api::openapi(),
         agents::Api::openapi(),
         channels::Api::openapi(),

@@ -175,26 +175,30 @@ impl Journal {
         lines: Vec<JournalLine>,
         now: Timestamp,
     ) -> Result<Self, LedgerError> {
-        let journal =
-            Journal { id: TransactionId::new(), mode, currency, kind, source_ref: source_ref.into(), lines, fees: Vec::new(), created_at: now };
+        let journal = Journal {
+            id: TransactionId::new(),
+            mode,
+            currency,
+            kind,
+            source_ref: source_ref.into(),
+            lines,
+            fees: Vec::new(),
+            created_at: now,
+        };
         journal.check_balanced()?;
         Ok(journal)
     }
 
-    /// Records that `account`'s owner paid `fee` on this journal (nothing when `fee` is zero).
-    ///
-    /// # Errors
-    /// [`LedgerError::FeeWithoutLine`] when the account has no line in the journal.
-    pub fn with_fee(mut self, account: &AccountId, fee: MinorUnit) -> Result<Self, LedgerError> {
-        if fee == MinorUnit::ZERO {
-            return Ok(self);
+    /// Records that `account`'s owner paid `fee` on this journal. Nothing is recorded when `fee`
+    /// is zero, or when the account has no line (its line was zero and dropped, so its owner
+    /// has no transaction in this journal).
+    #[must_use]
+    pub fn with_fee(mut self, account: &AccountId, fee: MinorUnit) -> Self {
+        if fee != MinorUnit::ZERO && self.lines.iter().any(|l| &l.account == account) {
+            self.fees.retain(|f| &f.account != account);
+            self.fees.push(JournalFee { account: account.clone(), amount: fee });
         }
-        if !self.lines.iter().any(|l| &l.account == account) {
-            return Err(LedgerError::FeeWithoutLine(account.clone()));
-        }
-        self.fees.retain(|f| &f.account != account);
-        self.fees.push(JournalFee { account: account.clone(), amount: fee });
-        Ok(self)
+        self
     }
 
     /// The fee recorded for an account's line (zero when none).

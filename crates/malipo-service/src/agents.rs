@@ -122,7 +122,8 @@ impl<'a> Agents<'a> {
                         JournalLine { account: revenue, amount: fee },
                     ],
                     now,
-                )?;
+                )?
+                .with_fee(&float.id, fee);
                 tx.post_journal(&journal).map_err(ServiceError::from).map_err(insufficient)?;
                 let float_balance = tx.account(&float.id)?.map_or(MinorUnit::ZERO, |a| a.balance);
                 Ok(CashIn {

@@ -30,6 +30,7 @@ pub mod ports;
 pub mod processing;
 pub mod reversals;
 pub mod sandbox;
+pub mod transactions;
 pub mod transfers;
 pub mod ussd;
 pub mod validate;
@@ -56,12 +57,13 @@ pub use payouts::{NewPayout, Payouts};
 pub use platform::Platform;
 pub use ports::{
     query, read, write, AccountKey, AuthRepo, BulkRepo, ChargeRepo, EndpointRepo, EventRenderer, IdempotencyRepo, LedgerRepo, NoRenderer,
-    OutboxRepo, PayoutRepo, ReversalRepo, StatementLine, Store, TokenRecord, Tx, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState,
-    WebhookSender,
+    OutboxRepo, PayoutRepo, PostingQuery, ReversalRepo, StatementLine, Store, TokenRecord, Tx, UssdRepo, UssdSession, Wallet, WalletRepo,
+    WalletState, WebhookSender,
 };
 pub use processing::Processing;
 pub use reversals::{NewReversal, Reversals};
 pub use sandbox::{Sandbox, SimulateAction};
+pub use transactions::{ExportRun, Reconciliation, TransactionFilter, Transactions};
 pub use transfers::{Transfer, Transfers};
 pub use ussd::{Ussd, UssdRequest, SESSION_TIMEOUT_SECONDS};
 pub use wallets::{NewWallet, PinCheck, Wallets};

@@ -126,7 +126,9 @@ impl Lifecycle<'_> {
                 line(&revenue, charge.revenue()?),
             ],
             now,
-        )?;
+        )?
+        // What the merchant paid on it (an agent's commission on a cash-out: a negative fee).
+        .with_fee(&charge.merchant_account, charge.amount.checked_sub(charge.payee_credit()?)?);
         // The charge first, the shared ledger rows last: the revenue account and the ledger's
         // audit-chain head are locked by every completion, so they are taken just before commit.
         charge.transaction_id = Some(journal.id.clone());

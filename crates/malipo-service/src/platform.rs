@@ -23,6 +23,7 @@ use crate::ports::{EventRenderer, Store};
 use crate::processing::Processing;
 use crate::reversals::Reversals;
 use crate::sandbox::Sandbox;
+use crate::transactions::Transactions;
 use crate::transfers::Transfers;
 use crate::ussd::Ussd;
 use crate::wallets::Wallets;
@@ -102,6 +103,11 @@ impl Platform {
     /// Charges.
     pub fn charges(&self) -> Charges<'_> {
         Charges::new(&self.core)
+    }
+
+    /// Transactions, their export and the daily reconciliation.
+    pub fn transactions(&self) -> Transactions<'_> {
+        Transactions::new(&self.core)
     }
 
     /// Transfers between an organisation's own accounts, and statements.

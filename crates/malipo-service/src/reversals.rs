@@ -40,6 +40,8 @@ struct Compensation {
     amount: MinorUnit,
     /// The share of its fee that goes back with it.
     fee_share: MinorUnit,
+    /// The organisation's account (collection or payout) whose line carries the fee share.
+    org_account: malipo_core::AccountId,
     lines: Vec<JournalLine>,
 }
 
@@ -142,12 +144,14 @@ impl<'a> Reversals<'a> {
         };
         // The original's row is locked first: concurrent reversals of one original run one
         // after the other, each seeing what the previous one reversed.
-        let Compensation { original, amount, fee_share, lines } = match &original {
+        let Compensation { original, amount, fee_share, org_account, lines } = match &original {
             ReversalOriginal::Charge(c) => self.charge_lines(tx, principal, c, requested)?,
             ReversalOriginal::Payout(p) => self.payout_lines(tx, principal, p, requested)?,
         };
         let id = ReversalId::new();
-        let journal = Journal::new_skipping_zero(principal.mode, original.currency, JournalKind::Reversal, id.as_str(), lines, now)?;
+        // The fee share comes back to the organisation: a negative fee on its line.
+        let journal = Journal::new_skipping_zero(principal.mode, original.currency, JournalKind::Reversal, id.as_str(), lines, now)?
+            .with_fee(&org_account, fee_share.checked_neg()?);
         tx.post_journal(&journal).map_err(ServiceError::from).map_err(insufficient)?;
         let reversal = Reversal {
             id,
@@ -219,7 +223,7 @@ impl<'a> Reversals<'a> {
             line(revenue, share.checked_neg()?),
             line(payer, amount),
         ];
-        Ok(Compensation { original, amount, fee_share: share, lines })
+        Ok(Compensation { original, amount, fee_share: share, org_account: charge.merchant_account, lines })
     }
 
     /// A payout reversal: the payee's wallet (locked first) gives `amount` back; the payout
@@ -261,7 +265,7 @@ impl<'a> Reversals<'a> {
             line(revenue, share.checked_neg()?),
             line(payout.payout_account.clone(), amount.checked_add(share)?),
         ];
-        Ok(Compensation { original, amount, fee_share: share, lines })
+        Ok(Compensation { original, amount, fee_share: share, org_account: payout.payout_account, lines })
     }
 
     /// One of the principal's reversals.

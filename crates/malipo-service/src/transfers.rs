@@ -11,7 +11,7 @@ use crate::core::Core;
 use crate::error::{FieldError, ServiceError};
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, StatementLine};
+use crate::ports::{read, PostingQuery, StatementLine};
 use crate::validate::check_amount;
 
 /// The accounts a transfer may name.
@@ -127,7 +127,9 @@ impl<'a> Transfers<'a> {
             if account.org_id.as_ref() != Some(&principal.org_id) || account.mode != principal.mode {
                 return Err(ServiceError::NotFound);
             }
-            let lines = tx.account_postings(&id, after, window, limit.saturating_add(1))?;
+            let (from, to) = window;
+            let query = PostingQuery { cursor: after, from, to, ..PostingQuery::oldest_first(id.clone(), limit.saturating_add(1)) };
+            let lines = tx.account_postings(&query)?;
             Ok((account, lines))
         })?;
         Ok((account, Page::from_fetched(lines, limit, |l| l.seq.to_string())))

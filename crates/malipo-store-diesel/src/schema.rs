@@ -52,6 +52,7 @@ diesel::table! {
         allow_negative -> Bool,
         owner_msisdn -> Nullable<Text>,
         created_at -> BigInt,
+        posted_at -> BigInt,
     }
 }
 
@@ -87,6 +88,7 @@ diesel::table! {
         amount -> BigInt,
         balance_after -> BigInt,
         created_at -> BigInt,
+        fee -> BigInt,
     }
 }
 

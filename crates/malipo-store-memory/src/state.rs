@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use malipo_auth::{AccessToken, Credential, Organisation};
 use malipo_charges::Charge;
 use malipo_core::{
-    AccountId, BulkPayoutId, ChargeRef, Currency, EndpointId, EventId, Mode, Msisdn, OrgId, PayoutRef, ReversalId, TransactionId,
+    AccountId, BulkPayoutId, ChargeRef, Currency, EndpointId, EventId, Mode, Msisdn, OrgId, PayoutRef, ReversalId, Timestamp, TransactionId,
 };
 use malipo_idempotency::IdempotencyRecord;
 use malipo_ledger::{Account, AccountKind, ChainedJournal, Posting};
@@ -53,6 +53,8 @@ pub(crate) struct State {
     pub(crate) paid_sources: BTreeSet<String>,
     /// One posting per journal line, in posting order.
     pub(crate) postings: Vec<Posting>,
+    /// `accounts.posted_at`: the time of each account's latest posting.
+    pub(crate) posted_at: BTreeMap<AccountId, Timestamp>,
     /// Wallets by (mode, number).
     pub(crate) wallets: BTreeMap<(Mode, Msisdn), Wallet>,
     /// Charges by id.

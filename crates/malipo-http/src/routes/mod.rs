@@ -12,5 +12,6 @@ pub mod ops;
 pub mod payouts;
 pub mod reversals;
 pub mod shared;
+pub mod transactions;
 pub mod wallets;
 pub mod webhooks;

@@ -105,7 +105,8 @@ impl<'a> PayoutProcessing<'a> {
                 JournalLine { account: revenue, amount: payout.fee },
             ],
             now,
-        )?;
+        )?
+        .with_fee(&payout.payout_account, payout.fee);
         payout.transaction_id = Some(journal.id.clone());
         self.finish(tx, &mut payout, PayoutEvent::Pay, Some(&journal), now)
     }

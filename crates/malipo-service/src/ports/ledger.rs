@@ -1,7 +1,7 @@
 //! Accounts and the double-entry ledger.
 
-use malipo_core::{AccountId, Currency, MinorUnit, Mode, OrgId, Timestamp};
-use malipo_ledger::{Account, AccountKind, Journal, LedgerSnapshot, Posting};
+use malipo_core::{AccountId, Currency, MinorUnit, Mode, OrgId, Timestamp, TransactionId};
+use malipo_ledger::{Account, AccountKind, Journal, JournalKind, LedgerSnapshot, Posting};
 
 use crate::error::StoreError;
 
@@ -35,6 +35,33 @@ pub struct StatementLine {
     pub seq: i64,
     /// The posting.
     pub posting: Posting,
+}
+
+/// Which postings of one account to read (a statement page, a page of transactions, a run of an
+/// export or of a day's report).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostingQuery {
+    /// The account.
+    pub account: AccountId,
+    /// Only postings after this `seq` (oldest first) or before it (newest first).
+    pub cursor: Option<i64>,
+    /// Newest first instead of ledger order.
+    pub newest_first: bool,
+    /// Posted at or after this time.
+    pub from: Option<Timestamp>,
+    /// Posted before this time.
+    pub to: Option<Timestamp>,
+    /// Only journals of these kinds (every kind when empty).
+    pub kinds: Vec<JournalKind>,
+    /// At most this many.
+    pub limit: usize,
+}
+
+impl PostingQuery {
+    /// The account's postings in ledger order, `limit` at a time, with no other condition.
+    pub fn oldest_first(account: AccountId, limit: usize) -> Self {
+        PostingQuery { account, cursor: None, newest_first: false, from: None, to: None, kinds: Vec::new(), limit }
+    }
 }
 
 /// Accounts and the double-entry ledger: part of the one transaction handle [`super::Tx`].
@@ -96,18 +123,25 @@ pub trait LedgerRepo {
     /// # Errors
     /// Storage failures.
     fn debits_since(&mut self, account: &AccountId, since: Timestamp) -> Result<MinorUnit, StoreError>;
-    /// The account's postings, oldest first, with `seq` strictly above `after` when given,
-    /// posted at or after `from` and before `to` when given, at most `limit`.
+    /// The account's postings that `query` selects: in ledger order (`seq` ascending) or newest
+    /// first, each with its journal's kind and source and the fee recorded on it. An account's
+    /// postings are in time order too: a posting is never stamped earlier than the one before
+    /// it on the same account.
     ///
     /// # Errors
     /// Storage failures.
-    fn account_postings(
-        &mut self,
-        account: &AccountId,
-        after: Option<i64>,
-        window: (Option<Timestamp>, Option<Timestamp>),
-        limit: usize,
-    ) -> Result<Vec<StatementLine>, StoreError>;
+    fn account_postings(&mut self, query: &PostingQuery) -> Result<Vec<StatementLine>, StoreError>;
+    /// The postings of one journal on any of `accounts`, in line order.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn journal_postings(&mut self, journal: &TransactionId, accounts: &[AccountId]) -> Result<Vec<StatementLine>, StoreError>;
+    /// The account's balance just before `at`: the `balance_after` of its last posting stamped
+    /// before `at`, zero when none.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn balance_before(&mut self, account: &AccountId, at: Timestamp) -> Result<MinorUnit, StoreError>;
     /// Every account and journal (with its lines as stored postings, in line order) of one mode or all.
     ///
     /// # Errors

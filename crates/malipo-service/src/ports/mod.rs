@@ -26,7 +26,7 @@ pub use auth::{AuthRepo, TokenRecord};
 pub use charges::ChargeRepo;
 pub use endpoints::EndpointRepo;
 pub use idempotency::IdempotencyRepo;
-pub use ledger::{AccountKey, LedgerRepo, StatementLine};
+pub use ledger::{AccountKey, LedgerRepo, PostingQuery, StatementLine};
 pub use outbox::OutboxRepo;
 pub use payouts::{BulkRepo, PayoutRepo};
 #[cfg(any(test, feature = "mocks"))]

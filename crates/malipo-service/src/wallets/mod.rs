@@ -13,7 +13,7 @@ use crate::idempotency::{Idem, IdemOutcome};
 use crate::lifecycle::{Entered, Lifecycle};
 use crate::limits::{Limits, WalletDetails};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, StatementLine, Wallet, WalletState};
+use crate::ports::{read, PostingQuery, StatementLine, Wallet, WalletState};
 use crate::validate::check_text;
 
 mod pin;
@@ -419,7 +419,8 @@ impl<'a> Wallets<'a> {
         let after = cursor.map(|c| c.parse::<i64>().ok().filter(|v| *v > 0).ok_or_else(|| bad_cursor("cursor"))).transpose()?;
         read(self.core.store(), |tx| {
             let wallet = tx.wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
-            let data = tx.account_postings(&wallet.account_id, after, (None, None), limit.saturating_add(1))?;
+            let query = PostingQuery { cursor: after, ..PostingQuery::oldest_first(wallet.account_id.clone(), limit.saturating_add(1)) };
+            let data = tx.account_postings(&query)?;
             Ok((wallet, Page::from_fetched(data, limit, |l| l.seq.to_string())))
         })
     }

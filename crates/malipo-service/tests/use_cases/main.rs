@@ -9,5 +9,6 @@ mod support;
 
 mod charges;
 mod money_out;
+mod transactions;
 mod wallets;
 mod webhooks;

@@ -1,9 +1,9 @@
 //! The ledger: posting journals, the audit chain, balance rules, holds, pending credits.
 
 use malipo_charges::ChargeState;
-use malipo_core::{AccountId, MinorUnit, Mode};
+use malipo_core::{AccountId, MinorUnit, Mode, Timestamp};
 use malipo_ledger::{chain_hash, JournalKind, LedgerError, GENESIS_HASH};
-use malipo_service::{ServiceError, Store};
+use malipo_service::{PostingQuery, ServiceError, StatementLine, Store};
 
 use crate::fixtures::ledger_error;
 use crate::fixtures::*;
@@ -251,6 +251,18 @@ pub fn pending_credits_sum_authorised_charges(store: &dyn Store) {
     assert_ledger_sound(store);
 }
 
+/// An account's postings in ledger order after `after`, within a window of posting times.
+fn window(
+    store: &dyn Store,
+    account: &AccountId,
+    after: Option<i64>,
+    (from, to): (Option<Timestamp>, Option<Timestamp>),
+    limit: usize,
+) -> Vec<StatementLine> {
+    let q = PostingQuery { cursor: after, from, to, ..PostingQuery::oldest_first(account.clone(), limit) };
+    query(store, |tx| Ok(tx.account_postings(&q)?))
+}
+
 /// `debits_since` sums what left an account from a moment on; `account_postings` pages an
 /// account's postings oldest first with a cursor that later postings never disturb.
 pub fn account_debits_and_statement(store: &dyn Store) {
@@ -269,7 +281,7 @@ pub fn account_debits_and_statement(store: &dyn Store) {
     assert_eq!(debits(21), 2_500);
     assert_eq!(debits(31), 0);
 
-    let page = |after: Option<i64>, limit: usize| query(store, |tx| Ok(tx.account_postings(&w.id, after, (None, None), limit)?));
+    let page = |after: Option<i64>, limit: usize| window(store, &w.id, after, (None, None), limit);
     let all = page(None, 10);
     let summary: Vec<_> =
         all.iter().map(|l| (l.posting.journal_id.clone(), l.posting.amount.get(), l.posting.balance_after.get(), l.posting.kind)).collect();
@@ -305,10 +317,7 @@ pub fn account_postings_keep_to_the_window(store: &dyn Store) {
     }
     post(store, transfer(Mode::Test, KES, &kes.issuance.id, &m.collection.id, 700, at(25)));
     let amounts = |after: Option<i64>, from: Option<i64>, to: Option<i64>, limit: usize| -> Vec<i64> {
-        query(store, |tx| Ok(tx.account_postings(&w.id, after, (from.map(at), to.map(at)), limit)?))
-            .iter()
-            .map(|l| l.posting.amount.get())
-            .collect()
+        window(store, &w.id, after, (from.map(at), to.map(at)), limit).iter().map(|l| l.posting.amount.get()).collect()
     };
     assert_eq!(amounts(None, None, None, 10), vec![1_000, 2_000, 3_000, 4_000, 5_000]);
     assert_eq!(amounts(None, Some(20), Some(40), 10), vec![2_000, 3_000, 4_000], "from inclusive, to exclusive");
@@ -317,9 +326,9 @@ pub fn account_postings_keep_to_the_window(store: &dyn Store) {
     assert_eq!(amounts(None, Some(41), None, 10), Vec::<i64>::new());
     assert_eq!(amounts(None, Some(20), Some(20), 10), Vec::<i64>::new(), "an empty window");
     assert_eq!(amounts(None, Some(15), Some(35), 2), vec![2_000, 3_000], "at most limit");
-    let first = query(store, |tx| Ok(tx.account_postings(&w.id, None, (Some(at(15)), Some(at(35))), 1)?));
+    let first = window(store, &w.id, None, (Some(at(15)), Some(at(35))), 1);
     assert_eq!(amounts(Some(first[0].seq), Some(15), Some(35), 10), vec![3_000, 4_000], "the cursor pages within the window");
-    let lines = query(store, |tx| Ok(tx.account_postings(&m.collection.id, None, (Some(at(20)), Some(at(30))), 10)?));
+    let lines = window(store, &m.collection.id, None, (Some(at(20)), Some(at(30))), 10);
     assert_eq!(lines.iter().map(|l| (l.posting.amount.get(), l.posting.created_at)).collect::<Vec<_>>(), vec![(700, at(25))]);
     assert_ledger_sound(store);
 }

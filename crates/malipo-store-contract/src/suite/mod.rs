@@ -8,6 +8,7 @@ pub(crate) mod idempotency;
 pub(crate) mod ledger;
 pub(crate) mod payouts;
 pub(crate) mod reversals;
+pub(crate) mod statements;
 pub(crate) mod transactions;
 pub(crate) mod ussd;
 pub(crate) mod wallets;

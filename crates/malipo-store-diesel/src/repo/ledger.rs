@@ -5,13 +5,13 @@ use std::str::FromStr;
 
 use diesel::dsl::sql;
 use diesel::prelude::*;
-use diesel::sql_types::Bool;
+use diesel::sql_types::{BigInt, Bool};
 use malipo_charges::ChargeKind;
 use malipo_core::{AccountId, MinorUnit, Mode, OrgId, Timestamp, TransactionId};
 use malipo_ledger::{
-    chain_hash, Account, ChainedJournal, Journal, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting, GENESIS_HASH,
+    chain_hash, Account, ChainedJournal, Journal, JournalFee, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting, GENESIS_HASH,
 };
-use malipo_service::{AccountKey, LedgerRepo, StatementLine, StoreError};
+use malipo_service::{AccountKey, LedgerRepo, PostingQuery, StatementLine, StoreError};
 
 use crate::error::{account_error, db_error, Fail};
 use crate::rows::{self, AccountRow, JournalRow, NewPosting};
@@ -19,9 +19,53 @@ use crate::schema::{accounts, charges, journals, ledger_heads, postings};
 use crate::tx::{inserted, limit_i64, per_backend, DieselTx, IN_CHUNK};
 use crate::DbConnection;
 
-/// A posting joined with its journal: id, journal id, account, amount, balance after, created at,
-/// journal kind, source reference.
-type StatementRow = (i64, String, String, i64, i64, i64, String, String);
+/// A posting joined with its journal: id, journal id, account, amount, fee, balance after,
+/// created at, journal kind, source reference.
+type StatementRow = (i64, String, String, i64, i64, i64, i64, String, String);
+
+/// The columns of a [`StatementRow`].
+const STATEMENT_COLUMNS: (
+    postings::id,
+    postings::journal_id,
+    postings::account_id,
+    postings::amount,
+    postings::fee,
+    postings::balance_after,
+    postings::created_at,
+    journals::kind,
+    journals::source_ref,
+) = (
+    postings::id,
+    postings::journal_id,
+    postings::account_id,
+    postings::amount,
+    postings::fee,
+    postings::balance_after,
+    postings::created_at,
+    journals::kind,
+    journals::source_ref,
+);
+
+/// A statement line from its row.
+fn statement_line(row: StatementRow) -> Result<StatementLine, StoreError> {
+    let (seq, journal_id, account, amount, fee, balance_after, created_at, kind, source_ref) = row;
+    Ok(StatementLine {
+        seq,
+        posting: Posting {
+            journal_id: TransactionId::from_trusted(journal_id),
+            account: AccountId::from_trusted(account),
+            amount: MinorUnit::new(amount),
+            fee: MinorUnit::new(fee),
+            balance_after: MinorUnit::new(balance_after),
+            kind: JournalKind::from_str(&kind).map_err(|_| StoreError::Other(format!("stored journal kind `{kind}` does not parse")))?,
+            source_ref,
+            created_at: Timestamp::from_micros(created_at),
+        },
+    })
+}
+
+/// A stored journal line: journal id, account, amount, fee.
+type LineRow = (String, String, i64, i64);
 
 /// The `kind IN (…)` of `accounts_system_kind_key`, as a literal so that PostgreSQL can use that
 /// partial index under a generic plan.
@@ -155,58 +199,49 @@ impl LedgerRepo for DieselTx<'_> {
         Ok(total)
     }
 
-    fn account_postings(
-        &mut self,
-        account: &AccountId,
-        after: Option<i64>,
-        window: (Option<Timestamp>, Option<Timestamp>),
-        limit: usize,
-    ) -> Result<Vec<StatementLine>, StoreError> {
-        let mut query = postings::table
-            .inner_join(journals::table)
-            .filter(postings::account_id.eq(account.as_str()))
-            .filter(postings::id.gt(after.unwrap_or(0)))
-            .into_boxed();
-        let (from, to) = window;
-        if let Some(from) = from {
+    fn account_postings(&mut self, q: &PostingQuery) -> Result<Vec<StatementLine>, StoreError> {
+        let mut query = postings::table.inner_join(journals::table).filter(postings::account_id.eq(q.account.as_str())).into_boxed();
+        if let Some(from) = q.from {
             query = query.filter(postings::created_at.ge(from.as_micros()));
         }
-        if let Some(to) = to {
+        if let Some(to) = q.to {
             query = query.filter(postings::created_at.lt(to.as_micros()));
         }
-        let rows: Vec<StatementRow> = query
-            .order(postings::id.asc())
-            .limit(limit_i64(limit))
-            .select((
-                postings::id,
-                postings::journal_id,
-                postings::account_id,
-                postings::amount,
-                postings::balance_after,
-                postings::created_at,
-                journals::kind,
-                journals::source_ref,
-            ))
+        if !q.kinds.is_empty() {
+            query = query.filter(journals::kind.eq_any(q.kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>()));
+        }
+        query = match (q.newest_first, q.cursor) {
+            (false, cursor) => query.filter(postings::id.gt(cursor.unwrap_or(0))).order(postings::id.asc()),
+            (true, Some(cursor)) => query.filter(postings::id.lt(cursor)).order(postings::id.desc()),
+            (true, None) => query.order(postings::id.desc()),
+        };
+        let rows: Vec<StatementRow> = query.limit(limit_i64(q.limit)).select(STATEMENT_COLUMNS).load(self.conn).map_err(db_error)?;
+        rows.into_iter().map(statement_line).collect()
+    }
+
+    fn journal_postings(&mut self, journal: &TransactionId, accounts: &[AccountId]) -> Result<Vec<StatementLine>, StoreError> {
+        let ids: Vec<&str> = accounts.iter().map(AccountId::as_str).collect();
+        let rows: Vec<StatementRow> = postings::table
+            .inner_join(journals::table)
+            .filter(postings::journal_id.eq(journal.as_str()))
+            .filter(postings::account_id.eq_any(ids))
+            .order(postings::line_no.asc())
+            .select(STATEMENT_COLUMNS)
             .load(self.conn)
             .map_err(db_error)?;
-        rows.into_iter()
-            .map(|(seq, journal_id, account, amount, balance_after, created_at, kind, source_ref)| {
-                Ok(StatementLine {
-                    seq,
-                    posting: Posting {
-                        journal_id: TransactionId::from_trusted(journal_id),
-                        account: AccountId::from_trusted(account),
-                        amount: MinorUnit::new(amount),
-                        fee: MinorUnit::ZERO,
-                        balance_after: MinorUnit::new(balance_after),
-                        kind: JournalKind::from_str(&kind)
-                            .map_err(|_| StoreError::Other(format!("stored journal kind `{kind}` does not parse")))?,
-                        source_ref,
-                        created_at: Timestamp::from_micros(created_at),
-                    },
-                })
-            })
-            .collect()
+        rows.into_iter().map(statement_line).collect()
+    }
+
+    fn balance_before(&mut self, account: &AccountId, at: Timestamp) -> Result<MinorUnit, StoreError> {
+        let last: Option<i64> = postings::table
+            .filter(postings::account_id.eq(account.as_str()))
+            .filter(postings::created_at.lt(at.as_micros()))
+            .order((postings::created_at.desc(), postings::id.desc()))
+            .select(postings::balance_after)
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?;
+        Ok(MinorUnit::new(last.unwrap_or(0)))
     }
 
     fn ledger_snapshot(&mut self, mode: Option<Mode>) -> Result<LedgerSnapshot, StoreError> {
@@ -234,6 +269,8 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
     let mut order: Vec<usize> = (0..journal.lines.len()).collect();
     order.sort_by(|&a, &b| journal.lines[b].account.cmp(&journal.lines[a].account));
     let mut balance_after = vec![0_i64; journal.lines.len()];
+    let mut posted_at = vec![0_i64; journal.lines.len()];
+    let now = journal.created_at.as_micros();
     for i in order {
         let line = &journal.lines[i];
         let amount = line.amount.get();
@@ -244,37 +281,47 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
             .filter(accounts::mode.eq(mode))
             .filter(accounts::currency.eq(currency))
             .filter(accounts::allow_negative.or((accounts::balance + amount).ge(accounts::held)));
-        let set = accounts::balance.eq(accounts::balance + amount);
-        let balance: Option<i64> = match &mut *conn {
-            DbConnection::Pg(c) => diesel::update(target).set(set).returning(accounts::balance).get_result(c).optional(),
+        // The posting's time never goes back on an account (see `accounts.posted_at`).
+        let later = sql::<BigInt>("CASE WHEN accounts.posted_at > ")
+            .bind::<BigInt, _>(now)
+            .sql(" THEN accounts.posted_at ELSE ")
+            .bind::<BigInt, _>(now)
+            .sql(" END");
+        let set = (accounts::balance.eq(accounts::balance + amount), accounts::posted_at.eq(later));
+        let after: Option<(i64, i64)> = match &mut *conn {
+            DbConnection::Pg(c) => {
+                diesel::update(target).set(set).returning((accounts::balance, accounts::posted_at)).get_result(c).optional()
+            }
             DbConnection::Sqlite(c) => match diesel::update(target).set(set).execute(c) {
                 Ok(0) => Ok(None),
-                Ok(_) => accounts::table.find(line.account.as_str()).select(accounts::balance).first(c).map(Some),
+                Ok(_) => accounts::table.find(line.account.as_str()).select((accounts::balance, accounts::posted_at)).first(c).map(Some),
                 Err(e) => Err(e),
             },
         }
         .map_err(|e| account_error(e, &line.account))?;
-        match balance {
-            Some(b) => balance_after[i] = b,
+        match after {
+            Some((b, t)) => (balance_after[i], posted_at[i]) = (b, t),
             None => return Err(refused_line(conn, journal, &line.account)?.into()),
         }
     }
 
     // Postings before their journal (the foreign key is checked at commit): the ledger head,
     // which every journal of this ledger locks, is taken by the last statements, so it is held
-    // for as short a time as possible.
+    // for as short a time as possible. A fee goes on the first line of its account.
     let postings = journal
         .lines
         .iter()
         .enumerate()
         .map(|(i, line)| {
+            let first_of_account = journal.lines.iter().position(|l| l.account == line.account) == Some(i);
             Ok(NewPosting {
                 journal_id: journal.id.as_str(),
                 line_no: i32::try_from(i).map_err(|_| StoreError::Other("too many journal lines".into()))?,
                 account_id: line.account.as_str(),
                 amount: line.amount.get(),
                 balance_after: balance_after[i],
-                created_at: journal.created_at.as_micros(),
+                created_at: posted_at[i],
+                fee: if first_of_account { journal.fee_of(&line.account).get() } else { 0 },
             })
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
@@ -350,7 +397,7 @@ fn ledger_snapshot(conn: &mut DbConnection, mode: Option<Mode>) -> Result<Ledger
         .into_boxed();
     let mut lines_query = postings::table
         .inner_join(journals::table)
-        .select((postings::journal_id, postings::account_id, postings::amount))
+        .select((postings::journal_id, postings::account_id, postings::amount, postings::fee))
         .order((postings::journal_id.asc(), postings::line_no.asc()))
         .into_boxed();
     if let Some(mode) = mode {
@@ -360,7 +407,7 @@ fn ledger_snapshot(conn: &mut DbConnection, mode: Option<Mode>) -> Result<Ledger
     }
     let accounts = accounts_query.load::<AccountRow>(conn)?.into_iter().map(Account::try_from).collect::<Result<Vec<_>, _>>()?;
     let journal_rows: Vec<JournalRow> = journals_query.load(conn)?;
-    let line_rows: Vec<(String, String, i64)> = lines_query.load(conn)?;
+    let line_rows: Vec<LineRow> = lines_query.load(conn)?;
     Ok(LedgerSnapshot { accounts, journals: chained(journal_rows, line_rows)? })
 }
 
@@ -387,9 +434,9 @@ fn ledger_part(conn: &mut DbConnection, ids: &[AccountId]) -> Result<LedgerSnaps
         line_rows.extend(
             postings::table
                 .filter(postings::journal_id.eq_any(chunk))
-                .select((postings::journal_id, postings::account_id, postings::amount))
+                .select((postings::journal_id, postings::account_id, postings::amount, postings::fee))
                 .order((postings::journal_id.asc(), postings::line_no.asc()))
-                .load::<(String, String, i64)>(conn)?,
+                .load::<LineRow>(conn)?,
         );
     }
     journal_rows.sort_by(|a, b| (&a.mode, &a.currency, a.seq).cmp(&(&b.mode, &b.currency, b.seq)));
@@ -397,24 +444,27 @@ fn ledger_part(conn: &mut DbConnection, ids: &[AccountId]) -> Result<LedgerSnaps
 }
 
 /// Journals with their lines (postings grouped by journal, each journal's in line order).
-fn chained(journal_rows: Vec<JournalRow>, line_rows: Vec<(String, String, i64)>) -> Result<Vec<ChainedJournal>, Fail> {
-    let mut lines: HashMap<String, Vec<JournalLine>> = HashMap::new();
-    for (journal_id, account, amount) in line_rows {
-        lines
-            .entry(journal_id)
-            .or_default()
-            .push(JournalLine { account: AccountId::from_trusted(account), amount: MinorUnit::new(amount) });
+fn chained(journal_rows: Vec<JournalRow>, line_rows: Vec<LineRow>) -> Result<Vec<ChainedJournal>, Fail> {
+    let mut lines: HashMap<String, (Vec<JournalLine>, Vec<JournalFee>)> = HashMap::new();
+    for (journal_id, account, amount, fee) in line_rows {
+        let (list, fees) = lines.entry(journal_id).or_default();
+        let account = AccountId::from_trusted(account);
+        if fee != 0 {
+            fees.push(JournalFee { account: account.clone(), amount: MinorUnit::new(fee) });
+        }
+        list.push(JournalLine { account, amount: MinorUnit::new(amount) });
     }
     let mut journals = Vec::with_capacity(journal_rows.len());
     for row in journal_rows {
+        let (line_list, fees) = lines.remove(&row.id).unwrap_or_default();
         let journal = Journal {
             id: row.transaction_id(),
             mode: rows::mode(&row.mode)?,
             currency: rows::currency(&row.currency)?,
             kind: row.journal_kind()?,
-            lines: lines.remove(&row.id).unwrap_or_default(),
+            lines: line_list,
             source_ref: row.source_ref,
-            fees: Vec::new(),
+            fees,
             created_at: Timestamp::from_micros(row.created_at),
         };
         journals.push(ChainedJournal { seq: row.seq, prev_hash: row.prev_hash, hash: row.hash, journal });

@@ -93,4 +93,5 @@ pub(crate) struct NewPosting<'a> {
     pub(crate) amount: i64,
     pub(crate) balance_after: i64,
     pub(crate) created_at: i64,
+    pub(crate) fee: i64,
 }

@@ -8,7 +8,7 @@ use malipo_ledger::journal::{hold, release};
 use malipo_ledger::{
     chain_hash, Account, AccountKind, ChainedJournal, Journal, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting, GENESIS_HASH,
 };
-use malipo_service::{AccountKey, LedgerRepo, StatementLine, StoreError};
+use malipo_service::{AccountKey, LedgerRepo, PostingQuery, StatementLine, StoreError};
 
 use crate::state::LedgerHead;
 use crate::tx::{check, foreign_key, MemoryTx};
@@ -107,18 +107,23 @@ impl LedgerRepo for MemoryTx<'_> {
         }
         // Apply the lines in order, on copies: nothing is written unless every line applies.
         let mut postings = Vec::with_capacity(journal.lines.len());
-        for line in &journal.lines {
+        let mut posted_at: BTreeMap<AccountId, Timestamp> = BTreeMap::new();
+        for (i, line) in journal.lines.iter().enumerate() {
             let acc = touched.get_mut(&line.account).ok_or_else(|| LedgerError::UnknownAccount(line.account.clone()))?;
             journal.apply_line(acc, line.amount)?;
+            // A posting's time never goes back on an account; a fee goes on the account's first line.
+            let at = s.posted_at.get(&line.account).map_or(journal.created_at, |&last| last.max(journal.created_at));
+            posted_at.insert(line.account.clone(), at);
+            let first_of_account = journal.lines.iter().position(|l| l.account == line.account) == Some(i);
             postings.push(Posting {
                 journal_id: journal.id.clone(),
                 account: line.account.clone(),
                 amount: line.amount,
-                fee: journal.fee_of(&line.account),
+                fee: if first_of_account { journal.fee_of(&line.account) } else { MinorUnit::ZERO },
                 balance_after: acc.balance,
                 kind: journal.kind,
                 source_ref: journal.source_ref.clone(),
-                created_at: journal.created_at,
+                created_at: at,
             });
         }
         let ledger = (journal.mode, journal.currency);
@@ -134,6 +139,7 @@ impl LedgerRepo for MemoryTx<'_> {
             s.paid_sources.insert(journal.source_ref.clone());
         }
         s.postings.extend(postings);
+        s.posted_at.extend(posted_at);
         s.accounts.extend(touched);
         Ok(())
     }
@@ -158,27 +164,38 @@ impl LedgerRepo for MemoryTx<'_> {
         Ok(sum)
     }
 
-    fn account_postings(
-        &mut self,
-        account: &AccountId,
-        after: Option<i64>,
-        window: (Option<Timestamp>, Option<Timestamp>),
-        limit: usize,
-    ) -> Result<Vec<StatementLine>, StoreError> {
+    fn account_postings(&mut self, q: &PostingQuery) -> Result<Vec<StatementLine>, StoreError> {
         // A posting's place in posting order (from 1) plays the role of the SQL tables' serial id.
-        let start = after.map_or(0, |a| usize::try_from(a.max(0)).unwrap_or(usize::MAX));
-        let (from, to) = window;
-        let in_window = |p: &Posting| from.is_none_or(|from| p.created_at >= from) && to.is_none_or(|to| p.created_at < to);
+        let selected = |(i, p): &(usize, &Posting)| {
+            let seq = i64::try_from(i + 1).unwrap_or(i64::MAX);
+            p.account == q.account
+                && q.from.is_none_or(|from| p.created_at >= from)
+                && q.to.is_none_or(|to| p.created_at < to)
+                && (q.kinds.is_empty() || q.kinds.contains(&p.kind))
+                && q.cursor.is_none_or(|c| if q.newest_first { seq < c } else { seq > c })
+        };
+        let line = |(i, p): (usize, &Posting)| StatementLine { seq: i64::try_from(i + 1).unwrap_or(i64::MAX), posting: p.clone() };
+        let postings = self.r().postings.iter().enumerate();
+        Ok(if q.newest_first {
+            postings.rev().filter(selected).take(q.limit).map(line).collect()
+        } else {
+            postings.filter(selected).take(q.limit).map(line).collect()
+        })
+    }
+
+    fn journal_postings(&mut self, journal: &TransactionId, accounts: &[AccountId]) -> Result<Vec<StatementLine>, StoreError> {
         Ok(self
             .r()
             .postings
             .iter()
             .enumerate()
-            .skip(start)
-            .filter(|(_, p)| &p.account == account && in_window(p))
-            .take(limit)
+            .filter(|(_, p)| &p.journal_id == journal && accounts.contains(&p.account))
             .map(|(i, p)| StatementLine { seq: i64::try_from(i + 1).unwrap_or(i64::MAX), posting: p.clone() })
             .collect())
+    }
+
+    fn balance_before(&mut self, account: &AccountId, at: Timestamp) -> Result<MinorUnit, StoreError> {
+        Ok(self.r().postings.iter().rev().find(|p| &p.account == account && p.created_at < at).map_or(MinorUnit::ZERO, |p| p.balance_after))
     }
 
     fn ledger_snapshot(&mut self, mode: Option<Mode>) -> Result<LedgerSnapshot, StoreError> {

@@ -1,0 +1,279 @@
+//! Transactions as an organisation sees them (contract section 7): lists, one transaction, the
+//! streamed export, and the daily reconciliation report.
+
+use std::collections::VecDeque;
+
+use malipo_auth::Principal;
+use malipo_core::{AccountId, Mode, OrgId, Timestamp, TransactionId};
+use malipo_countries::Country;
+use malipo_ledger::{kinds_of_type, Account, AccountKind, DayReport, DayTotals, Transaction};
+
+use crate::core::Core;
+use crate::error::ServiceError;
+use crate::page::{bad_cursor, Page};
+use crate::ports::{read, PostingQuery, StatementLine, Tx};
+
+/// What `GET /transactions` and the export select.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TransactionFilter {
+    /// Posted at or after.
+    pub from: Option<Timestamp>,
+    /// Posted before.
+    pub to: Option<Timestamp>,
+    /// A transaction type (`charge`, `transfer`, …).
+    pub kind: Option<String>,
+    /// An account kind (`collection`, `payout`, `agent_float`) or an `acc_` id; every account
+    /// of the organisation when absent.
+    pub account: Option<String>,
+}
+
+/// The daily reconciliation of one account.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reconciliation {
+    /// The local calendar day.
+    pub date: time::Date,
+    /// The country's time zone (IANA name).
+    pub time_zone: String,
+    /// The day's first instant (UTC).
+    pub from: Timestamp,
+    /// The next day's first instant (UTC).
+    pub to: Timestamp,
+    /// The account.
+    pub account: Account,
+    /// The figures.
+    pub report: DayReport,
+}
+
+/// Where an export has got to: the accounts it covers and, per account, what was read ahead.
+#[derive(Debug)]
+pub struct ExportRun {
+    window: (Option<Timestamp>, Option<Timestamp>),
+    streams: Vec<AccountStream>,
+}
+
+#[derive(Debug)]
+struct AccountStream {
+    account: Account,
+    buffered: VecDeque<StatementLine>,
+    cursor: Option<i64>,
+    done: bool,
+}
+
+/// The transactions of an organisation's accounts.
+pub struct Transactions<'a> {
+    core: &'a Core,
+}
+
+impl<'a> Transactions<'a> {
+    pub(crate) fn new(core: &'a Core) -> Self {
+        Transactions { core }
+    }
+
+    /// A page of the principal's transactions, newest first. The cursor is the last
+    /// transaction's place in ledger order, so pages are stable under new postings.
+    ///
+    /// # Errors
+    /// [`ServiceError::Validation`] (bad cursor, unknown type or account kind),
+    /// [`ServiceError::NotFound`] (an `acc_` id that is not the principal's).
+    pub fn list(
+        &self,
+        principal: &Principal,
+        filter: &TransactionFilter,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<Transaction>, ServiceError> {
+        let before = cursor.map(|c| c.parse::<i64>().ok().filter(|v| *v > 0).ok_or_else(|| bad_cursor("cursor"))).transpose()?;
+        let kinds = match &filter.kind {
+            None => Vec::new(),
+            Some(name) => {
+                let kinds = kinds_of_type(name);
+                if kinds.is_empty() {
+                    return Err(ServiceError::field("type", "invalid_value", format!("`{name}` is not a transaction type")));
+                }
+                kinds
+            }
+        };
+        let fetch = limit.saturating_add(1);
+        let mut found = read(self.core.store(), |tx| {
+            let mut found = Vec::new();
+            for account in accounts(tx, &principal.org_id, principal.mode, filter.account.as_deref())? {
+                let q = PostingQuery {
+                    account: account.id.clone(),
+                    cursor: before,
+                    newest_first: true,
+                    from: filter.from,
+                    to: filter.to,
+                    kinds: kinds.clone(),
+                    limit: fetch,
+                };
+                for line in tx.account_postings(&q)? {
+                    found.push(transaction(&account, line)?);
+                }
+            }
+            Ok(found)
+        })?;
+        // Each account's newest `limit + 1`, merged: the newest `limit + 1` of them all.
+        found.sort_by_key(|t| std::cmp::Reverse(t.seq));
+        found.truncate(fetch);
+        Ok(Page::from_fetched(found, limit, |t| t.seq.to_string()))
+    }
+
+    /// One of the principal's transactions. A journal that moved two of its accounts (a
+    /// transfer) is one transaction on each: `account` picks one (by kind or `acc_` id), else
+    /// the first line's (the transfer's debit).
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`] (absent, or not on the principal's accounts in its mode),
+    /// [`ServiceError::Validation`] (unknown account kind).
+    pub fn get(&self, principal: &Principal, id: &str, account: Option<&str>) -> Result<Transaction, ServiceError> {
+        let id = TransactionId::parse(id).map_err(|_| ServiceError::NotFound)?;
+        read(self.core.store(), |tx| {
+            let own = accounts(tx, &principal.org_id, principal.mode, account)?;
+            let ids: Vec<AccountId> = own.iter().map(|a| a.id.clone()).collect();
+            let line = tx.journal_postings(&id, &ids)?.into_iter().next().ok_or(ServiceError::NotFound)?;
+            let account = own.iter().find(|a| a.id == line.posting.account).ok_or(ServiceError::NotFound)?;
+            transaction(account, line)
+        })
+    }
+
+    /// Starts an export of the principal's transactions in ledger order (oldest first): the
+    /// accounts are resolved now, the rows are read by [`Transactions::export_batch`].
+    ///
+    /// # Errors
+    /// As [`Transactions::list`] for the account.
+    pub fn export(&self, principal: &Principal, filter: &TransactionFilter) -> Result<ExportRun, ServiceError> {
+        let own = read(self.core.store(), |tx| accounts(tx, &principal.org_id, principal.mode, filter.account.as_deref()))?;
+        Ok(ExportRun {
+            window: (filter.from, filter.to),
+            streams: own
+                .into_iter()
+                .map(|account| AccountStream { account, buffered: VecDeque::new(), cursor: None, done: false })
+                .collect(),
+        })
+    }
+
+    /// The export's next transactions in ledger order, at most `n`; empty when it is over. Each
+    /// call reads at most `n` rows per account in one short read transaction, so an export of
+    /// any length holds a bounded number of rows in memory and no transaction open between calls.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn export_batch(&self, run: &mut ExportRun, n: usize) -> Result<Vec<Transaction>, ServiceError> {
+        let n = n.max(1);
+        let (from, to) = run.window;
+        read(self.core.store(), |tx| {
+            for s in run.streams.iter_mut().filter(|s| s.buffered.is_empty() && !s.done) {
+                let q = PostingQuery { cursor: s.cursor, from, to, ..PostingQuery::oldest_first(s.account.id.clone(), n) };
+                let lines = tx.account_postings(&q)?;
+                s.done = lines.len() < n;
+                s.cursor = lines.last().map(|l| l.seq).or(s.cursor);
+                s.buffered.extend(lines);
+            }
+            Ok(())
+        })?;
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            // The account whose next posting comes first in ledger order; an account that ran
+            // out of read-ahead (and is not done) stops the batch, so the merge stays in order.
+            let Some(next) = run
+                .streams
+                .iter_mut()
+                .filter(|s| !s.buffered.is_empty() || !s.done)
+                .min_by_key(|s| s.buffered.front().map_or(i64::MIN, |l| l.seq))
+            else {
+                break;
+            };
+            let Some(line) = next.buffered.pop_front() else { break };
+            out.push(transaction(&next.account, line)?);
+        }
+        Ok(out)
+    }
+
+    /// The daily reconciliation of one of an organisation's accounts (`collection` when it has
+    /// one and none is named, else its only account): the day is `date` in the organisation's
+    /// country's time zone.
+    ///
+    /// # Errors
+    /// [`ServiceError::Validation`] (date, account kind), [`ServiceError::NotFound`]
+    /// (organisation, account), [`ServiceError::Internal`] when the day's transactions do not
+    /// chain from the opening balance.
+    pub fn daily(&self, org_id: &OrgId, mode: Mode, date: &str, account: Option<&str>) -> Result<Reconciliation, ServiceError> {
+        let date = time::Date::parse(date, time::macros::format_description!("[year]-[month]-[day]"))
+            .map_err(|_| ServiceError::field("date", "invalid_value", "date must be a calendar date, YYYY-MM-DD"))?;
+        read(self.core.store(), |tx| {
+            let org = tx.org(org_id)?.ok_or(ServiceError::NotFound)?;
+            let country = self.core.country(&org.country)?;
+            let (from, to) = local_day(country, date);
+            let account = report_account(tx, org_id, mode, account)?;
+            let mut totals = DayTotals::new(tx.balance_before(&account.id, from)?);
+            let mut cursor = None;
+            loop {
+                let q = PostingQuery { cursor, from: Some(from), to: Some(to), ..PostingQuery::oldest_first(account.id.clone(), 5_000) };
+                let lines = tx.account_postings(&q)?;
+                let more = lines.len() == q.limit;
+                cursor = lines.last().map(|l| l.seq);
+                for line in lines {
+                    totals.add(&transaction(&account, line)?).map_err(|e| {
+                        ServiceError::Internal(format!("the transactions of account {} on {date} do not chain: {e}", account.id))
+                    })?;
+                }
+                if !more {
+                    break;
+                }
+            }
+            Ok(Reconciliation { date, time_zone: country.time_zone.clone(), from, to, account: account.clone(), report: totals.finish() })
+        })
+    }
+}
+
+/// The UTC bounds of a country's calendar day: its local noon falls in it whatever the offset.
+fn local_day(country: &Country, date: time::Date) -> (Timestamp, Timestamp) {
+    let noon = Timestamp::from_offset_datetime(date.with_hms(12, 0, 0).unwrap_or(date.midnight()).assume_utc());
+    country.local_day(noon.plus_seconds(i64::from(country.utc_offset_minutes).saturating_mul(-60)))
+}
+
+/// The transaction of a posting on one of the organisation's accounts.
+fn transaction(account: &Account, line: StatementLine) -> Result<Transaction, ServiceError> {
+    Ok(Transaction::of_posting(line.seq, line.posting, account.kind, account.currency)?)
+}
+
+/// The organisation's accounts that an `account` parameter names: every one when absent, the one
+/// of a kind (`collection`, …), or one by `acc_` id.
+fn accounts(tx: &mut dyn Tx, org_id: &OrgId, mode: Mode, account: Option<&str>) -> Result<Vec<Account>, ServiceError> {
+    let own = tx.org_accounts(org_id, mode)?;
+    let Some(name) = account else { return Ok(own) };
+    if name.starts_with("acc_") {
+        return own.into_iter().find(|a| a.id.as_str() == name).map(|a| vec![a]).ok_or(ServiceError::NotFound);
+    }
+    let kind = name
+        .parse::<AccountKind>()
+        .ok()
+        .filter(|k| matches!(k, AccountKind::Collection | AccountKind::Payout | AccountKind::AgentFloat))
+        .ok_or_else(|| ServiceError::field("account", "invalid_value", "account must be collection, payout, agent_float or an acc_ id"))?;
+    own.into_iter().find(|a| a.kind == kind).map(|a| vec![a]).ok_or(ServiceError::NotFound)
+}
+
+/// The account a report is about: the named one, else `collection`, else the only one.
+fn report_account(tx: &mut dyn Tx, org_id: &OrgId, mode: Mode, account: Option<&str>) -> Result<Account, ServiceError> {
+    let own = accounts(tx, org_id, mode, account)?;
+    if account.is_none() && own.len() > 1 {
+        return own.into_iter().find(|a| a.kind == AccountKind::Collection).ok_or(ServiceError::NotFound);
+    }
+    own.into_iter().next().ok_or(ServiceError::NotFound)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_local_day_is_the_countrys_calendar_day() {
+        let kenya = malipo_countries::Countries::builtin().unwrap();
+        let ke = kenya.get("KE").unwrap();
+        let date = time::macros::date!(2026 - 11 - 24);
+        let (from, to) = local_day(ke, date);
+        assert_eq!(from.to_rfc3339(), "2026-11-23T21:00:00Z");
+        assert_eq!(to.to_rfc3339(), "2026-11-24T21:00:00Z");
+    }
+}
