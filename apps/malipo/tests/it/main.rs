@@ -20,6 +20,7 @@ mod ops;
 mod payouts;
 mod races;
 mod sandbox;
+mod transactions;
 mod ussd;
 mod wallets;
 mod webhooks_api;

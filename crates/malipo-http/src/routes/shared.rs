@@ -214,8 +214,9 @@ impl From<&WalletDetails> for WalletDto {
 pub struct StatementLineDto {
     /// The ledger transaction (`tx_…`).
     pub transaction_id: String,
-    /// What moved the money: `charge`, `payout`, `reversal`, `transfer`, `payment_request`,
-    /// `cash_in`, `cash_out`, `p2p`, `fee`, `funding`, `sandbox_funding`.
+    /// What moved the money: `charge`, `payout`, `reversal`, `transfer` (also the operator
+    /// funding the account), `payment_request`, `cash_in`, `cash_out`, `p2p`, `fee`, and on a
+    /// test wallet `sandbox_funding`.
     #[serde(rename = "type")]
     pub kind: &'static str,
     /// The object that caused it (e.g. `ch_…`, `po_…`, `wd_…`, a number).
@@ -236,7 +237,7 @@ impl StatementLineDto {
         let p = &line.posting;
         StatementLineDto {
             transaction_id: p.journal_id.to_string(),
-            kind: p.kind.as_str(),
+            kind: malipo_ledger::transaction_type(p.kind),
             source_ref: p.source_ref.clone(),
             amount: money(p.amount, currency),
             balance_after: money(p.balance_after, currency),
