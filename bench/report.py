@@ -230,6 +230,41 @@ TARGET_BULK_FINAL_SECS = 30
 TARGET_BULK_P99_RATIO = 2
 
 
+def transactions_section(out):
+    """The "Transactions" section, from `transactions-<backend>.json` of `bench/transactions.sh`."""
+    lines = ["## Transactions, export and daily reconciliation", ""]
+    runs = {b: load(out / f"transactions-{b}.json") for b, _ in BACKENDS}
+    if not any(runs.values()):
+        return lines + ["Not measured in this run (no `transactions-*.json`).", ""]
+    any_run = next(r for r in runs.values() if r)
+    lines += [
+        f"One merchant's collection account holding {any_run['rows']:,} transactions "
+        f"({any_run['per_day']:,} a local day), seeded with SQL (`bash bench/transactions.sh`). "
+        "Page latencies are curl's own timings of 200 requests over one connection; the daily report "
+        "is the median of 5; RSS is the server's peak (VmHWM) before and after the export.",
+        "",
+        "| figure | target | " + " | ".join(name for b, name in BACKENDS if runs.get(b)) + " |",
+        "|---|---|" + "---|" * sum(1 for b, _ in BACKENDS if runs.get(b)),
+    ]
+
+    def row(title, target, fn):
+        cells = [fn(runs[b]) for b, _ in BACKENDS if runs.get(b)]
+        lines.append(f"| {title} | {target} | " + " | ".join(cells) + " |")
+
+    row("`GET /transactions` first page, p50 / p99", "p99 < 20 ms",
+        lambda r: f"{r['first_page_ms']['p50']} / {r['first_page_ms']['p99']} ms")
+    row("deep page (cursor in the middle), p50 / p99", "p99 < 20 ms",
+        lambda r: f"{r['deep_page_ms']['p50']} / {r['deep_page_ms']['p99']} ms")
+    row("daily report of one day", "< 1 s",
+        lambda r: f"{r['daily_ms']['p50'] / 1000:.2f} s ({r['daily_count']:,} transactions)")
+    row("export, rows/s", "≥ 50,000",
+        lambda r: f"{r['export_rows_per_sec']:,} ({r['export_rows']:,} rows, {r['export_bytes'] / 1e6:.0f} MB in {r['export_secs']:.1f} s)")
+    row("server peak RSS before / after the export", "flat, < 100 MB",
+        lambda r: f"{r['rss_peak_before_mib']} / {r['rss_peak_after_mib']} MiB")
+    lines += ["", "Query plans on PostgreSQL (`EXPLAIN`) are in `bench-out/transactions-explain.txt`.", ""]
+    return lines
+
+
 def money_out_section(out):
     """The "Money out" section, from the files of `bench/payouts.sh` (`payouts-meta.json`, and per
     backend `payouts-<i>.json`, `bulk-<i>.json`, `bulk-waits-<i>.json`, `rss-payouts.json`,
@@ -658,6 +693,7 @@ def main(argv):
     add("")
 
     lines.extend(money_out_section(out))
+    lines.extend(transactions_section(out))
 
     add("## Method")
     add("")

@@ -574,6 +574,10 @@ log "== money out: bench/payouts.sh"
 BENCH_OUT=$OUT BENCH_SKIP_BUILD=1 BENCH_MALIPO_BIN=$MALIPO \
     BENCH_PAYOUTS_COMMAND="${BENCH_COMMAND:-bench/run.sh} (bench/payouts.sh)" timeout 1800 bash bench/payouts.sh
 
+# Transactions at scale: a million seeded into one account, on databases of its own.
+log "== transactions: bench/transactions.sh"
+BENCH_OUT=$OUT BENCH_SKIP_BUILD=1 BENCH_MALIPO_BIN=$MALIPO timeout 1800 bash bench/transactions.sh
+
 date -u +%Y-%m-%dT%H:%M:%SZ | python3 -c 'import json, sys; p = sys.argv[1]; m = json.load(open(p)); m["finished"] = sys.stdin.read().strip(); json.dump(m, open(p, "w"), indent=2)' "$OUT/meta.json"
 python3 bench/report.py "$OUT" "$REPORT"
 log "done in ${SECONDS}s: $REPORT (raw results in $OUT)"
