@@ -382,7 +382,9 @@ async fn limits_and_funds_are_checked_as_on_every_channel(db: Db) {
     let n = msisdn("6108");
     cast.open_wallet(app, &n, false).await;
     cast.set_pin(app, &n, PIN).await;
-    cast.cash_in(app, &n, "6000").await;
+    for _ in 0..2 {
+        cast.cash_in(app, &n, "3000").await;
+    }
     let pay = |code: String| {
         let (cast, n) = (&cast, n.clone());
         async move { cast.dial(app, &n, &["2", &code, PIN]).await.pop().unwrap() }

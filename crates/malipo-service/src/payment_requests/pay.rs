@@ -153,7 +153,7 @@ impl RequestPayments<'_> {
             ],
             now,
         )?
-        .with_fee(&request.merchant_account, request.fee)?;
+        .with_fee(&request.merchant_account, request.fee);
         request
             .apply(RequestEvent::Pay { payer: payer.clone(), transaction_id: journal.id.clone() }, now)
             .map_err(|e| ServiceError::InvalidState(unpayable(e)))?;
