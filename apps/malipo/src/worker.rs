@@ -1,5 +1,5 @@
 //! Background work: claiming due charges (sandbox decisions, completion, expiry) and due payouts
-//! (paying the payee or failing), purging old
+//! (paying the payee or failing), expiring payment requests past their time, purging old
 //! idempotency keys and events past their retention. All state is in the database; any number of
 //! instances may run these. Webhook sending is in [`crate::delivery`].
 
@@ -16,7 +16,8 @@ const IDLE: Duration = Duration::from_millis(100);
 /// Keys are kept at least 24 hours; purged after 48.
 const KEY_RETENTION_SECONDS: i64 = 48 * 3600;
 
-/// Spawns `n` work loops, each taking turns at due charges and due payouts (none when `n` is 0:
+/// Spawns `n` work loops, each taking turns at due charges, due payouts and payment requests past
+/// their expiry (none when `n` is 0:
 /// another instance, or a test, advances them) and one housekeeping loop; each stops claiming once `stop` is true.
 pub fn spawn(platform: Platform, n: usize, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
     let mut handles: Vec<JoinHandle<()>> = (0..n)
@@ -36,13 +37,14 @@ async fn charge_loop(i: usize, platform: Platform, mut stop: watch::Receiver<boo
         let claimed = match tokio::task::spawn_blocking(move || {
             let charges = p.processing().process_due(BATCH);
             let payouts = p.payout_processing().process_due(BATCH);
-            (charges, payouts)
+            let requests = p.payment_requests().expire_due(BATCH);
+            (charges, payouts, requests)
         })
         .await
         {
-            Ok((charges, payouts)) => {
+            Ok((charges, payouts, requests)) => {
                 let mut claimed = 0;
-                for (what, result) in [("charges", charges), ("payouts", payouts)] {
+                for (what, result) in [("charges", charges), ("payouts", payouts), ("expired payment requests", requests)] {
                     match result {
                         Ok(n) => claimed += n,
                         Err(e) => tracing::warn!(worker = i, error = %e, "claiming due {what} failed"),

@@ -5,7 +5,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use crate::handler::resource;
 use crate::openapi;
 use crate::problem::ApiError;
-use crate::routes::{accounts, agents, auth, bulk, channels, charges, ops, payouts, reversals, transactions, wallets, webhooks};
+use crate::routes::{
+    accounts, agents, auth, bulk, channels, charges, ops, payment_requests, payouts, reversals, transactions, wallets, webhooks,
+};
 
 async fn not_found() -> Result<HttpResponse, ApiError> {
     Err(ApiError::NotFound)
@@ -39,6 +41,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .configure(transactions::routes)
                 .configure(wallets::routes)
                 .configure(agents::routes)
+                .configure(payment_requests::routes)
                 .configure(channels::routes)
                 .configure(webhooks::routes)
                 .default_service(web::to(not_found)),

@@ -6,7 +6,9 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::problem;
-use crate::routes::{accounts, agents, auth, bulk, channels, charges, ops, payouts, reversals, transactions, wallets, webhooks};
+use crate::routes::{
+    accounts, agents, auth, bulk, channels, charges, ops, payment_requests, payouts, reversals, transactions, wallets, webhooks,
+};
 
 struct Security;
 
@@ -43,6 +45,7 @@ impl Modify for Security {
         (name = "Transactions", description = "Ledger transactions, their CSV export and the daily reconciliation"),
         (name = "Wallets", description = "Customers' wallets, PINs and KYC (operator back office)"),
         (name = "Agents", description = "Agents' cash-in, cash-out and float"),
+        (name = "Payment requests", description = "Merchants' requests to be paid, paid by customers with a pay code on the USSD menu"),
         (name = "Channels", description = "Sandbox helpers, USSD and configuration"),
         (name = "Webhooks", description = "Events, webhook endpoints and their deliveries"),
         (name = "Operations", description = "Health, readiness and this document"),
@@ -63,6 +66,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
         transactions::Api::openapi(),
         wallets::Api::openapi(),
         agents::Api::openapi(),
+        payment_requests::Api::openapi(),
         channels::Api::openapi(),
         webhooks::Api::openapi(),
         ops::Api::openapi(),

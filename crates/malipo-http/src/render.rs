@@ -4,6 +4,7 @@
 use malipo_charges::Charge;
 use malipo_core::MinorUnit;
 use malipo_payouts::{BulkPayout, Payout, Reversal};
+use malipo_requests::PaymentRequest;
 use malipo_service::EventRenderer;
 use malipo_webhooks::{Event, Summary};
 use serde::Serialize;
@@ -11,6 +12,7 @@ use serde_json::value::RawValue;
 
 use crate::routes::agents::dto::CashOutDto;
 use crate::routes::bulk::dto::BulkPayoutDto;
+use crate::routes::payment_requests::dto::PaymentRequestDto;
 use crate::routes::reversals::dto::ReversalDto;
 use crate::routes::shared::{ChargeDto, PayoutDto};
 use crate::wire::money;
@@ -111,6 +113,16 @@ impl EventRenderer for JsonEvents {
             reference: Some(batch.reference.clone()),
         };
         (json(&BulkPayoutDto::from(batch)), summary)
+    }
+
+    fn payment_request(&self, request: &PaymentRequest) -> (Vec<u8>, Summary) {
+        let summary = Summary {
+            amount: Some(request.currency.format_amount(request.amount)),
+            currency: Some(request.currency.to_string()),
+            state: Some(request.state.as_str().to_owned()),
+            reference: Some(request.reference.clone()),
+        };
+        (json(&PaymentRequestDto::from(request)), summary)
     }
 
     fn reversal(&self, reversal: &Reversal) -> (Vec<u8>, Summary) {

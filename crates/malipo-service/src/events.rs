@@ -5,6 +5,7 @@
 use malipo_charges::{Charge, ChargeKind, ChargeState};
 use malipo_core::{EndpointId, EventId, MinorUnit, Mode, OrgId, Timestamp};
 use malipo_payouts::{BatchState, BulkPayout, Payout, PayoutState, Reversal};
+use malipo_requests::{PaymentRequest, RequestState};
 use malipo_webhooks::{Delivery, DeliveryState, Event, Summary};
 
 use crate::core::Core;
@@ -148,6 +149,24 @@ impl Events<'_> {
             data,
             summary,
         };
+        self.emit(tx, new, now)
+    }
+}
+
+impl Events<'_> {
+    /// `payment_request.paid` or `payment_request.expired` for a request that just entered
+    /// that state (a cancellation is no event).
+    ///
+    /// # Errors
+    /// As [`Events::emit`].
+    pub(crate) fn payment_request(&self, tx: &mut dyn Tx, request: &PaymentRequest, now: Timestamp) -> Result<(), ServiceError> {
+        let kind = match request.state {
+            RequestState::Paid => "payment_request.paid",
+            RequestState::Expired => "payment_request.expired",
+            RequestState::Open | RequestState::Cancelled => return Ok(()),
+        };
+        let (data, summary) = self.0.renderer.payment_request(request);
+        let new = NewEvent { org_id: &request.org_id, mode: request.mode, kind, object_id: request.id.as_str(), data, summary };
         self.emit(tx, new, now)
     }
 }

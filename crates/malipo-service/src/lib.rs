@@ -24,6 +24,7 @@ mod lifecycle;
 mod limits;
 mod p2p;
 pub mod page;
+pub mod payment_requests;
 pub mod payouts;
 pub mod platform;
 pub mod ports;
@@ -51,14 +52,15 @@ pub use lifecycle::PIN_LOCKOUT_REASON;
 pub use limits::WalletDetails;
 pub use p2p::P2pTransfer;
 pub use page::Page;
+pub use payment_requests::{NewPaymentRequest, PaymentRequests};
 pub use payouts::bulk::{BulkInput, BulkPayouts};
 pub use payouts::worker::PayoutProcessing;
 pub use payouts::{NewPayout, Payouts};
 pub use platform::Platform;
 pub use ports::{
     query, read, write, AccountKey, AuthRepo, BulkRepo, ChargeRepo, EndpointRepo, EventRenderer, IdempotencyRepo, LedgerRepo, NoRenderer,
-    OutboxRepo, PayoutRepo, PostingQuery, ReversalRepo, StatementLine, Store, TokenRecord, Tx, UssdRepo, UssdSession, Wallet, WalletRepo,
-    WalletState, WebhookSender,
+    OutboxRepo, PaymentRequestRepo, PayoutRepo, PostingQuery, ReversalRepo, StatementLine, Store, TokenRecord, Tx, UssdRepo, UssdSession,
+    Wallet, WalletRepo, WalletState, WebhookSender,
 };
 pub use processing::Processing;
 pub use reversals::{NewReversal, Reversals};

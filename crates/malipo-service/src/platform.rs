@@ -16,6 +16,7 @@ use crate::charges::Charges;
 use crate::config::{ServiceConfig, WebhookConfig};
 use crate::core::{Core, Observer};
 use crate::housekeeping::Housekeeping;
+use crate::payment_requests::PaymentRequests;
 use crate::payouts::bulk::BulkPayouts;
 use crate::payouts::worker::PayoutProcessing;
 use crate::payouts::Payouts;
@@ -113,6 +114,11 @@ impl Platform {
     /// Transfers between an organisation's own accounts, and statements.
     pub fn transfers(&self) -> Transfers<'_> {
         Transfers::new(&self.core)
+    }
+
+    /// Merchant payment requests.
+    pub fn payment_requests(&self) -> PaymentRequests<'_> {
+        PaymentRequests::new(&self.core)
     }
 
     /// Payouts.

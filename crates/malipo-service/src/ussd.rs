@@ -10,7 +10,9 @@ use malipo_auth::Principal;
 use malipo_charges::{ChargeEvent, ChargeKind, ChargeState, FailureReason};
 use malipo_core::{ChargeRef, Mode, Msisdn, OrgId};
 use malipo_countries::Country;
-use malipo_ussd::{display_amount, split_hops, text_too_long, Caller, Effect, Menu, Outcome, Prompt, PromptKind, Screen, State, Step};
+use malipo_ussd::{
+    clip, display_amount, split_hops, text_too_long, Caller, Effect, Menu, Outcome, Prompt, PromptKind, Screen, State, Step, NAME_CHARS,
+};
 
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
 
@@ -19,6 +21,7 @@ use crate::error::{FieldError, ServiceError};
 use crate::idempotency::Idem;
 use crate::lifecycle::{Entered, Lifecycle};
 use crate::p2p::P2p;
+use crate::payment_requests::pay::RequestPayments;
 use crate::ports::{read, write, UssdSession, WalletState};
 use crate::processing::Processing;
 use crate::wallets::{PinCheck, Pins, Wallets};
@@ -330,16 +333,22 @@ impl<'a> Ussd<'a> {
                     Err(e) => Outcome::Refused(refusal(&e)?),
                 }
             }
-            Effect::PayCode { code, pin } => {
+            Effect::LookupPayCode { code } => match RequestPayments(self.core).lookup(mode, &code)? {
+                Ok(prompt) => Outcome::PaymentRequest(prompt),
+                Err(why) => Outcome::Refused(why),
+            },
+            Effect::PayCode { code: _, prompt, pin } => {
                 if let Err(o) = pin_gate(&pin)? {
                     return Ok(o);
                 }
-                // Merchant payment requests (and their pay codes) are not issued yet: no code can match.
-                Outcome::Refused(format!("No open payment request has pay code {code}."))
+                self.pay_request(at, caller, country, &prompt, hop)?
             }
             Effect::Approve { prompt, pin } => {
                 if let Err(o) = pin_gate(&pin)? {
                     return Ok(o);
+                }
+                if prompt.kind == PromptKind::PaymentRequest {
+                    return self.pay_request(at, caller, country, &prompt, hop);
                 }
                 match self.answer_prompt(mode, caller, &prompt, true)? {
                     Ok(state) if state == ChargeState::Completed || state == ChargeState::Authorised => Outcome::Done(match prompt.kind {
@@ -353,6 +362,14 @@ impl<'a> Ussd<'a> {
                         _ => format!("Payment of {} to {} approved.", money(amount(prompt.amount)), prompt.payee),
                     }),
                     Ok(state) => Outcome::Refused(format!("The payment could not be made ({state}).")),
+                    Err(msg) => Outcome::Refused(msg),
+                }
+            }
+            Effect::Decline { prompt } if prompt.kind == PromptKind::PaymentRequest => {
+                match RequestPayments(self.core).decline(mode, caller, &prompt.id)? {
+                    Ok(()) => {
+                        Outcome::Done(format!("You declined {} to {}.", money(amount(prompt.amount)), clip(&prompt.payee, NAME_CHARS)))
+                    }
                     Err(msg) => Outcome::Refused(msg),
                 }
             }
@@ -392,7 +409,31 @@ impl<'a> Ussd<'a> {
         })
     }
 
-    /// The caller's pending prompts that have not expired, oldest first.
+    /// Pays a payment request shown to the caller (the PIN already checked), once per session
+    /// and hop: a retry after a failure past the payment's commit finds the payment.
+    fn pay_request(
+        &self,
+        at: &SessionAt<'_>,
+        caller: &Msisdn,
+        country: &Country,
+        prompt: &Prompt,
+        hop: usize,
+    ) -> Result<Outcome, ServiceError> {
+        let money = |m| display_amount(country.currency, m);
+        let once = at.key("pay_request", hop, &format!("{caller} {}", prompt.id))?;
+        Ok(match RequestPayments(self.core).pay(at.mode, caller, &prompt.id, &once)? {
+            Ok(paid) => Outcome::Done(format!(
+                "Paid {} to {}. Your balance is {}.",
+                money(amount(prompt.amount)),
+                clip(&prompt.payee, NAME_CHARS),
+                money(paid.balance)
+            )),
+            Err(why) => Outcome::Refused(why),
+        })
+    }
+
+    /// The caller's pending prompts that have not expired, oldest first: charges and
+    /// cash-outs, then the payment requests addressed to the caller.
     fn prompts_of(&self, mode: Mode, caller: &Msisdn) -> Result<Vec<Prompt>, ServiceError> {
         let now = self.core.now();
         read(self.core.store(), |tx| {
@@ -408,6 +449,7 @@ impl<'a> Ussd<'a> {
                 };
                 prompts.push(Prompt { id: c.id.to_string(), kind, payee, amount: c.amount.get(), fee });
             }
+            prompts.extend(RequestPayments(self.core).prompts_for(tx, mode, caller)?);
             Ok(prompts)
         })
     }

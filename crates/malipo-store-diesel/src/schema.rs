@@ -325,3 +325,27 @@ diesel::allow_tables_to_appear_in_same_query!(
     payouts,
     reversals,
 );
+
+// Merchant payment requests (`…-000006_payment_requests/up.sql`).
+diesel::table! {
+    payment_requests (id) {
+        id -> Text,
+        org_id -> Text,
+        mode -> Text,
+        pay_code -> Text,
+        state -> Text,
+        amount -> BigInt,
+        fee -> BigInt,
+        currency -> Text,
+        reference -> Text,
+        description -> Nullable<Text>,
+        payer_msisdn -> Nullable<Text>,
+        paid_by_msisdn -> Nullable<Text>,
+        transaction_id -> Nullable<Text>,
+        merchant_account -> Text,
+        expires_at -> BigInt,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+        paid_at -> Nullable<BigInt>,
+    }
+}

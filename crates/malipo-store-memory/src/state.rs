@@ -5,11 +5,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use malipo_auth::{AccessToken, Credential, Organisation};
 use malipo_charges::Charge;
 use malipo_core::{
-    AccountId, BulkPayoutId, ChargeRef, Currency, EndpointId, EventId, Mode, Msisdn, OrgId, PayoutRef, ReversalId, Timestamp, TransactionId,
+    AccountId, BulkPayoutId, ChargeRef, Currency, EndpointId, EventId, Mode, Msisdn, OrgId, PaymentRequestId, PayoutRef, ReversalId,
+    Timestamp, TransactionId,
 };
 use malipo_idempotency::IdempotencyRecord;
 use malipo_ledger::{Account, AccountKind, ChainedJournal, Posting};
 use malipo_payouts::{BulkPayout, Payout, Reversal};
+use malipo_requests::{PayCode, PaymentRequest};
 use malipo_service::{UssdSession, Wallet};
 use malipo_webhooks::{Attempt, Delivery, Endpoint, Event};
 
@@ -48,8 +50,8 @@ pub(crate) struct State {
     pub(crate) journals: Vec<ChainedJournal>,
     /// Unique index of journal ids.
     pub(crate) journal_ids: BTreeSet<TransactionId>,
-    /// Unique index `journals_source_key`: the charge or payout each `charge` or `payout`
-    /// journal paid.
+    /// Unique index `journals_source_key`: the charge, payout or payment request each
+    /// `charge`, `payout` or `payment_request` journal paid.
     pub(crate) paid_sources: BTreeSet<String>,
     /// One posting per journal line, in posting order.
     pub(crate) postings: Vec<Posting>,
@@ -71,6 +73,12 @@ pub(crate) struct State {
     pub(crate) reversals: BTreeMap<ReversalId, Reversal>,
     /// Unique index: the ledger transaction of each reversal.
     pub(crate) reversal_transactions: BTreeSet<TransactionId>,
+    /// Merchant payment requests by id.
+    pub(crate) payment_requests: BTreeMap<PaymentRequestId, PaymentRequest>,
+    /// Unique index `payment_requests_open_code_key`: the open request of a mode with a pay code.
+    pub(crate) open_pay_codes: BTreeMap<(Mode, PayCode), PaymentRequestId>,
+    /// Unique index: the ledger transaction of each paid payment request.
+    pub(crate) request_transactions: BTreeSet<TransactionId>,
     /// USSD sessions by (gateway organisation, mode, session id).
     pub(crate) ussd_sessions: BTreeMap<(OrgId, Mode, String), UssdSession>,
     /// Idempotency records.

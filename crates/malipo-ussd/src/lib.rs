@@ -21,6 +21,6 @@ mod screen;
 #[cfg(test)]
 mod tests;
 
-pub use menu::Menu;
+pub use menu::{clip, Menu, NAME_CHARS};
 pub use model::{Caller, Effect, Outcome, Prompt, PromptKind, State, Step};
 pub use screen::{display_amount, split_hops, text_too_long, Screen, MAX_HOP_CHARS, MAX_SCREEN_CHARS, MAX_TEXT_CHARS};

@@ -35,11 +35,11 @@ pub(crate) const INVALID_AMOUNT: &str = "Invalid amount.";
 /// Payee names are cut to this many characters in the list of approvals.
 pub(crate) const LIST_NAME_CHARS: usize = 18;
 /// Payee and recipient names are cut to this many characters elsewhere.
-pub(crate) const NAME_CHARS: usize = 24;
+pub const NAME_CHARS: usize = 24;
 /// At most this many approvals are listed.
 pub(crate) const MAX_LISTED: usize = 5;
-/// Shortest and longest merchant pay code, in digits.
-const PAY_CODE_DIGITS: std::ops::RangeInclusive<usize> = 4..=10;
+/// A merchant pay code's digits.
+const PAY_CODE_DIGITS: usize = 6;
 
 /// The USSD menu for one caller, in the caller's country.
 #[derive(Clone, Copy, Debug)]
@@ -84,7 +84,7 @@ fn text_chars(hops: &[&str]) -> usize {
 
 /// A name fit for a screen: control characters (newlines) become spaces, surrounding spaces
 /// go, and at most `max` characters are kept.
-fn clip(name: &str, max: usize) -> String {
+pub fn clip(name: &str, max: usize) -> String {
     let clean: String = name.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     clean.trim().chars().take(max).collect::<String>().trim_end().to_owned()
 }
@@ -153,15 +153,15 @@ impl Menu<'_> {
                 Some(Effect::SendMoney { to, amount: MinorUnit::new(*amount), pin })
             }),
             State::PayCode => {
-                if PAY_CODE_DIGITS.contains(&hop.len()) && hop.bytes().all(|b| b.is_ascii_digit()) {
-                    let next = State::PayPin { code: hop.to_owned() };
-                    let text = self.prompt(&next);
-                    show(next, text)
+                if hop.len() == PAY_CODE_DIGITS && hop.bytes().all(|b| b.is_ascii_digit()) {
+                    run(State::PayCode, Effect::LookupPayCode { code: hop.to_owned() })
                 } else {
                     self.invalid(state)
                 }
             }
-            State::PayPin { code } => self.with_pin(state, hop, |pin| Some(Effect::PayCode { code: code.clone(), pin })),
+            State::PayPin { code, prompt } => {
+                self.with_pin(state, hop, |pin| Some(Effect::PayCode { code: code.clone(), prompt: prompt.clone(), pin }))
+            }
             State::Approvals { prompts } => {
                 if hop == "0" {
                     return main_menu();
@@ -228,10 +228,18 @@ impl Menu<'_> {
             State::SendPin { .. } | State::PayPin { .. } | State::ApprovalPin { .. } | State::BalancePin | State::ChangePinCurrent
         );
         match (state, outcome) {
-            (State::Ended | State::SendAmount { .. } | State::PayCode | State::Approvals { .. } | State::ChangePinNew { .. }, _) => {
-                went_wrong()
-            }
+            (State::Ended | State::SendAmount { .. } | State::Approvals { .. } | State::ChangePinNew { .. }, _) => went_wrong(),
             (_, Outcome::Refused(message)) => end(message),
+            (State::PayCode, Outcome::PaymentRequest(prompt)) => {
+                let Some(code) = hops.last().filter(|c| c.len() == PAY_CODE_DIGITS) else { return went_wrong() };
+                if prompt.kind != PromptKind::PaymentRequest {
+                    return went_wrong();
+                }
+                let next = State::PayPin { code: (*code).to_owned(), prompt };
+                let text = self.prompt(&next);
+                show(next, text)
+            }
+            (State::PayCode, _) => went_wrong(),
             (State::Main, Outcome::Approvals(prompts)) => self.approvals(prompts),
             (State::SendTo, Outcome::Recipient { name }) => {
                 let Some(Ok(to)) = hops.last().map(|hop| self.recipient(hop)) else { return went_wrong() };
@@ -344,7 +352,15 @@ impl Menu<'_> {
                 format!("Send {} to {whom}\nFee {}\n{ENTER_PIN}", self.amount(*amount), self.amount(*fee))
             }
             State::PayCode => PAY_CODE.to_owned(),
-            State::PayPin { code } => format!("Enter PIN to pay code {code}:"),
+            State::PayPin { prompt, .. } => {
+                let mut text = format!("Pay {} to {}", self.amount(prompt.amount), clip(&prompt.payee, NAME_CHARS));
+                if prompt.fee > 0 {
+                    text.push_str(&format!("\nFee {}", self.amount(prompt.fee)));
+                }
+                text.push('\n');
+                text.push_str(ENTER_PIN);
+                text
+            }
             State::Approvals { prompts } => self.approvals_text(prompts),
             State::ApprovalAction { prompt } => self.approval_text(prompt),
             State::ApprovalPin { .. } => APPROVE_PIN.to_owned(),

@@ -77,10 +77,14 @@ pub enum State {
     },
     /// Pay merchant: asking for the pay code.
     PayCode,
-    /// Pay merchant: asking for the PIN.
+    /// Pay merchant: the request found by its pay code shown (merchant's name, amount, any
+    /// fee the caller pays), asking for the PIN.
     PayPin {
         /// The merchant's pay code.
         code: String,
+        /// The payment request the code named when it was looked up (kind `payment_request`):
+        /// the PIN pays this request, even if the code is reused meanwhile.
+        prompt: Prompt,
     },
     /// Approve payments: the listed prompts, asking which one.
     Approvals {
@@ -140,10 +144,18 @@ pub enum Effect {
         /// The PIN entered.
         pin: String,
     },
-    /// Verify the PIN and pay the merchant with this pay code.
+    /// Find the open payment request with this pay code ([`Outcome::PaymentRequest`] or
+    /// [`Outcome::Refused`] saying why it cannot be paid).
+    LookupPayCode {
+        /// The pay code entered.
+        code: String,
+    },
+    /// Verify the PIN and pay the payment request found by its pay code.
     PayCode {
         /// The merchant's pay code.
         code: String,
+        /// The request shown to the caller.
+        prompt: Prompt,
         /// The PIN entered.
         pin: String,
     },
@@ -191,7 +203,10 @@ impl fmt::Debug for Effect {
             Effect::SendMoney { to, amount, pin: _ } => {
                 f.debug_struct("SendMoney").field("to", to).field("amount", amount).field("pin", &REDACTED).finish()
             }
-            Effect::PayCode { code, pin: _ } => f.debug_struct("PayCode").field("code", code).field("pin", &REDACTED).finish(),
+            Effect::LookupPayCode { code } => f.debug_struct("LookupPayCode").field("code", code).finish(),
+            Effect::PayCode { code, prompt, pin: _ } => {
+                f.debug_struct("PayCode").field("code", code).field("prompt", prompt).field("pin", &REDACTED).finish()
+            }
             Effect::Approve { prompt, pin: _ } => f.debug_struct("Approve").field("prompt", prompt).field("pin", &REDACTED).finish(),
             Effect::Decline { prompt } => f.debug_struct("Decline").field("prompt", prompt).finish(),
             Effect::Balance { pin: _ } => f.debug_struct("Balance").field("pin", &REDACTED).finish(),
@@ -209,6 +224,9 @@ impl fmt::Debug for Effect {
 pub enum Outcome {
     /// The pending prompts, oldest first.
     Approvals(Vec<Prompt>),
+    /// The open payment request a pay code names (kind `payment_request`: the merchant's
+    /// display name, the amount, and the fee the caller pays on top, 0 when the merchant pays it).
+    PaymentRequest(Prompt),
     /// The recipient has a usable wallet.
     Recipient {
         /// The name to show, if any.

@@ -519,37 +519,67 @@ fn zero_decimal_currencies_in_uganda_and_rwanda() {
 
 // ----- pay merchant -----
 
+/// The payment request pay code 123456 names.
+fn java_house() -> Prompt {
+    prompt("pr_7", PromptKind::PaymentRequest, "Java House", 120_000, 0)
+}
+
 #[test]
 fn pay_merchant_end_to_end() {
     let w = kenya();
     let mut s = w.session();
     s.hop("2");
-    assert_eq!(con(&s.hop("123456")), "Enter PIN to pay code 123456:");
-    assert_eq!(s.state, State::PayPin { code: "123456".into() });
+    let step = s.hop("123456");
+    assert_eq!(step, Step::Run { state: State::PayCode, effect: Effect::LookupPayCode { code: "123456".into() } });
+    assert_eq!(con(&s.outcome(Outcome::PaymentRequest(java_house()))), "Pay KES 1,200.00 to Java House\nEnter PIN:");
+    assert_eq!(s.state, State::PayPin { code: "123456".into(), prompt: java_house() });
     let step = s.hop(PIN);
     assert_eq!(
         step,
-        Step::Run { state: State::PayPin { code: "123456".into() }, effect: Effect::PayCode { code: "123456".into(), pin: PIN.into() } }
+        Step::Run {
+            state: State::PayPin { code: "123456".into(), prompt: java_house() },
+            effect: Effect::PayCode { code: "123456".into(), prompt: java_house(), pin: PIN.into() }
+        }
     );
-    let done = "Paid KES 1,200.00 to Java House. Ref TX9Q1Z.";
+    let done = "Paid KES 1,200.00 to Java House. Your balance is KES 800.00.";
     assert_eq!(end_text(&s.outcome(Outcome::Done(done.into()))), done);
 }
 
 #[test]
-fn pay_code_lengths_and_bad_codes() {
+fn pay_merchant_shows_a_fee_the_caller_pays_and_clips_the_name() {
     let w = kenya();
-    for good in ["1000", "0012", "1234567890"] {
+    let mut s = w.session();
+    s.hop("2");
+    s.hop("000042");
+    let shown = prompt("pr_8", PromptKind::PaymentRequest, "Mwananchi Wholesale & Retail\nDistributors", 50_000, 700);
+    assert_eq!(con(&s.outcome(Outcome::PaymentRequest(shown))), "Pay KES 500.00 to Mwananchi Wholesale & Re\nFee KES 7.00\nEnter PIN:");
+}
+
+#[test]
+fn pay_code_is_six_digits_and_bad_codes_are_refused() {
+    let w = kenya();
+    for good in ["000000", "012345", "999999"] {
         let mut s = w.session();
         s.hop("2");
-        assert_eq!(con(&s.hop(good)), format!("Enter PIN to pay code {good}:"));
+        assert_eq!(effect(&s.hop(good)), Effect::LookupPayCode { code: good.into() });
     }
     let mut s = w.session();
     s.hop("2");
     let mut bad = junk();
-    bad.extend(["0", "123", "12345678901", "12a4", "12 34", "+1234", "-1234", "1234.5"].map(String::from));
+    bad.extend(["0", "12345", "1234567", "1234567890", "12a456", "12 456", "+12345", "-12345", "1234.5"].map(String::from));
     for hop in &bad {
         expect_reprompt(&mut s, hop, INVALID);
     }
+}
+
+#[test]
+fn an_unknown_or_closed_pay_code_ends_with_the_reason() {
+    let w = kenya();
+    let mut s = w.session();
+    s.hop("2");
+    s.hop("551234");
+    let refusal = "This payment request has already been paid.";
+    assert_eq!(end_text(&s.outcome(Outcome::Refused(refusal.into()))), refusal);
 }
 
 #[test]
@@ -557,23 +587,37 @@ fn pay_pin_bad_input_wrong_pin_and_refusal() {
     let w = kenya();
     let mut s = w.session();
     s.hop("2");
-    s.hop("55123");
+    s.hop("551234");
+    s.outcome(Outcome::PaymentRequest(java_house()));
     for hop in &junk() {
         expect_reprompt(&mut s, hop, INVALID);
     }
     expect_reprompt(&mut s, "123", INVALID);
     s.hop(WRONG_PIN);
     assert_eq!(con(&s.outcome(Outcome::WrongPin { attempts_left: 2 })), "Wrong PIN. 2 attempts left.\nEnter PIN:");
-    assert_eq!(s.state, State::PayPin { code: "55123".into() });
-    assert_eq!(effect(&s.hop(PIN)), Effect::PayCode { code: "55123".into(), pin: PIN.into() });
-    let refusal = "No merchant has pay code 55123.";
+    assert_eq!(s.state, State::PayPin { code: "551234".into(), prompt: java_house() });
+    assert_eq!(effect(&s.hop(PIN)), Effect::PayCode { code: "551234".into(), prompt: java_house(), pin: PIN.into() });
+    let refusal = "This payment request has expired.";
     assert_eq!(end_text(&s.outcome(Outcome::Refused(refusal.into()))), refusal);
 
     let mut s = w.session();
     s.hop("2");
-    s.hop("55123");
+    s.hop("551234");
+    s.outcome(Outcome::PaymentRequest(java_house()));
     s.hop(WRONG_PIN);
     assert_eq!(end_text(&s.outcome(Outcome::Locked)), LOCKED_NOW);
+}
+
+#[test]
+fn a_pay_code_lookup_answered_with_something_else_ends_politely() {
+    let w = kenya();
+    let m = w.menu();
+    let charge = three_prompts().remove(0);
+    for outcome in [Outcome::PaymentRequest(charge), Outcome::Approvals(vec![]), Outcome::PinOk] {
+        assert_eq!(end_text(&m.resume(&State::PayCode, &["2", "123456"], outcome.clone())), WENT_WRONG, "{outcome:?}");
+    }
+    // The code hop is missing.
+    assert_eq!(end_text(&m.resume(&State::PayCode, &["2"], Outcome::PaymentRequest(java_house()))), WENT_WRONG);
 }
 
 // ----- approve payments -----
@@ -949,7 +993,7 @@ fn outcomes_that_do_not_fit_end_politely() {
         (State::SendPin { to: RECIPIENT.into(), name: None, amount: 100, fee: 0 }, Outcome::PinOk),
         (State::SendPin { to: RECIPIENT.into(), name: None, amount: 100, fee: 0 }, Outcome::Recipient { name: None }),
         (State::PayCode, Outcome::Done("ok".into())),
-        (State::PayPin { code: "1234".into() }, Outcome::Balance { available: kes(1) }),
+        (State::PayPin { code: "123456".into(), prompt: java_house() }, Outcome::Balance { available: kes(1) }),
         (State::Approvals { prompts: vec![charge.clone()] }, Outcome::Done("ok".into())),
         (State::ApprovalAction { prompt: charge.clone() }, Outcome::WrongPin { attempts_left: 1 }),
         (State::ApprovalAction { prompt: charge.clone() }, Outcome::Locked),
@@ -1012,7 +1056,7 @@ fn every_state() -> Vec<State> {
         State::SendPin { to: "254712345678901".into(), name: Some(name24), amount: huge, fee: huge },
         State::SendPin { to: "254712345678901".into(), name: None, amount: huge, fee: huge },
         State::PayCode,
-        State::PayPin { code: "1234567890".into() },
+        State::PayPin { code: "123456".into(), prompt: long_prompt.clone() },
         State::Approvals { prompts: vec![long_prompt.clone(), long_prompt.clone()] },
         State::ApprovalAction { prompt: long_prompt.clone() },
         State::ApprovalPin { prompt: long_prompt },
@@ -1100,7 +1144,7 @@ fn effects_never_show_a_pin_in_debug_output() {
     let to = msisdn(RECIPIENT);
     let effects = [
         Effect::SendMoney { to, amount: kes(100), pin: PIN.into() },
-        Effect::PayCode { code: "1234".into(), pin: PIN.into() },
+        Effect::PayCode { code: "123456".into(), prompt: java_house(), pin: PIN.into() },
         Effect::Approve { prompt: three_prompts().remove(0), pin: PIN.into() },
         Effect::Balance { pin: PIN.into() },
         Effect::VerifyPin { pin: PIN.into() },

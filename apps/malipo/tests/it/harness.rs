@@ -172,15 +172,17 @@ impl TestApp {
         self.clock.as_ref().expect("advance needs an app started with Options::manual()").advance(by);
     }
 
-    /// Runs the charge and payout workers now, as their loop would, until nothing is due; returns
-    /// how many charges and payouts they claimed in all ([`Options::manual`] apps, whose own loops do not run).
+    /// Runs the charge and payout workers (and the expiry of payment requests) now, as their loop
+    /// would, until nothing is due; returns how many charges, payouts and requests they took in all ([`Options::manual`] apps, whose own loops do not run).
     pub async fn run_workers(&self) -> usize {
         assert!(self.clock.is_some(), "run_workers drives the worker of an Options::manual() app");
         let mut claimed = 0;
         loop {
             let p = self.platform.clone();
             let n = tokio::task::spawn_blocking(move || {
-                p.processing().process_due(100).unwrap() + p.payout_processing().process_due(100).unwrap()
+                p.processing().process_due(100).unwrap()
+                    + p.payout_processing().process_due(100).unwrap()
+                    + p.payment_requests().expire_due(100).unwrap()
             })
             .await
             .unwrap();

@@ -17,6 +17,7 @@ mod isolation;
 mod lifecycle;
 mod live;
 mod ops;
+mod payment_requests;
 mod payouts;
 mod races;
 mod sandbox;

@@ -27,6 +27,7 @@ crate::on_both!(
     deliveries_survive_a_restart_mid_delivery,
     the_standardwebhooks_python_library_verifies_deliveries,
     money_out_events_are_delivered_and_verified_by_standardwebhooks,
+    payment_request_events_are_delivered_and_verified_by_standardwebhooks,
 );
 
 // ----- the receiver -----
@@ -710,5 +711,53 @@ async fn money_out_events_are_delivered_and_verified_by_standardwebhooks(db: Db)
     let (code, out) = python_verify(&recorded, &ep.secret).await;
     assert_eq!(code, 0, "standardwebhooks refused our deliveries:\n{out}");
     assert!(out.contains("6 of 6 deliveries verified"), "{out}");
+    app.stop().await;
+}
+
+/// A payment request paid over USSD and another left to expire: `payment_request.paid` and
+/// `payment_request.expired` delivered with the request as `data`, verified by the library.
+async fn payment_request_events_are_delivered_and_verified_by_standardwebhooks(db: Db) {
+    let app = TestApp::with(db, Options::manual()).await;
+    let rx = Receiver::answering(200).await;
+    let cast = harness::Cast::new(&app, malipo_core::Mode::Test, "100000").await;
+    let ep = register(&app, &cast.merchant_token, &rx.url(), &["payment_request.paid", "payment_request.expired"]).await;
+    let n = cast.customer(&app, "6300", "4826", "1000").await;
+    let ask = |expires_in: i64| {
+        let app = &app;
+        let token = cast.merchant_token.clone();
+        async move {
+            let body = json!({"amount": "500", "reference": format!("INV-{expires_in}"), "expires_in": expires_in});
+            let r = app.post(&token, "/biz/request", &body, Some(&harness::key())).await;
+            assert_eq!(r.status(), 200);
+            r.json::<Value>().await.unwrap()
+        }
+    };
+    let paid = ask(3600).await;
+    let expiring = ask(60).await;
+    let s = cast.dial(&app, &n, &["2", paid["pay_code"].as_str().unwrap(), "4826"]).await;
+    assert!(s[3].starts_with("END Paid KES 500.00"), "{s:?}");
+    app.advance(Duration::from_secs(60));
+    assert_eq!(app.run_workers().await, 1, "the second request expires");
+    let kinds = ["payment_request.paid", "payment_request.expired"];
+    let hits =
+        rx.wait("both payment request events", Duration::from_secs(15), |h| kinds.iter().all(|k| h.iter().any(|x| x.kind() == *k))).await;
+    assert_eq!(hits.len(), 2, "{:?}", summary(&hits));
+    for (kind, request, state) in [(kinds[0], &paid, "paid"), (kinds[1], &expiring, "expired")] {
+        let hit = hits.iter().find(|h| h.kind() == kind).unwrap();
+        verify(&ep.secret, hit);
+        let body = hit.json();
+        assert_eq!((body["mode"].as_str(), body["data"]["request_id"].as_str()), (Some("test"), request["request_id"].as_str()), "{kind}");
+        assert_eq!(body["data"]["state"], state, "{kind}");
+        let data = raw_member(hit.text(), "data");
+        assert_eq!((raw_member(&data, "amount"), raw_member(&data, "fee")), ("500.00".to_owned(), "2.00".to_owned()), "{kind}");
+    }
+    let paid_data = hits.iter().find(|h| h.kind() == kinds[0]).unwrap().json()["data"].clone();
+    assert_eq!(paid_data["paid_by_msisdn"], n.as_str());
+    assert!(paid_data["transaction_id"].as_str().unwrap().starts_with("tx_"));
+    let recorded: Vec<Recorded> = hits.iter().map(|h| (h.headers.clone(), h.body.clone())).collect();
+    let (code, out) = python_verify(&recorded, &ep.secret).await;
+    assert_eq!(code, 0, "standardwebhooks refused our deliveries:\n{out}");
+    assert!(out.contains("2 of 2 deliveries verified"), "{out}");
+    app.assert_ledger_ok().await;
     app.stop().await;
 }

@@ -9,6 +9,7 @@ pub mod bulk;
 pub mod channels;
 pub mod charges;
 pub mod ops;
+pub mod payment_requests;
 pub mod payouts;
 pub mod reversals;
 pub mod shared;

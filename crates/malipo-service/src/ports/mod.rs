@@ -15,6 +15,7 @@ mod endpoints;
 mod idempotency;
 mod ledger;
 mod outbox;
+mod payment_requests;
 mod payouts;
 mod render;
 mod reversals;
@@ -28,6 +29,7 @@ pub use endpoints::EndpointRepo;
 pub use idempotency::IdempotencyRepo;
 pub use ledger::{AccountKey, LedgerRepo, PostingQuery, StatementLine};
 pub use outbox::OutboxRepo;
+pub use payment_requests::PaymentRequestRepo;
 pub use payouts::{BulkRepo, PayoutRepo};
 #[cfg(any(test, feature = "mocks"))]
 pub use render::MockEventRenderer;
@@ -55,6 +57,7 @@ pub trait Tx:
     + PayoutRepo
     + BulkRepo
     + ReversalRepo
+    + PaymentRequestRepo
 {
 }
 
@@ -70,6 +73,7 @@ impl<T> Tx for T where
         + PayoutRepo
         + BulkRepo
         + ReversalRepo
+        + PaymentRequestRepo
         + ?Sized
 {
 }

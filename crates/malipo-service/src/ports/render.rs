@@ -5,6 +5,7 @@
 use malipo_charges::Charge;
 use malipo_core::MinorUnit;
 use malipo_payouts::{BulkPayout, Payout, Reversal};
+use malipo_requests::PaymentRequest;
 use malipo_webhooks::{Event, Summary};
 
 /// Renders the wire forms of events.
@@ -21,6 +22,8 @@ pub trait EventRenderer: Send + Sync {
     fn bulk_payout(&self, batch: &BulkPayout) -> (Vec<u8>, Summary);
     /// A reversal as the API shows it.
     fn reversal(&self, reversal: &Reversal) -> (Vec<u8>, Summary);
+    /// A merchant payment request as the API shows it.
+    fn payment_request(&self, request: &PaymentRequest) -> (Vec<u8>, Summary);
     /// The body of one delivery attempt: the envelope at `timestamp` with the body `signature`.
     fn delivery_body(&self, event: &Event, timestamp: i64, signature: &str) -> Vec<u8>;
 }
@@ -44,6 +47,9 @@ impl EventRenderer for NoRenderer {
     }
     fn reversal(&self, _: &Reversal) -> (Vec<u8>, Summary) {
         (b"{}".to_vec(), Summary { state: Some("completed".to_owned()), ..Summary::default() })
+    }
+    fn payment_request(&self, request: &PaymentRequest) -> (Vec<u8>, Summary) {
+        (b"{}".to_vec(), Summary { state: Some(request.state.as_str().to_owned()), ..Summary::default() })
     }
     fn delivery_body(&self, _: &Event, _: i64, _: &str) -> Vec<u8> {
         b"{}".to_vec()

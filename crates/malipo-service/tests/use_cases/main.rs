@@ -9,6 +9,7 @@ mod support;
 
 mod charges;
 mod money_out;
+mod payment_requests;
 mod transactions;
 mod wallets;
 mod webhooks;

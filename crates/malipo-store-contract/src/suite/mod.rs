@@ -6,6 +6,7 @@ pub(crate) mod bulk;
 pub(crate) mod charges;
 pub(crate) mod idempotency;
 pub(crate) mod ledger;
+pub(crate) mod payment_requests;
 pub(crate) mod payouts;
 pub(crate) mod reversals;
 pub(crate) mod statements;

@@ -89,8 +89,8 @@ impl LedgerRepo for MemoryTx<'_> {
         if s.journal_ids.contains(&journal.id) {
             return Err(StoreError::Duplicate);
         }
-        // `journals_source_key`: a charge or payout is paid by one journal.
-        let pays = matches!(journal.kind, JournalKind::Charge | JournalKind::Payout);
+        // `journals_source_key`: a charge, payout or payment request is paid by one journal.
+        let pays = matches!(journal.kind, JournalKind::Charge | JournalKind::Payout | JournalKind::PaymentRequest);
         if pays && s.paid_sources.contains(&journal.source_ref) {
             return Err(StoreError::Duplicate);
         }

@@ -6,6 +6,7 @@ mod endpoints;
 mod idempotency;
 mod ledger;
 mod outbox;
+mod payment_requests;
 mod payouts;
 mod reversals;
 mod ussd;
