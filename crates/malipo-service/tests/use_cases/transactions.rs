@@ -8,7 +8,8 @@ use malipo_charges::{Charge, ChargeState};
 use malipo_core::{MinorUnit, Mode};
 use malipo_ledger::{Transaction, TRANSACTION_TYPES};
 use malipo_payouts::{Payout, PayoutState, Reversal};
-use malipo_service::{NewPayout, NewReversal, TransactionFilter, Transfer};
+use malipo_requests::PaymentRequest;
+use malipo_service::{NewPaymentRequest, NewPayout, NewReversal, NewWallet, TransactionFilter, Transfer};
 use proptest::prelude::*;
 use sha2::{Digest, Sha256};
 
@@ -24,6 +25,7 @@ enum Step {
     Transfer(bool, u32),
     Fund(u32),
     CashIn(u32),
+    PayRequest(u32),
     Wait(u32),
 }
 
@@ -36,15 +38,21 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (any::<bool>(), 1..30_000_u32).prop_map(|(to_payout, a)| Step::Transfer(to_payout, a)),
         1 => (1..100_000_u32).prop_map(Step::Fund),
         1 => (1..30_000_u32).prop_map(Step::CashIn),
+        1 => (1..30_000_u32).prop_map(Step::PayRequest),
         // Up to 30 hours: sequences cross Nairobi's midnight (21:00 UTC) often.
         2 => (0..30 * 3600_u32).prop_map(Step::Wait),
     ]
 }
 
+const PIN: &str = "4826";
+
 struct Business {
     world: World,
     shop: Principal,
     agent: Principal,
+    gateway: Principal,
+    /// A customer with a PIN, who pays requests over USSD.
+    customer: String,
     charges: Vec<Charge>,
     payouts: Vec<Payout>,
 }
@@ -58,8 +66,15 @@ impl Business {
         let world = World::new();
         let shop = world.org(OrgKind::Merchant, Mode::Test);
         let agent = world.org(OrgKind::Agent, Mode::Test);
+        let operator = world.org(OrgKind::Operator, Mode::Test);
+        let gateway = world.org(OrgKind::Gateway, Mode::Test);
         world.platform.accounts().fund(&agent.org_id, Mode::Test, "100000").unwrap();
-        Business { world, shop, agent, charges: Vec::new(), payouts: Vec::new() }
+        let customer = number("5600");
+        let new = NewWallet { msisdn: customer.clone(), first_name: "Achieng".into(), last_name: "Otieno".into(), ..NewWallet::default() };
+        let wallets = world.platform.wallets();
+        wallets.open(&operator, &new, &idem(&operator, "POST /wallets"), &ignored).unwrap();
+        wallets.set_pin(&operator, &customer, PIN, None, &idem(&operator, "POST /wallets/pin"), &ignored).unwrap();
+        Business { world, shop, agent, gateway, customer, charges: Vec::new(), payouts: Vec::new() }
     }
 
     fn settle(&self) {
@@ -111,6 +126,21 @@ impl Business {
             Step::CashIn(a) => {
                 let agent = &self.agent;
                 let _ = p.agents().cash_in(agent, &number("0000"), &major(a), &idem(agent, "POST /agents/cash-in"), &ignored);
+            }
+            Step::PayRequest(a) => {
+                let new = NewPaymentRequest { amount: major(a), reference: "INV".into(), ..NewPaymentRequest::default() };
+                let requests = p.payment_requests();
+                let out =
+                    requests.create(shop, &new, &idem(shop, "POST /biz/request"), &id_body(|r: &PaymentRequest| r.id.to_string())).unwrap();
+                let r = requests.get(shop, &String::from_utf8(out.response.body).unwrap()).unwrap();
+                let agent = &self.agent;
+                let _ = p.agents().cash_in(agent, &self.customer, &major(a), &idem(agent, "POST /agents/cash-in"), &ignored);
+                let session = format!("s-{}", r.id);
+                for text in [String::new(), "2".into(), format!("2*{}", r.pay_code), format!("2*{}*{PIN}", r.pay_code)] {
+                    if self.world.dial(&self.gateway, &session, &self.customer, &text).starts_with("END ") {
+                        break;
+                    }
+                }
             }
             Step::Wait(seconds) => self.world.advance(i64::from(seconds)),
         }
@@ -212,6 +242,12 @@ proptest! {
         for po in b.payouts.iter().filter(|p| p.state == PayoutState::Completed) {
             let t = b.world.platform.transactions().get(&b.shop, po.transaction_id.as_ref().unwrap().as_str(), None).unwrap();
             prop_assert_eq!((t.amount, t.fee), (po.amount.checked_neg().unwrap(), po.fee));
+        }
+        // Paid requests' transactions carry their fees.
+        let paid = b.world.platform.payment_requests().list(&b.shop, &Default::default(), None, 100).unwrap();
+        for r in paid.data.iter().filter(|r| r.transaction_id.is_some()) {
+            let t = b.world.platform.transactions().get(&b.shop, r.transaction_id.as_ref().unwrap().as_str(), None).unwrap();
+            prop_assert_eq!((t.amount, t.fee, t.type_name()), (r.amount, r.fee, "payment_request"));
         }
         prop_assert_eq!(b.world.platform.accounts().verify_ledger(None).unwrap(), vec![]);
     }
