@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Transactions at scale: one merchant's collection account holding BENCH_TX_ROWS transactions
 # (1,000,000 by default, BENCH_TX_PER_DAY a local day), seeded with SQL straight into the tables
-# (not through the API), on PostgreSQL and SQLite. Called by bench/run.sh (`just bench`), or alone.
+# (not through the API; each with its wallet and revenue lines, 3,000,000 postings in all), on
+# PostgreSQL and SQLite. Called by bench/run.sh (`just bench`), or alone.
 #
 # For each backend it creates the merchant with the CLI, seeds the journals and postings with one
 # INSERT ... SELECT (a running balance, so every day chains), starts the release server, and
@@ -45,8 +46,10 @@ if [[ ${BENCH_SKIP_BUILD:-0} != 1 ]]; then
 fi
 [[ -x $MALIPO ]] || die "$MALIPO not built"
 
-# seed_sql BACKEND ACCOUNT_ID: the INSERTs of ROWS charge transactions of KES 250.00 (fee 2.50)
-# into the account, PER_DAY a day, ending now; and the account's balance.
+# seed_sql BACKEND ACCOUNT_ID: the INSERTs of ROWS charge journals of KES 250.00 (fee 2.50),
+# PER_DAY a day, ending now: each pays the account 247.50 from one of 10,000 seeded wallets and
+# 2.50 to a seeded revenue account (three postings, so the account holds a third of the table, as
+# in a database with many customers); and the account's balance.
 seed_sql() {
     local backend=$1 account=$2 now_us step_us net=24750
     now_us=$(($(date +%s) * 1000000))
@@ -54,24 +57,34 @@ seed_sql() {
     local start_us=$((now_us - ROWS * step_us))
     if [[ $backend == postgres ]]; then
         cat <<SQL
+INSERT INTO accounts (id, org_id, mode, kind, currency, balance, held, allow_negative, owner_msisdn, created_at)
+SELECT 'acc_seedw' || w, NULL, 'test', 'wallet', 'KES', 0, 0, false, '2547' || lpad(w::text, 8, '0'), 0 FROM generate_series(0, 10000) AS w;
 INSERT INTO journals (id, mode, currency, kind, source_ref, created_at, seq, prev_hash, hash)
 SELECT 'tx_seed' || lpad(i::text, 9, '0'), 'test', 'KES', 'charge', 'ch_seed' || lpad(i::text, 9, '0'),
-       $start_us + i * $step_us, 1000000000 + i, '', ''
+       $start_us + i::bigint * $step_us, 1000000000 + i, '', ''
 FROM generate_series(1, $ROWS) AS i;
 INSERT INTO postings (journal_id, line_no, account_id, amount, balance_after, created_at, fee)
-SELECT 'tx_seed' || lpad(i::text, 9, '0'), 1, '$account', $net, i::bigint * $net, $start_us + i * $step_us, 250
-FROM generate_series(1, $ROWS) AS i;
+SELECT 'tx_seed' || lpad(i::text, 9, '0'), l, CASE l WHEN 0 THEN 'acc_seedw' || (i % 10000) WHEN 1 THEN '$account' ELSE 'acc_seedw10000' END,
+       CASE l WHEN 0 THEN -25000 WHEN 1 THEN $net ELSE 250 END,
+       CASE l WHEN 1 THEN i::bigint * $net ELSE 0 END, $start_us + i::bigint * $step_us, CASE l WHEN 1 THEN 250 ELSE 0 END
+FROM generate_series(1, $ROWS) AS i, generate_series(0, 2) AS l ORDER BY i, l;
 UPDATE accounts SET balance = $ROWS::bigint * $net, posted_at = $start_us + $ROWS::bigint * $step_us WHERE id = '$account';
-ANALYZE postings; ANALYZE journals;
+ANALYZE postings; ANALYZE journals; ANALYZE accounts;
 SQL
     else
         cat <<SQL
+WITH RECURSIVE w(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM w WHERE i < 10000)
+INSERT INTO accounts (id, org_id, mode, kind, currency, balance, held, allow_negative, owner_msisdn, created_at)
+SELECT 'acc_seedw' || i, NULL, 'test', 'wallet', 'KES', 0, 0, 0, printf('2547%08d', i), 0 FROM w;
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $ROWS)
 INSERT INTO journals (id, mode, currency, kind, source_ref, created_at, seq, prev_hash, hash)
 SELECT printf('tx_seed%09d', i), 'test', 'KES', 'charge', printf('ch_seed%09d', i), $start_us + i * $step_us, 1000000000 + i, '', '' FROM n;
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $ROWS)
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $ROWS), l(j) AS (VALUES (0), (1), (2))
 INSERT INTO postings (journal_id, line_no, account_id, amount, balance_after, created_at, fee)
-SELECT printf('tx_seed%09d', i), 1, '$account', $net, i * $net, $start_us + i * $step_us, 250 FROM n;
+SELECT printf('tx_seed%09d', i), j, CASE j WHEN 0 THEN 'acc_seedw' || (i % 10000) WHEN 1 THEN '$account' ELSE 'acc_seedw10000' END,
+       CASE j WHEN 0 THEN -25000 WHEN 1 THEN $net ELSE 250 END,
+       CASE j WHEN 1 THEN i * $net ELSE 0 END, $start_us + i * $step_us, CASE j WHEN 1 THEN 250 ELSE 0 END
+FROM n, l ORDER BY i, j;
 UPDATE accounts SET balance = $ROWS * $net, posted_at = $start_us + $ROWS * $step_us WHERE id = '$account';
 ANALYZE;
 SQL
@@ -81,8 +94,8 @@ SQL
 # timings URL N: N requests over one connection; prints each time_total in ms.
 timings() {
     local args=() i
-    for ((i = 0; i < $2; i++)); do args+=("$1"); done
-    curl -s -H "Authorization: Bearer $TOKEN" -o /dev/null -w '%{time_total}\n' "${args[@]}" | awk '{printf "%.3f\n", $1 * 1000}'
+    for ((i = 0; i < $2; i++)); do args+=(-o /dev/null "$1"); done
+    curl -s -H "Authorization: Bearer $TOKEN" -w '%{time_total}\n' "${args[@]}" | awk '{printf "%.3f\n", $1 * 1000}'
 }
 
 # stats FILE: {"p50":..,"p99":..} of a column of numbers.
@@ -131,7 +144,11 @@ for backend in $BACKENDS; do
     timings "$API/transactions?limit=100&cursor=$mid" 200 >"$WORK/deep.txt"
     day=$(python3 -c "import datetime; print((datetime.datetime.utcnow() + datetime.timedelta(hours=3) - datetime.timedelta(days=3)).date())")
     timings "$API/reconciliation/daily?date=$day" 5 >"$WORK/daily.txt"
-    count=$(curl -sf -H "Authorization: Bearer $TOKEN" "$API/reconciliation/daily?date=$day" | python3 -c 'import json,sys; print(json.load(sys.stdin)["transaction_count"])')
+    read -r count day_from day_to < <(curl -sf -H "Authorization: Bearer $TOKEN" "$API/reconciliation/daily?date=$day" | python3 -c '
+import datetime, json, sys
+r = json.load(sys.stdin)
+us = lambda t: int(datetime.datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()) * 1000000
+print(r["transaction_count"], us(r["from"]), us(r["to"]))')
     hwm_before=$(hwm_kb)
     read -r export_secs export_bytes < <(curl -s -H "Authorization: Bearer $TOKEN" -o "$WORK/export.csv" -w '%{time_total} %{size_download}\n' "$API/transactions/export?account=collection")
     hwm_after=$(hwm_kb)
@@ -144,7 +161,7 @@ for backend in $BACKENDS; do
             echo "-- a deep page"
             psql -qAt -d "$PG_DB" -c "EXPLAIN SELECT p.id FROM postings p JOIN journals j ON j.id = p.journal_id WHERE p.account_id = '$account' AND p.id < $mid ORDER BY p.id DESC LIMIT 101"
             echo "-- a day of the report"
-            psql -qAt -d "$PG_DB" -c "EXPLAIN SELECT p.id FROM postings p JOIN journals j ON j.id = p.journal_id WHERE p.account_id = '$account' AND p.created_at >= 0 AND p.created_at < 1 AND p.id > 0 ORDER BY p.id LIMIT 5000"
+            psql -qAt -d "$PG_DB" -c "EXPLAIN SELECT p.id FROM postings p JOIN journals j ON j.id = p.journal_id WHERE p.account_id = '$account' AND p.created_at >= $day_from AND p.created_at < $day_to AND p.id > 0 ORDER BY p.id LIMIT 5000"
         } >"$OUT/transactions-explain.txt"
     fi
     stop_server
@@ -163,5 +180,5 @@ json.dump({
 }, open(sys.argv[1], "w"), indent=1)
 PY
     log "$backend: $(cat "$OUT/transactions-$backend.json" | tr -d '\n ')"
-    [[ $backend == postgres ]] && psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $PG_DB" >/dev/null
+    if [[ $backend == postgres ]]; then psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $PG_DB" >/dev/null; fi
 done

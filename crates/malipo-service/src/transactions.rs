@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use malipo_auth::Principal;
-use malipo_core::{AccountId, Mode, OrgId, Timestamp, TransactionId};
+use malipo_core::{AccountId, MinorUnit, Mode, OrgId, Timestamp, TransactionId};
 use malipo_countries::Country;
 use malipo_ledger::{kinds_of_type, Account, AccountKind, DayReport, DayTotals, Transaction};
 
@@ -47,7 +47,6 @@ pub struct Reconciliation {
 /// Where an export has got to: the accounts it covers and, per account, what was read ahead.
 #[derive(Debug)]
 pub struct ExportRun {
-    window: (Option<Timestamp>, Option<Timestamp>),
     streams: Vec<AccountStream>,
 }
 
@@ -56,6 +55,7 @@ struct AccountStream {
     account: Account,
     buffered: VecDeque<StatementLine>,
     cursor: Option<i64>,
+    up_to: Option<i64>,
     done: bool,
 }
 
@@ -100,6 +100,7 @@ impl<'a> Transactions<'a> {
                 let q = PostingQuery {
                     account: account.id.clone(),
                     cursor: before,
+                    up_to: None,
                     newest_first: true,
                     from: filter.from,
                     to: filter.to,
@@ -142,13 +143,13 @@ impl<'a> Transactions<'a> {
     /// # Errors
     /// As [`Transactions::list`] for the account.
     pub fn export(&self, principal: &Principal, filter: &TransactionFilter) -> Result<ExportRun, ServiceError> {
-        let own = read(self.core.store(), |tx| accounts(tx, &principal.org_id, principal.mode, filter.account.as_deref()))?;
-        Ok(ExportRun {
-            window: (filter.from, filter.to),
-            streams: own
-                .into_iter()
-                .map(|account| AccountStream { account, buffered: VecDeque::new(), cursor: None, done: false })
-                .collect(),
+        read(self.core.store(), |tx| {
+            let mut streams = Vec::new();
+            for account in accounts(tx, &principal.org_id, principal.mode, filter.account.as_deref())? {
+                let (cursor, up_to) = run_of(tx, &account, filter.from, filter.to)?;
+                streams.push(AccountStream { account, buffered: VecDeque::new(), cursor, up_to, done: up_to == Some(0) });
+            }
+            Ok(ExportRun { streams })
         })
     }
 
@@ -160,10 +161,9 @@ impl<'a> Transactions<'a> {
     /// Storage failures.
     pub fn export_batch(&self, run: &mut ExportRun, n: usize) -> Result<Vec<Transaction>, ServiceError> {
         let n = n.max(1);
-        let (from, to) = run.window;
         read(self.core.store(), |tx| {
             for s in run.streams.iter_mut().filter(|s| s.buffered.is_empty() && !s.done) {
-                let q = PostingQuery { cursor: s.cursor, from, to, ..PostingQuery::oldest_first(s.account.id.clone(), n) };
+                let q = PostingQuery { cursor: s.cursor, up_to: s.up_to, ..PostingQuery::oldest_first(s.account.id.clone(), n) };
                 let lines = tx.account_postings(&q)?;
                 s.done = lines.len() < n;
                 s.cursor = lines.last().map(|l| l.seq).or(s.cursor);
@@ -205,10 +205,13 @@ impl<'a> Transactions<'a> {
             let country = self.core.country(&org.country)?;
             let (from, to) = local_day(country, date);
             let account = report_account(tx, org_id, mode, account)?;
-            let mut totals = DayTotals::new(tx.balance_before(&account.id, from)?);
-            let mut cursor = None;
-            loop {
-                let q = PostingQuery { cursor, from: Some(from), to: Some(to), ..PostingQuery::oldest_first(account.id.clone(), 5_000) };
+            // The day starts right after the account's last posting before it (whose balance opens
+            // the day) and ends with its last posting before the next day.
+            let opening = tx.last_posting_before(&account.id, from)?.map_or(MinorUnit::ZERO, |l| l.posting.balance_after);
+            let mut totals = DayTotals::new(opening);
+            let (mut cursor, up_to) = run_of(tx, &account, Some(from), Some(to))?;
+            while up_to != Some(0) {
+                let q = PostingQuery { cursor, up_to, ..PostingQuery::oldest_first(account.id.clone(), 10_000) };
                 let lines = tx.account_postings(&q)?;
                 let more = lines.len() == q.limit;
                 cursor = lines.last().map(|l| l.seq);
@@ -230,6 +233,27 @@ impl<'a> Transactions<'a> {
 fn local_day(country: &Country, date: time::Date) -> (Timestamp, Timestamp) {
     let noon = Timestamp::from_offset_datetime(date.with_hms(12, 0, 0).unwrap_or(date.midnight()).assume_utc());
     country.local_day(noon.plus_seconds(i64::from(country.utc_offset_minutes).saturating_mul(-60)))
+}
+
+/// The run of an account's history posted in `[from, to)`, as `seq` bounds (after `cursor`, at
+/// most `up_to`): an account's postings are in time order, so the run is unbroken, and reading it
+/// by `seq` keeps to the account's index however long the history before it. `up_to` is
+/// `Some(0)` when nothing was posted before `to`.
+fn run_of(
+    tx: &mut dyn Tx,
+    account: &Account,
+    from: Option<Timestamp>,
+    to: Option<Timestamp>,
+) -> Result<(Option<i64>, Option<i64>), ServiceError> {
+    let cursor = match from {
+        Some(from) => tx.last_posting_before(&account.id, from)?.map(|l| l.seq),
+        None => None,
+    };
+    let up_to = match to {
+        Some(to) => Some(tx.last_posting_before(&account.id, to)?.map_or(0, |l| l.seq)),
+        None => None,
+    };
+    Ok((cursor, up_to))
 }
 
 /// The transaction of a posting on one of the organisation's accounts.

@@ -45,6 +45,9 @@ pub struct PostingQuery {
     pub account: AccountId,
     /// Only postings after this `seq` (oldest first) or before it (newest first).
     pub cursor: Option<i64>,
+    /// Only postings with `seq` at most this: with `cursor`, a run of the account's history
+    /// found by [`LedgerRepo::last_posting_before`], read along the account's index alone.
+    pub up_to: Option<i64>,
     /// Newest first instead of ledger order.
     pub newest_first: bool,
     /// Posted at or after this time.
@@ -60,7 +63,7 @@ pub struct PostingQuery {
 impl PostingQuery {
     /// The account's postings in ledger order, `limit` at a time, with no other condition.
     pub fn oldest_first(account: AccountId, limit: usize) -> Self {
-        PostingQuery { account, cursor: None, newest_first: false, from: None, to: None, kinds: Vec::new(), limit }
+        PostingQuery { account, cursor: None, up_to: None, newest_first: false, from: None, to: None, kinds: Vec::new(), limit }
     }
 }
 
@@ -136,12 +139,13 @@ pub trait LedgerRepo {
     /// # Errors
     /// Storage failures.
     fn journal_postings(&mut self, journal: &TransactionId, accounts: &[AccountId]) -> Result<Vec<StatementLine>, StoreError>;
-    /// The account's balance just before `at`: the `balance_after` of its last posting stamped
-    /// before `at`, zero when none.
+    /// The account's last posting stamped before `at` (none when there is none): its
+    /// `balance_after` is the balance at `at`, and its `seq` the cursor where postings from `at`
+    /// on begin, so that a window's first page starts there instead of at the account's start.
     ///
     /// # Errors
     /// Storage failures.
-    fn balance_before(&mut self, account: &AccountId, at: Timestamp) -> Result<MinorUnit, StoreError>;
+    fn last_posting_before(&mut self, account: &AccountId, at: Timestamp) -> Result<Option<StatementLine>, StoreError>;
     /// Every account and journal (with its lines as stored postings, in line order) of one mode or all.
     ///
     /// # Errors

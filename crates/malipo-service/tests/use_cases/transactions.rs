@@ -148,9 +148,12 @@ impl Business {
 
     /// Every transaction of one account, by the export, in ledger order.
     fn export(&self, org: &Principal, account: Option<&str>) -> Vec<Transaction> {
+        self.export_of(org, &TransactionFilter { account: account.map(Into::into), ..TransactionFilter::default() })
+    }
+
+    fn export_of(&self, org: &Principal, filter: &TransactionFilter) -> Vec<Transaction> {
         let t = self.world.platform.transactions();
-        let filter = TransactionFilter { account: account.map(Into::into), ..TransactionFilter::default() };
-        let mut run = t.export(org, &filter).unwrap();
+        let mut run = t.export(org, filter).unwrap();
         let mut all = Vec::new();
         loop {
             // A small batch, so that the export's paging is exercised too.
@@ -202,6 +205,10 @@ impl Business {
             }
             previous_close = Some(d.closing);
             assert_eq!(d.count, u64::try_from(day.len()).unwrap());
+            let window =
+                TransactionFilter { from: Some(r.from), to: Some(r.to), account: Some(account.into()), ..TransactionFilter::default() };
+            let exported = self.export_of(org, &window);
+            assert_eq!(exported.iter().collect::<Vec<_>>(), day, "the export of the day's window is the day");
             let lines: String = day.iter().map(|t| format!("{},{}\n", t.id, t.currency.format_amount(t.net))).collect();
             assert_eq!(d.checksum, hex::encode(Sha256::digest(lines.as_bytes())), "the checksum is the export's");
             let fees = day.iter().try_fold(MinorUnit::ZERO, |s, t| s.checked_add(t.fee)).unwrap();

@@ -58,8 +58,8 @@ pub fn postings_carry_fees_and_page_newest_first_by_kind(store: &dyn Store) {
 }
 
 /// `journal_postings` answers one journal's postings on the given accounts in line order;
-/// `balance_before` the balance after the last posting stamped before a moment.
-pub fn journal_postings_and_balance_before(store: &dyn Store) {
+/// `last_posting_before` the account's last posting stamped before a moment.
+pub fn journal_postings_and_the_last_posting_before(store: &dyn Store) {
     let kes = insert_platform(store, Mode::Test, KES);
     let m = insert_merchant(store, "Duka", Mode::Test);
     post(store, transfer(Mode::Test, KES, &kes.issuance.id, &m.collection.id, 5_000, at(10)));
@@ -73,8 +73,20 @@ pub fn journal_postings_and_balance_before(store: &dyn Store) {
     let other = insert_merchant(store, "Other", Mode::Test);
     assert_eq!(query(store, |tx| Ok(tx.journal_postings(&moved.id, std::slice::from_ref(&other.collection.id))?)), vec![]);
 
-    let before = |t: i64| query(store, |tx| Ok(tx.balance_before(&m.collection.id, at(t))?)).get();
-    assert_eq!((before(10), before(11), before(20), before(21), before(1_000)), (0, 5_000, 5_000, 3_000, 3_000));
+    let before = |t: i64| {
+        query(store, |tx| Ok(tx.last_posting_before(&m.collection.id, at(t))?))
+            .map(|l| (l.posting.balance_after.get(), l.posting.journal_id))
+    };
+    let funded = query(store, |tx| Ok(tx.account_postings(&PostingQuery::oldest_first(m.collection.id.clone(), 1))?));
+    assert_eq!(before(10), None);
+    assert_eq!(before(11), Some((5_000, funded[0].posting.journal_id.clone())));
+    assert_eq!(before(20).map(|b| b.0), Some(5_000), "before is strict");
+    assert_eq!(before(21), Some((3_000, moved.id.clone())));
+    assert_eq!(before(1_000).map(|b| b.0), Some(3_000));
+    // Its seq is a cursor: the postings after it are those from the moment on.
+    let last = query(store, |tx| Ok(tx.last_posting_before(&m.collection.id, at(20))?)).map(|l| l.seq);
+    let from_20 = lines(store, &PostingQuery { cursor: last, ..PostingQuery::oldest_first(m.collection.id.clone(), 10) });
+    assert_eq!(from_20.iter().map(|l| l.posting.amount.get()).collect::<Vec<_>>(), vec![-2_000]);
 }
 
 /// A journal whose clock reading is earlier than an account's latest posting (it read the clock,

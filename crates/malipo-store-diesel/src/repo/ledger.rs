@@ -207,6 +207,9 @@ impl LedgerRepo for DieselTx<'_> {
         if let Some(to) = q.to {
             query = query.filter(postings::created_at.lt(to.as_micros()));
         }
+        if let Some(up_to) = q.up_to {
+            query = query.filter(postings::id.le(up_to));
+        }
         if !q.kinds.is_empty() {
             query = query.filter(journals::kind.eq_any(q.kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>()));
         }
@@ -232,16 +235,17 @@ impl LedgerRepo for DieselTx<'_> {
         rows.into_iter().map(statement_line).collect()
     }
 
-    fn balance_before(&mut self, account: &AccountId, at: Timestamp) -> Result<MinorUnit, StoreError> {
-        let last: Option<i64> = postings::table
+    fn last_posting_before(&mut self, account: &AccountId, at: Timestamp) -> Result<Option<StatementLine>, StoreError> {
+        let row: Option<StatementRow> = postings::table
+            .inner_join(journals::table)
             .filter(postings::account_id.eq(account.as_str()))
             .filter(postings::created_at.lt(at.as_micros()))
-            .order((postings::created_at.desc(), postings::id.desc()))
-            .select(postings::balance_after)
+            .order((postings::account_id.desc(), postings::created_at.desc(), postings::id.desc()))
+            .select(STATEMENT_COLUMNS)
             .first(self.conn)
             .optional()
             .map_err(db_error)?;
-        Ok(MinorUnit::new(last.unwrap_or(0)))
+        row.map(statement_line).transpose()
     }
 
     fn ledger_snapshot(&mut self, mode: Option<Mode>) -> Result<LedgerSnapshot, StoreError> {

@@ -173,6 +173,7 @@ impl LedgerRepo for MemoryTx<'_> {
                 && q.to.is_none_or(|to| p.created_at < to)
                 && (q.kinds.is_empty() || q.kinds.contains(&p.kind))
                 && q.cursor.is_none_or(|c| if q.newest_first { seq < c } else { seq > c })
+                && q.up_to.is_none_or(|u| seq <= u)
         };
         let line = |(i, p): (usize, &Posting)| StatementLine { seq: i64::try_from(i + 1).unwrap_or(i64::MAX), posting: p.clone() };
         let postings = self.r().postings.iter().enumerate();
@@ -194,8 +195,14 @@ impl LedgerRepo for MemoryTx<'_> {
             .collect())
     }
 
-    fn balance_before(&mut self, account: &AccountId, at: Timestamp) -> Result<MinorUnit, StoreError> {
-        Ok(self.r().postings.iter().rev().find(|p| &p.account == account && p.created_at < at).map_or(MinorUnit::ZERO, |p| p.balance_after))
+    fn last_posting_before(&mut self, account: &AccountId, at: Timestamp) -> Result<Option<StatementLine>, StoreError> {
+        let postings = &self.r().postings;
+        Ok(postings
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, p)| &p.account == account && p.created_at < at)
+            .map(|(i, p)| StatementLine { seq: i64::try_from(i + 1).unwrap_or(i64::MAX), posting: p.clone() }))
     }
 
     fn ledger_snapshot(&mut self, mode: Option<Mode>) -> Result<LedgerSnapshot, StoreError> {
