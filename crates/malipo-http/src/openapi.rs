@@ -5,8 +5,11 @@ use std::sync::OnceLock;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
+use crate::common_responses::CommonResponses;
 use crate::problem;
 use crate::routes::{accounts, agents, auth, bulk, channels, charges, ops, payouts, reversals, wallets, webhooks};
+use crate::schema::{EventKind, EventType, IdempotencyKey, Msisdn, Name64, Reason200, Reason255, Reference, Text100, Text200};
+use crate::wire::DecimalAmount;
 
 struct Security;
 
@@ -31,7 +34,21 @@ impl Modify for Security {
         description = "Collect money from customers' phones and pay money out; run customers' wallets, agents and the USSD channel. Errors are RFC 9457 problem documents; amounts are decimal numbers in major units; every state-changing call carries an idempotency key."
     ),
     servers((url = "/", description = "This server")),
-    components(schemas(problem::Problem, problem::ProblemField)),
+    components(schemas(
+        problem::Problem,
+        problem::ProblemField,
+        DecimalAmount,
+        Msisdn,
+        IdempotencyKey,
+        Reference,
+        Text100,
+        Text200,
+        Name64,
+        Reason200,
+        Reason255,
+        EventKind,
+        EventType
+    )),
     modifiers(&Security),
     tags(
         (name = "Auth", description = "OAuth 2.0 client credentials"),
@@ -49,7 +66,8 @@ impl Modify for Security {
 )]
 pub struct ApiDoc;
 
-/// The document: the API's description, then each group's operations and objects.
+/// The document: the API's description, then each group's operations and objects, then what
+/// every operation shares ([`CommonResponses`]).
 pub fn document() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     for group in [
@@ -67,6 +85,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
     ] {
         doc.merge(group);
     }
+    CommonResponses.modify(&mut doc);
     doc
 }
 
@@ -147,7 +166,7 @@ mod tests {
             assert_eq!(granted, scopes, "{method} {path}");
             let responses = op["responses"].as_object().unwrap();
             for (status, response) in responses {
-                let schema = &response["content"]["application/json"]["schema"]["$ref"];
+                let schema = &response["content"]["application/problem+json"]["schema"]["$ref"];
                 if status != "200" {
                     assert_eq!(schema, "#/components/schemas/Problem", "{method} {path} {status}");
                 }
