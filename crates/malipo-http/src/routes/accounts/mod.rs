@@ -108,7 +108,7 @@ pub async fn transfer(req: HttpRequest, auth: Auth, body: Body, state: web::Data
 #[utoipa::path(
     get, path = "/api/v1/accounts/{account_id}/statement", tag = "Accounts",
     params(
-        ("account_id" = String, Path, description = "`acc_…`, one of the organisation's accounts (see GET /accounts)"),
+        ("account_id" = String, Path, pattern = "^acc_[A-Za-z0-9_-]{1,64}$", description = "`acc_…`, one of the organisation's accounts (see GET /accounts)"),
         ("from" = Option<String>, Query, format = DateTime, description = "Posted at or after (RFC 3339)"),
         ("to" = Option<String>, Query, format = DateTime, description = "Posted before (RFC 3339)"),
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
