@@ -7,10 +7,6 @@ different request, and schemathesis, which knows nothing of keys, draws the same
 valid one, the same in both places when both are sent; an invalid key is left as generated, so
 negative cases keep testing the server's refusal, and so is a coverage case about the key itself
 (a missing or boundary key).
-
-Token endpoints: the token and revoke operations have no security requirement, but schemathesis
-can carry the run's bearer token onto them; a bearer `Authorization` header is dropped there (the
-server rightly answers 400 to it: only HTTP Basic may authenticate a client in that header).
 """
 import re
 import uuid
@@ -29,11 +25,6 @@ def _about_the_key(case):
 
 @schemathesis.hook
 def before_call(context, case, kwargs):
-    if case.path.startswith("/api/v1/oauth/"):
-        for headers in (case.headers, kwargs.get("headers")):
-            for name in [k for k in (headers or {}) if k.lower() == "authorization"]:
-                if not str(headers[name]).lower().startswith("basic "):
-                    del headers[name]
     if _about_the_key(case):
         return
     fresh = "st-" + uuid.uuid4().hex
