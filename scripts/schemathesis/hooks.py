@@ -7,6 +7,7 @@ different request, and schemathesis, which knows nothing of keys, draws the same
 valid one, the same in both places when both are sent; an invalid key is left as generated, so
 negative cases keep testing the server's refusal, and so is a coverage case about the key itself
 (a missing or boundary key).
+
 """
 import re
 import uuid
