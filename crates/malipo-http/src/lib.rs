@@ -3,6 +3,7 @@
 //! document. Handlers translate; the use cases live in `malipo-service`.
 
 pub mod app;
+pub mod common_responses;
 pub mod extract;
 pub mod handler;
 pub mod idempotent;
@@ -12,6 +13,7 @@ pub mod problem;
 pub mod render;
 pub mod request_id;
 pub mod routes;
+pub mod schema;
 pub mod state;
 pub mod wire;
 

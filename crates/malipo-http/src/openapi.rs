@@ -5,10 +5,13 @@ use std::sync::OnceLock;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
+use crate::common_responses::CommonResponses;
 use crate::problem;
 use crate::routes::{
     accounts, agents, auth, bulk, channels, charges, ops, payment_requests, payouts, reversals, transactions, wallets, webhooks,
 };
+use crate::schema::{EventKind, EventType, IdempotencyKey, Msisdn, Name64, Reason200, Reason255, Reference, Text100, Text200};
+use crate::wire::DecimalAmount;
 
 struct Security;
 
@@ -33,7 +36,21 @@ impl Modify for Security {
         description = "Collect money from customers' phones and pay money out; run customers' wallets, agents and the USSD channel. Errors are RFC 9457 problem documents; amounts are decimal numbers in major units; every state-changing call carries an idempotency key."
     ),
     servers((url = "/", description = "This server")),
-    components(schemas(problem::Problem, problem::ProblemField)),
+    components(schemas(
+        problem::Problem,
+        problem::ProblemField,
+        DecimalAmount,
+        Msisdn,
+        IdempotencyKey,
+        Reference,
+        Text100,
+        Text200,
+        Name64,
+        Reason200,
+        Reason255,
+        EventKind,
+        EventType
+    )),
     modifiers(&Security),
     tags(
         (name = "Auth", description = "OAuth 2.0 client credentials"),
@@ -53,7 +70,8 @@ impl Modify for Security {
 )]
 pub struct ApiDoc;
 
-/// The document: the API's description, then each group's operations and objects.
+/// The document: the API's description, then each group's operations and objects, then what
+/// every operation shares ([`CommonResponses`]).
 pub fn document() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     for group in [
@@ -73,6 +91,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
     ] {
         doc.merge(group);
     }
+    CommonResponses.modify(&mut doc);
     doc
 }
 
@@ -153,7 +172,7 @@ mod tests {
             assert_eq!(granted, scopes, "{method} {path}");
             let responses = op["responses"].as_object().unwrap();
             for (status, response) in responses {
-                let schema = &response["content"]["application/json"]["schema"]["$ref"];
+                let schema = &response["content"]["application/problem+json"]["schema"]["$ref"];
                 if status != "200" {
                     assert_eq!(schema, "#/components/schemas/Problem", "{method} {path} {status}");
                 }
@@ -202,6 +221,136 @@ mod tests {
         let tags: Vec<&str> = doc["tags"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
         for tag in ["Accounts", "Payouts", "Bulk payouts", "Reversals"] {
             assert!(tags.contains(&tag), "{tag}");
+        }
+    }
+
+    fn request_schemas(doc: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
+        let mut out = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                for (media, content) in op["requestBody"]["content"].as_object().into_iter().flatten() {
+                    if let Some(name) = content["schema"]["$ref"].as_str().and_then(|r| r.strip_prefix("#/components/schemas/")) {
+                        out.push((format!("{method} {path} {media} {name}"), doc["components"]["schemas"][name].clone()));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// An object schema's properties, also inside `allOf`.
+    fn properties(schema: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
+        let mut out: Vec<(String, serde_json::Value)> =
+            schema["properties"].as_object().into_iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
+        for part in schema["allOf"].as_array().into_iter().flatten() {
+            out.extend(properties(part));
+        }
+        out
+    }
+
+    #[test]
+    fn every_operation_lists_the_statuses_every_operation_can_answer() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document_json()).unwrap();
+        let mut operations = 0;
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            if !path.starts_with("/api/v1/") || path == "/api/v1/openapi.json" {
+                continue;
+            }
+            for (method, op) in item.as_object().unwrap() {
+                operations += 1;
+                let at = format!("{method} {path}");
+                let responses = op["responses"].as_object().unwrap();
+                let authenticated = op["security"].as_array().unwrap().iter().any(|s| s.as_object().is_some_and(|o| !o.is_empty()));
+                let mut expected = vec!["500", "503"];
+                if authenticated {
+                    expected.extend(["401", "403", "429"]);
+                }
+                if op["requestBody"].is_object() {
+                    expected.extend(["400", "413", "415", "422"]);
+                }
+                if op["parameters"].as_array().into_iter().flatten().any(|p| p["name"] == "Idempotency-Key") {
+                    expected.extend(["409", "422"]);
+                    assert!(op["responses"]["200"]["headers"]["Idempotent-Replayed"].is_object(), "{at}");
+                }
+                for status in expected {
+                    assert!(responses.contains_key(status), "{at} lists no {status}");
+                }
+                for (status, response) in responses {
+                    assert!(response["headers"]["X-Request-Id"].is_object(), "{at} {status}");
+                    if status.starts_with('2') {
+                        continue;
+                    }
+                    let content = response["content"].as_object().unwrap();
+                    let (media, schema) = if path.starts_with("/api/v1/oauth/") {
+                        ("application/json", "#/components/schemas/OAuthProblem")
+                    } else {
+                        ("application/problem+json", "#/components/schemas/Problem")
+                    };
+                    assert_eq!(content.keys().collect::<Vec<_>>(), [media], "{at} {status}");
+                    assert_eq!(content[media]["schema"]["$ref"], schema, "{at} {status}");
+                }
+                if authenticated {
+                    for header in ["Retry-After", "RateLimit", "RateLimit-Policy"] {
+                        assert!(responses["429"]["headers"][header].is_object(), "{at} 429 {header}");
+                    }
+                    assert!(responses["401"]["headers"]["WWW-Authenticate"].is_object(), "{at}");
+                }
+                assert!(responses["503"]["headers"]["Retry-After"].is_object(), "{at}");
+            }
+        }
+        assert!(operations >= 45, "{operations} operations");
+        assert!(doc["components"]["schemas"]["OAuthProblem"]["allOf"][1]["required"].as_array().unwrap().contains(&"error".into()));
+    }
+
+    #[test]
+    fn request_schemas_state_what_the_server_accepts() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document_json()).unwrap();
+        let schemas = &doc["components"]["schemas"];
+        let amount = &schemas["DecimalAmount"]["oneOf"];
+        let re = regex::Regex::new(amount[0]["pattern"].as_str().unwrap()).unwrap();
+        let pattern = |t: &str| re.is_match(t);
+        for ok in ["250", "250.00", "250.5", "0.01", "007.10", "9999999999999.99", "1.000"] {
+            assert!(pattern(ok), "{ok}");
+        }
+        for bad in ["0", "0.00", "-1", "1e3", "1.001", ".5", "5.", "", " 1", "10000000000000"] {
+            assert!(!pattern(bad), "{bad}");
+        }
+        assert_eq!(amount[1]["exclusiveMinimum"], 0);
+        assert_eq!(amount[1]["multipleOf"], 0.01);
+        let mut amounts = 0;
+        for (at, schema) in request_schemas(&doc) {
+            if at.contains("application/json") {
+                let closed = schema["additionalProperties"] == false || schema["allOf"][0]["additionalProperties"] == false;
+                assert!(closed, "{at}: unknown fields are refused (422 unknown_field)");
+            }
+            for (name, property) in properties(&schema) {
+                let text = property.to_string();
+                assert!(!text.contains("\"double\"") && !text.contains("\"float\""), "{at}.{name}: {text}");
+                if ["amount", "balance"].contains(&name.as_str()) {
+                    amounts += 1;
+                    assert!(text.contains("#/components/schemas/DecimalAmount"), "{at}.{name}: {text}");
+                }
+                if name.ends_with("msisdn") {
+                    assert!(text.contains("#/components/schemas/Msisdn"), "{at}.{name}: {text}");
+                }
+            }
+        }
+        assert!(amounts >= 6, "{amounts} amounts");
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                for p in op["parameters"].as_array().into_iter().flatten() {
+                    let at = format!("{method} {path} {}", p["name"]);
+                    match p["name"].as_str().unwrap() {
+                        "limit" => {
+                            assert_eq!((p["schema"]["minimum"].as_u64(), p["schema"]["maximum"].as_u64()), (Some(1), Some(100)), "{at}")
+                        }
+                        "Idempotency-Key" => assert!(p["schema"]["pattern"].is_string(), "{at}"),
+                        "from" | "to" => assert_eq!(p["schema"]["format"], "date-time", "{at}"),
+                        _ if p["in"] == "path" || p["name"] == "cursor" => assert!(p["schema"]["pattern"].is_string(), "{at}"),
+                        _ => {}
+                    }
+                }
+            }
         }
     }
 }

@@ -31,7 +31,16 @@ pub fn amount_text(field: &str, raw: &RawValue) -> Result<String, ApiError> {
 /// The OpenAPI schema of an amount in a request: a decimal string or a JSON number in major
 /// units, read exactly (never through a binary float). Fields typed `Box<RawValue>` name it with
 /// `#[schema(value_type = DecimalAmount)]`.
+///
+/// What `malipo_core::parse_amount` accepts whatever the currency: digits with an optional
+/// fraction, no sign, no exponent, not zero, at most 10^13 in major units, at most two
+/// significant decimals (a currency without minor units, such as UGX, takes none: 422
+/// `invalid_amount`, as does an amount above the country's maximum).
 pub struct DecimalAmount;
+
+/// [`DecimalAmount`]'s string form: a whole part of at most 13 significant digits and at most
+/// two significant decimals (trailing zeros are free), not zero.
+pub const AMOUNT_PATTERN: &str = r"^(0*[1-9][0-9]{0,12}(\.[0-9]{1,2}0*)?|0+\.([1-9][0-9]?|0[1-9])0*)$";
 
 impl utoipa::PartialSchema for DecimalAmount {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
@@ -40,10 +49,17 @@ impl utoipa::PartialSchema for DecimalAmount {
             .item(
                 ObjectBuilder::new()
                     .schema_type(Type::String)
-                    .pattern(Some(r"^[0-9]+(\.[0-9]+)?$"))
+                    .pattern(Some(AMOUNT_PATTERN))
                     .description(Some("A decimal string in major units, e.g. \"250.00\"")),
             )
-            .item(ObjectBuilder::new().schema_type(Type::Number).description(Some("A JSON number in major units, e.g. 250.00")))
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::Number)
+                    .exclusive_minimum(Some(0))
+                    .maximum(Some(9_999_999_999_999.99))
+                    .multiple_of(Some(0.01))
+                    .description(Some("A JSON number in major units without an exponent, e.g. 250.00")),
+            )
             .description(Some(
                 "An amount in major units, as a decimal string or a JSON number; positive, no exponent, at most the \
                  currency's ISO 4217 minor units of decimals (else 422 invalid_amount)",
@@ -54,6 +70,35 @@ impl utoipa::PartialSchema for DecimalAmount {
 }
 
 impl utoipa::ToSchema for DecimalAmount {}
+
+/// A small whole number in a request body (a KYC tier): a JSON integer from 0 to 255, also
+/// written with a zero fraction (`2.0`), which JSON Schema's `integer` admits too. Use with
+/// `#[serde(deserialize_with = "crate::wire::whole_u8")]`.
+///
+/// # Errors
+/// Another JSON type, a fraction or a value out of range (400 `invalid_request`).
+pub fn whole_u8<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
+    use serde::de::{Deserialize, Error, Unexpected};
+    let n = serde_json::Number::deserialize(d)?;
+    let text = n.to_string();
+    let whole = match text.split_once('.') {
+        Some((whole, fraction)) if fraction.bytes().all(|b| b == b'0') => whole,
+        Some(_) => return Err(D::Error::invalid_value(Unexpected::Other(&text), &"an integer from 0 to 255")),
+        None => text.as_str(),
+    };
+    whole.parse::<u8>().map_err(|_| D::Error::invalid_value(Unexpected::Other(&text), &"an integer from 0 to 255"))
+}
+
+/// [`whole_u8`] for an optional field (absent or `null`: `None`); use with
+/// `#[serde(default, deserialize_with = "crate::wire::optional_whole_u8")]`.
+///
+/// # Errors
+/// As [`whole_u8`].
+pub fn optional_whole_u8<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
+    #[derive(serde::Deserialize)]
+    struct Whole(#[serde(deserialize_with = "whole_u8")] u8);
+    Ok(<Option<Whole> as serde::Deserialize>::deserialize(d)?.map(|w| w.0))
+}
 
 /// A time as RFC 3339 in UTC with a `Z` suffix (`2025-11-22T10:00:00Z`; a fraction only when
 /// there is one).
@@ -94,6 +139,26 @@ mod tests {
         for bad in ["true", "null", "[1]", r#"{"a":1}"#] {
             let e = amount_text("balance", &raw(bad)).unwrap_err();
             assert_eq!(e.to_string(), "balance must be a number or a numeric string", "{bad}");
+        }
+    }
+
+    #[test]
+    fn small_whole_numbers_may_carry_a_zero_fraction() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Tiers {
+            #[serde(deserialize_with = "whole_u8")]
+            tier: u8,
+            #[serde(default, deserialize_with = "optional_whole_u8")]
+            kyc_tier: Option<u8>,
+        }
+        let read = |s: &str| serde_json::from_str::<Tiers>(s).map(|t| (t.tier, t.kyc_tier));
+        assert_eq!(read(r#"{"tier":2}"#).unwrap(), (2, None));
+        assert_eq!(read(r#"{"tier":37.0,"kyc_tier":227.00}"#).unwrap(), (37, Some(227)));
+        assert_eq!(read(r#"{"tier":255,"kyc_tier":null}"#).unwrap(), (255, None));
+        for bad in
+            [r#"{"tier":2.5}"#, r#"{"tier":256}"#, r#"{"tier":-1}"#, r#"{"tier":"2"}"#, r#"{"tier":1e1}"#, r#"{"tier":1,"kyc_tier":0.1}"#]
+        {
+            assert!(read(bad).is_err(), "{bad}");
         }
     }
 

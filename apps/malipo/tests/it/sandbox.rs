@@ -395,6 +395,8 @@ async fn sandbox_wallet_unknown_kyc_tier_is_refused(db: Db) {
     field_problem(app.sandbox_wallet(&token, &json!({"msisdn": n, "kyc_tier": 9})).await, "kyc_tier", "invalid_value").await;
     let a = wallet(app, &token, json!({"msisdn": n, "kyc_tier": 0})).await;
     assert_eq!(a.json["kyc_tier"], 0);
+    // A tier written with a zero fraction is that integer (JSON Schema's `integer` admits it).
+    assert_eq!(wallet(app, &token, json!({"msisdn": n, "kyc_tier": 0.0})).await.json["kyc_tier"], 0);
     assert_eq!(a.json["limits"]["per_transaction"].as_f64(), Some(5000.0));
     assert!(a.text.contains("\"per_transaction\":5000.00"), "{}", a.text);
 }
@@ -406,6 +408,7 @@ async fn sandbox_wallet_validates_its_fields(db: Db) {
     field_problem(app.sandbox_wallet(&token, &json!({"msisdn": "254711110004", "pin": "1234"})).await, "pin", "unknown_field").await;
     field_problem(app.sandbox_wallet(&token, &json!({})).await, "msisdn", "missing_field").await;
     problem_strict(app.sandbox_wallet(&token, &json!({"msisdn": "254711110004", "kyc_tier": "one"})).await, 400, "invalid_request").await;
+    problem_strict(app.sandbox_wallet(&token, &json!({"msisdn": "254711110004", "kyc_tier": 1.5})).await, 400, "invalid_request").await;
 }
 
 /// A retry of a simulate call whose first answer was lost replays that answer, even though the

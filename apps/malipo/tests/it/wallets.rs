@@ -348,6 +348,9 @@ async fn kyc_raises_the_tier_and_its_limits(db: Db) {
     // The same tier again, or a lower one: invalid state.
     problem_strict(post(json!({"tier": 1, "id_type": "national_id", "id_number": national_id()})).await, 409, "invalid_state").await;
     problem_strict(post(json!({"tier": 0, "id_type": "national_id", "id_number": national_id()})).await, 409, "invalid_state").await;
+    // `1.0` is the tier 1 (JSON Schema's `integer` admits it); `1.5` is no tier.
+    problem_strict(post(json!({"tier": 1.0, "id_type": "national_id", "id_number": national_id()})).await, 409, "invalid_state").await;
+    problem_strict(post(json!({"tier": 1.5, "id_type": "national_id", "id_number": national_id()})).await, 400, "invalid_request").await;
     // Tier 2 on a KRA PIN.
     let a = ok(app.post_new(&cast.operator, &path, &json!({"tier": 2, "id_type": "kra_pin", "id_number": kra_pin()})).await, "kyc 2");
     assert_eq!(a.json["kyc_tier"], 2);

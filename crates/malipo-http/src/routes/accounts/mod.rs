@@ -37,7 +37,7 @@ pub struct Api;
 /// The balance of the collection (default) or payout account.
 #[utoipa::path(
     get, path = "/api/v1/partner/balance", tag = "Accounts",
-    params(("account" = Option<String>, Query, description = "`collection` (default) or `payout`")),
+    params(("account" = Option<String>, Query, pattern = "^(collection|payout)$", description = "`collection` (default) or `payout`")),
     responses(
         (status = 200, description = "The balance", body = BalanceDto),
         (status = 400, description = "unknown account", body = Problem),
@@ -108,11 +108,11 @@ pub async fn transfer(req: HttpRequest, auth: Auth, body: Body, state: web::Data
 #[utoipa::path(
     get, path = "/api/v1/accounts/{account_id}/statement", tag = "Accounts",
     params(
-        ("account_id" = String, Path, description = "`acc_…`, one of the organisation's accounts (see GET /accounts)"),
-        ("from" = Option<String>, Query, description = "Posted at or after (RFC 3339)"),
-        ("to" = Option<String>, Query, description = "Posted before (RFC 3339)"),
+        ("account_id" = String, Path, pattern = "^acc_[A-Za-z0-9_-]{1,64}$", description = "`acc_…`, one of the organisation's accounts (see GET /accounts)"),
+        ("from" = Option<String>, Query, format = DateTime, description = "Posted at or after (RFC 3339)"),
+        ("to" = Option<String>, Query, format = DateTime, description = "Posted before (RFC 3339)"),
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+        ("cursor" = Option<String>, Query, pattern = "^-?[0-9]{1,18}$", description = "next_cursor of the previous page"),
     ),
     responses(
         (status = 200, description = "The account and a page of its statement", body = StatementDto),

@@ -6,17 +6,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
-use crate::wire::{money, time};
+use crate::schema::Msisdn;
+use crate::wire::{money, time, DecimalAmount};
 
 /// `POST /agents/cash-in` and `POST /agents/cash-out` body.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentCashRequest {
     /// The customer's number (a wallet in the agent's country).
-    #[schema(example = "254712345678")]
+    #[schema(value_type = Msisdn)]
     pub customer_msisdn: String,
     /// Amount in major units: a JSON number or numeric string.
-    #[schema(value_type = f64, example = 500.00)]
+    #[schema(value_type = DecimalAmount, example = "500.00")]
     pub amount: Box<RawValue>,
 }
 

@@ -87,7 +87,7 @@ pub async fn cash_out(req: HttpRequest, auth: Auth, body: Body, state: web::Data
 /// One of the agent's cash-outs.
 #[utoipa::path(
     get, path = "/api/v1/agents/cash-out/{withdrawal_ref}", tag = "Agents",
-    params(("withdrawal_ref" = String, Path, description = "`wd_…`")),
+    params(("withdrawal_ref" = String, Path, pattern = "^wd_[A-Za-z0-9_-]{1,64}$", description = "`wd_…`")),
     responses(
         (status = 200, description = "The cash-out", body = CashOutDto),
         (status = 401, description = "unauthorized, invalid_token", body = Problem),

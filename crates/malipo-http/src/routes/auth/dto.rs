@@ -36,10 +36,13 @@ impl From<IssuedToken> for TokenResponse {
 #[serde(deny_unknown_fields)]
 pub struct TokenRequest {
     /// Optional here; when present must be `client_credentials`.
+    #[schema(pattern = "^client_credentials$")]
     pub grant_type: Option<String>,
-    /// `ck_test_…` / `ck_live_…`.
+    /// `ck_test_…` / `ck_live_…` (or the client authenticates by HTTP Basic instead).
+    #[schema(value_type = String, required = true)]
     pub client_id: Option<String>,
-    /// `cs_test_…` / `cs_live_…`.
+    /// `cs_test_…` / `cs_live_…` (or the client authenticates by HTTP Basic instead).
+    #[schema(value_type = String, required = true)]
     pub client_secret: Option<String>,
     /// A subset of the credential's scopes, space-separated.
     pub scope: Option<String>,
@@ -50,11 +53,41 @@ pub struct TokenRequest {
 #[serde(deny_unknown_fields)]
 pub struct RevokeRequest {
     /// The token to revoke.
+    #[schema(value_type = String, required = true)]
     pub token: Option<String>,
     /// Ignored hint (RFC 7009).
     pub token_type_hint: Option<String>,
-    /// Client id (when not using HTTP Basic).
+    /// Client id (or the client authenticates by HTTP Basic instead).
+    #[schema(value_type = String, required = true)]
     pub client_id: Option<String>,
-    /// Client secret (when not using HTTP Basic).
+    /// Client secret (or the client authenticates by HTTP Basic instead).
+    #[schema(value_type = String, required = true)]
     pub client_secret: Option<String>,
+}
+
+/// `POST /oauth/token` form body (RFC 6749 §4.4); other parameters are ignored, none may repeat.
+#[derive(Debug, ToSchema)]
+pub struct TokenForm {
+    /// `client_credentials`.
+    #[schema(pattern = "^client_credentials$")]
+    pub grant_type: String,
+    /// `ck_test_…` / `ck_live_…` (or the client authenticates by HTTP Basic instead).
+    pub client_id: String,
+    /// `cs_test_…` / `cs_live_…` (or the client authenticates by HTTP Basic instead).
+    pub client_secret: String,
+    /// A subset of the credential's scopes, space-separated.
+    pub scope: Option<String>,
+}
+
+/// `POST /oauth/revoke` form body (RFC 7009); other parameters are ignored, none may repeat.
+#[derive(Debug, ToSchema)]
+pub struct RevokeForm {
+    /// The token to revoke.
+    pub token: String,
+    /// Ignored hint (RFC 7009).
+    pub token_type_hint: Option<String>,
+    /// Client id (or the client authenticates by HTTP Basic instead).
+    pub client_id: String,
+    /// Client secret (or the client authenticates by HTTP Basic instead).
+    pub client_secret: String,
 }

@@ -8,7 +8,7 @@ use base64::Engine;
 use malipo_service::{OAuthProblem, ServiceError};
 use utoipa::OpenApi;
 
-use self::dto::{RevokeRequest, TokenRequest, TokenResponse};
+use self::dto::{RevokeForm, RevokeRequest, TokenForm, TokenRequest, TokenResponse};
 use crate::extract::{media_type, parse_json, Body};
 use crate::handler::resource;
 use crate::problem::{ApiError, ClientAuth, Problem};
@@ -22,7 +22,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 /// The group's operations and objects in the OpenAPI document.
 #[derive(OpenApi)]
-#[openapi(paths(token, revoke), components(schemas(TokenRequest, TokenResponse, RevokeRequest)))]
+#[openapi(paths(token, revoke), components(schemas(TokenRequest, TokenForm, TokenResponse, RevokeRequest, RevokeForm)))]
 pub struct Api;
 
 /// The parameters of a token or revoke request, whichever encoding it came in.
@@ -137,7 +137,10 @@ fn oauth_error(e: ServiceError, auth: ClientAuth) -> ApiError {
 /// Exchange client credentials for a one-hour bearer token.
 #[utoipa::path(
     post, path = "/api/v1/oauth/token", tag = "Auth",
-    request_body(content = TokenRequest, description = "JSON (the seed's form) or application/x-www-form-urlencoded (RFC 6749 §4.4, client by HTTP Basic or body)"),
+    request_body(
+        description = "JSON (the seed's form) or application/x-www-form-urlencoded (RFC 6749 §4.4, client by HTTP Basic or body)",
+        content((TokenRequest = "application/json"), (TokenForm = "application/x-www-form-urlencoded"))
+    ),
     responses(
         (status = 200, description = "Token issued", body = TokenResponse),
         (status = 400, description = "invalid_request, unsupported_grant_type, invalid_scope", body = Problem),
@@ -182,7 +185,10 @@ async fn issue(req: HttpRequest, body: Result<Body, ApiError>, state: web::Data<
 /// Revoke a token (RFC 7009). Answers 200 for any well-formed request.
 #[utoipa::path(
     post, path = "/api/v1/oauth/revoke", tag = "Auth",
-    request_body(content = RevokeRequest, description = "form or JSON; client authenticated as at the token endpoint"),
+    request_body(
+        description = "form or JSON; client authenticated as at the token endpoint",
+        content((RevokeRequest = "application/json"), (RevokeForm = "application/x-www-form-urlencoded"))
+    ),
     responses(
         (status = 200, description = "Revoked, or unknown"),
         (status = 400, description = "invalid_request", body = Problem),

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
+use crate::schema::{Msisdn, Reason255, Reference, Text100};
 use crate::wire::{money, time, DecimalAmount};
 
 /// `POST /bulk-payouts` JSON body.
@@ -13,7 +14,7 @@ use crate::wire::{money, time, DecimalAmount};
 #[serde(deny_unknown_fields)]
 pub struct BulkRequest {
     /// The batch's reference (1–64 characters).
-    #[schema(example = "PAYROLL-2025-11")]
+    #[schema(value_type = Reference, example = "PAYROLL-2025-11")]
     pub reference: String,
     /// 1 to 10,000 payouts; each is read and checked on its own, and every bad one is reported
     /// (`items[N].field`, N from 0).
@@ -26,16 +27,16 @@ pub struct BulkRequest {
 #[serde(deny_unknown_fields)]
 pub struct BulkItemRequest {
     /// The payee's number, international digits without `+`.
-    #[schema(example = "254712345678", pattern = "^[1-9][0-9]{7,14}$")]
+    #[schema(value_type = Msisdn)]
     pub payee_msisdn: String,
     /// Amount in major units: a JSON number or a numeric string.
     #[schema(value_type = DecimalAmount, example = "1500.00")]
     pub amount: Box<RawValue>,
     /// The item's reference (1–64 characters).
-    #[schema(example = "SALARY-11-007")]
+    #[schema(value_type = Reference, example = "SALARY-11-007")]
     pub reference: String,
     /// Optional text for the payee (at most 100 characters).
-    #[schema(example = "November salary")]
+    #[schema(value_type = Option<Text100>, example = "November salary")]
     pub narration: Option<String>,
 }
 
@@ -49,7 +50,7 @@ pub struct ApproveRequest {}
 #[serde(deny_unknown_fields)]
 pub struct RejectRequest {
     /// Why (1–255 characters); kept as the batch's `rejection_reason`.
-    #[schema(example = "wrong month")]
+    #[schema(value_type = Reason255, example = "wrong month")]
     pub reason: String,
 }
 

@@ -105,7 +105,7 @@ pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<A
     post, path = "/api/v1/bulk-payouts/{batch_id}/approve", tag = "Bulk payouts",
     request_body(content = Option<ApproveRequest>, description = "None, or an empty JSON object"),
     params(
-        ("batch_id" = String, Path, description = "`bp_…`"),
+        ("batch_id" = String, Path, pattern = "^bp_[A-Za-z0-9_-]{1,64}$", description = "`bp_…`"),
         ("Idempotency-Key" = String, Header, description = "Required: 1 to 255 visible ASCII characters"),
     ),
     responses(
@@ -144,7 +144,7 @@ pub async fn approve(
     post, path = "/api/v1/bulk-payouts/{batch_id}/reject", tag = "Bulk payouts",
     request_body = RejectRequest,
     params(
-        ("batch_id" = String, Path, description = "`bp_…`"),
+        ("batch_id" = String, Path, pattern = "^bp_[A-Za-z0-9_-]{1,64}$", description = "`bp_…`"),
         ("Idempotency-Key" = String, Header, description = "Required: 1 to 255 visible ASCII characters"),
     ),
     responses(
@@ -183,7 +183,7 @@ pub async fn reject(
     get, path = "/api/v1/bulk-payouts", tag = "Bulk payouts",
     params(
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+        ("cursor" = Option<String>, Query, pattern = "^bp_[A-Za-z0-9_-]{1,64}$", description = "next_cursor of the previous page"),
     ),
     responses(
         (status = 200, description = "A page of batches", body = ListDto<BulkPayoutDto>),
@@ -211,7 +211,7 @@ pub async fn list(auth: Auth, query: web::Query<HashMap<String, String>>, state:
 /// One bulk payout, with its counts of pending, completed and failed items.
 #[utoipa::path(
     get, path = "/api/v1/bulk-payouts/{batch_id}", tag = "Bulk payouts",
-    params(("batch_id" = String, Path, description = "`bp_…`")),
+    params(("batch_id" = String, Path, pattern = "^bp_[A-Za-z0-9_-]{1,64}$", description = "`bp_…`")),
     responses(
         (status = 200, description = "The batch", body = BulkPayoutDto),
         (status = 401, description = "unauthorized, invalid_token", body = Problem),
@@ -233,10 +233,10 @@ pub async fn get(auth: Auth, path: web::Path<String>, state: web::Data<AppState>
 #[utoipa::path(
     get, path = "/api/v1/bulk-payouts/{batch_id}/items", tag = "Bulk payouts",
     params(
-        ("batch_id" = String, Path, description = "`bp_…`"),
-        ("state" = Option<String>, Query, description = "Only items in this state: `pending`, `completed`, `failed`"),
+        ("batch_id" = String, Path, pattern = "^bp_[A-Za-z0-9_-]{1,64}$", description = "`bp_…`"),
+        ("state" = Option<String>, Query, pattern = "^(pending|completed|failed)$", description = "Only items in this state: `pending`, `completed`, `failed`"),
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+        ("cursor" = Option<String>, Query, pattern = "^[0-9]{1,9}$", description = "next_cursor of the previous page"),
     ),
     responses(
         (status = 200, description = "A page of the batch's items", body = ListDto<PayoutDto>),

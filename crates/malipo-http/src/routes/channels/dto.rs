@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
-use crate::wire::money;
+use crate::schema::Msisdn;
+use crate::wire::{money, DecimalAmount};
 
 /// The fields of an Africa's Talking USSD callback (`POST /ussd`), as JSON or as a form.
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -16,22 +17,22 @@ use crate::wire::money;
 pub struct UssdCallback {
     /// The gateway's session id (1–128 visible ASCII characters). Required.
     #[serde(rename = "sessionId")]
-    #[schema(value_type = String, required = true, example = "ATUid_0f6bc1c1a8b3f5d2")]
+    #[schema(value_type = String, required = true, pattern = "^[!-~]{1,128}$", example = "ATUid_0f6bc1c1a8b3f5d2")]
     pub session_id: Option<String>,
     /// The dialled code.
     #[serde(rename = "serviceCode")]
-    #[schema(example = "*384*1#")]
+    #[schema(max_length = 64, example = "*384*1#")]
     pub service_code: Option<String>,
     /// The caller's number, international digits (a leading `+` is accepted). Required.
     #[serde(rename = "phoneNumber")]
-    #[schema(value_type = String, required = true, example = "+254712345678")]
+    #[schema(value_type = String, required = true, pattern = "^\\+?[1-9][0-9]{7,14}$", example = "+254712345678")]
     pub phone_number: Option<String>,
     /// Every input of the session joined by `*` (empty or absent on the first request).
     #[schema(example = "1*254798765432")]
     pub text: Option<String>,
     /// The caller's network, if the gateway says.
     #[serde(rename = "networkCode")]
-    #[schema(example = "63902")]
+    #[schema(max_length = 64, example = "63902")]
     pub network_code: Option<String>,
 }
 
@@ -189,6 +190,7 @@ impl From<&Country> for CountryDto {
 #[serde(deny_unknown_fields)]
 pub struct SimulateRequest {
     /// `approve`, `decline`, `wrong_pin`, `expire` or `fail`.
+    #[schema(pattern = "^(approve|decline|wrong_pin|expire|fail)$")]
     pub action: String,
 }
 
@@ -197,11 +199,14 @@ pub struct SimulateRequest {
 #[serde(deny_unknown_fields)]
 pub struct SandboxWalletRequest {
     /// The test customer's number.
+    #[schema(value_type = Msisdn)]
     pub msisdn: String,
     /// Sets the balance (major units); new wallets start with 1,000,000.00.
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<DecimalAmount>)]
     pub balance: Option<Box<RawValue>>,
     /// Sets the KYC tier; test wallets start at the country's top tier.
+    #[serde(default, deserialize_with = "crate::wire::optional_whole_u8")]
+    #[schema(minimum = 0, maximum = 255)]
     pub kyc_tier: Option<u8>,
 }
 

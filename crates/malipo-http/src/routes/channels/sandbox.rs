@@ -27,7 +27,7 @@ fn test_mode(auth: &Auth) -> Result<(), ApiError> {
     post, path = "/api/v1/sandbox/charges/{charge_ref}/simulate", tag = "Channels",
     request_body = SimulateRequest,
     params(
-        ("charge_ref" = String, Path, description = "A pending test charge"),
+        ("charge_ref" = String, Path, pattern = "^ch_[A-Za-z0-9_-]{1,64}$", description = "A pending test charge"),
         ("Idempotency-Key" = String, Header, description = "Required"),
     ),
     responses(

@@ -4,23 +4,29 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
+use crate::schema::{IdempotencyKey, Msisdn, Reference, Text100};
+use crate::wire::DecimalAmount;
+
 /// `POST /partner/stk` body.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StkRequest {
     /// Customer phone number, international digits without `+`.
-    #[schema(example = "254712345678")]
+    #[schema(value_type = Msisdn)]
     pub payer_msisdn: String,
     /// Amount in major units: a JSON number or numeric string.
-    #[schema(value_type = f64, example = 250.00)]
+    #[schema(value_type = DecimalAmount)]
     pub amount: Box<RawValue>,
-    /// The integrator's reference (1–64 characters).
-    #[schema(example = "ORDER-1042")]
+    /// The integrator's reference (1–64 printable characters).
+    #[schema(value_type = Reference, example = "ORDER-1042")]
     pub reference: String,
     /// Idempotency key (1–255 visible ASCII).
+    #[schema(value_type = IdempotencyKey)]
     pub idem: String,
     /// Optional; must equal the merchant's collection currency.
+    #[schema(pattern = "^[A-Z]{3}$", example = "KES")]
     pub currency: Option<String>,
-    /// Optional, at most 100 characters.
+    /// Optional, at most 100 printable characters.
+    #[schema(value_type = Option<Text100>)]
     pub description: Option<String>,
 }

@@ -70,8 +70,8 @@ pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<A
 #[utoipa::path(
     get, path = "/api/v1/partner/status", tag = "Charges",
     params(
-        ("charge_ref" = Option<String>, Query, description = "The charge's id"),
-        ("reference" = Option<String>, Query, description = "Your reference: the most recent charge with it"),
+        ("charge_ref" = Option<String>, Query, pattern = "^ch_[A-Za-z0-9_-]{1,64}$", description = "The charge's id"),
+        ("reference" = Option<String>, Query, min_length = 1, max_length = 64, description = "Your reference: the most recent charge with it"),
     ),
     responses(
         (status = 200, description = "The charge", body = ChargeDto),
@@ -99,11 +99,11 @@ fn timestamp(q: &HashMap<String, String>, name: &str) -> Result<Option<Timestamp
 #[utoipa::path(
     get, path = "/api/v1/partner/charges", tag = "Charges",
     params(
-        ("state" = Option<String>, Query, description = "Only charges in this state"),
-        ("from" = Option<String>, Query, description = "Created at or after (RFC 3339)"),
-        ("to" = Option<String>, Query, description = "Created before (RFC 3339)"),
+        ("state" = Option<String>, Query, pattern = "^(pending|authorised|completed|declined|expired|failed)$", description = "Only charges in this state"),
+        ("from" = Option<String>, Query, format = DateTime, description = "Created at or after (RFC 3339)"),
+        ("to" = Option<String>, Query, format = DateTime, description = "Created before (RFC 3339)"),
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+        ("cursor" = Option<String>, Query, pattern = "^ch_[A-Za-z0-9_-]{1,64}$", description = "next_cursor of the previous page"),
     ),
     responses(
         (status = 200, description = "A page of charges", body = ListDto<ChargeDto>),
@@ -136,7 +136,7 @@ pub async fn list(auth: Auth, query: web::Query<HashMap<String, String>>, state:
 /// One charge.
 #[utoipa::path(
     get, path = "/api/v1/partner/charges/{charge_ref}", tag = "Charges",
-    params(("charge_ref" = String, Path, description = "The charge's id")),
+    params(("charge_ref" = String, Path, pattern = "^ch_[A-Za-z0-9_-]{1,64}$", description = "The charge's id")),
     responses(
         (status = 200, description = "The charge", body = ChargeDto),
         (status = 404, description = "not_found", body = Problem),

@@ -7,6 +7,7 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use crate::problem::ApiError;
+use crate::schema::{Msisdn, Reference, Text100};
 use crate::wire::{amount_text, DecimalAmount};
 
 /// `POST /payouts` body.
@@ -14,19 +15,19 @@ use crate::wire::{amount_text, DecimalAmount};
 #[serde(deny_unknown_fields)]
 pub struct PayoutRequest {
     /// The payee's number, international digits without `+`.
-    #[schema(example = "254712345678", pattern = "^[1-9][0-9]{7,14}$")]
+    #[schema(value_type = Msisdn)]
     pub payee_msisdn: String,
     /// Amount in major units: a JSON number or a numeric string.
     #[schema(value_type = DecimalAmount, example = "1500.00")]
     pub amount: Box<RawValue>,
     /// The integrator's reference (1–64 characters).
-    #[schema(example = "SALARY-11-007")]
+    #[schema(value_type = Reference, example = "SALARY-11-007")]
     pub reference: String,
     /// Optional; must equal the payout account's currency.
     #[schema(example = "KES", pattern = "^[A-Z]{3}$")]
     pub currency: Option<String>,
     /// Optional text for the payee (at most 100 characters).
-    #[schema(example = "November salary")]
+    #[schema(value_type = Option<Text100>, example = "November salary")]
     pub narration: Option<String>,
 }
 

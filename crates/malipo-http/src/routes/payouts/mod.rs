@@ -73,12 +73,12 @@ pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<A
 #[utoipa::path(
     get, path = "/api/v1/payouts", tag = "Payouts",
     params(
-        ("state" = Option<String>, Query, description = "Only payouts in this state: `pending`, `completed`, `failed`"),
-        ("from" = Option<String>, Query, description = "Created at or after (RFC 3339)"),
-        ("to" = Option<String>, Query, description = "Created before (RFC 3339)"),
-        ("bulk_payout_id" = Option<String>, Query, description = "Only the items of this bulk payout (`bp_…`)"),
+        ("state" = Option<String>, Query, pattern = "^(pending|completed|failed)$", description = "Only payouts in this state: `pending`, `completed`, `failed`"),
+        ("from" = Option<String>, Query, format = DateTime, description = "Created at or after (RFC 3339)"),
+        ("to" = Option<String>, Query, format = DateTime, description = "Created before (RFC 3339)"),
+        ("bulk_payout_id" = Option<String>, Query, pattern = "^bp_[A-Za-z0-9_-]{1,64}$", description = "Only the items of this bulk payout (`bp_…`)"),
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+        ("cursor" = Option<String>, Query, pattern = "^po_[A-Za-z0-9_-]{1,64}$", description = "next_cursor of the previous page"),
     ),
     responses(
         (status = 200, description = "A page of payouts", body = ListDto<PayoutDto>),
@@ -115,7 +115,7 @@ pub async fn list(auth: Auth, query: web::Query<HashMap<String, String>>, state:
 /// One payout.
 #[utoipa::path(
     get, path = "/api/v1/payouts/{payout_ref}", tag = "Payouts",
-    params(("payout_ref" = String, Path, description = "`po_…`")),
+    params(("payout_ref" = String, Path, pattern = "^po_[A-Za-z0-9_-]{1,64}$", description = "`po_…`")),
     responses(
         (status = 200, description = "The payout", body = PayoutDto),
         (status = 401, description = "unauthorized, invalid_token", body = Problem),

@@ -7,6 +7,7 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use crate::problem::ApiError;
+use crate::schema::Reason255;
 use crate::wire::{amount_text, money, time, DecimalAmount};
 
 /// `POST /reversals` body: exactly one of `charge_ref`, `payout_ref` and `transaction_id`.
@@ -14,18 +15,20 @@ use crate::wire::{amount_text, money, time, DecimalAmount};
 #[serde(deny_unknown_fields)]
 pub struct ReversalRequest {
     /// A completed charge (`ch_…`).
-    #[schema(example = "ch_01JDX3C4ZQ8V7K2M5N6P")]
+    #[schema(example = "ch_01JDX3C4ZQ8V7K2M5N6P", pattern = "^ch_[A-Za-z0-9_-]{1,64}$")]
     pub charge_ref: Option<String>,
     /// A completed payout (`po_…`).
+    #[schema(pattern = "^po_[A-Za-z0-9_-]{1,64}$")]
     pub payout_ref: Option<String>,
     /// A completed charge's or payout's ledger transaction (`tx_…`).
+    #[schema(pattern = "^tx_[A-Za-z0-9_-]{1,64}$")]
     pub transaction_id: Option<String>,
     /// How much of the original to give back, in major units (a JSON number or a numeric
     /// string); the whole of what is left when left out.
     #[schema(value_type = Option<DecimalAmount>, example = "100.00")]
     pub amount: Option<Box<RawValue>>,
     /// Why (1–255 characters).
-    #[schema(example = "customer returned the goods")]
+    #[schema(value_type = Reason255, example = "customer returned the goods")]
     pub reason: String,
 }
 

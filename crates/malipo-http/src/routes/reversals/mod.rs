@@ -6,7 +6,9 @@ use std::collections::HashMap;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
-use utoipa::OpenApi;
+use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
+use utoipa::{Modify, OpenApi};
 
 use self::dto::{ReversalDto, ReversalRequest};
 use crate::extract::{Auth, Body};
@@ -25,8 +27,26 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 /// The group's operations and objects in the OpenAPI document.
 #[derive(OpenApi)]
-#[openapi(paths(create, list, get), components(schemas(ReversalRequest, ReversalDto, DecimalAmount)))]
+#[openapi(paths(create, list, get), components(schemas(ReversalRequest, ReversalDto, DecimalAmount)), modifiers(&ExactlyOneOriginal))]
 pub struct Api;
+
+/// `ReversalRequest` names exactly one original: one of `charge_ref`, `payout_ref` and
+/// `transaction_id` is a string, the others absent or null (what the derive cannot say).
+struct ExactlyOneOriginal;
+
+impl Modify for ExactlyOneOriginal {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let Some(schemas) = openapi.components.as_mut().map(|c| &mut c.schemas) else { return };
+        let Some(RefOr::T(request)) = schemas.remove("ReversalRequest") else { return };
+        let mut one_of = OneOfBuilder::new();
+        for field in ["charge_ref", "payout_ref", "transaction_id"] {
+            one_of = one_of.item(ObjectBuilder::new().property(field, ObjectBuilder::new().schema_type(Type::String)).required(field));
+        }
+        let exact =
+            AllOfBuilder::new().item(request).item(one_of).description(Some("Exactly one of charge_ref, payout_ref and transaction_id"));
+        schemas.insert("ReversalRequest".into(), RefOr::T(Schema::AllOf(exact.build())));
+    }
+}
 
 /// Reverse all or part of a completed charge or payout (named by its ref or its ledger
 /// transaction). The fee is given back in proportion; reversals never exceed the original in sum.
@@ -62,7 +82,7 @@ pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<A
     get, path = "/api/v1/reversals", tag = "Reversals",
     params(
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+        ("cursor" = Option<String>, Query, pattern = "^rv_[A-Za-z0-9_-]{1,64}$", description = "next_cursor of the previous page"),
     ),
     responses(
         (status = 200, description = "A page of reversals", body = ListDto<ReversalDto>),
@@ -90,7 +110,7 @@ pub async fn list(auth: Auth, query: web::Query<HashMap<String, String>>, state:
 /// One reversal.
 #[utoipa::path(
     get, path = "/api/v1/reversals/{reversal_id}", tag = "Reversals",
-    params(("reversal_id" = String, Path, description = "`rv_…`")),
+    params(("reversal_id" = String, Path, pattern = "^rv_[A-Za-z0-9_-]{1,64}$", description = "`rv_…`")),
     responses(
         (status = 200, description = "The reversal", body = ReversalDto),
         (status = 401, description = "unauthorized, invalid_token", body = Problem),

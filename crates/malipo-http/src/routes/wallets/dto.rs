@@ -3,18 +3,20 @@
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use crate::schema::{Msisdn, Name64, Reason200};
+
 /// `POST /wallets` body.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OpenWalletRequest {
     /// The customer's number; its country is the wallet's.
-    #[schema(example = "254712345678")]
+    #[schema(value_type = Msisdn)]
     pub msisdn: String,
     /// Given name (1–64 characters).
-    #[schema(example = "Amina")]
+    #[schema(value_type = Name64, example = "Amina")]
     pub first_name: String,
     /// Family name (1–64 characters).
-    #[schema(example = "Otieno")]
+    #[schema(value_type = Name64, example = "Otieno")]
     pub last_name: String,
     /// One of the country's ID types (see `GET /config/countries`); with `id_number`.
     #[schema(example = "national_id")]
@@ -23,7 +25,7 @@ pub struct OpenWalletRequest {
     #[schema(example = "12345678")]
     pub id_number: Option<String>,
     /// `YYYY-MM-DD`.
-    #[schema(example = "1990-04-12")]
+    #[schema(example = "1990-04-12", format = Date)]
     pub date_of_birth: Option<String>,
 }
 
@@ -32,7 +34,7 @@ pub struct OpenWalletRequest {
 #[serde(deny_unknown_fields)]
 pub struct SetPinRequest {
     /// The new PIN: the country's `pin_length` digits, as a string; weak PINs are refused.
-    #[schema(example = "4071")]
+    #[schema(example = "4071", pattern = "^[0-9]+$")]
     pub new_pin: String,
     /// Required to change an existing PIN; a wrong one counts as a failed attempt.
     pub current_pin: Option<String>,
@@ -43,7 +45,7 @@ pub struct SetPinRequest {
 #[serde(deny_unknown_fields)]
 pub struct WalletReasonRequest {
     /// Why (1–200 characters); kept as the lock reason.
-    #[schema(example = "customer reported the phone stolen")]
+    #[schema(value_type = Reason200, example = "customer reported the phone stolen")]
     pub reason: String,
 }
 
@@ -52,7 +54,8 @@ pub struct WalletReasonRequest {
 #[serde(deny_unknown_fields)]
 pub struct RaiseKycRequest {
     /// The new tier: above the current one, at most what the ID type grants.
-    #[schema(example = 2)]
+    #[serde(deserialize_with = "crate::wire::whole_u8")]
+    #[schema(example = 2, minimum = 0, maximum = 255)]
     pub tier: u8,
     /// One of the country's ID types.
     #[schema(example = "national_id")]

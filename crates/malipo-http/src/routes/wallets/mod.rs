@@ -80,7 +80,7 @@ pub async fn open(req: HttpRequest, auth: Auth, body: Body, state: web::Data<App
 /// One wallet: state, KYC tier, balance, limits and today's use of them.
 #[utoipa::path(
     get, path = "/api/v1/wallets/{msisdn}", tag = "Wallets",
-    params(("msisdn" = String, Path, description = "The wallet's number")),
+    params(("msisdn" = String, Path, pattern = "^[1-9][0-9]{7,14}$", description = "The wallet's number")),
     responses(
         (status = 200, description = "The wallet", body = WalletDto),
         (status = 401, description = "unauthorized, invalid_token", body = Problem),
@@ -102,7 +102,7 @@ pub async fn get(auth: Auth, path: web::Path<String>, state: web::Data<AppState>
     post, path = "/api/v1/wallets/{msisdn}/pin", tag = "Wallets",
     request_body = SetPinRequest,
     params(
-        ("msisdn" = String, Path, description = "The wallet's number"),
+        ("msisdn" = String, Path, pattern = "^[1-9][0-9]{7,14}$", description = "The wallet's number"),
         ("Idempotency-Key" = String, Header, description = "Required"),
     ),
     responses(
@@ -136,7 +136,7 @@ pub async fn set_pin(
     post, path = "/api/v1/wallets/{msisdn}/lock", tag = "Wallets",
     request_body = WalletReasonRequest,
     params(
-        ("msisdn" = String, Path, description = "The wallet's number"),
+        ("msisdn" = String, Path, pattern = "^[1-9][0-9]{7,14}$", description = "The wallet's number"),
         ("Idempotency-Key" = String, Header, description = "Required"),
     ),
     responses(
@@ -164,7 +164,7 @@ pub async fn lock(
     post, path = "/api/v1/wallets/{msisdn}/unlock", tag = "Wallets",
     request_body = WalletReasonRequest,
     params(
-        ("msisdn" = String, Path, description = "The wallet's number"),
+        ("msisdn" = String, Path, pattern = "^[1-9][0-9]{7,14}$", description = "The wallet's number"),
         ("Idempotency-Key" = String, Header, description = "Required"),
     ),
     responses(
@@ -215,7 +215,7 @@ async fn set_lock(
     post, path = "/api/v1/wallets/{msisdn}/kyc", tag = "Wallets",
     request_body = RaiseKycRequest,
     params(
-        ("msisdn" = String, Path, description = "The wallet's number"),
+        ("msisdn" = String, Path, pattern = "^[1-9][0-9]{7,14}$", description = "The wallet's number"),
         ("Idempotency-Key" = String, Header, description = "Required"),
     ),
     responses(
@@ -248,9 +248,9 @@ pub async fn kyc(
 #[utoipa::path(
     get, path = "/api/v1/wallets/{msisdn}/transactions", tag = "Wallets",
     params(
-        ("msisdn" = String, Path, description = "The wallet's number"),
+        ("msisdn" = String, Path, pattern = "^[1-9][0-9]{7,14}$", description = "The wallet's number"),
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+        ("cursor" = Option<String>, Query, pattern = "^0*[1-9][0-9]{0,17}$", description = "next_cursor of the previous page"),
     ),
     responses(
         (status = 200, description = "A page of the statement", body = ListDto<StatementLineDto>),

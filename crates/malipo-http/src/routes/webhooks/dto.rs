@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
+use crate::schema::{EventKind, Text200};
 use crate::wire::time;
 
 /// Stored JSON text as a raw JSON value, emitted as written (numbers keep their form).
@@ -24,9 +25,10 @@ pub struct EndpointCreateRequest {
     #[schema(example = "https://example.com/webhooks/malipo")]
     pub url: String,
     /// Event kinds to receive, or `["*"]` for every kind.
-    #[schema(example = json!(["charge.completed", "charge.failed"]))]
+    #[schema(value_type = Vec<EventKind>, min_items = 1, example = json!(["charge.completed", "charge.failed"]))]
     pub events: Vec<String>,
-    /// Optional, at most 200 characters.
+    /// Optional, at most 200 printable characters.
+    #[schema(value_type = Option<Text200>)]
     pub description: Option<String>,
 }
 
@@ -219,6 +221,7 @@ impl From<&EventDetail> for EventDetailDto {
 #[serde(deny_unknown_fields)]
 pub struct RedeliverRequest {
     /// Only this endpoint; otherwise every enabled endpoint subscribed to the event's kind.
+    #[schema(pattern = "^we_[A-Za-z0-9_-]{1,64}$")]
     pub endpoint_id: Option<String>,
 }
 

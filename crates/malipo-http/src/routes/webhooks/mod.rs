@@ -19,6 +19,7 @@ use crate::handler::{limit, render, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::shared::ListDto;
+use crate::schema::EventType;
 use crate::state::AppState;
 
 /// The group's routes, under `/api/v1`.
@@ -96,7 +97,7 @@ pub async fn list_endpoints(auth: Auth, state: web::Data<AppState>) -> Result<Ht
 /// One webhook endpoint (without its secret).
 #[utoipa::path(
     get, path = "/api/v1/webhooks/endpoints/{endpoint_id}", tag = "Webhooks",
-    params(("endpoint_id" = String, Path, description = "`we_…`")),
+    params(("endpoint_id" = String, Path, pattern = "^we_[A-Za-z0-9_-]{1,64}$", description = "`we_…`")),
     responses(
         (status = 200, description = "The endpoint", body = EndpointDto),
         (status = 404, description = "not_found", body = Problem),
@@ -114,7 +115,7 @@ pub async fn get_endpoint(auth: Auth, path: web::Path<String>, state: web::Data<
 #[utoipa::path(
     delete, path = "/api/v1/webhooks/endpoints/{endpoint_id}", tag = "Webhooks",
     params(
-        ("endpoint_id" = String, Path, description = "`we_…`"),
+        ("endpoint_id" = String, Path, pattern = "^we_[A-Za-z0-9_-]{1,64}$", description = "`we_…`"),
         ("Idempotency-Key" = String, Header, description = "Required"),
     ),
     responses(
@@ -146,7 +147,7 @@ pub async fn delete_endpoint(
     post, path = "/api/v1/webhooks/endpoints/{endpoint_id}/rotate-secret", tag = "Webhooks",
     request_body(content = Option<RotateSecretRequest>, description = "Empty, or `{}`"),
     params(
-        ("endpoint_id" = String, Path, description = "`we_…`"),
+        ("endpoint_id" = String, Path, pattern = "^we_[A-Za-z0-9_-]{1,64}$", description = "`we_…`"),
         ("Idempotency-Key" = String, Header, description = "Required"),
     ),
     responses(
@@ -178,8 +179,8 @@ pub async fn rotate_secret(
 #[utoipa::path(
     get, path = "/api/v1/events", tag = "Webhooks",
     params(
-        ("type" = Option<String>, Query, description = "Only events of this kind, e.g. `charge.completed`"),
-        ("after" = Option<String>, Query, description = "Only events after this one: the `next_cursor` of the previous page (`cursor` is accepted too)"),
+        ("type" = Option<EventType>, Query, description = "Only events of this kind, e.g. `charge.completed`"),
+        ("after" = Option<String>, Query, pattern = "^evt_[A-Za-z0-9_-]{1,64}$", description = "Only events after this one: the `next_cursor` of the previous page (`cursor` is accepted too)"),
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
     ),
     responses(
@@ -221,7 +222,7 @@ pub async fn list_events(
 /// One event with its deliveries and their attempts (time, endpoint, HTTP status, latency, error).
 #[utoipa::path(
     get, path = "/api/v1/events/{event_id}", tag = "Webhooks",
-    params(("event_id" = String, Path, description = "`evt_…`")),
+    params(("event_id" = String, Path, pattern = "^evt_[A-Za-z0-9_-]{1,64}$", description = "`evt_…`")),
     responses(
         (status = 200, description = "The event", body = EventDetailDto),
         (status = 404, description = "not_found", body = Problem),
@@ -240,7 +241,7 @@ pub async fn get_event(auth: Auth, path: web::Path<String>, state: web::Data<App
     post, path = "/api/v1/events/{event_id}/redeliver", tag = "Webhooks",
     request_body(content = Option<RedeliverRequest>, description = "Empty, `{}`, or `{\"endpoint_id\": \"we_…\"}`"),
     params(
-        ("event_id" = String, Path, description = "`evt_…`"),
+        ("event_id" = String, Path, pattern = "^evt_[A-Za-z0-9_-]{1,64}$", description = "`evt_…`"),
         ("Idempotency-Key" = String, Header, description = "Required"),
     ),
     responses(
