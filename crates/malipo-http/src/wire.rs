@@ -89,6 +89,24 @@ pub fn whole_u8<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u8, D::Error> 
     whole.parse::<u8>().map_err(|_| D::Error::invalid_value(Unexpected::Other(&text), &"an integer from 0 to 255"))
 }
 
+/// An optional whole number of seconds in a request body (`expires_in`): a JSON integer, also
+/// written with a zero fraction (`3600.0`), which JSON Schema's `integer` admits too; absent or
+/// `null`: `None`. Use with `#[serde(default, deserialize_with = "crate::wire::optional_whole_i64")]`.
+///
+/// # Errors
+/// Another JSON type, a fraction or a value out of range (400 `invalid_request`).
+pub fn optional_whole_i64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    use serde::de::{Deserialize, Error, Unexpected};
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else { return Ok(None) };
+    let text = n.to_string();
+    let whole = match text.split_once('.') {
+        Some((whole, fraction)) if fraction.bytes().all(|b| b == b'0') => whole,
+        Some(_) => return Err(D::Error::invalid_value(Unexpected::Other(&text), &"a whole number")),
+        None => text.as_str(),
+    };
+    whole.parse::<i64>().map(Some).map_err(|_| D::Error::invalid_value(Unexpected::Other(&text), &"a whole number"))
+}
+
 /// [`whole_u8`] for an optional field (absent or `null`: `None`); use with
 /// `#[serde(default, deserialize_with = "crate::wire::optional_whole_u8")]`.
 ///

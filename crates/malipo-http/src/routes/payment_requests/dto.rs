@@ -7,6 +7,7 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use crate::problem::ApiError;
+use crate::schema::{Msisdn, Reference, Text100};
 use crate::wire::{amount_text, money, time, DecimalAmount};
 
 /// `POST /biz/request` body.
@@ -17,17 +18,19 @@ pub struct PaymentRequestRequest {
     #[schema(value_type = DecimalAmount, example = "500.00")]
     pub amount: Box<RawValue>,
     /// The merchant's reference (1–64 characters).
-    #[schema(example = "INV-2026-0042")]
+    #[schema(value_type = Reference, example = "INV-2026-0042")]
     pub reference: String,
     /// Optional text (at most 100 characters).
-    #[schema(example = "Table 12")]
+    #[schema(value_type = Option<Text100>, example = "Table 12")]
     pub description: Option<String>,
     /// Optional: the customer it is addressed to (international digits without `+`); the
     /// request also shows in that customer's pending approvals on the USSD menu.
-    #[schema(example = "254712345678", pattern = "^[1-9][0-9]{7,14}$")]
+    #[schema(value_type = Option<Msisdn>, example = "254712345678")]
     pub payer_msisdn: Option<String>,
-    /// Seconds until it expires: 60 to 604800 (seven days); default 86400.
-    #[schema(example = 3600, minimum = 60, maximum = 604800)]
+    /// Seconds until it expires: 60 to 604800 (seven days); default 86400. A whole number
+    /// (`3600` or `3600.0`).
+    #[schema(value_type = Option<i64>, example = 3600, minimum = 60, maximum = 604800)]
+    #[serde(default, deserialize_with = "crate::wire::optional_whole_i64")]
     pub expires_in: Option<i64>,
 }
 

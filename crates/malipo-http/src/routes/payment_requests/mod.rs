@@ -67,9 +67,9 @@ pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<A
 #[utoipa::path(
     get, path = "/api/v1/biz/requests", tag = "Payment requests",
     params(
-        ("state" = Option<String>, Query, description = "Only requests in this state: `open`, `paid`, `cancelled`, `expired`"),
+        ("state" = Option<String>, Query, pattern = "^(open|paid|cancelled|expired)$", description = "Only requests in this state: `open`, `paid`, `cancelled`, `expired`"),
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+        ("cursor" = Option<String>, Query, pattern = "^pr_[A-Za-z0-9_-]{1,64}$", description = "next_cursor of the previous page"),
     ),
     responses(
         (status = 200, description = "A page of payment requests", body = ListDto<PaymentRequestDto>),
@@ -102,7 +102,7 @@ pub async fn list(auth: Auth, query: web::Query<HashMap<String, String>>, state:
 /// One payment request.
 #[utoipa::path(
     get, path = "/api/v1/biz/requests/{request_id}", tag = "Payment requests",
-    params(("request_id" = String, Path, description = "`pr_…`")),
+    params(("request_id" = String, Path, pattern = "^pr_[A-Za-z0-9_-]{1,64}$", description = "`pr_…`")),
     responses(
         (status = 200, description = "The payment request", body = PaymentRequestDto),
         (status = 401, description = "unauthorized, invalid_token", body = Problem),
@@ -125,7 +125,7 @@ pub async fn get(auth: Auth, path: web::Path<String>, state: web::Data<AppState>
     post, path = "/api/v1/biz/requests/{request_id}/cancel", tag = "Payment requests",
     request_body(content = Option<CancelRequest>, description = "None, or an empty JSON object"),
     params(
-        ("request_id" = String, Path, description = "`pr_…`"),
+        ("request_id" = String, Path, pattern = "^pr_[A-Za-z0-9_-]{1,64}$", description = "`pr_…`"),
         ("Idempotency-Key" = String, Header, description = "Required: 1 to 255 visible ASCII characters"),
     ),
     responses(
@@ -167,13 +167,13 @@ mod tests {
     fn the_document_has_every_payment_request_operation() {
         let doc: serde_json::Value = serde_json::from_str(&crate::openapi::document_json()).unwrap();
         for (path, method, codes) in [
-            ("/api/v1/biz/request", "post", &["200", "400", "401", "403", "409", "413", "415", "422", "429", "503"][..]),
-            ("/api/v1/biz/requests", "get", &["200", "400", "401", "403", "429", "503"]),
-            ("/api/v1/biz/requests/{request_id}", "get", &["200", "401", "403", "404", "429", "503"]),
+            ("/api/v1/biz/request", "post", &["200", "400", "401", "403", "409", "413", "415", "422", "429", "500", "503"][..]),
+            ("/api/v1/biz/requests", "get", &["200", "400", "401", "403", "429", "500", "503"]),
+            ("/api/v1/biz/requests/{request_id}", "get", &["200", "401", "403", "404", "429", "500", "503"]),
             (
                 "/api/v1/biz/requests/{request_id}/cancel",
                 "post",
-                &["200", "400", "401", "403", "404", "409", "413", "415", "422", "429", "503"],
+                &["200", "400", "401", "403", "404", "409", "413", "415", "422", "429", "500", "503"],
             ),
         ] {
             let op = &doc["paths"][path][method];
@@ -185,7 +185,7 @@ mod tests {
             for (status, response) in responses {
                 if status != "200" {
                     assert_eq!(
-                        response["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/Problem",
+                        response["content"]["application/problem+json"]["schema"]["$ref"], "#/components/schemas/Problem",
                         "{path} {status}"
                     );
                 }

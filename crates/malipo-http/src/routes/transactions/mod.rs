@@ -64,12 +64,12 @@ fn bad_query(e: ApiError) -> ApiError {
 #[utoipa::path(
     get, path = "/api/v1/transactions", tag = "Transactions",
     params(
-        ("from" = Option<String>, Query, description = "Posted at or after (RFC 3339)"),
-        ("to" = Option<String>, Query, description = "Posted before (RFC 3339)"),
-        ("type" = Option<String>, Query, description = "`charge`, `payout`, `reversal`, `transfer`, `payment_request`, `cash_in`, `cash_out`, `p2p` or `fee`"),
-        ("account" = Option<String>, Query, description = "An account kind (`collection`, `payout`, `agent_float`) or an `acc_…` id; every account when absent"),
+        ("from" = Option<String>, Query, format = DateTime, description = "Posted at or after (RFC 3339)"),
+        ("to" = Option<String>, Query, format = DateTime, description = "Posted before (RFC 3339)"),
+        ("type" = Option<String>, Query, pattern = "^(charge|payout|reversal|transfer|payment_request|cash_in|cash_out|p2p|fee)$", description = "`charge`, `payout`, `reversal`, `transfer`, `payment_request`, `cash_in`, `cash_out`, `p2p` or `fee`"),
+        ("account" = Option<String>, Query, pattern = "^(collection|payout|agent_float|acc_[A-Za-z0-9_-]{1,64})$", description = "An account kind (`collection`, `payout`, `agent_float`) or an `acc_…` id; every account when absent"),
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
-        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+        ("cursor" = Option<String>, Query, pattern = "^[1-9][0-9]{0,17}$", description = "next_cursor of the previous page"),
     ),
     responses(
         (status = 200, description = "A page of transactions", body = ListDto<TransactionDto>),
@@ -111,8 +111,8 @@ fn cursor_error(e: &ApiError) -> bool {
 #[utoipa::path(
     get, path = "/api/v1/transactions/{transaction_id}", tag = "Transactions",
     params(
-        ("transaction_id" = String, Path, description = "`tx_…`"),
-        ("account" = Option<String>, Query, description = "An account kind or `acc_…` id, for a transaction on two of the organisation's accounts"),
+        ("transaction_id" = String, Path, pattern = "^tx_[A-Za-z0-9_-]{1,64}$", description = "`tx_…`"),
+        ("account" = Option<String>, Query, pattern = "^(collection|payout|agent_float|acc_[A-Za-z0-9_-]{1,64})$", description = "An account kind or `acc_…` id, for a transaction on two of the organisation's accounts"),
     ),
     responses(
         (status = 200, description = "The transaction", body = TransactionDto),
@@ -143,9 +143,9 @@ pub async fn get(
 #[utoipa::path(
     get, path = "/api/v1/transactions/export", tag = "Transactions",
     params(
-        ("from" = Option<String>, Query, description = "Posted at or after (RFC 3339)"),
-        ("to" = Option<String>, Query, description = "Posted before (RFC 3339)"),
-        ("account" = Option<String>, Query, description = "An account kind or `acc_…` id; every account when absent"),
+        ("from" = Option<String>, Query, format = DateTime, description = "Posted at or after (RFC 3339)"),
+        ("to" = Option<String>, Query, format = DateTime, description = "Posted before (RFC 3339)"),
+        ("account" = Option<String>, Query, pattern = "^(collection|payout|agent_float|acc_[A-Za-z0-9_-]{1,64})$", description = "An account kind or `acc_…` id; every account when absent"),
     ),
     responses(
         (status = 200, description = "CSV with the header row `transaction_id,created_at,type,source_ref,account,amount,fee,net,currency,balance_after`",
@@ -211,8 +211,8 @@ fn csv_bytes<const N: usize>(records: &[[String; N]]) -> Bytes {
 #[utoipa::path(
     get, path = "/api/v1/reconciliation/daily", tag = "Transactions",
     params(
-        ("date" = String, Query, description = "The local calendar day, YYYY-MM-DD"),
-        ("account" = Option<String>, Query, description = "An account kind or `acc_…` id; default `collection` (an organisation with one account: that one)"),
+        ("date" = String, Query, format = Date, description = "The local calendar day, YYYY-MM-DD"),
+        ("account" = Option<String>, Query, pattern = "^(collection|payout|agent_float|acc_[A-Za-z0-9_-]{1,64})$", description = "An account kind or `acc_…` id; default `collection` (an organisation with one account: that one)"),
     ),
     responses(
         (status = 200, description = "The report", body = ReconciliationDto),
@@ -234,4 +234,35 @@ pub async fn daily(auth: Auth, query: web::Query<HashMap<String, String>>, state
         .await
         .map_err(bad_query)?;
     Ok(HttpResponse::Ok().json(ReconciliationDto::from(&report)))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    #[test]
+    fn the_document_has_every_transactions_operation() {
+        let doc: serde_json::Value = serde_json::from_str(&crate::openapi::document_json()).unwrap();
+        for path in
+            ["/api/v1/transactions", "/api/v1/transactions/{transaction_id}", "/api/v1/transactions/export", "/api/v1/reconciliation/daily"]
+        {
+            let op = &doc["paths"][path]["get"];
+            assert_eq!(op["tags"][0], "Transactions", "{path}");
+            let scopes: Vec<&str> = op["security"][0]["bearer"].as_array().unwrap().iter().filter_map(|s| s.as_str()).collect();
+            assert_eq!(scopes, ["payments", "payouts", "agent"], "{path}");
+            assert!(op["responses"]["400"]["content"]["application/problem+json"].is_object(), "{path}");
+        }
+        let export = &doc["paths"]["/api/v1/transactions/export"]["get"]["responses"]["200"]["content"];
+        assert!(export["text/csv"].is_object(), "{export}");
+        let daily = doc["paths"]["/api/v1/reconciliation/daily"]["get"]["parameters"].as_array().unwrap();
+        let date = daily.iter().find(|p| p["name"] == "date").unwrap();
+        assert_eq!((date["required"].as_bool(), date["schema"]["format"].as_str()), (Some(true), Some("date")));
+        let object = doc["components"]["schemas"]["TransactionDto"]["properties"].as_object().unwrap();
+        let mut fields: Vec<&str> = object.keys().map(String::as_str).collect();
+        fields.sort_unstable();
+        assert_eq!(
+            fields,
+            ["account", "amount", "balance_after", "created_at", "currency", "fee", "net", "source_ref", "transaction_id", "type"]
+        );
+    }
 }
