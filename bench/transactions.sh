@@ -160,8 +160,13 @@ print(r["transaction_count"], us(r["from"]), us(r["to"]))')
             psql -qAt -d "$PG_DB" -c "EXPLAIN SELECT p.id FROM postings p JOIN journals j ON j.id = p.journal_id WHERE p.account_id = '$account' ORDER BY p.id DESC LIMIT 101"
             echo "-- a deep page"
             psql -qAt -d "$PG_DB" -c "EXPLAIN SELECT p.id FROM postings p JOIN journals j ON j.id = p.journal_id WHERE p.account_id = '$account' AND p.id < $mid ORDER BY p.id DESC LIMIT 101"
-            echo "-- a day of the report"
-            psql -qAt -d "$PG_DB" -c "EXPLAIN SELECT p.id FROM postings p JOIN journals j ON j.id = p.journal_id WHERE p.account_id = '$account' AND p.created_at >= $day_from AND p.created_at < $day_to AND p.id > 0 ORDER BY p.id LIMIT 5000"
+            echo "-- a day of the report: where it starts (the account's last posting before the day)"
+            last_before="SELECT p.id FROM postings p WHERE p.account_id = '$account' AND p.created_at < $day_from ORDER BY p.account_id DESC, p.created_at DESC, p.id DESC LIMIT 1"
+            psql -qAt -d "$PG_DB" -c "EXPLAIN $last_before"
+            lo=$(psql -qAt -d "$PG_DB" -c "$last_before")
+            hi=$(psql -qAt -d "$PG_DB" -c "SELECT p.id FROM postings p WHERE p.account_id = '$account' AND p.created_at < $day_to ORDER BY p.account_id DESC, p.created_at DESC, p.id DESC LIMIT 1")
+            echo "-- a page of the day (seq bounds $lo..$hi)"
+            psql -qAt -d "$PG_DB" -c "EXPLAIN SELECT p.id FROM postings p JOIN journals j ON j.id = p.journal_id WHERE p.account_id = '$account' AND p.id > $lo AND p.id <= $hi ORDER BY p.id LIMIT 10000"
         } >"$OUT/transactions-explain.txt"
     fi
     stop_server
