@@ -1,4 +1,6 @@
-//! Transactions and the daily reconciliation over random sequences of movements: every day of
+//! Transactions and the daily reconciliation over random sequences of movements (charges,
+//! payouts, reversals, transfers, funding, cash-in, cash-out, payment requests paid over USSD,
+//! days going by): every day of
 //! every account chains (`closing = opening + credits - debits`, closing is the day's last
 //! `balance_after`, the next day opens where it closed), the checksum is the one recomputed from
 //! the export, the list is the export newest first, and the ledger stays sound.
@@ -26,6 +28,7 @@ enum Step {
     Fund(u32),
     CashIn(u32),
     PayRequest(u32),
+    CashOut(u32),
     Wait(u32),
 }
 
@@ -39,6 +42,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (1..100_000_u32).prop_map(Step::Fund),
         1 => (1..30_000_u32).prop_map(Step::CashIn),
         1 => (1..30_000_u32).prop_map(Step::PayRequest),
+        1 => (5_000..30_000_u32).prop_map(Step::CashOut),
         // Up to 30 hours: sequences cross Nairobi's midnight (21:00 UTC) often.
         2 => (0..30 * 3600_u32).prop_map(Step::Wait),
     ]
@@ -142,6 +146,25 @@ impl Business {
                     }
                 }
             }
+            Step::CashOut(a) => {
+                // The agent asks, the customer (cashed in first) approves with the PIN over USSD.
+                let agent = &self.agent;
+                let _ = p.agents().cash_in(agent, &self.customer, &major(a * 2), &idem(agent, "POST /agents/cash-in"), &ignored);
+                let asked = p.agents().cash_out(
+                    agent,
+                    &self.customer,
+                    &major(a),
+                    &idem(agent, "POST /agents/cash-out"),
+                    &id_body(|c: &Charge| c.id.to_string()),
+                );
+                if let Ok(out) = asked {
+                    let session = format!("s-{}", String::from_utf8(out.response.body).unwrap());
+                    for text in ["", "3", "3*1", "3*1*1", &format!("3*1*1*{PIN}")] {
+                        self.world.dial(&self.gateway, &session, &self.customer, text);
+                    }
+                    self.settle();
+                }
+            }
             Step::Wait(seconds) => self.world.advance(i64::from(seconds)),
         }
     }
@@ -233,6 +256,10 @@ proptest! {
             b.check_days(&b.shop, account);
         }
         b.check_days(&b.agent, "agent_float");
+        // The agent's cash-outs show the commission it earned as a negative fee.
+        for t in b.export(&b.agent, None).iter().filter(|t| t.type_name() == "cash_out") {
+            prop_assert!(t.fee.get() <= 0 && t.net.get() > 0, "{t:?}");
+        }
         // The list is the export, newest first, over both of the shop's accounts.
         let mut exported: Vec<Transaction> = b.export(&b.shop, Some("collection"));
         exported.extend(b.export(&b.shop, Some("payout")));
