@@ -1,9 +1,9 @@
 //! Transactions and the daily reconciliation over random sequences of movements (charges,
 //! payouts, reversals, transfers, funding, cash-in, cash-out, payment requests paid over USSD,
-//! days going by): every day of
-//! every account chains (`closing = opening + credits - debits`, closing is the day's last
-//! `balance_after`, the next day opens where it closed), the checksum is the one recomputed from
-//! the export, the list is the export newest first, and the ledger stays sound.
+//! days going by): every day of every account chains (`closing = opening + credits - debits`,
+//! closing is the day's last `balance_after`, the next day opens where it closed), the checksum
+//! is the one recomputed from the export, the list is the export newest first, and the ledger
+//! stays sound.
 
 use malipo_auth::{OrgKind, Principal};
 use malipo_charges::{Charge, ChargeState};
