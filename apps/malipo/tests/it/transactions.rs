@@ -205,6 +205,12 @@ async fn a_day_of_business_reconciles_from_the_export(db: Db) {
         assert_eq!(r["closing_balance"].to_string(), in_day.last().unwrap()[9], "closing is the day's last balance_after");
     }
     assert_eq!(day2.json["opening_balance"], day1.json["closing_balance"], "the next day opens where the day closed");
+    // An export window is exactly that day's rows.
+    let (from2, to2) = (day2.json["from"].as_str().unwrap(), day2.json["to"].as_str().unwrap());
+    let window = export(&app, &t, &format!("account=collection&from={from2}&to={to2}")).await;
+    let expected: Vec<Vec<String>> = rows.iter().filter(|f| f[1].as_str() >= from2 && f[1].as_str() < to2).cloned().collect();
+    assert_eq!(window, expected);
+    assert_eq!(window.len(), 1);
     assert_eq!((day1.json["by_type"]["charge"]["count"].as_u64(), day2.json["by_type"]["charge"]["count"].as_u64()), (Some(2), Some(1)));
     assert!(cents(&day1.json["by_type"]["reversal"]["fee"]) < 0, "a reversal gives a fee share back: {}", day1.text);
     // A day without transactions: opening = closing, and the SHA-256 of nothing.
