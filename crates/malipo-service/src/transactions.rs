@@ -97,13 +97,20 @@ impl<'a> Transactions<'a> {
         let mut found = read(self.core.store(), |tx| {
             let mut found = Vec::new();
             for account in accounts(tx, &principal.org_id, principal.mode, filter.account.as_deref())? {
+                // The window as a run of the account's history (seq bounds), so that a page
+                // keeps to the account's index however long the history outside the window.
+                let (after, up_to) = run_of(tx, &account, filter.from, filter.to)?;
+                if up_to == Some(0) {
+                    continue;
+                }
                 let q = PostingQuery {
                     account: account.id.clone(),
                     cursor: before,
-                    up_to: None,
+                    after,
+                    up_to,
                     newest_first: true,
-                    from: filter.from,
-                    to: filter.to,
+                    from: None,
+                    to: None,
                     kinds: kinds.clone(),
                     limit: fetch,
                 };

@@ -45,8 +45,11 @@ pub struct PostingQuery {
     pub account: AccountId,
     /// Only postings after this `seq` (oldest first) or before it (newest first).
     pub cursor: Option<i64>,
-    /// Only postings with `seq` at most this: with `cursor`, a run of the account's history
-    /// found by [`LedgerRepo::last_posting_before`], read along the account's index alone.
+    /// Only postings with `seq` above this, whatever the order: with `up_to`, a run of the
+    /// account's history found by [`LedgerRepo::last_posting_before`], read along the account's
+    /// index alone.
+    pub after: Option<i64>,
+    /// Only postings with `seq` at most this.
     pub up_to: Option<i64>,
     /// Newest first instead of ledger order.
     pub newest_first: bool,
@@ -63,7 +66,17 @@ pub struct PostingQuery {
 impl PostingQuery {
     /// The account's postings in ledger order, `limit` at a time, with no other condition.
     pub fn oldest_first(account: AccountId, limit: usize) -> Self {
-        PostingQuery { account, cursor: None, up_to: None, newest_first: false, from: None, to: None, kinds: Vec::new(), limit }
+        PostingQuery {
+            account,
+            cursor: None,
+            after: None,
+            up_to: None,
+            newest_first: false,
+            from: None,
+            to: None,
+            kinds: Vec::new(),
+            limit,
+        }
     }
 }
 

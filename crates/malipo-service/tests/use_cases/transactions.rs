@@ -190,10 +190,14 @@ impl Business {
 
     /// Every transaction of the organisation, by the list, newest first.
     fn list(&self, org: &Principal) -> Vec<Transaction> {
+        self.list_of(org, &TransactionFilter::default())
+    }
+
+    fn list_of(&self, org: &Principal, filter: &TransactionFilter) -> Vec<Transaction> {
         let mut all = Vec::new();
         let mut cursor = None;
         loop {
-            let page = self.world.platform.transactions().list(org, &TransactionFilter::default(), cursor.as_deref(), 4).unwrap();
+            let page = self.world.platform.transactions().list(org, filter, cursor.as_deref(), 4).unwrap();
             all.extend(page.data);
             match page.next_cursor {
                 Some(c) => cursor = Some(c),
@@ -232,6 +236,9 @@ impl Business {
                 TransactionFilter { from: Some(r.from), to: Some(r.to), account: Some(account.into()), ..TransactionFilter::default() };
             let exported = self.export_of(org, &window);
             assert_eq!(exported.iter().collect::<Vec<_>>(), day, "the export of the day's window is the day");
+            let mut listed = self.list_of(org, &window);
+            listed.reverse();
+            assert_eq!(listed.iter().collect::<Vec<_>>(), day, "the list of the day's window is the day, newest first");
             let lines: String = day.iter().map(|t| format!("{},{}\n", t.id, t.currency.format_amount(t.net))).collect();
             assert_eq!(d.checksum, hex::encode(Sha256::digest(lines.as_bytes())), "the checksum is the export's");
             let fees = day.iter().try_fold(MinorUnit::ZERO, |s, t| s.checked_add(t.fee)).unwrap();

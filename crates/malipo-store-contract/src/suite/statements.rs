@@ -47,6 +47,12 @@ pub fn postings_carry_fees_and_page_newest_first_by_kind(store: &dyn Store) {
     let charges = lines(store, &PostingQuery { kinds: vec![JournalKind::Charge, JournalKind::Reversal], ..newest.clone() });
     assert_eq!(charges, all[1..].to_vec(), "kinds filter");
     assert_eq!(lines(store, &PostingQuery { kinds: vec![JournalKind::Payout], ..newest.clone() }), vec![]);
+    // Seq bounds: above `after`, at most `up_to`, in either order.
+    let bounded = PostingQuery { after: Some(all[2].seq), up_to: Some(all[1].seq), ..newest.clone() };
+    assert_eq!(lines(store, &bounded), all[1..2].to_vec());
+    let oldest =
+        PostingQuery { after: Some(all[2].seq), up_to: Some(all[0].seq), ..PostingQuery::oldest_first(m.collection.id.clone(), 10) };
+    assert_eq!(lines(store, &oldest), vec![all[1].clone(), all[0].clone()]);
     let wallet = lines(store, &PostingQuery::oldest_first(w.id.clone(), 10));
     assert!(wallet.iter().all(|l| l.posting.fee == MinorUnit::ZERO), "no fee on the payer's lines");
 

@@ -207,6 +207,9 @@ impl LedgerRepo for DieselTx<'_> {
         if let Some(to) = q.to {
             query = query.filter(postings::created_at.lt(to.as_micros()));
         }
+        if let Some(after) = q.after {
+            query = query.filter(postings::id.gt(after));
+        }
         if let Some(up_to) = q.up_to {
             query = query.filter(postings::id.le(up_to));
         }

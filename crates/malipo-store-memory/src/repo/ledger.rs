@@ -173,6 +173,7 @@ impl LedgerRepo for MemoryTx<'_> {
                 && q.to.is_none_or(|to| p.created_at < to)
                 && (q.kinds.is_empty() || q.kinds.contains(&p.kind))
                 && q.cursor.is_none_or(|c| if q.newest_first { seq < c } else { seq > c })
+                && q.after.is_none_or(|a| seq > a)
                 && q.up_to.is_none_or(|u| seq <= u)
         };
         let line = |(i, p): (usize, &Posting)| StatementLine { seq: i64::try_from(i + 1).unwrap_or(i64::MAX), posting: p.clone() };
