@@ -439,7 +439,7 @@ mod loop_tests {
         let platform = Platform::new(
             Arc::new(MemoryStore::new()),
             Arc::new(Countries::builtin().unwrap()),
-            Arc::new(SecretHasher::with_params(8, 1, 1).unwrap()),
+            Arc::new(SecretHasher::with_params([7; 32], 8, 1, 1).unwrap()),
             Arc::new(SystemClock),
             ServiceConfig::default(),
         )

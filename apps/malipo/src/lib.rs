@@ -77,13 +77,17 @@ pub fn webhook_config(settings: &Settings) -> WebhookConfig {
     }
 }
 
+/// The HKDF info of the key that client secrets and PINs are hashed under.
+pub const HASHING_KEY_PURPOSE: &[u8] = b"malipo: keyed hashes of client secrets and PINs, v1";
+
 fn assemble(settings: &Settings, key: webhook_key::KeySource, clock: Arc<dyn Clock>) -> anyhow::Result<(Platform, DieselStore)> {
     let countries = load_countries(settings)?;
     let store = DieselStore::connect(&settings.database_url, settings.db_pool_size)
         .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
     store.migrate().map_err(|e| anyhow::anyhow!("migrations failed: {e}"))?;
     let cipher: SecretCipher = key.cipher()?;
-    let hasher = SecretHasher::new().map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Client secrets and PINs are hashed under a key derived from the same configured key.
+    let hasher = SecretHasher::new(cipher.derive_key(HASHING_KEY_PURPOSE)).map_err(|e| anyhow::anyhow!("{e}"))?;
     let config = ServiceConfig {
         charge_ttl_seconds: settings.charge_ttl_seconds,
         sandbox_approval_delay_ms: settings.sandbox_approval_delay_ms,

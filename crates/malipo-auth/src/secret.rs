@@ -6,6 +6,9 @@ use malipo_core::Mode;
 use rand::distributions::Alphanumeric;
 use rand::rngs::OsRng;
 use rand::Rng;
+use base64::engine::general_purpose::STANDARD_NO_PAD as B64;
+use base64::Engine;
+use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
@@ -33,17 +36,25 @@ pub fn token_digest(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
-/// Argon2id hashing of client secrets (and, later, PINs).
+/// The prefix of a keyed hash: `$malipo-hmac-sha256$v=1$<salt>$<mac>` (base64, no padding).
+const KEYED: &str = "$malipo-hmac-sha256$v=1$";
+
+/// Keyed, salted hashes of client secrets and PINs: HMAC-SHA256 under a server key that is not
+/// in the database (derived from the configured key, see `SecretCipher::derive_key`).
 ///
-/// Hashes run on a dedicated pool of one thread per core: running more at once only adds latency,
-/// and each Argon2id run allocates its memory cost (19 MiB), which glibc keeps in the arena of the
-/// thread that freed it. Confined to a few threads, that memory is bounded (measured: peak RSS
-/// 287 MB when every blocking thread hashed under a burst of token requests; see
-/// docs/performance.md).
+/// A client secret carries ~238 random bits and needs no slow hash; a 4-digit PIN has 10,000
+/// values, so no slow hash could protect it once the database leaks: the key does (a leaked
+/// database without the key yields neither), and the PIN attempt counter protects it online.
+/// Checking a keyed hash costs microseconds, so wrong secrets cannot be used to load the server.
+///
+/// Argon2id hashes stored before keyed hashes existed still verify (on a dedicated pool of one
+/// thread per core, as they always did: each run allocates its memory cost, and confined to a
+/// few threads that memory stays bounded); [`SecretHasher::needs_rehash`] tells the caller to
+/// replace one at its next successful use.
 #[derive(Clone)]
 pub struct SecretHasher {
+    key: [u8; 32],
     argon: Argon2<'static>,
-    dummy: String,
     pool: Arc<rayon::ThreadPool>,
 }
 
@@ -59,19 +70,20 @@ impl std::fmt::Debug for SecretHasher {
 pub struct HashError(String);
 
 impl SecretHasher {
-    /// OWASP's Argon2id baseline: 19 MiB, 2 iterations, 1 lane.
+    /// Keyed hashes under `key`; stored Argon2id hashes verify with OWASP's baseline (19 MiB,
+    /// 2 iterations, 1 lane) as they were made.
     ///
     /// # Errors
-    /// [`HashError`] if the parameters are refused.
-    pub fn new() -> Result<Self, HashError> {
-        Self::with_params(19 * 1024, 2, 1)
+    /// [`HashError`] if the pool cannot start.
+    pub fn new(key: [u8; 32]) -> Result<Self, HashError> {
+        Self::with_params(key, 19 * 1024, 2, 1)
     }
 
-    /// Explicit parameters (memory KiB, iterations, lanes).
+    /// Explicit Argon2id parameters (memory KiB, iterations, lanes) for the stored hashes.
     ///
     /// # Errors
     /// [`HashError`] if the parameters are refused.
-    pub fn with_params(m_cost: u32, t_cost: u32, p_cost: u32) -> Result<Self, HashError> {
+    pub fn with_params(key: [u8; 32], m_cost: u32, t_cost: u32, p_cost: u32) -> Result<Self, HashError> {
         let params = Params::new(m_cost, t_cost, p_cost, None).map_err(|e| HashError(e.to_string()))?;
         let argon = Argon2::new(Algorithm::Argon2id, Version::V0x13, params);
         let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
@@ -80,32 +92,59 @@ impl SecretHasher {
             .thread_name(|i| format!("argon2-{i}"))
             .build()
             .map_err(|e| HashError(e.to_string()))?;
-        let mut hasher = SecretHasher { argon, dummy: String::new(), pool: Arc::new(pool) };
-        hasher.dummy = hasher.hash("malipo-dummy-secret-for-timing")?;
-        Ok(hasher)
+        Ok(SecretHasher { key, argon, pool: Arc::new(pool) })
     }
 
-    /// A PHC string (`$argon2id$v=19$…`) with a fresh random salt.
+    fn mac(&self, salt: &[u8], secret: &str) -> Hmac<Sha256> {
+        // HMAC takes keys of any length: this cannot fail.
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.key).unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
+        mac.update(salt);
+        mac.update(secret.as_bytes());
+        mac
+    }
+
+    /// A keyed hash with a fresh random 16-byte salt.
+    ///
+    /// # Errors
+    /// Never in practice (the signature matches the stored-hash formats that could fail).
+    pub fn hash(&self, secret: &str) -> Result<String, HashError> {
+        let mut salt = [0_u8; 16];
+        OsRng.fill(&mut salt);
+        let tag = self.mac(&salt, secret).finalize().into_bytes();
+        Ok(format!("{KEYED}{}${}", B64.encode(salt), B64.encode(tag)))
+    }
+
+    /// An Argon2id PHC string, the format stored before keyed hashes (for tests of the upgrade
+    /// path and for reading old databases' fixtures).
     ///
     /// # Errors
     /// [`HashError`].
-    pub fn hash(&self, secret: &str) -> Result<String, HashError> {
+    pub fn hash_argon2id(&self, secret: &str) -> Result<String, HashError> {
         let salt = SaltString::generate(&mut OsRng);
         self.pool
             .install(|| self.argon.hash_password(secret.as_bytes(), &salt).map(|h| h.to_string()).map_err(|e| HashError(e.to_string())))
     }
 
-    /// Whether `secret` matches the stored hash. `None` (an unknown client) still spends the same
-    /// time on a dummy hash, so unknown and wrong secrets are indistinguishable by timing.
+    /// Whether `secret` matches the stored hash (keyed, or an older Argon2id one). `None` (an
+    /// unknown client) computes a keyed hash all the same and fails.
     pub fn verify(&self, secret: &str, stored: Option<&str>) -> bool {
-        let (phc, real) = match stored {
-            Some(s) => (s, true),
-            None => (self.dummy.as_str(), false),
+        let Some(stored) = stored else {
+            let _ = self.mac(&[0; 16], secret).finalize();
+            return false;
         };
-        let ok = PasswordHash::new(phc)
-            .map(|h| self.pool.install(|| self.argon.verify_password(secret.as_bytes(), &h).is_ok()))
-            .unwrap_or(false);
-        ok && real
+        if let Some(rest) = stored.strip_prefix(KEYED) {
+            let Some((salt, tag)) = rest.split_once('$') else { return false };
+            let (Ok(salt), Ok(tag)) = (B64.decode(salt), B64.decode(tag)) else { return false };
+            // Constant time (`Mac::verify_slice`).
+            return self.mac(&salt, secret).verify_slice(&tag).is_ok();
+        }
+        PasswordHash::new(stored).map(|h| self.pool.install(|| self.argon.verify_password(secret.as_bytes(), &h).is_ok())).unwrap_or(false)
+    }
+
+    /// Whether a stored hash is of an older format, to be replaced by [`SecretHasher::hash`] at
+    /// its next successful use.
+    pub fn needs_rehash(stored: &str) -> bool {
+        !stored.starts_with(KEYED)
     }
 }
 
@@ -125,36 +164,37 @@ mod tests {
         assert_ne!(generate_secret(Mode::Test), generate_secret(Mode::Test));
     }
 
-    #[test]
-    fn hashes_verify_only_the_right_secret() {
-        let h = SecretHasher::with_params(1024, 1, 1).unwrap_or_else(|e| panic!("{e}"));
-        let stored = h.hash("cs_test_abc").unwrap_or_else(|e| panic!("{e}"));
-        assert!(stored.starts_with("$argon2id$"));
-        assert!(!stored.contains("cs_test_abc"));
-        assert!(h.verify("cs_test_abc", Some(&stored)));
-        assert!(!h.verify("cs_test_abd", Some(&stored)));
-        assert!(!h.verify("cs_test_abc", None), "unknown client never verifies");
-        assert!(!h.verify("x", Some("not a phc string")));
+    fn hasher(key: u8) -> SecretHasher {
+        SecretHasher::with_params([key; 32], 1024, 1, 1).unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]
-    fn hashing_runs_on_the_dedicated_pool() {
-        let h = SecretHasher::with_params(1024, 1, 1).unwrap_or_else(|e| panic!("{e}"));
-        let threads: Vec<_> = (0..8)
-            .map(|i| {
-                let h = h.clone();
-                std::thread::spawn(move || {
-                    let stored = h.hash(&format!("s{i}")).unwrap_or_default();
-                    h.verify(&format!("s{i}"), Some(&stored)) && !h.verify("other", Some(&stored))
-                })
-            })
-            .collect();
-        for t in threads {
-            assert_eq!(t.join().ok(), Some(true));
+    fn keyed_hashes_verify_only_the_right_secret_under_the_right_key() {
+        let h = hasher(7);
+        let stored = h.hash("cs_test_abc").unwrap_or_else(|e| panic!("{e}"));
+        assert!(stored.starts_with("$malipo-hmac-sha256$v=1$"), "{stored}");
+        assert!(!stored.contains("cs_test_abc"));
+        assert_ne!(stored, h.hash("cs_test_abc").unwrap_or_default(), "salted");
+        assert!(h.verify("cs_test_abc", Some(&stored)));
+        assert!(!h.verify("cs_test_abd", Some(&stored)));
+        assert!(!hasher(8).verify("cs_test_abc", Some(&stored)), "another server key verifies nothing");
+        assert!(!h.verify("cs_test_abc", None), "unknown client never verifies");
+        for broken in ["not a hash", "$malipo-hmac-sha256$v=1$", "$malipo-hmac-sha256$v=1$!!$!!", &stored[..stored.len() - 2]] {
+            assert!(!h.verify("cs_test_abc", Some(broken)), "{broken}");
         }
+        assert!(!SecretHasher::needs_rehash(&stored));
+    }
+
+    #[test]
+    fn argon2id_hashes_still_verify_and_ask_to_be_replaced() {
+        let h = hasher(7);
+        let old = h.hash_argon2id("4826").unwrap_or_else(|e| panic!("{e}"));
+        assert!(old.starts_with("$argon2id$"));
+        assert!(h.verify("4826", Some(&old)) && !h.verify("4827", Some(&old)));
+        assert!(hasher(9).verify("4826", Some(&old)), "an Argon2id hash does not depend on the key");
+        assert!(SecretHasher::needs_rehash(&old));
         let name = h.pool.install(|| std::thread::current().name().map(str::to_owned));
-        assert!(name.is_some_and(|n| n.starts_with("argon2-")), "work runs on the pool's threads");
-        assert!(h.pool.current_num_threads() >= 1);
+        assert!(name.is_some_and(|n| n.starts_with("argon2-")), "Argon2id runs on the pool's threads");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use malipo_auth::{
     generate_client_id, generate_secret, generate_token, token_digest, AccessToken, Credential, OrgKind, Organisation, Principal, Scopes,
-    TOKEN_LIFETIME_SECONDS,
+    SecretHasher, TOKEN_LIFETIME_SECONDS,
 };
 use malipo_core::{Mode, OrgId};
 use malipo_ledger::{Account, AccountKind};
@@ -174,8 +174,24 @@ impl<'a> Access<'a> {
         let credential = read(self.core.store(), |tx| Ok(tx.credential(client_id)?))?.filter(|c| c.revoked_at.is_none());
         let ok = self.core.hasher.verify(client_secret, credential.as_ref().map(|c| c.secret_hash.as_str()));
         match credential {
-            Some(c) if ok => Ok(c),
+            Some(c) if ok => {
+                if SecretHasher::needs_rehash(&c.secret_hash) {
+                    self.upgrade_secret_hash(&c, client_secret);
+                }
+                Ok(c)
+            }
             _ => Err(ServiceError::OAuth(OAuthProblem::InvalidClient)),
+        }
+    }
+
+    /// Replaces an older (Argon2id) secret hash by a keyed one after a successful use. A failure
+    /// only leaves the old hash in place (it still verifies), so it is logged, not returned.
+    fn upgrade_secret_hash(&self, credential: &Credential, client_secret: &str) {
+        let upgraded = self.core.hasher.hash(client_secret).map_err(|e| ServiceError::Internal(e.to_string())).and_then(|new| {
+            write(self.core.store(), |tx| Ok(tx.replace_secret_hash(&credential.client_id, &credential.secret_hash, &new)?))
+        });
+        if let Err(e) = upgraded {
+            tracing::warn!(client_id = %credential.client_id, error = %e, "could not replace an older secret hash");
         }
     }
 

@@ -52,6 +52,7 @@ macro_rules! __store_contract_cases {
                 auth::revoking_a_credential_revokes_its_tokens,
                 auth::token_returns_its_organisation,
                 auth::revoke_token_only_for_its_client,
+                auth::replace_secret_hash_only_replaces_the_verified_hash,
                 accounts::accounts_insert_and_find,
                 accounts::duplicate_accounts_are_refused,
                 accounts::org_accounts_only_of_that_org_and_mode,

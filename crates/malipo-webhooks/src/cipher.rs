@@ -23,6 +23,8 @@ pub enum CipherError {
 #[derive(Clone)]
 pub struct SecretCipher {
     aead: XChaCha20Poly1305,
+    /// The configured key, from which the other server keys are derived.
+    key: [u8; 32],
 }
 
 impl std::fmt::Debug for SecretCipher {
@@ -46,8 +48,8 @@ impl SecretCipher {
     /// # Errors
     /// [`CipherError::Key`].
     pub fn from_key(key: &[u8]) -> Result<Self, CipherError> {
-        let aead = XChaCha20Poly1305::new_from_slice(key).map_err(|_| CipherError::Key)?;
-        Ok(SecretCipher { aead })
+        let key: [u8; 32] = key.try_into().map_err(|_| CipherError::Key)?;
+        Ok(SecretCipher { aead: XChaCha20Poly1305::new(&key.into()), key })
     }
 
     /// A new random key, as base64 (for a development key file).
@@ -61,7 +63,16 @@ impl SecretCipher {
     pub fn ephemeral() -> Self {
         let mut key = [0_u8; 32];
         rand::rngs::OsRng.fill_bytes(&mut key);
-        SecretCipher { aead: XChaCha20Poly1305::new(&key.into()) }
+        SecretCipher { aead: XChaCha20Poly1305::new(&key.into()), key }
+    }
+
+    /// A 32-byte key for another purpose, derived from the configured key with HKDF-SHA256
+    /// (`purpose` as the info): one configured key, independent keys for sealing and hashing.
+    pub fn derive_key(&self, purpose: &[u8]) -> [u8; 32] {
+        let mut out = [0_u8; 32];
+        // 32 bytes is far below HKDF-SHA256's limit of 255 blocks: expand cannot fail.
+        let _ = hkdf::Hkdf::<sha2::Sha256>::new(None, &self.key).expand(purpose, &mut out);
+        out
     }
 
     /// Seals `plain`.
@@ -105,5 +116,16 @@ mod tests {
         assert_eq!(SecretCipher::ephemeral().open(&sealed), Err(CipherError::Open), "another key");
         assert_eq!(c.open(&sealed[..30]), Err(CipherError::Open));
         assert!(SecretCipher::from_base64("c2hvcnQ=").is_err());
+    }
+
+    #[test]
+    fn derived_keys_depend_on_the_key_and_the_purpose() {
+        let key = SecretCipher::generate_key();
+        let (a, b) = (SecretCipher::from_base64(&key).unwrap_or_else(|_| SecretCipher::ephemeral()), SecretCipher::ephemeral());
+        let again = SecretCipher::from_base64(&key).unwrap_or_else(|_| SecretCipher::ephemeral());
+        assert_eq!(a.derive_key(b"hashing"), again.derive_key(b"hashing"), "the same key derives the same key");
+        assert_ne!(a.derive_key(b"hashing"), a.derive_key(b"other"), "another purpose");
+        assert_ne!(a.derive_key(b"hashing"), b.derive_key(b"hashing"), "another key");
+        assert_ne!(a.derive_key(b"hashing").to_vec(), B64.decode(key.trim()).unwrap_or_default(), "not the key itself");
     }
 }

@@ -48,6 +48,12 @@ pub trait AuthRepo {
     /// # Errors
     /// Storage failures.
     fn revoke_credential(&mut self, client_id: &str, now: Timestamp) -> Result<bool, StoreError>;
+    /// Replaces a credential's stored secret hash (an older format upgraded at a successful
+    /// use) if it is still `old`; whether it was replaced.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn replace_secret_hash(&mut self, client_id: &str, old: &str, new: &str) -> Result<bool, StoreError>;
     /// Inserts an issued token.
     ///
     /// # Errors

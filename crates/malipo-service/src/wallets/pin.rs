@@ -1,6 +1,7 @@
 //! One PIN attempt counter for every channel (API, USSD, sandbox): a right PIN resets it, the
 //! country's maximum locks the wallet and declines its pending prompts.
 
+use malipo_auth::SecretHasher;
 use malipo_core::{Mode, Msisdn};
 
 use crate::core::Core;
@@ -51,6 +52,12 @@ impl Pins<'_> {
                 return Ok(PinCheck::NoPin);
             };
             let right = self.0.hasher.verify(pin, Some(&hash));
+            // A right PIN under an older (Argon2id) hash is stored again as a keyed hash.
+            let upgraded = if right && SecretHasher::needs_rehash(&hash) {
+                Some(self.0.hasher.hash(pin).map_err(|e| ServiceError::Internal(e.to_string()))?)
+            } else {
+                None
+            };
             let mut entered = Entered::new();
             let result = write(self.0.store(), |tx| {
                 entered.clear();
@@ -66,8 +73,11 @@ impl Pins<'_> {
                     return Ok(None);
                 }
                 if right {
-                    if wallet.pin_attempts != 0 {
+                    if wallet.pin_attempts != 0 || upgraded.is_some() {
                         wallet.pin_attempts = 0;
+                        if let Some(new) = &upgraded {
+                            wallet.pin_hash = Some(new.clone());
+                        }
                         wallet.updated_at = now;
                         tx.update_wallet(&wallet)?;
                     }

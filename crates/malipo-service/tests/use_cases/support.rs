@@ -44,7 +44,7 @@ impl World {
             Arc::new(MemoryStore::new()),
             Arc::new(Countries::builtin().unwrap()),
             // The cheapest parameters Argon2 allows: these tests are about rules, not hashing.
-            Arc::new(SecretHasher::with_params(8, 1, 1).unwrap()),
+            Arc::new(SecretHasher::with_params([7; 32], 8, 1, 1).unwrap()),
             Arc::new(clock),
             ServiceConfig { payout_settle_chunk: 8, ..ServiceConfig::default() },
         )

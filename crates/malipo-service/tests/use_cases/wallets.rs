@@ -136,3 +136,54 @@ fn a_locked_wallet_pays_nothing() {
     let c = live.world.reload(&live.shop, &charge);
     assert_eq!(ended(&c), (ChargeState::Failed, Some(FailureReason::WalletLocked)));
 }
+
+#[test]
+fn older_argon2id_hashes_verify_once_and_are_replaced_by_keyed_ones() {
+    let live = Live::new();
+    let n = live.customer(&["5000"]);
+    let platform = &live.world.platform;
+    // A PIN and a client secret as stored before keyed hashes: Argon2id.
+    let hasher = malipo_auth::SecretHasher::with_params([7; 32], 8, 1, 1).unwrap();
+    let msisdn = malipo_core::Msisdn::parse(&n).unwrap();
+    let issued = platform.access().issue_credential(&live.shop.org_id, Mode::Live, None).unwrap();
+    malipo_service::ports::write(platform.store(), |tx| {
+        let mut wallet = tx.lock_wallet(Mode::Live, &msisdn)?.unwrap();
+        wallet.pin_hash = Some(hasher.hash_argon2id(PIN).unwrap());
+        tx.update_wallet(&wallet)?;
+        let credential = tx.credential(&issued.client_id)?.unwrap();
+        tx.replace_secret_hash(&issued.client_id, &credential.secret_hash, &hasher.hash_argon2id(&issued.client_secret).unwrap())?;
+        Ok(())
+    })
+    .unwrap();
+    let stored = |what: &str| {
+        malipo_service::ports::read(platform.store(), |tx| {
+            Ok(match what {
+                "pin" => tx.wallet(Mode::Live, &msisdn)?.and_then(|w| w.pin_hash),
+                _ => tx.credential(&issued.client_id)?.map(|c| c.secret_hash),
+            })
+        })
+        .unwrap()
+        .unwrap()
+    };
+    assert!(stored("pin").starts_with("$argon2id$") && stored("secret").starts_with("$argon2id$"));
+
+    // A wrong PIN and a wrong secret change nothing.
+    let balance = |session: &str, pin: &str| {
+        live.world.dial(&live.gateway, session, &n, "");
+        live.world.dial(&live.gateway, session, &n, "4");
+        live.world.dial(&live.gateway, session, &n, &format!("4*{pin}"))
+    };
+    assert!(balance("s-old-1", "1111").starts_with("CON "), "wrong PIN: try again");
+    assert!(platform.access().issue_token(&issued.client_id, "cs_live_wrong", None).is_err());
+    assert!(stored("pin").starts_with("$argon2id$") && stored("secret").starts_with("$argon2id$"));
+
+    // The right ones verify against the old hashes and replace them with keyed ones.
+    assert!(balance("s-old-2", PIN).starts_with("END "), "balance shown");
+    platform.access().issue_token(&issued.client_id, &issued.client_secret, None).unwrap();
+    assert!(stored("pin").starts_with("$malipo-hmac-sha256$"), "{}", stored("pin"));
+    assert!(stored("secret").starts_with("$malipo-hmac-sha256$"), "{}", stored("secret"));
+    // And they keep working.
+    assert!(balance("s-old-3", PIN).contains("5,000.00"), "{}", balance("s-old-4", PIN));
+    platform.access().issue_token(&issued.client_id, &issued.client_secret, None).unwrap();
+    assert_eq!(platform.wallets().details(&live.operator, &n).unwrap().pin_attempts, 0, "the right PIN reset the count");
+}

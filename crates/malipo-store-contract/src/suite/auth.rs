@@ -138,3 +138,17 @@ pub fn revoke_token_only_for_its_client(store: &dyn Store) {
     assert!(!record.credential_revoked, "revoking a token leaves its credential alone");
     assert_eq!(query(store, |tx| Ok(tx.credential("ck_test_owner")?)).map(|c| c.revoked_at), Some(None));
 }
+
+/// `replace_secret_hash` replaces a credential's stored hash only while it is still the one the
+/// caller verified (two concurrent upgrades: one replaces, the other finds it replaced).
+pub fn replace_secret_hash_only_replaces_the_verified_hash(store: &dyn Store) {
+    let org = insert_org(store, "Duka", at(0));
+    let c = credential(&org, Mode::Test, "ck_test_upgrade000000000000000000");
+    commit(store, |tx| Ok(tx.insert_credential(&c)?));
+    let old = c.secret_hash.clone();
+    assert!(commit(store, |tx| Ok(tx.replace_secret_hash(&c.client_id, &old, "$malipo-hmac-sha256$v=1$new$new")?)));
+    assert!(!commit(store, |tx| Ok(tx.replace_secret_hash(&c.client_id, &old, "$malipo-hmac-sha256$v=1$late$late")?)), "no longer the old hash");
+    assert!(!commit(store, |tx| Ok(tx.replace_secret_hash("ck_test_nobody", &old, "x")?)));
+    let stored = query(store, |tx| Ok(tx.credential(&c.client_id)?)).map(|c| c.secret_hash);
+    assert_eq!(stored.as_deref(), Some("$malipo-hmac-sha256$v=1$new$new"));
+}

@@ -78,6 +78,14 @@ impl AuthRepo for DieselTx<'_> {
         Ok(true)
     }
 
+    fn replace_secret_hash(&mut self, client_id: &str, old: &str, new: &str) -> Result<bool, StoreError> {
+        let replaced = diesel::update(credentials::table.filter(credentials::client_id.eq(client_id)).filter(credentials::secret_hash.eq(old)))
+            .set(credentials::secret_hash.eq(new))
+            .execute(self.conn)
+            .map_err(db_error)?;
+        Ok(replaced > 0)
+    }
+
     fn insert_token(&mut self, token: &AccessToken) -> Result<(), StoreError> {
         let row = TokenRow::from(token);
         inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(access_tokens::table)

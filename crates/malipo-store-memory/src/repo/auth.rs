@@ -53,6 +53,17 @@ impl AuthRepo for MemoryTx<'_> {
         Ok(true)
     }
 
+    fn replace_secret_hash(&mut self, client_id: &str, old: &str, new: &str) -> Result<bool, StoreError> {
+        let s = self.w()?;
+        match s.credentials.get_mut(client_id) {
+            Some(credential) if credential.secret_hash == old => {
+                credential.secret_hash = new.to_owned();
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     fn insert_token(&mut self, token: &AccessToken) -> Result<(), StoreError> {
         let s = self.w()?;
         if s.tokens.contains_key(&token.digest) {
