@@ -2,13 +2,13 @@
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
+use base64::engine::general_purpose::STANDARD_NO_PAD as B64;
+use base64::Engine;
+use hmac::{Hmac, Mac};
 use malipo_core::Mode;
 use rand::distributions::Alphanumeric;
 use rand::rngs::OsRng;
 use rand::Rng;
-use base64::engine::general_purpose::STANDARD_NO_PAD as B64;
-use base64::Engine;
-use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 

@@ -185,5 +185,5 @@ fn older_argon2id_hashes_verify_once_and_are_replaced_by_keyed_ones() {
     // And they keep working.
     assert!(balance("s-old-3", PIN).contains("5,000.00"), "{}", balance("s-old-4", PIN));
     platform.access().issue_token(&issued.client_id, &issued.client_secret, None).unwrap();
-    assert_eq!(platform.wallets().details(&live.operator, &n).unwrap().pin_attempts, 0, "the right PIN reset the count");
+    assert_eq!(platform.wallets().details(&live.operator, &n).unwrap().wallet.pin_attempts, 0, "the right PIN reset the count");
 }

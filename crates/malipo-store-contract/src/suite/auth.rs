@@ -147,7 +147,10 @@ pub fn replace_secret_hash_only_replaces_the_verified_hash(store: &dyn Store) {
     commit(store, |tx| Ok(tx.insert_credential(&c)?));
     let old = c.secret_hash.clone();
     assert!(commit(store, |tx| Ok(tx.replace_secret_hash(&c.client_id, &old, "$malipo-hmac-sha256$v=1$new$new")?)));
-    assert!(!commit(store, |tx| Ok(tx.replace_secret_hash(&c.client_id, &old, "$malipo-hmac-sha256$v=1$late$late")?)), "no longer the old hash");
+    assert!(
+        !commit(store, |tx| Ok(tx.replace_secret_hash(&c.client_id, &old, "$malipo-hmac-sha256$v=1$late$late")?)),
+        "no longer the old hash"
+    );
     assert!(!commit(store, |tx| Ok(tx.replace_secret_hash("ck_test_nobody", &old, "x")?)));
     let stored = query(store, |tx| Ok(tx.credential(&c.client_id)?)).map(|c| c.secret_hash);
     assert_eq!(stored.as_deref(), Some("$malipo-hmac-sha256$v=1$new$new"));

@@ -79,10 +79,11 @@ impl AuthRepo for DieselTx<'_> {
     }
 
     fn replace_secret_hash(&mut self, client_id: &str, old: &str, new: &str) -> Result<bool, StoreError> {
-        let replaced = diesel::update(credentials::table.filter(credentials::client_id.eq(client_id)).filter(credentials::secret_hash.eq(old)))
-            .set(credentials::secret_hash.eq(new))
-            .execute(self.conn)
-            .map_err(db_error)?;
+        let replaced =
+            diesel::update(credentials::table.filter(credentials::client_id.eq(client_id)).filter(credentials::secret_hash.eq(old)))
+                .set(credentials::secret_hash.eq(new))
+                .execute(self.conn)
+                .map_err(db_error)?;
         Ok(replaced > 0)
     }
 
