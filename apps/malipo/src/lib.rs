@@ -54,18 +54,16 @@ pub fn platform_with_clock(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow
     assemble(settings, key, clock)
 }
 
-/// The platform of an operator command (`malipo org create`, …). These never seal or open
-/// webhook endpoint secrets, so on PostgreSQL without `MALIPO_WEBHOOK_KEY` they run with a
-/// throw-away key rather than refuse.
+/// The platform of an operator command (`malipo org create`, …): the same key as the servers',
+/// since commands hash client secrets under it (on PostgreSQL `MALIPO_WEBHOOK_KEY` is required).
+/// One database connection: a command does one thing at a time, and a pool that opens spare
+/// connections in the background could still be opening one when the process exits (libpq's
+/// Kerberos layer then aborts the exiting process).
 ///
 /// # Errors
 /// As [`platform`].
 pub fn operator_platform(settings: &Settings) -> anyhow::Result<(Platform, DieselStore)> {
-    let key = match webhook_key::source(settings) {
-        Err(webhook_key::KeyError::MissingForPostgres) => webhook_key::KeySource::Ephemeral,
-        other => other?,
-    };
-    assemble(settings, key, Arc::new(SystemClock))
+    platform(&Settings { db_pool_size: Some(1), ..settings.clone() })
 }
 
 /// The webhook delivery tunables of the settings.

@@ -34,8 +34,9 @@ pub enum KeyError {
     Invalid,
     /// PostgreSQL without a key.
     #[error(
-        "MALIPO_WEBHOOK_KEY is not set. A PostgreSQL deployment needs it: it encrypts webhook endpoint secrets at rest, \
-         and every instance must use the same value. Generate one with `openssl rand -base64 32`, keep it with your \
+        "MALIPO_WEBHOOK_KEY is not set. A PostgreSQL deployment needs it: it encrypts webhook endpoint secrets at rest \
+         and keys the hashes of client secrets and PINs, and every instance and operator command must use the same \
+         value. Generate one with `openssl rand -base64 32`, keep it with your \
          other secrets, and set it on every instance"
     )]
     MissingForPostgres,

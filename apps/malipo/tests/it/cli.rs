@@ -65,6 +65,11 @@ fn command(dir: &Path, url: Option<&str>, args: &[&str]) -> Command {
     cmd.env("MALIPO_LOG", "error");
     if let Some(url) = url {
         cmd.env("MALIPO_DATABASE_URL", url);
+        // A PostgreSQL deployment shares one key (client secrets are hashed under a key derived
+        // from it): the key of the tests' own platforms and servers.
+        if url.starts_with("postgres") {
+            cmd.env("MALIPO_WEBHOOK_KEY", crate::harness::TEST_WEBHOOK_KEY);
+        }
     }
     cmd
 }

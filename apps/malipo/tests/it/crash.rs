@@ -30,13 +30,17 @@ impl Serve {
             .env("MALIPO_DATABASE_URL", url)
             .env("MALIPO_BIND", format!("127.0.0.1:{port}"))
             .env("MALIPO_LOG", "error")
-            .env("MALIPO_WEBHOOK_KEY", TEST_WEBHOOK_KEY)
             .env("MALIPO_RATE_LIMIT_TEST", "100000")
             // The restarted instance takes over the killed one's claims after 2 s.
             .env("MALIPO_WORKER_LEASE_SECONDS", "2")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
+        // The same key as the test's own platform (`harness::settings`): on SQLite the key file
+        // beside the database, on PostgreSQL the shared key. Secrets hashed by one verify in the other.
+        if url.starts_with("postgres") {
+            cmd.env("MALIPO_WEBHOOK_KEY", TEST_WEBHOOK_KEY);
+        }
         Serve(cmd.spawn().unwrap())
     }
 
