@@ -220,8 +220,8 @@ async fn a_day_of_business_reconciles_from_the_export(db: Db) {
 
     // `malipo recon` prints the same object.
     let cli = tokio::task::spawn_blocking({
-        let (url, c, today) = (TestAppUrl(app.settings.database_url.clone()), c.clone(), today.clone());
-        move || url.recon(&c, &today)
+        let (url, c, today) = (app.settings.database_url.clone(), c.clone(), today.clone());
+        move || recon_cli(&url, &c, &today)
     })
     .await
     .unwrap();
@@ -230,27 +230,23 @@ async fn a_day_of_business_reconciles_from_the_export(db: Db) {
     app.stop().await;
 }
 
-/// The database URL of an app, for the command line.
-struct TestAppUrl(String);
-
-impl TestAppUrl {
-    fn recon(&self, c: &Creds, date: &str) -> Value {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_malipo"));
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("MALIPO_") {
-                cmd.env_remove(name);
-            }
+/// `malipo recon ... --json` on the database at `url`.
+fn recon_cli(url: &str, c: &Creds, date: &str) -> Value {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_malipo"));
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("MALIPO_") {
+            cmd.env_remove(name);
         }
-        let out = cmd
-            .args(["recon", "--date", date, "--org", &c.org_id, "--mode", "test", "--json"])
-            .env("MALIPO_DATABASE_URL", &self.0)
-            .env("MALIPO_WEBHOOK_KEY", TEST_WEBHOOK_KEY)
-            .env("MALIPO_LOG", "error")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap()
     }
+    let out = cmd
+        .args(["recon", "--date", date, "--org", &c.org_id, "--mode", "test", "--json"])
+        .env("MALIPO_DATABASE_URL", url)
+        .env("MALIPO_WEBHOOK_KEY", TEST_WEBHOOK_KEY)
+        .env("MALIPO_LOG", "error")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 async fn transactions_refuse_what_is_not_theirs_or_not_valid(db: Db) {

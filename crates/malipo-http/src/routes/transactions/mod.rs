@@ -13,7 +13,7 @@ use utoipa::OpenApi;
 
 use self::dto::{export_record, ReconciliationDto, TransactionDto, TypeTotalsDto, EXPORT_HEADER};
 use crate::extract::Auth;
-use crate::handler::{bad_cursor, limit, resource, run};
+use crate::handler::{limit, resource, run};
 use crate::problem::{ApiError, Problem};
 use crate::routes::shared::ListDto;
 use crate::state::AppState;
@@ -88,22 +88,13 @@ pub async fn list(auth: Auth, query: web::Query<HashMap<String, String>>, state:
     let filter = filter(&q)?;
     let limit = limit(q.get("limit").map(String::as_str))?;
     let cursor = q.get("cursor").cloned();
-    let page = run(&state, move |p| p.transactions().list(&principal, &filter, cursor.as_deref(), limit)).await.map_err(|e| {
-        if cursor_error(&e) {
-            bad_cursor(e)
-        } else {
-            bad_query(e)
-        }
-    })?;
+    // A refused cursor says "cursor is not valid", like every list's: one mapping serves both.
+    let page = run(&state, move |p| p.transactions().list(&principal, &filter, cursor.as_deref(), limit)).await.map_err(bad_query)?;
     Ok(HttpResponse::Ok().json(ListDto {
         data: page.data.iter().map(TransactionDto::from).collect(),
         has_more: page.has_more,
         next_cursor: page.next_cursor,
     }))
-}
-
-fn cursor_error(e: &ApiError) -> bool {
-    matches!(e, ApiError::Service(ServiceError::Validation(errors)) if errors.iter().any(|f| f.field == "cursor"))
 }
 
 /// One transaction. A transfer is a transaction on each of the two accounts: `account` picks
