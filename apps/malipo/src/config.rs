@@ -24,10 +24,17 @@ pub struct Settings {
     pub worker_lease_seconds: i64,
     /// Payouts settled in one transaction (default: 8 on SQLite, 1 on PostgreSQL).
     pub payout_settle_chunk: Option<usize>,
+    /// New charges and payouts are refused (503) while the oldest due work has waited longer
+    /// than this (0: never).
+    pub max_backlog_seconds: i64,
     /// Requests per second per live credential.
     pub rate_limit_live: u32,
     /// Requests per second per test credential.
     pub rate_limit_test: u32,
+    /// Failed token requests a minute per client id (then 429).
+    pub token_failures_per_client: u32,
+    /// Failed token requests a minute per source address (then 429).
+    pub token_failures_per_address: u32,
     /// Log filter (tracing `EnvFilter` syntax).
     pub log: String,
     /// Database connections per server instance (default 16 on PostgreSQL, 8 on SQLite).
@@ -95,12 +102,25 @@ pub struct ServeArgs {
     /// account's row against concurrent payouts).
     #[arg(long, env = "MALIPO_PAYOUT_SETTLE_CHUNK", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub payout_settle_chunk: Option<u16>,
+    /// New charges, cash-outs, payouts and bulk approvals are refused with 503 `unavailable` and
+    /// `Retry-After` while the oldest due charge or payout has waited for the workers longer than
+    /// this many seconds, until the wait is back under half of it (0: never refused). Keep it
+    /// well under the charge time-to-live.
+    #[arg(long, env = "MALIPO_MAX_BACKLOG_SECONDS", default_value_t = 10, value_parser = clap::value_parser!(i64).range(0..=86_400))]
+    pub max_backlog_seconds: i64,
     /// Requests per second per live credential.
     #[arg(long, env = "MALIPO_RATE_LIMIT_LIVE", default_value_t = 100)]
     pub rate_limit_live: u32,
     /// Requests per second per test credential.
     #[arg(long, env = "MALIPO_RATE_LIMIT_TEST", default_value_t = 25)]
     pub rate_limit_test: u32,
+    /// Failed client authentications a minute per client id at the token and revoke endpoints;
+    /// past them, that client id is refused with 429 until its bucket refills.
+    #[arg(long, env = "MALIPO_TOKEN_FAILURES_PER_CLIENT", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub token_failures_per_client: u32,
+    /// Failed client authentications a minute per source address (IPv6 by its /64).
+    #[arg(long, env = "MALIPO_TOKEN_FAILURES_PER_ADDRESS", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub token_failures_per_address: u32,
     /// Background charge worker loops per instance (each claims its own batches); 0 runs none
     /// (another instance must).
     #[arg(long, env = "MALIPO_WORKERS", default_value_t = 4)]
@@ -152,8 +172,11 @@ impl Settings {
             sandbox_approval_delay_ms: serve.sandbox_approval_delay_ms,
             worker_lease_seconds: serve.worker_lease_seconds,
             payout_settle_chunk: serve.payout_settle_chunk.map(usize::from),
+            max_backlog_seconds: serve.max_backlog_seconds,
             rate_limit_live: serve.rate_limit_live,
             rate_limit_test: serve.rate_limit_test,
+            token_failures_per_client: serve.token_failures_per_client,
+            token_failures_per_address: serve.token_failures_per_address,
             log: common.log,
             db_pool_size: common.db_pool_size,
             workers: serve.workers,

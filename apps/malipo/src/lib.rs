@@ -91,6 +91,7 @@ fn assemble(settings: &Settings, key: webhook_key::KeySource, clock: Arc<dyn Clo
         sandbox_approval_delay_ms: settings.sandbox_approval_delay_ms,
         worker_lease_seconds: settings.worker_lease_seconds,
         payout_settle_chunk: settings.payout_settle_chunk.unwrap_or(if settings.database_url.starts_with("postgres") { 1 } else { 8 }),
+        max_backlog_seconds: settings.max_backlog_seconds,
     };
     let platform = Platform::new(Arc::new(store.clone()), Arc::new(countries), Arc::new(hasher), clock, config).with_webhooks(
         Arc::new(malipo_http::JsonEvents),
@@ -119,10 +120,12 @@ pub struct Running {
 /// # Errors
 /// Server start-up failures.
 pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> anyhow::Result<Running> {
-    let (prom, charge_metrics) = malipo_http::metrics().map_err(|e| anyhow::anyhow!("metrics: {e}"))?;
-    let platform = platform.with_observer(Arc::new(charge_metrics));
-    let state =
-        AppState { platform: platform.clone(), rate_limits: Arc::new(RateLimits::new(settings.rate_limit_test, settings.rate_limit_live)) };
+    let metrics = malipo_http::metrics().map_err(|e| anyhow::anyhow!("metrics: {e}"))?;
+    let prom = metrics.requests;
+    let platform = platform.with_observer(Arc::new(metrics.charges));
+    let rate_limits = RateLimits::new(settings.rate_limit_test, settings.rate_limit_live)
+        .with_token_failures(settings.token_failures_per_client, settings.token_failures_per_address);
+    let state = AppState { platform: platform.clone(), rate_limits: Arc::new(rate_limits) };
     let data = web::Data::new(state);
     let addr = listener.local_addr()?;
     let mut server = HttpServer::new(move || {
@@ -141,6 +144,7 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     let handle = server.handle();
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut workers = worker::spawn(platform.clone(), settings.workers, stop_rx.clone());
+    workers.push(tokio::spawn(worker::monitor_backlog(platform.clone(), metrics.backlog, stop_rx.clone())));
     workers.push(delivery::spawn(platform.clone(), Arc::new(delivery::Sender::default()), settings.webhook_concurrency as usize, stop_rx));
     let done = tokio::spawn(async move {
         server.await?;

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use malipo_http::BacklogMetrics;
 use malipo_service::{write, Platform};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -13,6 +14,8 @@ use tokio::task::JoinHandle;
 const BATCH: usize = 64;
 /// Pause when there was nothing to do.
 const IDLE: Duration = Duration::from_millis(100);
+/// How often the backlog of due work is measured.
+const BACKLOG_EVERY: Duration = Duration::from_millis(250);
 /// Keys are kept at least 24 hours; purged after 48.
 const KEY_RETENTION_SECONDS: i64 = 48 * 3600;
 
@@ -65,6 +68,24 @@ async fn charge_loop(i: usize, platform: Platform, mut stop: watch::Receiver<boo
         }
     }
     tracing::debug!(worker = i, "charge worker stopped");
+}
+
+/// Measures the backlog of due work a few times a second: it opens and closes the intake gate
+/// ([`malipo_service::backlog`]) and sets the backlog gauges. Runs on every instance, also one
+/// without workers, since the backlog is the shared database's.
+pub async fn monitor_backlog(platform: Platform, metrics: BacklogMetrics, mut stop: watch::Receiver<bool>) {
+    while !*stop.borrow() {
+        let p = platform.clone();
+        match tokio::task::spawn_blocking(move || p.backlog().measure()).await {
+            Ok(Ok(reading)) => metrics.record(&reading),
+            Ok(Err(e)) => tracing::warn!(error = %e, "measuring the backlog failed"),
+            Err(e) => tracing::error!(error = %e, "backlog task failed"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(BACKLOG_EVERY) => {}
+            _ = stop.changed() => {}
+        }
+    }
 }
 
 async fn housekeeping(platform: Platform, mut stop: watch::Receiver<bool>) {

@@ -7,6 +7,7 @@
 //! | the operation | adds |
 //! |---|---|
 //! | any, under `/api/v1` | 500 `internal_error`, 503 `unavailable` (`Retry-After`) |
+//! | the token and revoke endpoints | 429 `rate_limited` (`Retry-After`): too many failed client authentications |
 //! | has a bearer security requirement | 401 `unauthorized`/`invalid_token` (`WWW-Authenticate`), 403 `insufficient_scope`, 429 `rate_limited` (`Retry-After`); `RateLimit` and `RateLimit-Policy` on its answers |
 //! | has query parameters | 400 `invalid_request` |
 //! | has path parameters | 404 `not_found` |
@@ -110,7 +111,8 @@ impl Shape {
         if self.idempotent {
             add(422, "idempotency_key_reused", &[]);
         }
-        if self.authenticated {
+        if self.authenticated || self.oauth {
+            // At the token and revoke endpoints: too many failed client authentications.
             add(429, "rate_limited", &["Retry-After"]);
         }
         if self.api {

@@ -5,6 +5,7 @@
 pub mod app;
 pub mod common_responses;
 pub mod extract;
+pub mod failures;
 pub mod handler;
 pub mod idempotent;
 pub mod metrics;
@@ -21,7 +22,7 @@ pub mod wire;
 mod testing;
 
 pub use app::configure;
-pub use metrics::{metrics, ChargeMetrics};
+pub use metrics::{metrics, BacklogMetrics, ChargeMetrics, Metrics};
 pub use render::JsonEvents;
 pub use request_id::request_id_mw;
 pub use state::{AppState, RateLimits};

@@ -1,10 +1,10 @@
 //! Prometheus metrics: request counts and latency histograms by route and status (from
-//! actix-web-prom), and charges by the state they entered.
+//! actix-web-prom), charges by the state they entered, and the background work's backlog.
 
 use actix_web_prom::{PrometheusMetrics, PrometheusMetricsBuilder};
 use malipo_charges::ChargeState;
-use malipo_service::Observer;
-use prometheus::{IntCounterVec, Opts, Registry};
+use malipo_service::{BacklogReading, Observer};
+use prometheus::{Gauge, GaugeVec, IntCounterVec, Opts, Registry};
 
 /// Counts charges entering each state.
 #[derive(Clone, Debug)]
@@ -18,15 +18,51 @@ impl Observer for ChargeMetrics {
     }
 }
 
-/// The request middleware (serving `/metrics`) and the charge observer, on one registry.
+/// The backlog of due work as last measured, and whether intake is refused.
+#[derive(Clone, Debug)]
+pub struct BacklogMetrics {
+    age: GaugeVec,
+    refusing: Gauge,
+}
+
+impl BacklogMetrics {
+    /// Records a measurement.
+    pub fn record(&self, reading: &BacklogReading) {
+        self.age.with_label_values(&["charges"]).set(reading.charges_seconds);
+        self.age.with_label_values(&["payouts"]).set(reading.payouts_seconds);
+        self.refusing.set(if reading.refusing { 1.0 } else { 0.0 });
+    }
+}
+
+/// Every metric the server exports, on one registry.
+#[derive(Clone)]
+pub struct Metrics {
+    /// The request middleware, which also serves `/metrics`.
+    pub requests: PrometheusMetrics,
+    /// The charge observer.
+    pub charges: ChargeMetrics,
+    /// The backlog gauges.
+    pub backlog: BacklogMetrics,
+}
+
+/// The server's metrics.
 ///
 /// # Errors
 /// When a metric cannot be registered.
-pub fn metrics() -> Result<(PrometheusMetrics, ChargeMetrics), String> {
+pub fn metrics() -> Result<Metrics, String> {
     let registry = Registry::new();
     let entered = IntCounterVec::new(Opts::new("malipo_charges_total", "Charges that entered each state, by state"), &["state"])
         .map_err(|e| e.to_string())?;
     registry.register(Box::new(entered.clone())).map_err(|e| e.to_string())?;
+    let age = GaugeVec::new(
+        Opts::new("malipo_backlog_age_seconds", "Seconds the oldest due item has waited for the background workers, by kind of work"),
+        &["work"],
+    )
+    .map_err(|e| e.to_string())?;
+    registry.register(Box::new(age.clone())).map_err(|e| e.to_string())?;
+    let refusing = Gauge::new("malipo_intake_refused", "1 while new charges and payouts are refused because the backlog is over its bound")
+        .map_err(|e| e.to_string())?;
+    registry.register(Box::new(refusing.clone())).map_err(|e| e.to_string())?;
     let prom = PrometheusMetricsBuilder::new("malipo")
         .registry(registry)
         .endpoint("/metrics")
@@ -34,5 +70,5 @@ pub fn metrics() -> Result<(PrometheusMetrics, ChargeMetrics), String> {
         .mask_unmatched_patterns("UNKNOWN")
         .build()
         .map_err(|e| e.to_string())?;
-    Ok((prom, ChargeMetrics { entered }))
+    Ok(Metrics { requests: prom, charges: ChargeMetrics { entered }, backlog: BacklogMetrics { age, refusing } })
 }

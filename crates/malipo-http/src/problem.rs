@@ -229,6 +229,7 @@ fn service_parts(e: &ServiceError) -> (StatusCode, &'static str, &'static str, S
         ServiceError::Store(StoreError::Unavailable(_) | StoreError::Retry) => {
             (S::SERVICE_UNAVAILABLE, "unavailable", "Service unavailable", "the database is unavailable; retry shortly".into())
         }
+        ServiceError::Busy { .. } => (S::SERVICE_UNAVAILABLE, "unavailable", "Service unavailable", e.to_string()),
         ServiceError::Store(StoreError::Ledger(_)) if e.is_insufficient_funds() => {
             (S::UNPROCESSABLE_ENTITY, "insufficient_funds", "Insufficient funds", "insufficient funds".into())
         }
@@ -287,6 +288,9 @@ impl ResponseError for ApiError {
             }
             ApiError::Service(ServiceError::Store(StoreError::Unavailable(_) | StoreError::Retry)) => {
                 res.insert_header((header::RETRY_AFTER, "1"));
+            }
+            ApiError::Service(ServiceError::Busy { retry_after }) => {
+                res.insert_header((header::RETRY_AFTER, retry_after.to_string()));
             }
             _ => {}
         }

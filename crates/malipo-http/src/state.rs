@@ -10,17 +10,24 @@ use governor::{Quota, RateLimiter};
 use malipo_core::Mode;
 use malipo_service::Platform;
 
+use crate::failures::FailureLimits;
+
 type Keyed = RateLimiter<String, DefaultKeyedStateStore<String>, DefaultClock, StateInformationMiddleware>;
 
-/// Per-credential token buckets, one per mode.
+/// Per-credential token buckets, one per mode, and the failure limits of the token endpoint.
 pub struct RateLimits {
     test: (u32, Keyed),
     live: (u32, Keyed),
+    token_failures: FailureLimits,
 }
 
 impl std::fmt::Debug for RateLimits {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RateLimits").field("test", &self.test.0).field("live", &self.live.0).finish()
+        f.debug_struct("RateLimits")
+            .field("test", &self.test.0)
+            .field("live", &self.live.0)
+            .field("token_failures", &self.token_failures)
+            .finish()
     }
 }
 
@@ -28,14 +35,37 @@ impl std::fmt::Debug for RateLimits {
 #[derive(Debug, Clone, Copy)]
 pub struct Refused(pub u64);
 
+/// Failed token requests a minute per client id, by default.
+pub const TOKEN_FAILURES_PER_CLIENT: u32 = 10;
+/// Failed token requests a minute per source address, by default.
+pub const TOKEN_FAILURES_PER_ADDRESS: u32 = 100;
+
 impl RateLimits {
-    /// Buckets of `test` and `live` requests per second per credential (at least 1).
+    /// Buckets of `test` and `live` requests per second per credential (at least 1), and the
+    /// default failure limits of the token endpoint.
     pub fn new(test_per_sec: u32, live_per_sec: u32) -> Self {
         let make = |n: u32| {
             let n = NonZeroU32::new(n.max(1)).unwrap_or(NonZeroU32::MIN);
             (n.get(), RateLimiter::keyed(Quota::per_second(n)).with_middleware::<StateInformationMiddleware>())
         };
-        RateLimits { test: make(test_per_sec), live: make(live_per_sec) }
+        RateLimits {
+            test: make(test_per_sec),
+            live: make(live_per_sec),
+            token_failures: FailureLimits::new(TOKEN_FAILURES_PER_CLIENT, TOKEN_FAILURES_PER_ADDRESS),
+        }
+    }
+
+    /// With `per_client` failed token requests a minute per client id and `per_address` per
+    /// source address.
+    #[must_use]
+    pub fn with_token_failures(mut self, per_client: u32, per_address: u32) -> Self {
+        self.token_failures = FailureLimits::new(per_client, per_address);
+        self
+    }
+
+    /// The failure limits of the token and revoke endpoints.
+    pub fn token_failures(&self) -> &FailureLimits {
+        &self.token_failures
     }
 
     /// Requests per second allowed per credential in a mode.

@@ -18,11 +18,21 @@ pub struct ServiceConfig {
     /// fewer hold the shared rows (the payout account, the ledger's chain head; on SQLite the
     /// one writer lock) for less time at once.
     pub payout_settle_chunk: usize,
+    /// New charges and payouts are refused while the oldest due item has waited longer than
+    /// this many seconds, until it is back under half of it (0: never refused). See
+    /// [`crate::backlog`].
+    pub max_backlog_seconds: i64,
 }
 
 impl Default for ServiceConfig {
     fn default() -> Self {
-        ServiceConfig { charge_ttl_seconds: 90, sandbox_approval_delay_ms: 2000, worker_lease_seconds: 30, payout_settle_chunk: 1 }
+        ServiceConfig {
+            charge_ttl_seconds: 90,
+            sandbox_approval_delay_ms: 2000,
+            worker_lease_seconds: 30,
+            payout_settle_chunk: 1,
+            max_backlog_seconds: 10,
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! sees its fields.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use malipo_auth::SecretHasher;
@@ -29,6 +30,16 @@ pub struct NoObserver;
 
 impl Observer for NoObserver {}
 
+/// The last measurement of the due work's backlog, shared by every clone of a platform (see
+/// [`crate::backlog`]).
+#[derive(Debug, Default)]
+pub(crate) struct BacklogGate {
+    /// Microseconds the oldest due item had waited at the last measurement.
+    pub(crate) age_micros: AtomicI64,
+    /// Whether new intake is refused.
+    pub(crate) refusing: AtomicBool,
+}
+
 /// Ids of organisations' accounts, which never change once opened: saves a lookup per charge.
 type AccountIds = Mutex<HashMap<(OrgId, Mode, AccountKind), AccountId>>;
 
@@ -44,6 +55,7 @@ pub(crate) struct Core {
     pub(crate) renderer: Arc<dyn EventRenderer>,
     pub(crate) cipher: Arc<SecretCipher>,
     pub(crate) webhooks: WebhookConfig,
+    pub(crate) backlog: Arc<BacklogGate>,
     account_ids: Arc<AccountIds>,
 }
 
@@ -65,6 +77,7 @@ impl Core {
             renderer: Arc::new(NoRenderer),
             cipher: Arc::new(SecretCipher::ephemeral()),
             webhooks: WebhookConfig::default(),
+            backlog: Arc::default(),
             account_ids: Arc::default(),
         }
     }

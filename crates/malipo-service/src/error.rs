@@ -107,6 +107,12 @@ pub enum ServiceError {
     /// Token request refused.
     #[error("token request refused")]
     OAuth(OAuthProblem),
+    /// The background work is behind: new charges and payouts wait until it catches up.
+    #[error("the service is catching up with its due work; retry after {retry_after} s")]
+    Busy {
+        /// Seconds to wait.
+        retry_after: u64,
+    },
     /// Storage failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -12,6 +12,7 @@
 pub mod access;
 pub mod accounts;
 pub mod agents;
+pub mod backlog;
 pub mod charges;
 pub mod config;
 mod core;
@@ -41,6 +42,7 @@ pub mod webhooks;
 pub use access::{Access, IssuedCredential, IssuedToken};
 pub use accounts::{Accounts, Balance};
 pub use agents::{Agents, CashIn};
+pub use backlog::{Backlog, BacklogReading};
 pub use charges::{Charges, NewCharge};
 pub use config::{ServiceConfig, WebhookConfig};
 pub use core::{NoObserver, Observer};

@@ -12,6 +12,7 @@ use malipo_webhooks::SecretCipher;
 use crate::access::Access;
 use crate::accounts::Accounts;
 use crate::agents::Agents;
+use crate::backlog::Backlog;
 use crate::charges::Charges;
 use crate::config::{ServiceConfig, WebhookConfig};
 use crate::core::{Core, Observer};
@@ -99,6 +100,11 @@ impl Platform {
     /// Accounts, balances, funding and ledger verification.
     pub fn accounts(&self) -> Accounts<'_> {
         Accounts::new(&self.core)
+    }
+
+    /// The background work's backlog, and admitting new charges and payouts by it.
+    pub fn backlog(&self) -> Backlog<'_> {
+        Backlog::new(&self.core)
     }
 
     /// Charges.

@@ -31,6 +31,13 @@ pub(crate) struct DueRows {
     pub(crate) filter: Option<&'static str>,
 }
 
+/// The earliest due time of [`DueRows::oldest`].
+#[derive(QueryableByName)]
+struct OldestRow {
+    #[diesel(sql_type = diesel::sql_types::Nullable<BigInt>)]
+    due_at: Option<i64>,
+}
+
 /// A row of the claim queries.
 #[derive(QueryableByName)]
 struct ClaimedRow {
@@ -48,6 +55,18 @@ impl DueRows {
             Some(filter) => format!("({filter}) AND {due}"),
             None => due,
         }
+    }
+
+    /// The earliest due time at or before `now`: the first entry of the due index.
+    pub(crate) fn oldest(&self, conn: &mut DbConnection, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
+        let DueRows { table, due, .. } = self;
+        let query = |param: &str| format!("SELECT MIN({due}) AS due_at FROM {table} WHERE {}", self.due_condition(param));
+        let row: OldestRow = match conn {
+            DbConnection::Pg(c) => diesel::sql_query(query("$1")).bind::<BigInt, _>(now.as_micros()).get_result(c),
+            DbConnection::Sqlite(c) => diesel::sql_query(query("?")).bind::<BigInt, _>(now.as_micros()).get_result(c),
+        }
+        .map_err(db_error)?;
+        Ok(row.due_at.map(Timestamp::from_micros))
     }
 
     /// Claims up to `limit` due rows (see the module documentation) and returns their ids,

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::harness::{problem_strict, strict, Answer, Creds, Db, TestApp};
+use crate::harness::{problem_strict, strict, Answer, Creds, Db, Options, TestApp};
 
 crate::on_both!(
     json_token_request_answers_the_token_object,
@@ -32,6 +32,7 @@ crate::on_both!(
     expired_token_says_it_expired,
     oauth2_crate_fetches_a_working_token_with_basic_auth,
     oauth2_crate_fetches_a_working_token_with_body_credentials,
+    failed_token_requests_are_limited_per_client_id_and_per_address,
 );
 
 /// Asserts a 200 token answer and returns its JSON.
@@ -432,4 +433,47 @@ async fn oauth2_crate_fetches_a_working_token_with_body_credentials(db: Db) {
     let c = app.merchant().await;
     let token = oauth2_fetch(app, &c, oauth2::AuthType::RequestBody).await;
     works(app, &token).await;
+}
+
+async fn failed_token_requests_are_limited_per_client_id_and_per_address(db: Db) {
+    // 3 failures a minute per client id, 6 per address (every request here comes from 127.0.0.1).
+    let app = TestApp::with(db, Options { token_failures: (3, 6), ..Options::default() }).await;
+    let (a, b) = (app.merchant().await, app.merchant().await);
+    let (_, token) = app.merchant_token().await;
+    let wrong = |c: &Creds| json!({"client_id": c.client_id, "client_secret": "cs_test_not_the_secret"});
+    let right = |c: &Creds| json!({"client_id": c.client_id, "client_secret": c.client_secret});
+    let retry_after = |a: &Answer| -> u64 { a.header("retry-after").parse().expect("Retry-After is whole seconds") };
+    for _ in 0..3 {
+        strict(app.token_json(&wrong(&a)).await, 401, "invalid_client", true).await;
+    }
+    // The client id's fourth failure is one too many (the address has had 4 of its 6).
+    let r = strict(app.token_json(&wrong(&a)).await, 429, "rate_limited", true).await;
+    assert!((1..=20).contains(&retry_after(&r)), "{}", r.header("retry-after"));
+    // Its rightful owner still gets a token: failing on purpose cannot lock an integrator out.
+    token_ok(app.token_json(&right(&a)).await).await;
+    // Another client id from the same address fails twice more, then the address is spent.
+    for _ in 0..2 {
+        strict(app.token_json(&wrong(&b)).await, 401, "invalid_client", true).await;
+    }
+    let r = strict(app.token_json(&wrong(&b)).await, 429, "rate_limited", true).await;
+    assert!((1..=10).contains(&retry_after(&r)), "{}", r.header("retry-after"));
+    // The address is now refused before any credential is looked at: right secrets too, and
+    // at the revoke endpoint.
+    let r = strict(app.token_json(&right(&b)).await, 429, "rate_limited", true).await;
+    assert!((1..=10).contains(&retry_after(&r)));
+    let r = app
+        .http
+        .post(app.url("/oauth/revoke"))
+        .basic_auth(&b.client_id, Some(&b.client_secret))
+        .form(&[("token", "x")])
+        .send()
+        .await
+        .unwrap();
+    let refused = strict(r, 429, "rate_limited", true).await;
+    // Bearer calls are not token requests: a token issued earlier still works from there.
+    works(&app, &token).await;
+    // The address's bucket refills one cell every 10 s; then one more failure is allowed.
+    tokio::time::sleep(std::time::Duration::from_secs(retry_after(&refused))).await;
+    token_ok(app.token_json(&right(&b)).await).await;
+    app.stop().await;
 }

@@ -36,6 +36,11 @@ pub struct Options {
     pub charge_ttl_seconds: i64,
     pub rate_limit_test: u32,
     pub rate_limit_live: u32,
+    /// Failed token requests a minute per client id and per source address (every test
+    /// connects from 127.0.0.1, so the address limit is high unless a test sets it).
+    pub token_failures: (u32, u32),
+    /// `MALIPO_MAX_BACKLOG_SECONDS` (default: 60, or 0 under a manual clock).
+    pub max_backlog_seconds: Option<i64>,
     /// Time stands still until the test moves it ([`TestApp::advance`]), and no charge worker
     /// runs: the test advances charges with [`TestApp::run_workers`].
     pub manual: bool,
@@ -43,7 +48,15 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { sandbox_delay_ms: 100, charge_ttl_seconds: 90, rate_limit_test: 100_000, rate_limit_live: 100_000, manual: false }
+        Options {
+            sandbox_delay_ms: 100,
+            charge_ttl_seconds: 90,
+            rate_limit_test: 100_000,
+            rate_limit_live: 100_000,
+            token_failures: (100_000, 100_000),
+            max_backlog_seconds: None,
+            manual: false,
+        }
     }
 }
 
@@ -111,9 +124,13 @@ pub fn settings(url: &str, o: &Options) -> Settings {
         charge_ttl_seconds: o.charge_ttl_seconds,
         worker_lease_seconds: 30,
         payout_settle_chunk: None,
+        // Under a manual clock no worker runs while time jumps, so due work is always behind.
+        max_backlog_seconds: o.max_backlog_seconds.unwrap_or(if o.manual { 0 } else { 60 }),
         sandbox_approval_delay_ms: o.sandbox_delay_ms,
         rate_limit_live: o.rate_limit_live,
         rate_limit_test: o.rate_limit_test,
+        token_failures_per_client: o.token_failures.0,
+        token_failures_per_address: o.token_failures.1,
         log: "warn".into(),
         db_pool_size: Some(8),
         workers: 2,

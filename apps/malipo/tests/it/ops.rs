@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use crate::harness::{problem_strict, Answer, Db, TestApp};
+use serde_json::json;
+
+use crate::harness::{problem_strict, stk, Answer, Db, Options, TestApp};
 
 crate::on_both!(
     healthz_answers_200,
@@ -12,6 +14,7 @@ crate::on_both!(
     metrics_do_not_label_unknown_paths_verbatim,
     openapi_document_lists_every_path,
     operational_endpoints_need_no_token,
+    a_backlog_over_its_bound_refuses_new_charges_with_503_until_the_workers_catch_up,
 );
 
 /// The database going away (its sessions ended, new ones refused) is said quickly: `/readyz`
@@ -200,4 +203,56 @@ async fn operational_endpoints_need_no_token(db: Db) {
         let r = app.http.get(app.url(path)).send().await.unwrap();
         assert_eq!(r.status(), 200, "{path}");
     }
+}
+
+/// The first sample line `name value` (a metric without labels).
+fn plain_sample(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(&format!("{name} "))?.parse().ok())
+}
+
+/// Waits until the server's own monitor has measured the backlog as `refusing`.
+async fn until_intake(app: &TestApp, refusing: bool) -> String {
+    for _ in 0..100 {
+        let text = metrics(app).await;
+        if plain_sample(&text, "malipo_intake_refused") == Some(if refusing { 1.0 } else { 0.0 }) {
+            return text;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the backlog monitor never measured refusing = {refusing}");
+}
+
+async fn a_backlog_over_its_bound_refuses_new_charges_with_503_until_the_workers_catch_up(db: Db) {
+    // A manual clock and no workers running: time passes and nobody advances the due charges.
+    let app = TestApp::with(db, Options { max_backlog_seconds: Some(5), ..Options::manual() }).await;
+    let (_, token) = app.merchant_token().await;
+    let first = app.charge(&token, "254712345678", "10").await;
+    until_intake(&app, false).await;
+    // The sandbox decision was due 100 ms after creation; 30 s pass.
+    app.advance(Duration::from_secs(30));
+    let text = until_intake(&app, true).await;
+    let age = sample(&text, "malipo_backlog_age_seconds", &["work=\"charges\""]).unwrap();
+    assert!((29.0..=30.0).contains(&age), "{age}");
+    assert_eq!(sample(&text, "malipo_backlog_age_seconds", &["work=\"payouts\""]), Some(0.0));
+
+    // New charges: 503 unavailable with Retry-After; nothing is created, so the same key works later.
+    let body = stk("254712345678", json!("10"));
+    let refused = problem_strict(app.post(&token, "/partner/stk", &body, None).await, 503, "unavailable").await;
+    let retry: u64 = refused.header("retry-after").parse().unwrap();
+    assert!((1..=30).contains(&retry), "{retry}");
+    assert!(refused.json["detail"].as_str().unwrap().contains("catching up"), "{}", refused.text);
+    let list = app.get_json(&token, "/partner/charges").await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "the refused charge was not created: {list}");
+    // Reads are not refused.
+    assert_eq!(app.get(&token, "/partner/balance").await.status(), 200);
+
+    // The workers catch up; intake opens again and the refused request goes through as sent.
+    assert_eq!(app.run_workers().await, 1);
+    let text = until_intake(&app, false).await;
+    assert_eq!(sample(&text, "malipo_backlog_age_seconds", &["work=\"charges\""]), Some(0.0));
+    let r = app.post(&token, "/partner/stk", &body, None).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let done = app.get_json(&token, &format!("/partner/status?charge_ref={}", first["charge_ref"].as_str().unwrap())).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    app.stop().await;
 }

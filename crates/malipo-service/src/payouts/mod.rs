@@ -14,6 +14,7 @@ use malipo_payouts::{Payout, PayoutFilter, PayoutState};
 
 use self::checks::{check_currency, check_payout};
 use crate::agents::insufficient;
+use crate::backlog::Backlog;
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
@@ -66,6 +67,7 @@ impl<'a> Payouts<'a> {
             return Err(ServiceError::Validation(errors));
         };
         check_currency(new.currency.as_deref(), country.currency)?;
+        Backlog::new(self.core).admit()?;
         let now = self.core.now();
         self.core.idempotent(
             idem,

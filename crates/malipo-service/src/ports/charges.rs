@@ -54,6 +54,12 @@ pub trait ChargeRepo {
     /// # Errors
     /// Storage failures.
     fn claim_due_charges(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError>;
+    /// When the charge that has waited longest for the workers came due: the earliest
+    /// `next_action_at` at or before `now` (claimed charges are due at their lease's end).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn oldest_due_charge(&mut self, now: Timestamp) -> Result<Option<Timestamp>, StoreError>;
     /// The `pending` charges and cash-outs whose payer is this number, in this mode, oldest first.
     ///
     /// # Errors

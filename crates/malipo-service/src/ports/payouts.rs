@@ -67,6 +67,12 @@ pub trait PayoutRepo {
     /// # Errors
     /// Storage failures.
     fn claim_due_payouts(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<PayoutRef>, StoreError>;
+    /// When the payout that has waited longest for the workers came due (as
+    /// [`super::ChargeRepo::oldest_due_charge`]).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn oldest_due_payout(&mut self, now: Timestamp) -> Result<Option<Timestamp>, StoreError>;
     /// Makes every pending item of a batch due at `at` (approval), in one statement. Returns
     /// how many. Only `next_action_at` changes (not `updated_at`).
     ///

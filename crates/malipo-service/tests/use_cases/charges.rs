@@ -6,12 +6,13 @@ use malipo_auth::OrgKind;
 use malipo_charges::{Charge, ChargeFilter, ChargeState, FailureReason};
 use malipo_core::{MinorUnit, Mode};
 use malipo_ledger::AccountKind;
+use malipo_payouts::Payout;
 use malipo_service::ports::MockEventRenderer;
-use malipo_service::{ServiceError, SimulateAction};
+use malipo_service::{NewPayout, ServiceError, SimulateAction};
 use malipo_webhooks::Summary;
 use mockall::Sequence;
 
-use crate::support::{idem, ignored, number, World};
+use crate::support::{id_body, idem, ignored, number, World};
 
 /// Runs the charge worker until nothing is due (a few rounds at most).
 fn settle(world: &World) {
@@ -169,4 +170,47 @@ fn each_state_change_is_rendered_once_into_the_outbox_in_its_transaction() {
     authorised.state = ChargeState::Authorised;
     assert_eq!(seen, [("charge.authorised".to_owned(), body(&authorised)), ("charge.completed".to_owned(), body(&done))]);
     // The mock checks, when the world drops it, that each expectation was met exactly once.
+}
+
+#[test]
+fn new_work_is_refused_while_due_work_is_behind_until_it_is_under_half_the_bound() {
+    // The default bound: refused past 10 s of backlog, admitted again at 5 s or less.
+    let world = World::new();
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    let corporate = world.org(OrgKind::Corporate, Mode::Test);
+    // Sandbox decisions fall due 2 s after creation: A at +2 s, B at +7 s.
+    let a = world.charge(&shop, &number("0000"), "10.00").unwrap();
+    world.advance(5);
+    let b = world.charge(&shop, &number("0000"), "10.00").unwrap();
+    let reading = world.platform.backlog().measure().unwrap();
+    assert_eq!((reading.charges_seconds, reading.refusing), (3.0, false), "A has waited 3 s: under the bound");
+
+    // Nobody ran the worker: at +14 s, A has waited 12 s.
+    world.advance(9);
+    let reading = world.platform.backlog().measure().unwrap();
+    assert_eq!((reading.charges_seconds, reading.payouts_seconds, reading.refusing), (12.0, 0.0, true));
+    match world.charge(&shop, &number("0000"), "10.00") {
+        Err(ServiceError::Busy { retry_after }) => assert_eq!(retry_after, 7, "the excess over half the bound"),
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    // Payouts are due work too (refused before their funds are even looked at).
+    let new = NewPayout { payee_msisdn: number("0001"), amount: "10".into(), reference: "SALARY".into(), ..NewPayout::default() };
+    let refused =
+        world.platform.payouts().create(&corporate, &new, &idem(&corporate, "POST /payouts"), &id_body(|p: &Payout| p.id.to_string()));
+    assert!(matches!(refused, Err(ServiceError::Busy { .. })), "{refused:?}");
+
+    // The worker takes A only: B has waited 7 s, under the bound but over half of it, so intake
+    // stays closed (no flapping at the bound).
+    assert_eq!(world.platform.processing().process_due(1).unwrap(), 1);
+    assert_eq!(world.reload(&shop, &a).state, ChargeState::Completed);
+    let reading = world.platform.backlog().measure().unwrap();
+    assert_eq!((reading.charges_seconds, reading.refusing), (7.0, true));
+    assert!(matches!(world.charge(&shop, &number("0000"), "10.00"), Err(ServiceError::Busy { .. })));
+
+    // Caught up: admitted again.
+    settle(&world);
+    assert_eq!(world.reload(&shop, &b).state, ChargeState::Completed);
+    let reading = world.platform.backlog().measure().unwrap();
+    assert_eq!((reading.charges_seconds, reading.refusing), (0.0, false));
+    world.charge(&shop, &number("0000"), "10.00").unwrap();
 }

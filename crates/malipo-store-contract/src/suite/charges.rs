@@ -284,13 +284,19 @@ pub fn claim_due_charges_leases(store: &dyn Store) {
     });
     let claim = |now: i64, lease: i64, limit: usize| commit(store, |tx| Ok(tx.claim_due_charges(at(now), at(lease), limit)?));
     let next_action = |c: &Charge| get(store, &c.org_id, c.mode, &c.id).and_then(|c| c.next_action_at);
+    let oldest = |now: i64| commit(store, |tx| Ok(tx.oldest_due_charge(at(now))?));
 
+    assert_eq!(oldest(4), None, "nothing due before 5");
+    assert_eq!(oldest(20), Some(at(5)), "the oldest due, of any organisation and mode");
     assert_eq!(claim(20, 80, 2), vec![d2.id.clone(), d1.id.clone()], "oldest due first, at most limit");
     assert_eq!(next_action(&d2), Some(at(80)), "leased");
     assert_eq!(next_action(&d1), Some(at(80)));
     assert_eq!(next_action(&d3), Some(at(20)), "not claimed yet");
+    assert_eq!(oldest(20), Some(at(15)), "claimed charges are due at their lease's end");
     assert_eq!(claim(20, 80, 10), vec![d_other.id.clone(), d3.id.clone()], "every organisation and mode");
     assert_eq!(claim(20, 80, 10), vec![], "claimed charges are not claimed again");
+    assert_eq!(oldest(79), None);
+    assert_eq!(oldest(80), Some(at(80)), "a passed lease is due work again");
     assert_eq!(claim(79, 140, 10), vec![], "before the lease passes");
     assert_eq!(next_action(&later), Some(at(100)));
     assert_eq!(next_action(&done), None);

@@ -264,7 +264,10 @@ pub fn claim_due_payouts_leases(store: &dyn Store) {
     insert_payouts(store, vec![d1.clone(), d2.clone(), d3.clone(), d_other.clone(), later.clone(), done.clone()]);
     let claim = |now: i64, lease: i64, limit: usize| commit(store, |tx| Ok(tx.claim_due_payouts(at(now), at(lease), limit)?));
     let next_action = |p: &Payout| get(store, &p.org_id, p.mode, &p.id).and_then(|p| p.next_action_at);
+    let oldest = |now: i64| commit(store, |tx| Ok(tx.oldest_due_payout(at(now))?));
 
+    assert_eq!(oldest(4), None, "nothing due before 5 (nor batch items awaiting approval)");
+    assert_eq!(oldest(20), Some(at(5)), "the oldest due, of any organisation and mode");
     assert_eq!(claim(20, 80, 0), vec![], "a limit of zero claims nothing");
     assert_eq!(claim(20, 80, 2), vec![d2.id.clone(), d1.id.clone()], "oldest due first, at most limit");
     assert_eq!(next_action(&d2), Some(at(80)), "leased");
@@ -272,6 +275,8 @@ pub fn claim_due_payouts_leases(store: &dyn Store) {
     assert_eq!(next_action(&d3), Some(at(20)), "not claimed yet");
     assert_eq!(claim(20, 80, 10), vec![d_other.id.clone(), d3.id.clone()], "every organisation and mode");
     assert_eq!(claim(20, 80, 10), vec![], "claimed payouts are not claimed again");
+    assert_eq!(oldest(79), None, "claimed payouts are due at their lease's end");
+    assert_eq!(oldest(80), Some(at(80)));
     assert_eq!(claim(79, 140, 10), vec![], "before the lease passes");
     assert_eq!(next_action(&later), Some(at(100)), "not due yet");
 

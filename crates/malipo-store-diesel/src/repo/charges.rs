@@ -119,6 +119,10 @@ impl ChargeRepo for DieselTx<'_> {
         Ok(DUE_CHARGES.claim(self.conn, now, lease_until, limit)?.into_iter().map(ChargeRef::from_trusted).collect())
     }
 
+    fn oldest_due_charge(&mut self, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
+        DUE_CHARGES.oldest(self.conn, now)
+    }
+
     fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<Charge>, StoreError> {
         let rows: Vec<ChargeRow> = charges::table
             .filter(charges::mode.eq(mode.as_str()))

@@ -158,6 +158,10 @@ impl PayoutRepo for DieselTx<'_> {
         Ok(DUE_PAYOUTS.claim(self.conn, now, lease_until, limit)?.into_iter().map(PayoutRef::from_trusted).collect())
     }
 
+    fn oldest_due_payout(&mut self, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
+        DUE_PAYOUTS.oldest(self.conn, now)
+    }
+
     fn schedule_batch_items(&mut self, batch: &BulkPayoutId, at: Timestamp) -> Result<u64, StoreError> {
         diesel::update(
             payouts::table.filter(payouts::bulk_payout_id.eq(batch.as_str())).filter(payouts::state.eq(PayoutState::Pending.as_str())),

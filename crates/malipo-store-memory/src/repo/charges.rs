@@ -121,6 +121,10 @@ impl ChargeRepo for MemoryTx<'_> {
         Ok(claimed)
     }
 
+    fn oldest_due_charge(&mut self, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
+        Ok(self.r().charges.values().filter_map(|c| c.next_action_at).filter(|at| *at <= now).min())
+    }
+
     fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<Charge>, StoreError> {
         let mut pending: Vec<Charge> = self
             .r()

@@ -217,6 +217,10 @@ impl PayoutRepo for MemoryTx<'_> {
         Ok(claimed)
     }
 
+    fn oldest_due_payout(&mut self, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
+        Ok(self.r().payouts.values().filter_map(|p| p.next_action_at).filter(|at| *at <= now).min())
+    }
+
     fn schedule_batch_items(&mut self, batch: &BulkPayoutId, at: Timestamp) -> Result<u64, StoreError> {
         let s = self.w()?;
         let mut scheduled: u64 = 0;

@@ -5,7 +5,7 @@ pub mod dto;
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
-use malipo_service::{OAuthProblem, ServiceError};
+use malipo_service::{OAuthProblem, Platform, ServiceError};
 use utoipa::OpenApi;
 
 use self::dto::{RevokeForm, RevokeRequest, TokenForm, TokenRequest, TokenResponse};
@@ -124,6 +124,38 @@ fn client(req: &HttpRequest, p: &mut Params) -> Result<(String, String, ClientAu
     }
 }
 
+/// Runs a call that authenticates the client `id`, under the failure limits
+/// ([`crate::failures`]): an address with too many recent failures is refused (429) before the
+/// call, and a failure that is one too many for the client id or the address is answered 429
+/// rather than 401.
+async fn limited<T: Send + 'static>(
+    req: &HttpRequest,
+    state: &AppState,
+    id: String,
+    auth: ClientAuth,
+    call: impl FnOnce(&Platform, &str) -> Result<T, ServiceError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let failures = state.rate_limits.token_failures();
+    let addr = req.peer_addr().map(|a| a.ip());
+    if let Some(wait) = failures.refused(addr) {
+        return Err(ApiError::RateLimited(wait));
+    }
+    let platform = state.platform.clone();
+    let (id, result) = web::block(move || {
+        let result = call(&platform, &id);
+        (id, result)
+    })
+    .await
+    .map_err(|e| ApiError::Service(ServiceError::Internal(e.to_string())))?;
+    match result {
+        Err(ServiceError::OAuth(OAuthProblem::InvalidClient)) => match failures.failed(&id, addr) {
+            Some(wait) => Err(ApiError::RateLimited(wait)),
+            None => Err(oauth_error(ServiceError::OAuth(OAuthProblem::InvalidClient), auth)),
+        },
+        other => other.map_err(|e| oauth_error(e, auth)),
+    }
+}
+
 fn oauth_error(e: ServiceError, auth: ClientAuth) -> ApiError {
     match e {
         ServiceError::OAuth(OAuthProblem::InvalidClient) => {
@@ -170,12 +202,8 @@ async fn issue(req: HttpRequest, body: Result<Body, ApiError>, state: web::Data<
         }
     }
     let (id, secret, auth) = client(&req, &mut p)?;
-    let platform = state.platform.clone();
     let scope = p.scope.take();
-    let issued = web::block(move || platform.access().issue_token(&id, &secret, scope.as_deref()))
-        .await
-        .map_err(|e| ApiError::Service(ServiceError::Internal(e.to_string())))?
-        .map_err(|e| oauth_error(e, auth))?;
+    let issued = limited(&req, &state, id, auth, move |platform, id| platform.access().issue_token(id, &secret, scope.as_deref())).await?;
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .insert_header((header::PRAGMA, "no-cache"))
@@ -207,10 +235,6 @@ async fn revoke_token(req: HttpRequest, body: Result<Body, ApiError>, state: web
     let mut p = parse_params(&req, &body?.0, true)?;
     let token = p.token.take().ok_or_else(|| ApiError::oauth_invalid_request("token is required"))?;
     let (id, secret, auth) = client(&req, &mut p)?;
-    let platform = state.platform.clone();
-    web::block(move || platform.access().revoke_token(&id, &secret, &token))
-        .await
-        .map_err(|e| ApiError::Service(ServiceError::Internal(e.to_string())))?
-        .map_err(|e| oauth_error(e, auth))?;
+    limited(&req, &state, id, auth, move |platform, id| platform.access().revoke_token(id, &secret, &token)).await?;
     Ok(HttpResponse::Ok().insert_header((header::CACHE_CONTROL, "no-store")).json(serde_json::json!({})))
 }
