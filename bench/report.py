@@ -272,6 +272,75 @@ def transactions_section(out):
     return lines
 
 
+def token_flood_section(out):
+    """The "Token flood" section, from `token-flood-<backend>.json` of `bench/token-flood.sh`."""
+    lines = ["## Token flood (wrong client secrets)", ""]
+    runs = {b: load(out / f"token-flood-{b}.json") for b, _ in BACKENDS}
+    if not any(runs.values()):
+        return lines + ["Not measured in this run (no `token-flood-*.json`).", ""]
+    any_run = next(r for r in runs.values() if r)
+    lines += [
+        f"`bash bench/token-flood.sh`: 64 wrk connections from 127.0.0.1 post a wrong secret for a merchant's own client id "
+        f"for {any_run['flood_secs']} s, while a legitimate client on 127.0.0.2 makes {any_run['rounds']} rounds of a token "
+        "request, `GET /partner/balance` and `POST /partner/stk` over one keep-alive connection; the same client alone is the "
+        "baseline. *Default limits*: the flooding address is refused (429) once its 100 failures a minute are spent. "
+        "*Limits lifted*: a server with the failure limits out of the way, as a flood spread over many addresses and "
+        "client ids would be, so every wrong secret is looked up and its keyed hash checked. Ratios are to the baseline "
+        "of the same run; the target is p50 < 20 ms for the token and no call slowed more than 2x.",
+        "",
+        "| | " + " | ".join(name for b, name in BACKENDS if runs.get(b)) + " |",
+        "|---|" + "---|" * sum(1 for b, _ in BACKENDS if runs.get(b)),
+    ]
+
+    def row(title, fn):
+        lines.append(f"| {title} | " + " | ".join(fn(runs[b]) for b, _ in BACKENDS if runs.get(b)) + " |")
+
+    def call(phase, name):
+        def cell(r):
+            base, c = r["baseline"][name], (r[phase]["client"] if phase != "baseline" else r["baseline"])[name]
+            if phase == "baseline":
+                return f"{c['p50_ms']:.1f} / {c['p99_ms']:.1f} ms"
+            return (f"{c['p50_ms']:.1f} / {c['p99_ms']:.1f} ms "
+                    f"({c['p50_ms'] / base['p50_ms']:.2f}x / {c['p99_ms'] / base['p99_ms']:.2f}x)")
+        return cell
+
+    for phase, label in (("baseline", "alone"), ("limited", "flood, default limits"), ("unlimited", "flood, limits lifted")):
+        if phase != "baseline":
+            row(f"{label}: wrong-secret answers/s", lambda r, p=phase: f"{r[p]['wrong_per_sec']:,.0f}")
+        for name, what in (("token", "token request"), ("balance", "`GET /partner/balance`"), ("charge", "`POST /partner/stk`")):
+            row(f"{label}: {what} p50 / p99", call(phase, name))
+    row("server peak RSS (default limits / lifted)", lambda r: f"{r['rss_kib']['limited'] / 1024:.1f} / {r['rss_kib']['unlimited'] / 1024:.1f} MiB")
+    lines.append("")
+    return lines
+
+
+def intake_section(out):
+    """The "Full-speed intake" section, from `intake-<gate>.json` of `bench/intake.sh`."""
+    lines = ["## Full-speed charge intake and backpressure (PostgreSQL)", ""]
+    runs = [r for r in (load(out / "intake-10.json"), load(out / "intake-0.json")) if r]
+    if not runs:
+        return lines + ["Not measured in this run (no `intake-*.json`).", ""]
+    lines += [
+        f"`bash bench/intake.sh`: `malipo-loadgen charges` with 32 connections as fast as the server answers for "
+        f"{runs[0]['secs']} s, sandbox approvals after 2 s, a 90 s time-to-live; `/metrics` sampled every second; then every "
+        "charge is left to reach a final state. Target: no charge created expires; the excess is refused with 503 and "
+        "`Retry-After`.",
+        "",
+        "| `MALIPO_MAX_BACKLOG_SECONDS` | charges created (/s) | refused 503 | completed | expired | largest backlog sampled | refusing (samples) | final states reached after the load | peak RSS |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        gate = f"{r['max_backlog_seconds']}" + (" (gate off)" if r["max_backlog_seconds"] == 0 else "")
+        lines.append(
+            f"| {gate} | {r['created']:,} ({r['created'] / r['secs']:.0f}/s) | {r['refused_503']:,} | "
+            f"{r['states'].get('completed', 0):,} | {r['expired']:,} ({100 * (r['expired_share'] or 0):.1f}%) | "
+            f"{r['max_backlog_age_seconds']} s | {r['refusing_samples']} of {r['samples']} | {r['drain_secs_after_load']} s | "
+            f"{r['rss_kib'] / 1024:.1f} MiB |"
+        )
+    lines.append("")
+    return lines
+
+
 def money_out_section(out):
     """The "Money out" section, from the files of `bench/payouts.sh` (`payouts-meta.json`, and per
     backend `payouts-<i>.json`, `bulk-<i>.json`, `bulk-waits-<i>.json`, `rss-payouts.json`,
@@ -701,6 +770,8 @@ def main(argv):
 
     lines.extend(money_out_section(out))
     lines.extend(transactions_section(out))
+    lines.extend(token_flood_section(out))
+    lines.extend(intake_section(out))
 
     add("## Method")
     add("")

@@ -24,7 +24,10 @@
 #   - the server's peak RSS (VmHWM) in each phase;
 #   - then money out, by bench/payouts.sh on servers and databases of its own (see there): single
 #     payouts created/s and created -> final, and a 10,000-item CSV bulk payout (upload, approval,
-#     time until every item is final, charge-creation p99 while it is paid over the p99 without).
+#     time until every item is final, charge-creation p99 while it is paid over the p99 without);
+#   - then bench/transactions.sh (a million transactions), bench/token-flood.sh (a legitimate client
+#     beside a flood of wrong secrets) and bench/intake.sh (60 s of full-speed charge intake on
+#     PostgreSQL with and without the backlog gate), each on servers and databases of its own.
 # Every result lands as a file in bench-out/ (git-ignored); bench/report.py turns that one run into
 # docs/performance.md. Nothing in the document is typed by hand.
 #
@@ -577,6 +580,12 @@ BENCH_OUT=$OUT BENCH_SKIP_BUILD=1 BENCH_MALIPO_BIN=$MALIPO \
 # Transactions at scale: a million seeded into one account, on databases of its own.
 log "== transactions: bench/transactions.sh"
 BENCH_OUT=$OUT BENCH_SKIP_BUILD=1 BENCH_MALIPO_BIN=$MALIPO timeout 1800 bash bench/transactions.sh
+
+# Wrong client secrets against the token endpoint, and full-speed intake with backpressure.
+log "== token flood: bench/token-flood.sh"
+BENCH_OUT=$OUT timeout 900 bash bench/token-flood.sh "$MALIPO"
+log "== full-speed intake: bench/intake.sh"
+BENCH_OUT=$OUT timeout 1800 bash bench/intake.sh "$MALIPO" "$LOADGEN"
 
 date -u +%Y-%m-%dT%H:%M:%SZ | python3 -c 'import json, sys; p = sys.argv[1]; m = json.load(open(p)); m["finished"] = sys.stdin.read().strip(); json.dump(m, open(p, "w"), indent=2)' "$OUT/meta.json"
 python3 bench/report.py "$OUT" "$REPORT"

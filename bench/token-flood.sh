@@ -1,8 +1,101 @@
 #!/usr/bin/env bash
-# Token flood, side by side: bash bench/token-flood.sh OLD_BINARY NEW_BINARY (each a `malipo` binary).
-# For each binary: a fresh SQLite database, one merchant, 64 connections (wrk) posting a wrong secret for
-# its real client id for 15 s while one client asks for a token with the right secret 40 times in a
-# row; prints the wrong-secret answers/s and the legitimate request p50/p99. Needs wrk, curl, python3.
+# Token flood (issue 12): does a flood of wrong client secrets slow anyone else?
+#
+#   bash bench/token-flood.sh [MALIPO_BINARY]     (default: target/release/malipo, built if absent)
+#
+# For each backend (BENCH_FLOOD_BACKENDS, default "sqlite postgres"): a fresh database, one merchant,
+# a server with the per-credential rate limit out of the way and sandbox approvals an hour away (so no
+# background work competes). A legitimate client on 127.0.0.2 (bench/token_flood.py: token request,
+# balance, charge creation, BENCH_FLOOD_ROUNDS rounds over one keep-alive connection) is timed
+#   1. alone (baseline);
+#   2. while 64 wrk connections from 127.0.0.1 post a wrong secret for the merchant's own client id
+#      (the default failure limits: the flooding address is soon refused before any lookup);
+#   3. the same on a server whose failure limits are lifted, as for a flood spread over many
+#      addresses: every wrong secret is looked up and its keyed hash checked.
+# Writes $BENCH_OUT/token-flood-<backend>.json (default bench-out/) and prints a summary.
+# Needs wrk, curl, python3, and PostgreSQL at PGHOST (127.0.0.1) for the postgres backend.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-for bin in "$@"; do bash "$ROOT/bench/token-flood-one.sh" "$bin" "$bin"; done
+BIN=${1:-$ROOT/target/release/malipo}
+OUT=${BENCH_OUT:-$ROOT/bench-out}
+ROUNDS=${BENCH_FLOOD_ROUNDS:-300}
+SECS=${BENCH_FLOOD_SECS:-20}
+export PGHOST=${PGHOST:-127.0.0.1} PGUSER=${PGUSER:-postgres}
+mkdir -p "$OUT"
+[ -x "$BIN" ] || (cd "$ROOT" && cargo build --release -p malipo)
+command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)" >&2; exit 1; }
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+hwm() { awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo null; }
+
+SERVER=""
+stop_server() { if [ -n "$SERVER" ]; then kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; SERVER=""; fi; }
+trap stop_server EXIT
+
+start_server() { # extra env as arguments
+  PORT=$(port)
+  env MALIPO_BIND=127.0.0.1:$PORT "$@" "$BIN" serve >"$WORK/server.log" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 1 100); do curl -sf "127.0.0.1:$PORT/readyz" >/dev/null && return 0; sleep 0.1; done
+  cat "$WORK/server.log" >&2; echo "the server did not start" >&2; exit 1
+}
+
+legit() { python3 "$ROOT/bench/token_flood.py" "http://127.0.0.1:$PORT" "$CID" "$CS" 127.0.0.2 "$ROUNDS"; }
+
+flood() { # prints {"client": ..., "wrong_per_sec": ...}
+  cat >"$WORK/wrong.lua" <<LUA
+wrk.method = "POST"
+wrk.body   = '{"client_id":"$CID","client_secret":"cs_test_wrongwrongwrongwrongwrongwrongwrong00"}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+  wrk -t2 -c64 -d"${SECS}s" -s "$WORK/wrong.lua" "http://127.0.0.1:$PORT/api/v1/oauth/token" >"$WORK/wrk.txt" &
+  local w=$!
+  sleep 3
+  local client; client=$(legit)
+  local still=0; kill -0 $w 2>/dev/null && still=1
+  wait $w
+  local rps; rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk.txt")
+  printf '{"client": %s, "wrong_per_sec": %s, "flood_outlasted_client": %s}' "$client" "${rps:-null}" "$([ $still = 1 ] && echo true || echo false)"
+}
+
+for backend in ${BENCH_FLOOD_BACKENDS:-sqlite postgres}; do
+  WORK=$(mktemp -d)
+  common=(MALIPO_LOG=error MALIPO_DEMO=false MALIPO_RATE_LIMIT_TEST=1000000 MALIPO_SANDBOX_APPROVAL_DELAY_MS=3600000 MALIPO_CHARGE_TTL_SECONDS=7200)
+  if [ "$backend" = postgres ]; then
+    psql -q -d postgres -c "DROP DATABASE IF EXISTS malipo_flood" -c "CREATE DATABASE malipo_flood" >/dev/null
+    common+=(MALIPO_DATABASE_URL="postgres://$PGUSER@$PGHOST/malipo_flood" MALIPO_WEBHOOK_KEY="$(head -c 32 /dev/urandom | base64)")
+  else
+    common+=(MALIPO_DATABASE_URL="sqlite://$WORK/malipo.db")
+  fi
+  ORG=$(env "${common[@]}" "$BIN" org create --name Flood --kind merchant --json)
+  CID=$(field client_id <<<"$ORG"); CS=$(field client_secret <<<"$ORG")
+
+  echo "== token flood, $backend: baseline, then 64 connections posting wrong secrets (default failure limits)" >&2
+  start_server "${common[@]}"
+  baseline=$(legit)
+  limited=$(flood)
+  rss_limited=$(hwm "$SERVER")
+  stop_server
+  echo "== token flood, $backend: failure limits lifted (a flood from many addresses)" >&2
+  start_server "${common[@]}" MALIPO_TOKEN_FAILURES_PER_CLIENT=1000000000 MALIPO_TOKEN_FAILURES_PER_ADDRESS=1000000000
+  unlimited=$(flood)
+  rss_unlimited=$(hwm "$SERVER")
+  stop_server
+  printf '{"backend": "%s", "rounds": %s, "flood_secs": %s, "baseline": %s, "limited": %s, "unlimited": %s, "rss_kib": {"limited": %s, "unlimited": %s}}\n' \
+    "$backend" "$ROUNDS" "$SECS" "$baseline" "$limited" "$unlimited" "$rss_limited" "$rss_unlimited" >"$OUT/token-flood-$backend.json"
+  python3 - "$OUT/token-flood-$backend.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+b = r["baseline"]
+for phase in ("limited", "unlimited"):
+    f = r[phase]
+    parts = [f"{phase}: wrong secrets {f['wrong_per_sec']:.0f}/s"]
+    for call in ("token", "balance", "charge"):
+        c = f["client"][call]
+        parts.append(f"{call} p50 {c['p50_ms']:.1f} ms ({c['p50_ms'] / b[call]['p50_ms']:.2f}x), p99 {c['p99_ms']:.1f} ms ({c['p99_ms'] / b[call]['p99_ms']:.2f}x) {c['statuses']}")
+    print(f"{r['backend']} " + "; ".join(parts))
+PY
+  if [ "$backend" = postgres ]; then psql -q -d postgres -c "DROP DATABASE IF EXISTS malipo_flood" >/dev/null; fi
+  rm -rf "$WORK"
+done

@@ -1,8 +1,10 @@
 //! The webhook delivery worker: claims due deliveries (signed, with their lease) and POSTs each in
 //! its own task, at most N at once per instance, so a receiver that hangs only holds one permit
-//! until its timeout and never delays the others. Each outcome is recorded with
-//! [`Platform::record_attempt`], which schedules what follows. All state is in the database; any
-//! number of instances may run this.
+//! until its timeout and never delays the others. Outcomes go to one recorder, which records
+//! whatever has arrived (up to [`RECORD_BATCH`]) in one transaction
+//! (`Deliveries::record_attempts`, one commit for many attempts), each item as it would be alone;
+//! if that transaction fails, it records them one by one. A send's permit is returned once its
+//! outcome is recorded. All state is in the database; any number of instances may run this.
 //!
 //! Addresses are guarded at send time: a URL written as an IP address is checked before
 //! sending, and a host name is resolved by [`GuardedResolver`], which drops every address the
@@ -18,11 +20,13 @@ use std::time::{Duration, Instant};
 use malipo_service::{DeliveryJob, Platform, SendOutcome, WebhookSender};
 use malipo_webhooks::{check_ip, check_url, UrlError, UrlPolicy};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 /// At most this many deliveries are claimed per round.
 const BATCH: usize = 64;
+/// At most this many outcomes are recorded in one transaction.
+pub const RECORD_BATCH: usize = 64;
 /// Pause when there was nothing due.
 const IDLE: Duration = Duration::from_millis(100);
 /// A receiver's answer body is read (and discarded) up to this size, so the connection can be reused.
@@ -39,8 +43,19 @@ pub fn spawn(platform: Platform, sender: Arc<dyn WebhookSender>, concurrency: us
     tokio::spawn(run(platform, sender, concurrency.clamp(1, Semaphore::MAX_PERMITS), stop))
 }
 
+/// A send's outcome waiting to be recorded, holding the send's permit until it is.
+struct Sent {
+    job: DeliveryJob,
+    outcome: SendOutcome,
+    latency_ms: u32,
+    _permit: OwnedSemaphorePermit,
+}
+
 async fn run(platform: Platform, sender: Arc<dyn WebhookSender>, concurrency: usize, mut stop: watch::Receiver<bool>) {
     let permits = Arc::new(Semaphore::new(concurrency));
+    // Unbounded, yet never holds more than `concurrency` items: each holds a permit.
+    let (sent_tx, sent_rx) = mpsc::unbounded_channel::<Sent>();
+    let recorder = tokio::spawn(record_loop(platform.clone(), sent_rx));
     while !*stop.borrow() {
         let free = permits.available_permits().min(BATCH);
         if free == 0 {
@@ -67,10 +82,11 @@ async fn run(platform: Platform, sender: Arc<dyn WebhookSender>, concurrency: us
         for job in jobs {
             // Never waits: no more were claimed than there were free permits, and only this loop takes them.
             let Ok(permit) = Arc::clone(&permits).acquire_owned().await else { break };
-            let (platform, sender) = (platform.clone(), Arc::clone(&sender));
+            let (sender, sent_tx) = (Arc::clone(&sender), sent_tx.clone());
             tokio::spawn(async move {
-                deliver(&platform, sender.as_ref(), job).await;
-                drop(permit);
+                let (outcome, latency_ms) = send(sender.as_ref(), &job).await;
+                // The recorder outlives every send (it stops once all senders are gone).
+                let _ = sent_tx.send(Sent { job, outcome, latency_ms, _permit: permit });
             });
         }
         if claimed == 0 {
@@ -86,28 +102,63 @@ async fn run(platform: Platform, sender: Arc<dyn WebhookSender>, concurrency: us
     if tokio::time::timeout(grace, permits.acquire_many(all)).await.is_err() {
         tracing::warn!("webhook sends still in flight at shutdown; their leases will lapse and another instance will retry them");
     }
+    drop(sent_tx);
+    let _ = tokio::time::timeout(Duration::from_secs(5), recorder).await;
     tracing::debug!("webhook delivery worker stopped");
 }
 
-/// Sends one job and records the outcome (retrying the recording briefly if the database is
-/// unavailable; if it stays unavailable the lease lapses and the delivery is attempted again:
-/// delivery is at least once).
-async fn deliver(platform: &Platform, sender: &dyn WebhookSender, job: DeliveryJob) {
+/// Sends one job: its outcome and round trip in milliseconds.
+async fn send(sender: &dyn WebhookSender, job: &DeliveryJob) -> (SendOutcome, u32) {
     let started = Instant::now();
-    let outcome = sender.send(&job).await;
-    let latency = started.elapsed();
-    let latency_ms = u32::try_from(latency.as_millis()).unwrap_or(u32::MAX);
+    let outcome = sender.send(job).await;
+    let latency_ms = u32::try_from(started.elapsed().as_millis()).unwrap_or(u32::MAX);
     tracing::debug!(event = %job.event_id, endpoint = %job.endpoint_id, ?outcome, latency_ms, "webhook attempt");
-    let job = Arc::new(job);
-    let outcome = Arc::new(outcome);
-    for pause in [Duration::from_millis(100), Duration::from_millis(500), Duration::ZERO] {
-        let (p, j, o) = (platform.clone(), Arc::clone(&job), Arc::clone(&outcome));
-        match tokio::task::spawn_blocking(move || p.deliveries().record_attempt(&j, &o, latency_ms)).await {
-            Ok(Ok(())) => return,
-            Ok(Err(e)) => tracing::warn!(event = %job.event_id, error = %e, "recording a webhook attempt failed"),
-            Err(e) => tracing::error!(event = %job.event_id, error = %e, "webhook record task failed"),
+    (outcome, latency_ms)
+}
+
+/// Records outcomes as they arrive: whatever is waiting (up to [`RECORD_BATCH`]) in one
+/// transaction; until every sender is gone.
+async fn record_loop(platform: Platform, mut sent: mpsc::UnboundedReceiver<Sent>) {
+    while let Some(first) = sent.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < RECORD_BATCH {
+            match sent.try_recv() {
+                Ok(more) => batch.push(more),
+                Err(_) => break,
+            }
         }
-        tokio::time::sleep(pause).await;
+        record(&platform, batch).await;
+    }
+}
+
+/// Records a batch in one transaction; if that fails, each alone (retrying briefly if the
+/// database is unavailable; if it stays unavailable the lease lapses and the delivery is
+/// attempted again: delivery is at least once). The permits go back when `batch` is dropped.
+async fn record(platform: &Platform, batch: Vec<Sent>) {
+    let batch = Arc::new(batch);
+    let (p, b) = (platform.clone(), Arc::clone(&batch));
+    let together = tokio::task::spawn_blocking(move || {
+        let items: Vec<(&DeliveryJob, &SendOutcome, u32)> = b.iter().map(|s| (&s.job, &s.outcome, s.latency_ms)).collect();
+        p.deliveries().record_attempts(&items)
+    })
+    .await;
+    match together {
+        Ok(Ok(())) => return,
+        Ok(Err(e)) => {
+            tracing::warn!(attempts = batch.len(), error = %e, "recording webhook attempts together failed; recording each alone")
+        }
+        Err(e) => tracing::error!(error = %e, "webhook record task failed"),
+    }
+    for i in 0..batch.len() {
+        for pause in [Duration::from_millis(100), Duration::from_millis(500), Duration::ZERO] {
+            let (p, b) = (platform.clone(), Arc::clone(&batch));
+            match tokio::task::spawn_blocking(move || p.deliveries().record_attempt(&b[i].job, &b[i].outcome, b[i].latency_ms)).await {
+                Ok(Ok(())) => break,
+                Ok(Err(e)) => tracing::warn!(event = %batch[i].job.event_id, error = %e, "recording a webhook attempt failed"),
+                Err(e) => tracing::error!(event = %batch[i].job.event_id, error = %e, "webhook record task failed"),
+            }
+            tokio::time::sleep(pause).await;
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use malipo_webhooks::{body_signature, signature_header, Attempt, Delivery, Deliv
 use super::model::{disable, FAILING_DISABLES_AFTER_SECONDS, LEASE_MARGIN_SECONDS};
 use crate::core::Core;
 use crate::error::ServiceError;
-use crate::ports::write;
+use crate::ports::{write, Tx};
 use crate::ports::{DeliveryJob, SendOutcome};
 
 /// The webhook sender's use cases.
@@ -132,77 +132,102 @@ impl<'a> Deliveries<'a> {
     /// Storage failures.
     pub fn record_attempt(&self, job: &DeliveryJob, outcome: &SendOutcome, latency_ms: u32) -> Result<(), ServiceError> {
         let now = self.core.now();
+        write(self.core.store(), |tx| self.record_in(tx, job, outcome, latency_ms, now))
+    }
+
+    /// Records several attempts in one transaction, each exactly as [`Deliveries::record_attempt`]
+    /// would alone, in order (one commit instead of one per attempt). All or none are recorded:
+    /// when this fails, record them one by one, so that one bad item does not hold up the rest.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn record_attempts(&self, attempts: &[(&DeliveryJob, &SendOutcome, u32)]) -> Result<(), ServiceError> {
+        let now = self.core.now();
         write(self.core.store(), |tx| {
-            let attempt = Attempt {
-                delivery_id: job.delivery_id.clone(),
-                event_id: job.event_id.clone(),
-                endpoint_id: job.endpoint_id.clone(),
-                attempted_at: now,
-                status: match outcome {
-                    SendOutcome::Answered { status, .. } => Some(*status),
-                    SendOutcome::Failed(_) => None,
-                },
-                latency_ms,
-                error: match outcome {
-                    SendOutcome::Answered { status, .. } if (200..300).contains(status) => None,
-                    SendOutcome::Answered { status, .. } => Some(format!("HTTP {status}")),
-                    SendOutcome::Failed(e) => Some(e.clone()),
-                },
-            };
-            tx.insert_attempt(&attempt)?;
-            let Some(mut delivery) = tx.lock_delivery(&job.delivery_id)? else { return Ok(()) };
-            if delivery.state != DeliveryState::Pending || delivery.next_attempt_at != Some(job.lease) {
-                // The claim lapsed and another worker owns the delivery now: the attempt is on
-                // record, the schedule is theirs.
-                return Ok(());
+            for (job, outcome, latency_ms) in attempts {
+                self.record_in(tx, job, outcome, *latency_ms, now)?;
             }
-            let Some(mut endpoint) = tx.endpoint(&job.endpoint_id)? else { return Ok(()) };
-            delivery.attempts = delivery.attempts.saturating_add(1);
-            delivery.updated_at = now;
-            match outcome {
-                SendOutcome::Answered { status, .. } if (200..300).contains(status) => {
-                    delivery.state = DeliveryState::Succeeded;
-                    delivery.next_attempt_at = None;
-                    if endpoint.failing_since.take().is_some() {
-                        endpoint.updated_at = now;
-                        tx.update_endpoint(&endpoint)?;
-                    }
+            Ok(())
+        })
+    }
+
+    fn record_in(
+        &self,
+        tx: &mut dyn Tx,
+        job: &DeliveryJob,
+        outcome: &SendOutcome,
+        latency_ms: u32,
+        now: Timestamp,
+    ) -> Result<(), ServiceError> {
+        let attempt = Attempt {
+            delivery_id: job.delivery_id.clone(),
+            event_id: job.event_id.clone(),
+            endpoint_id: job.endpoint_id.clone(),
+            attempted_at: now,
+            status: match outcome {
+                SendOutcome::Answered { status, .. } => Some(*status),
+                SendOutcome::Failed(_) => None,
+            },
+            latency_ms,
+            error: match outcome {
+                SendOutcome::Answered { status, .. } if (200..300).contains(status) => None,
+                SendOutcome::Answered { status, .. } => Some(format!("HTTP {status}")),
+                SendOutcome::Failed(e) => Some(e.clone()),
+            },
+        };
+        tx.insert_attempt(&attempt)?;
+        let Some(mut delivery) = tx.lock_delivery(&job.delivery_id)? else { return Ok(()) };
+        if delivery.state != DeliveryState::Pending || delivery.next_attempt_at != Some(job.lease) {
+            // The claim lapsed and another worker owns the delivery now: the attempt is on
+            // record, the schedule is theirs.
+            return Ok(());
+        }
+        let Some(mut endpoint) = tx.endpoint(&job.endpoint_id)? else { return Ok(()) };
+        delivery.attempts = delivery.attempts.saturating_add(1);
+        delivery.updated_at = now;
+        match outcome {
+            SendOutcome::Answered { status, .. } if (200..300).contains(status) => {
+                delivery.state = DeliveryState::Succeeded;
+                delivery.next_attempt_at = None;
+                if endpoint.failing_since.take().is_some() {
+                    endpoint.updated_at = now;
+                    tx.update_endpoint(&endpoint)?;
                 }
-                SendOutcome::Answered { status: 410, .. } => {
+            }
+            SendOutcome::Answered { status: 410, .. } => {
+                delivery.state = DeliveryState::Failed;
+                delivery.next_attempt_at = None;
+                tx.update_delivery(&delivery)?;
+                return disable(tx, &mut endpoint, "gone", now);
+            }
+            other => {
+                let since = *endpoint.failing_since.get_or_insert(now);
+                if now >= since.plus_seconds(FAILING_DISABLES_AFTER_SECONDS) {
                     delivery.state = DeliveryState::Failed;
                     delivery.next_attempt_at = None;
                     tx.update_delivery(&delivery)?;
-                    return disable(tx, &mut endpoint, "gone", now);
+                    return disable(tx, &mut endpoint, "failing", now);
                 }
-                other => {
-                    let since = *endpoint.failing_since.get_or_insert(now);
-                    if now >= since.plus_seconds(FAILING_DISABLES_AFTER_SECONDS) {
+                endpoint.updated_at = now;
+                tx.update_endpoint(&endpoint)?;
+                let retry_after = match other {
+                    SendOutcome::Answered { status: 429 | 503, retry_after } => *retry_after,
+                    _ => None,
+                };
+                let attempts = usize::try_from(delivery.attempts).unwrap_or(usize::MAX);
+                match self.core.webhooks.schedule.next_delay(attempts) {
+                    Some(wait) => {
+                        let wait = retry_after.map_or(wait, |r| wait.max(r.min(Duration::from_secs(86_400))));
+                        delivery.next_attempt_at = Some(now.plus_millis(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)));
+                    }
+                    None => {
                         delivery.state = DeliveryState::Failed;
                         delivery.next_attempt_at = None;
-                        tx.update_delivery(&delivery)?;
-                        return disable(tx, &mut endpoint, "failing", now);
-                    }
-                    endpoint.updated_at = now;
-                    tx.update_endpoint(&endpoint)?;
-                    let retry_after = match other {
-                        SendOutcome::Answered { status: 429 | 503, retry_after } => *retry_after,
-                        _ => None,
-                    };
-                    let attempts = usize::try_from(delivery.attempts).unwrap_or(usize::MAX);
-                    match self.core.webhooks.schedule.next_delay(attempts) {
-                        Some(wait) => {
-                            let wait = retry_after.map_or(wait, |r| wait.max(r.min(Duration::from_secs(86_400))));
-                            delivery.next_attempt_at = Some(now.plus_millis(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)));
-                        }
-                        None => {
-                            delivery.state = DeliveryState::Failed;
-                            delivery.next_attempt_at = None;
-                        }
                     }
                 }
             }
-            tx.update_delivery(&delivery)?;
-            Ok(())
-        })
+        }
+        tx.update_delivery(&delivery)?;
+        Ok(())
     }
 }

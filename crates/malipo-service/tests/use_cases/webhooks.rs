@@ -119,3 +119,95 @@ fn an_outcome_recorded_after_the_lease_lapsed_does_not_touch_the_new_owners_sche
     assert_eq!(detail.deliveries[0].state, DeliveryState::Succeeded);
     assert_eq!(detail.deliveries[0].attempts, 1, "only the owner's attempt counts");
 }
+
+/// What an attempt left behind, comparable across two worlds (the retry time has a random
+/// jitter, so only whether one is set).
+#[derive(Debug, PartialEq, Eq)]
+struct Left {
+    state: DeliveryState,
+    attempts: u32,
+    retry_set: bool,
+    statuses: Vec<Option<u16>>,
+    enabled: bool,
+    disabled_reason: Option<String>,
+    failing: bool,
+}
+
+fn left(world: &World, shop: &Principal, endpoint: &str, job: &DeliveryJob) -> Left {
+    let detail = world.platform.webhooks().event(shop, job.event_id.as_str()).unwrap();
+    let e = world.platform.webhooks().endpoint(shop, endpoint).unwrap();
+    Left {
+        state: detail.deliveries[0].state,
+        attempts: detail.deliveries[0].attempts,
+        retry_set: detail.deliveries[0].next_attempt_at.is_some(),
+        statuses: detail.attempts.iter().map(|a| a.status).collect(),
+        enabled: e.enabled,
+        disabled_reason: e.disabled_reason,
+        failing: e.failing_since.is_some(),
+    }
+}
+
+fn outcome(pick: u8) -> SendOutcome {
+    match pick % 7 {
+        0 => answered(200, None),
+        1 => answered(204, None),
+        2 => answered(500, None),
+        3 => answered(503, Some(600)),
+        4 => answered(429, None),
+        5 => answered(410, None),
+        _ => SendOutcome::Failed("connection refused".into()),
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..proptest::prelude::ProptestConfig::default() })]
+
+    /// Attempts recorded together in one transaction (`record_attempts`, as the delivery worker
+    /// does) leave every delivery and endpoint exactly as recording each alone does, whatever the
+    /// outcomes and however they are cut into batches; an item recorded twice (its second record
+    /// finds the lease already used) changes nothing in either.
+    #[test]
+    fn attempts_recorded_in_batches_end_as_each_recorded_alone(
+        picks in proptest::collection::vec(0u8..7, 1..9),
+        cuts in proptest::collection::vec(1usize..5, 1..9),
+        twice in proptest::option::of(0usize..8),
+    ) {
+        let alone = World::new();
+        let batched = World::new();
+        // The same shops, endpoints and one due delivery each, in both worlds.
+        let setup = |world: &World| -> Vec<(Principal, String, DeliveryJob)> {
+            let shops: Vec<(Principal, String)> = picks.iter().map(|_| one_due_delivery(world)).collect();
+            let jobs = world.platform.deliveries().claim(100).unwrap();
+            shops
+                .into_iter()
+                .map(|(shop, endpoint)| {
+                    let job = jobs.iter().find(|j| j.endpoint_id.as_str() == endpoint).unwrap().clone();
+                    (shop, endpoint, job)
+                })
+                .collect()
+        };
+        let a = setup(&alone);
+        let b = setup(&batched);
+        let outcomes: Vec<SendOutcome> = picks.iter().map(|p| outcome(*p)).collect();
+        let mut order: Vec<usize> = (0..picks.len()).collect();
+        if let Some(i) = twice.filter(|i| *i < picks.len()) {
+            order.push(i);
+        }
+        for &i in &order {
+            alone.platform.deliveries().record_attempt(&a[i].2, &outcomes[i], 7).unwrap();
+        }
+        let mut rest = &order[..];
+        for cut in cuts.iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (now, later) = rest.split_at((*cut).min(rest.len()));
+            let items: Vec<(&DeliveryJob, &SendOutcome, u32)> = now.iter().map(|&i| (&b[i].2, &outcomes[i], 7)).collect();
+            batched.platform.deliveries().record_attempts(&items).unwrap();
+            rest = later;
+        }
+        for i in 0..picks.len() {
+            proptest::prop_assert_eq!(left(&alone, &a[i].0, &a[i].1, &a[i].2), left(&batched, &b[i].0, &b[i].1, &b[i].2), "item {}", i);
+        }
+    }
+}
