@@ -120,6 +120,7 @@ pub struct Running {
 /// Server start-up failures.
 pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> anyhow::Result<Running> {
     let (prom, charge_metrics) = malipo_http::metrics().map_err(|e| anyhow::anyhow!("metrics: {e}"))?;
+    let seal_gauges = malipo_http::SealGauges::register(&prom.registry).map_err(|e| anyhow::anyhow!("metrics: {e}"))?;
     let platform = platform.with_observer(Arc::new(charge_metrics));
     let state =
         AppState { platform: platform.clone(), rate_limits: Arc::new(RateLimits::new(settings.rate_limit_test, settings.rate_limit_live)) };
@@ -140,7 +141,7 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     let server = server.run();
     let handle = server.handle();
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut workers = worker::spawn(platform.clone(), settings.workers, stop_rx.clone());
+    let mut workers = worker::spawn(platform.clone(), settings.workers, seal_gauges, stop_rx.clone());
     workers.push(delivery::spawn(platform.clone(), Arc::new(delivery::Sender::default()), settings.webhook_concurrency as usize, stop_rx));
     let done = tokio::spawn(async move {
         server.await?;

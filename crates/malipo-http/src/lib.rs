@@ -21,7 +21,7 @@ pub mod wire;
 mod testing;
 
 pub use app::configure;
-pub use metrics::{metrics, ChargeMetrics};
+pub use metrics::{metrics, ChargeMetrics, SealGauges};
 pub use render::JsonEvents;
 pub use request_id::request_id_mw;
 pub use state::{AppState, RateLimits};
