@@ -122,6 +122,7 @@ pub struct Running {
 pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> anyhow::Result<Running> {
     let metrics = malipo_http::metrics().map_err(|e| anyhow::anyhow!("metrics: {e}"))?;
     let prom = metrics.requests;
+    let seal_gauges = malipo_http::SealGauges::register(&prom.registry).map_err(|e| anyhow::anyhow!("metrics: {e}"))?;
     let platform = platform.with_observer(Arc::new(metrics.charges));
     let rate_limits = RateLimits::new(settings.rate_limit_test, settings.rate_limit_live)
         .with_token_failures(settings.token_failures_per_client, settings.token_failures_per_address);
@@ -143,7 +144,7 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     let server = server.run();
     let handle = server.handle();
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut workers = worker::spawn(platform.clone(), settings.workers, stop_rx.clone());
+    let mut workers = worker::spawn(platform.clone(), settings.workers, seal_gauges, stop_rx.clone());
     workers.push(tokio::spawn(worker::monitor_backlog(platform.clone(), metrics.backlog, stop_rx.clone())));
     workers.push(delivery::spawn(platform.clone(), Arc::new(delivery::Sender::default()), settings.webhook_concurrency as usize, stop_rx));
     let done = tokio::spawn(async move {

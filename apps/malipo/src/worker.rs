@@ -1,12 +1,13 @@
 //! Background work: claiming due charges (sandbox decisions, completion, expiry) and due payouts
-//! (paying the payee or failing), expiring payment requests past their time, purging old
-//! idempotency keys and events past their retention. All state is in the database; any number of
-//! instances may run these. Webhook sending is in [`crate::delivery`].
+//! (paying the payee or failing), expiring payment requests past their time, sealing committed
+//! journals into the audit chain, purging old idempotency keys and events past their retention.
+//! All state is in the database; any number of instances may run these. Webhook sending is in
+//! [`crate::delivery`].
 
 use std::time::Duration;
 
-use malipo_http::BacklogMetrics;
-use malipo_service::{write, Platform};
+use malipo_http::{BacklogMetrics, SealGauges};
+use malipo_service::{write, Platform, SEAL_BATCH};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -16,13 +17,16 @@ const BATCH: usize = 64;
 const IDLE: Duration = Duration::from_millis(100);
 /// How often the backlog of due work is measured.
 const BACKLOG_EVERY: Duration = Duration::from_millis(250);
+/// Pause of the sealer when its last pass did not fill a batch.
+const SEAL_IDLE: Duration = Duration::from_millis(50);
 /// Keys are kept at least 24 hours; purged after 48.
 const KEY_RETENTION_SECONDS: i64 = 48 * 3600;
 
 /// Spawns `n` work loops, each taking turns at due charges, due payouts and payment requests past
-/// their expiry (none when `n` is 0:
-/// another instance, or a test, advances them) and one housekeeping loop; each stops claiming once `stop` is true.
-pub fn spawn(platform: Platform, n: usize, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+/// their expiry (none when `n` is 0: another instance, or a test, advances them), one sealer
+/// loop (setting `gauges` after each pass) and one housekeeping loop; each stops claiming once
+/// `stop` is true.
+pub fn spawn(platform: Platform, n: usize, gauges: SealGauges, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
     let mut handles: Vec<JoinHandle<()>> = (0..n)
         .map(|i| {
             let platform = platform.clone();
@@ -30,8 +34,59 @@ pub fn spawn(platform: Platform, n: usize, stop: watch::Receiver<bool>) -> Vec<J
             tokio::spawn(charge_loop(i, platform, stop))
         })
         .collect();
+    handles.push(tokio::spawn(sealer(platform.clone(), gauges, stop.clone())));
     handles.push(tokio::spawn(housekeeping(platform, stop)));
     handles
+}
+
+/// Seals committed journals into their ledgers' audit chains: a batch, and at once another if it
+/// was full, else after a short pause; reports the backlog after each pass. Several instances'
+/// sealers take turns on a ledger (its head is locked while one seals).
+async fn sealer(platform: Platform, gauges: SealGauges, mut stop: watch::Receiver<bool>) {
+    while !*stop.borrow() {
+        let p = platform.clone();
+        let pass = tokio::task::spawn_blocking(move || {
+            // A read first: with nothing to seal, no write transaction (on SQLite, no turn of the
+            // one writer lock every few milliseconds).
+            let sealer = p.sealer();
+            let (sealed, stats) = match sealer.unsealed() {
+                Ok(s) if s.count == 0 => (Ok(0), Ok(s)),
+                _ => (sealer.seal(SEAL_BATCH), sealer.unsealed()),
+            };
+            (sealed, stats.map(|s| (s.count, sealer.lag(&s))))
+        })
+        .await;
+        let full = match pass {
+            Ok((sealed, stats)) => {
+                if let Ok((unsealed, lag)) = stats {
+                    gauges.set(unsealed, lag);
+                }
+                match sealed {
+                    Ok(n) => n >= SEAL_BATCH,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "sealing journals failed");
+                        false
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "sealer task failed");
+                false
+            }
+        };
+        if !full {
+            tokio::select! {
+                _ = tokio::time::sleep(SEAL_IDLE) => {}
+                _ = stop.changed() => {}
+            }
+        }
+    }
+    // What was committed before the stop is sealed now rather than at the next start.
+    let p = platform.clone();
+    if let Ok(Err(e)) = tokio::task::spawn_blocking(move || p.sealer().seal_all()).await {
+        tracing::warn!(error = %e, "sealing journals at shutdown failed");
+    }
+    tracing::debug!("sealer stopped");
 }
 
 async fn charge_loop(i: usize, platform: Platform, mut stop: watch::Receiver<bool>) {

@@ -1,10 +1,11 @@
 //! Prometheus metrics: request counts and latency histograms by route and status (from
-//! actix-web-prom), charges by the state they entered, and the background work's backlog.
+//! actix-web-prom), charges by the state they entered, the background work's backlog and the
+//! audit chain's sealing backlog.
 
 use actix_web_prom::{PrometheusMetrics, PrometheusMetricsBuilder};
 use malipo_charges::ChargeState;
 use malipo_service::{BacklogReading, Observer};
-use prometheus::{Gauge, GaugeVec, IntCounterVec, Opts, Registry};
+use prometheus::{Gauge, GaugeVec, IntCounterVec, IntGauge, Opts, Registry};
 
 /// Counts charges entering each state.
 #[derive(Clone, Debug)]
@@ -71,4 +72,36 @@ pub fn metrics() -> Result<Metrics, String> {
         .build()
         .map_err(|e| e.to_string())?;
     Ok(Metrics { requests: prom, charges: ChargeMetrics { entered }, backlog: BacklogMetrics { age, refusing } })
+}
+
+/// The audit chain's sealing backlog, set by the sealer after each pass: the journals committed
+/// but not yet sealed (`malipo_ledger_unsealed_journals`) and how long the oldest has waited
+/// (`malipo_ledger_seal_lag_seconds`), during which no chain entry protects it yet.
+#[derive(Clone, Debug)]
+pub struct SealGauges {
+    unsealed: IntGauge,
+    lag: Gauge,
+}
+
+impl SealGauges {
+    /// Registers both gauges on `registry` (the one [`metrics`] serves: `PrometheusMetrics::registry`).
+    ///
+    /// # Errors
+    /// When a gauge cannot be registered.
+    pub fn register(registry: &Registry) -> Result<Self, String> {
+        let unsealed = IntGauge::new("malipo_ledger_unsealed_journals", "Journals committed but not yet sealed into the audit chain")
+            .map_err(|e| e.to_string())?;
+        let lag =
+            Gauge::new("malipo_ledger_seal_lag_seconds", "Age of the oldest journal not yet sealed into the audit chain (0 when none)")
+                .map_err(|e| e.to_string())?;
+        registry.register(Box::new(unsealed.clone())).map_err(|e| e.to_string())?;
+        registry.register(Box::new(lag.clone())).map_err(|e| e.to_string())?;
+        Ok(SealGauges { unsealed, lag })
+    }
+
+    /// After a pass of the sealer: `unsealed` journals wait, the oldest for `lag`.
+    pub fn set(&self, unsealed: u64, lag: std::time::Duration) {
+        self.unsealed.set(i64::try_from(unsealed).unwrap_or(i64::MAX));
+        self.lag.set(lag.as_secs_f64());
+    }
 }

@@ -15,4 +15,4 @@ pub use account::{Account, AccountKind};
 pub use chain::{chain_hash, GENESIS_HASH};
 pub use journal::{Journal, JournalFee, JournalKind, JournalLine, LedgerError, Posting};
 pub use recon::{kinds_of_type, transaction_type, DayReport, DayTotals, Transaction, TypeTotals, TRANSACTION_TYPES};
-pub use verify::{verify, verify_part, ChainedJournal, LedgerSnapshot, Violation};
+pub use verify::{verify, verify_part, ChainLink, ChainedJournal, LedgerSnapshot, Violation};

@@ -8,17 +8,46 @@ use crate::account::Account;
 use crate::chain::{chain_hash, GENESIS_HASH};
 use crate::journal::Journal;
 
-/// A stored journal with its place in the audit chain.
+/// A journal's entry in its ledger's audit chain, given to it when it is sealed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChainedJournal {
+pub struct ChainLink {
     /// Position in its ledger, from 1.
     pub seq: i64,
     /// The previous journal's hash (or [`GENESIS_HASH`]).
     pub prev_hash: String,
-    /// This journal's hash.
+    /// This journal's hash: [`chain_hash`] of `prev_hash`, `seq` and the journal.
     pub hash: String,
+}
+
+impl ChainLink {
+    /// The link that follows a head (`seq` and `hash` of the ledger's last sealed journal; 0 and
+    /// [`GENESIS_HASH`] for an empty chain) for `journal`.
+    pub fn after(head_seq: i64, head_hash: &str, journal: &Journal) -> ChainLink {
+        let seq = head_seq.saturating_add(1);
+        ChainLink { seq, prev_hash: head_hash.to_owned(), hash: chain_hash(head_hash, seq, journal) }
+    }
+}
+
+/// A stored journal with its place in the audit chain, once sealed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainedJournal {
+    /// Its chain entry; `None` while the journal is committed but not yet sealed.
+    pub link: Option<ChainLink>,
     /// The journal, with its lines as stored in postings.
     pub journal: Journal,
+}
+
+impl ChainedJournal {
+    /// The chain position, when sealed.
+    pub fn seq(&self) -> Option<i64> {
+        self.link.as_ref().map(|l| l.seq)
+    }
+
+    /// Whether the chain entry covers the journal as it is now (its hash over its contents and
+    /// its link); `None` for a journal not yet sealed, which no entry covers.
+    pub fn entry_holds(&self) -> Option<bool> {
+        self.link.as_ref().map(|l| l.hash == chain_hash(&l.prev_hash, l.seq, &self.journal))
+    }
 }
 
 /// Everything the verifier reads.
@@ -28,6 +57,15 @@ pub struct LedgerSnapshot {
     pub accounts: Vec<Account>,
     /// All journals with their postings as lines.
     pub journals: Vec<ChainedJournal>,
+}
+
+impl LedgerSnapshot {
+    /// How many journals are committed but not yet sealed into their chain: the verifier checks
+    /// that they balance and that balances match them, but no chain entry yet proves that they
+    /// are as they were posted.
+    pub fn unsealed(&self) -> usize {
+        self.journals.iter().filter(|cj| cj.link.is_none()).count()
+    }
 }
 
 /// One broken invariant.
@@ -52,7 +90,7 @@ pub enum Violation {
     /// An account that may not go negative is negative, or holds more than it has.
     #[error("account {0} is below zero or holds more than its balance")]
     NegativeBalance(AccountId),
-    /// The audit chain is broken at this journal.
+    /// The audit chain is broken at this (sealed) journal.
     #[error("audit chain of {mode}/{currency} broken at journal {journal} (seq {seq})")]
     BrokenChain {
         /// The ledger's mode.
@@ -66,12 +104,16 @@ pub enum Violation {
     },
 }
 
-/// Checks every invariant; an empty result means the ledger is sound.
+/// Checks every invariant; an empty result means the ledger is sound. Every journal must balance
+/// and every balance equal its postings, sealed or not; the sealed journals of each ledger must
+/// form its chain from the genesis (seq 1, 2, ... each linked to the one before and hashed over
+/// its contents). Journals not yet sealed are in no chain and are not reported as breaking it
+/// (see [`LedgerSnapshot::unsealed`]).
 pub fn verify(snapshot: &LedgerSnapshot) -> Vec<Violation> {
     let mut violations = Vec::new();
     let accounts: HashMap<&AccountId, &Account> = snapshot.accounts.iter().map(|a| (&a.id, a)).collect();
     let mut sums: HashMap<&AccountId, i128> = HashMap::new();
-    let mut chains: BTreeMap<(Mode, Currency), Vec<&ChainedJournal>> = BTreeMap::new();
+    let mut chains: BTreeMap<(Mode, Currency), Vec<(&ChainLink, &Journal)>> = BTreeMap::new();
 
     for cj in &snapshot.journals {
         let j = &cj.journal;
@@ -88,7 +130,9 @@ pub fn verify(snapshot: &LedgerSnapshot) -> Vec<Violation> {
                 _ => violations.push(Violation::ForeignAccount(j.id.clone(), line.account.clone())),
             }
         }
-        chains.entry((j.mode, j.currency)).or_default().push(cj);
+        if let Some(link) = &cj.link {
+            chains.entry((j.mode, j.currency)).or_default().push((link, j));
+        }
     }
 
     for a in &snapshot.accounts {
@@ -107,16 +151,16 @@ pub fn verify(snapshot: &LedgerSnapshot) -> Vec<Violation> {
     }
 
     for ((mode, currency), mut chain) in chains {
-        chain.sort_by_key(|cj| cj.seq);
-        let mut prev = GENESIS_HASH.to_owned();
-        for (i, cj) in chain.iter().enumerate() {
+        chain.sort_by_key(|(link, _)| link.seq);
+        let mut prev = GENESIS_HASH;
+        for (i, (link, j)) in chain.iter().enumerate() {
             let expected_seq = i64::try_from(i).unwrap_or(i64::MAX).saturating_add(1);
-            let ok = cj.seq == expected_seq && cj.prev_hash == prev && cj.hash == chain_hash(&cj.prev_hash, cj.seq, &cj.journal);
+            let ok = link.seq == expected_seq && link.prev_hash == prev && link.hash == chain_hash(&link.prev_hash, link.seq, j);
             if !ok {
-                violations.push(Violation::BrokenChain { mode, currency, journal: cj.journal.id.clone(), seq: cj.seq });
+                violations.push(Violation::BrokenChain { mode, currency, journal: j.id.clone(), seq: link.seq });
                 break;
             }
-            prev.clone_from(&cj.hash);
+            prev = &link.hash;
         }
     }
     violations
@@ -125,9 +169,9 @@ pub fn verify(snapshot: &LedgerSnapshot) -> Vec<Violation> {
 /// Checks the part of the ledger that a set of accounts reaches, without the rest: `part.accounts`
 /// are the accounts checked, and `part.journals` must hold every journal with a posting on any
 /// of them (with all its lines, also those on accounts outside the part). Each journal must
-/// balance and keep its own audit-chain entry (its hash over its contents and its link); each
-/// account's balance must equal its postings and respect its floor. The links between entries
-/// are not walked here: [`verify`] walks the whole chain.
+/// balance and, once sealed, keep its own audit-chain entry (its hash over its contents and its
+/// link); each account's balance must equal its postings and respect its floor. The links
+/// between entries are not walked here: [`verify`] walks the whole chain.
 pub fn verify_part(part: &LedgerSnapshot) -> Vec<Violation> {
     let mut violations = Vec::new();
     let accounts: HashMap<&AccountId, &Account> = part.accounts.iter().map(|a| (&a.id, a)).collect();
@@ -148,8 +192,8 @@ pub fn verify_part(part: &LedgerSnapshot) -> Vec<Violation> {
                 None => {}
             }
         }
-        if cj.hash != chain_hash(&cj.prev_hash, cj.seq, j) {
-            violations.push(Violation::BrokenChain { mode: j.mode, currency: j.currency, journal: j.id.clone(), seq: cj.seq });
+        if let (Some(false), Some(link)) = (cj.entry_holds(), &cj.link) {
+            violations.push(Violation::BrokenChain { mode: j.mode, currency: j.currency, journal: j.id.clone(), seq: link.seq });
         }
     }
     for a in &part.accounts {
@@ -198,6 +242,13 @@ mod tests {
         }
 
         fn post(&mut self, lines: Vec<(usize, i64)>) -> Result<(), LedgerError> {
+            self.post_unsealed(lines)?;
+            self.seal();
+            Ok(())
+        }
+
+        /// Posts without sealing: the journal is committed, not yet in its chain.
+        fn post_unsealed(&mut self, lines: Vec<(usize, i64)>) -> Result<(), LedgerError> {
             let lines = lines
                 .into_iter()
                 .map(|(i, v)| JournalLine { account: self.snapshot.accounts[i].id.clone(), amount: MinorUnit::new(v) })
@@ -209,11 +260,17 @@ mod tests {
                 j.apply_line(a, line.amount)?;
             }
             self.snapshot.accounts = accounts;
-            let seq = i64::try_from(self.snapshot.journals.len()).unwrap() + 1;
-            let prev = self.snapshot.journals.last().map_or(GENESIS_HASH.to_owned(), |c| c.hash.clone());
-            let hash = chain_hash(&prev, seq, &j);
-            self.snapshot.journals.push(ChainedJournal { seq, prev_hash: prev, hash, journal: j });
+            self.snapshot.journals.push(ChainedJournal { link: None, journal: j });
             Ok(())
+        }
+
+        /// Seals the unsealed journals in their order, as a sealer does.
+        fn seal(&mut self) {
+            let mut head = (0, GENESIS_HASH.to_owned());
+            for cj in &mut self.snapshot.journals {
+                let link = cj.link.get_or_insert_with(|| ChainLink::after(head.0, &head.1, &cj.journal));
+                head = (link.seq, link.hash.clone());
+            }
         }
     }
 
@@ -224,6 +281,7 @@ mod tests {
         Split(usize, usize, usize, i64, i64),
         Hold(usize, i64),
         Release(usize, i64),
+        Seal,
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -233,6 +291,7 @@ mod tests {
             (1..5usize, 1..5usize, 1..5usize, 1..5_000i64, 0..500i64).prop_map(|(a, b, c, v, f)| Op::Split(a, b, c, v, f)),
             (1..5usize, 1..10_000i64).prop_map(|(a, v)| Op::Hold(a, v)),
             (1..5usize, 1..10_000i64).prop_map(|(a, v)| Op::Release(a, v)),
+            Just(Op::Seal),
         ]
     }
 
@@ -244,10 +303,15 @@ mod tests {
                 // Refusals are fine; what must never happen is a state that breaks an invariant.
                 let _ = match op {
                     Op::Fund(a, v) => m.post(vec![(0, -v), (a, v)]),
-                    Op::Move(a, b, v) => m.post(vec![(a, -v), (b, v)]),
+                    // Moves wait for a seal, as journals do between their commit and the sealer.
+                    Op::Move(a, b, v) => m.post_unsealed(vec![(a, -v), (b, v)]),
                     Op::Split(a, b, c, v, f) => m.post(vec![(a, -(v + f)), (b, v), (c, f)]),
                     Op::Hold(a, v) => hold(&mut m.snapshot.accounts[a], MinorUnit::new(v)),
                     Op::Release(a, v) => release(&mut m.snapshot.accounts[a], MinorUnit::new(v)),
+                    Op::Seal => {
+                        m.seal();
+                        Ok(())
+                    }
                 };
                 prop_assert_eq!(verify(&m.snapshot), vec![]);
             }
@@ -326,5 +390,38 @@ mod tests {
         s.accounts.iter_mut().for_each(|a| a.balance = MinorUnit::ZERO);
         s.accounts[2].held = MinorUnit::new(1);
         assert!(verify(&s).contains(&Violation::NegativeBalance(s.accounts[2].id.clone())));
+    }
+
+    #[test]
+    fn unsealed_journals_are_checked_but_not_chained() {
+        let mut m = Model::new();
+        m.post(vec![(0, -500), (1, 500)]).unwrap();
+        m.post_unsealed(vec![(1, -200), (3, 190), (4, 10)]).unwrap();
+        m.post_unsealed(vec![(0, -70), (2, 70)]).unwrap();
+        assert_eq!(m.snapshot.unsealed(), 2);
+        assert_eq!(verify(&m.snapshot), vec![], "committed journals awaiting their seal break nothing");
+        assert_eq!(verify_part(&part(&m, &[1, 3])), vec![]);
+        // Unsealed journals must still balance, and balances must still equal their postings.
+        let mut s = m.snapshot.clone();
+        s.journals[2].journal.lines[1].amount = MinorUnit::new(71);
+        let v = verify(&s);
+        assert!(v.contains(&Violation::UnbalancedJournal(s.journals[2].journal.id.clone())), "{v:?}");
+        assert!(v.iter().any(|x| matches!(x, Violation::BalanceMismatch { stored: 70, computed: 71, .. })), "{v:?}");
+        assert!(!v.iter().any(|x| matches!(x, Violation::BrokenChain { .. })), "{v:?}");
+        let mut s = m.snapshot.clone();
+        s.accounts[2].balance = MinorUnit::new(69);
+        assert!(matches!(verify(&s)[..], [Violation::BalanceMismatch { stored: 69, computed: 70, .. }]));
+        // Sealed, they chain on from the head, and tampering is then found at that entry.
+        m.seal();
+        assert_eq!(m.snapshot.unsealed(), 0);
+        assert_eq!(m.snapshot.journals.iter().map(|cj| cj.seq()).collect::<Vec<_>>(), vec![Some(1), Some(2), Some(3)]);
+        assert_eq!(verify(&m.snapshot), vec![]);
+        let mut s = m.snapshot.clone();
+        s.journals[1].journal.source_ref = "y".into();
+        assert!(matches!(&verify(&s)[..], [Violation::BrokenChain { seq: 2, .. }]), "{:?}", verify(&s));
+        // A sealed journal stripped of its entry leaves a gap that the next entry reports.
+        let mut s = m.snapshot.clone();
+        s.journals[1].link = None;
+        assert!(matches!(&verify(&s)[..], [Violation::BrokenChain { seq: 3, .. }]), "{:?}", verify(&s));
     }
 }

@@ -21,6 +21,18 @@ pub struct Balance {
     pub as_of: Timestamp,
 }
 
+/// What [`Accounts::check_ledger`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LedgerCheck {
+    /// Every broken invariant (none when the ledger is sound).
+    pub violations: Vec<Violation>,
+    /// How many journals were checked.
+    pub journals: usize,
+    /// How many of them are not yet sealed into their chain: checked for balance and against
+    /// the balances, but no chain entry yet proves them unedited.
+    pub unsealed: usize,
+}
+
 /// An organisation's accounts and balances, operator funding, and ledger verification.
 pub struct Accounts<'a> {
     core: &'a Core,
@@ -103,6 +115,14 @@ impl<'a> Accounts<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`] for an unknown organisation; storage failures.
     pub fn verify_org_ledger(&self, orgs: &[OrgId]) -> Result<Vec<Violation>, ServiceError> {
+        Ok(self.check_org_ledger(orgs)?.violations)
+    }
+
+    /// [`Accounts::verify_org_ledger`], with how many journals were checked and are unsealed.
+    ///
+    /// # Errors
+    /// As [`Accounts::verify_org_ledger`].
+    pub fn check_org_ledger(&self, orgs: &[OrgId]) -> Result<LedgerCheck, ServiceError> {
         let part = read(self.core.store(), |tx| {
             let mut ids: Vec<AccountId> = Vec::new();
             for org in orgs {
@@ -126,15 +146,24 @@ impl<'a> Accounts<'a> {
             }
             Ok(tx.ledger_part(&ids)?)
         })?;
-        Ok(malipo_ledger::verify_part(&part))
+        Ok(LedgerCheck { violations: malipo_ledger::verify_part(&part), journals: part.journals.len(), unsealed: part.unsealed() })
     }
 
-    /// Checks every ledger invariant (of one mode, or both).
+    /// Checks every ledger invariant (of one mode, or both). Journals not yet sealed are checked
+    /// for everything but their chain entry (see [`crate::Sealer`]).
     ///
     /// # Errors
     /// Storage failures.
     pub fn verify_ledger(&self, mode: Option<Mode>) -> Result<Vec<Violation>, ServiceError> {
+        Ok(self.check_ledger(mode)?.violations)
+    }
+
+    /// [`Accounts::verify_ledger`], with how many journals were checked and are unsealed.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn check_ledger(&self, mode: Option<Mode>) -> Result<LedgerCheck, ServiceError> {
         let snapshot = read(self.core.store(), |tx| Ok(tx.ledger_snapshot(mode)?))?;
-        Ok(malipo_ledger::verify(&snapshot))
+        Ok(LedgerCheck { violations: malipo_ledger::verify(&snapshot), journals: snapshot.journals.len(), unsealed: snapshot.unsealed() })
     }
 }

@@ -32,6 +32,7 @@ pub mod ports;
 pub mod processing;
 pub mod reversals;
 pub mod sandbox;
+pub mod sealer;
 pub mod transactions;
 pub mod transfers;
 pub mod ussd;
@@ -40,7 +41,7 @@ pub mod wallets;
 pub mod webhooks;
 
 pub use access::{Access, IssuedCredential, IssuedToken};
-pub use accounts::{Accounts, Balance};
+pub use accounts::{Accounts, Balance, LedgerCheck};
 pub use agents::{Agents, CashIn};
 pub use backlog::{Backlog, BacklogReading};
 pub use charges::{Charges, NewCharge};
@@ -60,13 +61,14 @@ pub use payouts::worker::PayoutProcessing;
 pub use payouts::{NewPayout, Payouts};
 pub use platform::Platform;
 pub use ports::{
-    query, read, write, AccountKey, AuthRepo, BulkRepo, ChargeRepo, EndpointRepo, EventRenderer, IdempotencyRepo, LedgerRepo, NoRenderer,
-    OutboxRepo, PaymentRequestRepo, PayoutRepo, PostingQuery, ReversalRepo, StatementLine, Store, TokenRecord, Tx, UssdRepo, UssdSession,
-    Wallet, WalletRepo, WalletState, WebhookSender,
+    query, read, write, AccountKey, AuthRepo, BulkRepo, ChainRepo, ChargeRepo, EndpointRepo, EventRenderer, IdempotencyRepo, LedgerRepo,
+    NoRenderer, OutboxRepo, PaymentRequestRepo, PayoutRepo, PostingQuery, ReversalRepo, StatementLine, Store, TokenRecord, Tx,
+    UnsealedStats, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender,
 };
 pub use processing::Processing;
 pub use reversals::{NewReversal, Reversals};
 pub use sandbox::{Sandbox, SimulateAction};
+pub use sealer::{Sealer, SEAL_BATCH};
 pub use transactions::{ExportRun, Reconciliation, TransactionFilter, Transactions};
 pub use transfers::{Transfer, Transfers};
 pub use ussd::{Ussd, UssdRequest, SESSION_TIMEOUT_SECONDS};

@@ -25,6 +25,7 @@ use crate::ports::{EventRenderer, Store};
 use crate::processing::Processing;
 use crate::reversals::Reversals;
 use crate::sandbox::Sandbox;
+use crate::sealer::Sealer;
 use crate::transactions::Transactions;
 use crate::transfers::Transfers;
 use crate::ussd::Ussd;
@@ -185,5 +186,10 @@ impl Platform {
     /// Retention.
     pub fn housekeeping(&self) -> Housekeeping<'_> {
         Housekeeping::new(&self.core)
+    }
+
+    /// Sealing committed journals into their ledger's audit chain.
+    pub fn sealer(&self) -> Sealer<'_> {
+        Sealer::new(&self.core)
     }
 }

@@ -13,7 +13,7 @@ use malipo_charges::{Charge, ChargeKind, ChargeState, FailureReason};
 use malipo_core::{AccountId, ChargeRef, Currency, EndpointId, EventId, MinorUnit, Mode, Msisdn, Timestamp};
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
 use malipo_ledger::{chain_hash, verify, Account, AccountKind, Journal, JournalKind, JournalLine, LedgerError, GENESIS_HASH};
-use malipo_service::{read, write, ServiceError, Store, StoreError, Tx, Wallet, WalletState};
+use malipo_service::{read, write, ServiceError, Store, StoreError, Tx, UnsealedStats, Wallet, WalletState};
 use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event, EventFilter, Summary};
 
 /// The contract's fixed "now": 2026-01-01T00:00:00Z.
@@ -489,27 +489,45 @@ pub fn journal_count(store: &dyn Store) -> usize {
     query(store, |tx| Ok(tx.ledger_snapshot(None)?)).journals.len()
 }
 
-/// Checks the whole ledger: `malipo_ledger::verify` finds nothing, and in each ledger (mode +
-/// currency) the journals have `seq` 1..n, each `prev_hash` is the previous journal's hash
-/// ([`GENESIS_HASH`] first) and each hash is `chain_hash` of the journal as stored.
+/// Seals every committed journal not yet in its chain, as the sealer would; returns how many.
+#[track_caller]
+pub fn seal(store: &dyn Store) -> usize {
+    let mut total = 0;
+    loop {
+        let n = commit(store, |tx| Ok(tx.seal_pending(500)?));
+        total += n;
+        if n < 500 {
+            return total;
+        }
+    }
+}
+
+/// Seals what is pending ([`seal`], as the sealer does after every commit), then checks the
+/// whole ledger: `malipo_ledger::verify` finds nothing, no journal is left unsealed, and in each
+/// ledger (mode + currency) the journals have `seq` 1..n, each `prev_hash` is the previous
+/// journal's hash ([`GENESIS_HASH`] first) and each hash is `chain_hash` of the journal as stored.
 #[track_caller]
 pub fn assert_ledger_sound(store: &dyn Store) {
+    seal(store);
     let snapshot = query(store, |tx| Ok(tx.ledger_snapshot(None)?));
     let violations = verify(&snapshot);
     assert!(violations.is_empty(), "ledger violations: {violations:?}");
+    assert_eq!(snapshot.unsealed(), 0, "every journal is sealed");
+    assert_eq!(query(store, |tx| Ok(tx.unsealed_stats()?)), UnsealedStats::default());
     let mut chains: BTreeMap<(Mode, Currency), Vec<_>> = BTreeMap::new();
     for cj in &snapshot.journals {
-        chains.entry((cj.journal.mode, cj.journal.currency)).or_default().push(cj);
+        let link = cj.link.as_ref().expect("sealed");
+        chains.entry((cj.journal.mode, cj.journal.currency)).or_default().push((link, &cj.journal));
     }
     for ((mode, currency), mut chain) in chains {
-        chain.sort_by_key(|cj| cj.seq);
+        chain.sort_by_key(|(link, _)| link.seq);
         let mut prev = GENESIS_HASH.to_owned();
-        for (i, cj) in chain.iter().enumerate() {
+        for (i, (link, journal)) in chain.iter().enumerate() {
             let seq = i64::try_from(i).expect("small") + 1;
-            assert_eq!(cj.seq, seq, "{mode}/{currency}: seq of journal {}", cj.journal.id);
-            assert_eq!(cj.prev_hash, prev, "{mode}/{currency}: prev_hash of seq {seq}");
-            assert_eq!(cj.hash, chain_hash(&cj.prev_hash, cj.seq, &cj.journal), "{mode}/{currency}: hash of seq {seq}");
-            prev.clone_from(&cj.hash);
+            assert_eq!(link.seq, seq, "{mode}/{currency}: seq of journal {}", journal.id);
+            assert_eq!(link.prev_hash, prev, "{mode}/{currency}: prev_hash of seq {seq}");
+            assert_eq!(link.hash, chain_hash(&link.prev_hash, link.seq, journal), "{mode}/{currency}: hash of seq {seq}");
+            prev.clone_from(&link.hash);
         }
     }
 }

@@ -66,6 +66,8 @@ macro_rules! __store_contract_cases {
                 ledger::account_debits_and_statement,
                 ledger::account_postings_keep_to_the_window,
                 ledger::ledger_part_is_the_accounts_and_their_journals,
+                chain::sealing_chains_committed_journals_once,
+                chain::concurrent_sealers_make_one_chain,
                 statements::postings_carry_fees_and_page_newest_first_by_kind,
                 statements::journal_postings_and_the_last_posting_before,
                 statements::posting_times_never_go_back_on_an_account,

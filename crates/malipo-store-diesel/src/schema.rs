@@ -73,9 +73,9 @@ diesel::table! {
         kind -> Text,
         source_ref -> Text,
         created_at -> BigInt,
-        seq -> BigInt,
-        prev_hash -> Text,
-        hash -> Text,
+        seq -> Nullable<BigInt>,
+        prev_hash -> Nullable<Text>,
+        hash -> Nullable<Text>,
     }
 }
 

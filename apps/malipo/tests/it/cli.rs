@@ -375,11 +375,18 @@ async fn account_fund_and_ledger_verify(db: Db) {
     }
     assert_eq!(balance(&p, agent_id, Mode::Test, AccountKind::AgentFloat).await, 500_000);
 
+    // No server runs here, so no sealer: verify seals the two fundings first, then checks them
+    // against their chain entries.
     let verified = malipo(url, &["ledger", "verify", "--json"]).await;
     let v = verified.ok().json();
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(v["violations"], json!([]), "{v}");
-    malipo(url, &["ledger", "verify"]).await.ok();
+    assert_eq!((v["journals"].as_u64(), v["sealed_now"].as_u64(), v["unsealed"].as_u64()), (Some(2), Some(2), Some(0)), "{v}");
+    let again = malipo(url, &["ledger", "verify", "--json"]).await.ok().json();
+    assert_eq!((again["sealed_now"].as_u64(), again["unsealed"].as_u64()), (Some(0), Some(0)), "sealed once: {again}");
+    let plain = malipo(url, &["ledger", "verify"]).await;
+    plain.ok();
+    assert!(plain.stdout.contains("2 journals checked; 0 sealed just now; 0 not yet sealed"), "{plain:?}");
     malipo(url, &["ledger", "verify", "--mode", "live", "--json"]).await.ok();
     for org in [agent_id, merchant_id] {
         let v = malipo(url, &["ledger", "verify", "--org", org, "--json"]).await.ok().json();

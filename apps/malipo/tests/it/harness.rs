@@ -306,6 +306,10 @@ impl TestApp {
     /// (`malipo ledger verify --org`), so that the check costs what the test did and a failure
     /// is reported by the test that caused it.
     pub async fn assert_ledger_ok(&self) {
+        // Sealed first (the server's sealer may not have passed yet), so that every journal is
+        // checked against its chain entry too.
+        let p = self.platform.clone();
+        tokio::task::spawn_blocking(move || p.sealer().seal_all()).await.unwrap().unwrap();
         let p = self.platform.clone();
         let v = if self.shared {
             let orgs = ORGS.with(|orgs| orgs.borrow().clone());

@@ -11,6 +11,7 @@ crate::on_both!(
     readyz_answers_200_when_the_database_is_reachable,
     metrics_count_requests_by_endpoint_pattern,
     metrics_count_charges_by_state,
+    the_sealer_seals_and_metrics_report_its_backlog,
     metrics_do_not_label_unknown_paths_verbatim,
     openapi_document_lists_every_path,
     operational_endpoints_need_no_token,
@@ -129,6 +130,46 @@ async fn metrics_count_charges_by_state(db: Db) {
     assert_eq!(sample(&text, "malipo_charges_total", &["state=\"completed\""]), Some(1.0), "{text}");
     assert_eq!(sample(&text, "malipo_charges_total", &["state=\"declined\""]), Some(1.0), "{text}");
     app.assert_ledger_ok().await;
+    app.stop().await;
+}
+
+/// The value of an unlabelled sample `name value`.
+fn gauge(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(&format!("{name} "))?.parse().ok())
+}
+
+/// The server's sealer chains what the workers commit on its own, and `/metrics` reports what
+/// waits for it (none, once it has passed) and for how long.
+async fn the_sealer_seals_and_metrics_report_its_backlog(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let (_, token) = app.merchant_token().await;
+    let r = app.charge_ref(&token, "254712345678", "10").await;
+    app.wait_for(&token, &r, "completed", Duration::from_secs(10)).await;
+    // Sealed by the server, not by this test: every journal of the charge gets its chain entry.
+    let started = std::time::Instant::now();
+    loop {
+        let p = app.platform.clone();
+        let check = tokio::task::spawn_blocking(move || p.accounts().check_ledger(None)).await.unwrap().unwrap();
+        assert_eq!(check.violations, vec![]);
+        assert!(check.journals >= 1, "{check:?}");
+        if check.unsealed == 0 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "still unsealed: {check:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The sealer's next passes report that nothing waits.
+    loop {
+        let text = metrics(&app).await;
+        let (unsealed, lag) = (gauge(&text, "malipo_ledger_unsealed_journals"), gauge(&text, "malipo_ledger_seal_lag_seconds"));
+        assert!(unsealed.is_some() && lag.is_some(), "both gauges exported: {text}");
+        if unsealed == Some(0.0) {
+            assert_eq!(lag, Some(0.0), "{text}");
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "the gauge still reports a backlog: {text}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     app.stop().await;
 }
 

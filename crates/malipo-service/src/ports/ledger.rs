@@ -114,11 +114,12 @@ pub trait LedgerRepo {
     /// # Errors
     /// [`LedgerError::ReleaseExceedsHold`]; [`LedgerError::UnknownAccount`].
     fn release(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError>;
-    /// Posts a balanced journal: appends it to its ledger's audit chain (mode + currency; next
-    /// `seq`, `prev_hash`, `hash` by `malipo_ledger::chain_hash`), applies each line to its
-    /// account's balance with the rule of `Journal::apply_line` (an account that may not go
-    /// negative never ends below its `held`), and appends one posting per line with the balance
-    /// after it. Locks accounts in a deterministic order.
+    /// Posts a balanced journal: inserts it unsealed (no chain entry yet: the sealer,
+    /// [`super::ChainRepo::seal_pending`], appends it to its ledger's audit chain after the
+    /// commit, and nothing here waits for the chain), applies each line to its account's balance
+    /// with the rule of `Journal::apply_line` (an account that may not go negative never ends
+    /// below its `held`), and appends one posting per line with the balance after it. Locks
+    /// accounts in a deterministic order.
     ///
     /// # Errors
     /// [`LedgerError::InsufficientFunds`], [`LedgerError::UnknownAccount`],
@@ -159,7 +160,8 @@ pub trait LedgerRepo {
     /// # Errors
     /// Storage failures.
     fn last_posting_before(&mut self, account: &AccountId, at: Timestamp) -> Result<Option<StatementLine>, StoreError>;
-    /// Every account and journal (with its lines as stored postings, in line order) of one mode or all.
+    /// Every account and journal (with its lines as stored postings, in line order, and its chain
+    /// entry once sealed) of one mode or all.
     ///
     /// # Errors
     /// Storage failures.

@@ -10,6 +10,7 @@
 //! No transaction is ever held across an `.await`: callers run [`Store::run`] on a blocking thread.
 
 mod auth;
+mod chain;
 mod charges;
 mod endpoints;
 mod idempotency;
@@ -24,6 +25,7 @@ mod ussd;
 mod wallets;
 
 pub use auth::{AuthRepo, TokenRecord};
+pub use chain::{ChainRepo, UnsealedStats};
 pub use charges::ChargeRepo;
 pub use endpoints::EndpointRepo;
 pub use idempotency::IdempotencyRepo;
@@ -48,6 +50,7 @@ use crate::error::{ServiceError, StoreError};
 pub trait Tx:
     AuthRepo
     + LedgerRepo
+    + ChainRepo
     + WalletRepo
     + ChargeRepo
     + UssdRepo
@@ -64,6 +67,7 @@ pub trait Tx:
 impl<T> Tx for T where
     T: AuthRepo
         + LedgerRepo
+        + ChainRepo
         + WalletRepo
         + ChargeRepo
         + UssdRepo

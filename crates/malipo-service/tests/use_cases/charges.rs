@@ -48,7 +48,7 @@ fn a_sandbox_charge_completes_after_the_approval_delay_with_its_fee_band() {
     let collection = world.platform.accounts().balance(&shop, AccountKind::Collection).unwrap();
     assert_eq!(collection.account.balance, MinorUnit::new(99_600));
     assert!(world.platform.accounts().verify_org_ledger(std::slice::from_ref(&shop.org_id)).unwrap().is_empty());
-    assert!(world.platform.accounts().verify_ledger(Some(Mode::Test)).unwrap().is_empty());
+    assert!(world.verified_ledger(Some(Mode::Test)).is_empty());
 }
 
 #[test]
@@ -213,4 +213,36 @@ fn new_work_is_refused_while_due_work_is_behind_until_it_is_under_half_the_bound
     let reading = world.platform.backlog().measure().unwrap();
     assert_eq!((reading.charges_seconds, reading.refusing), (0.0, false));
     world.charge(&shop, &number("0000"), "10.00").unwrap();
+}
+
+#[test]
+fn journals_are_sealed_after_their_commit_and_the_lag_is_measured() {
+    let world = World::new();
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    let sealer = world.platform.sealer();
+    assert_eq!(sealer.seal_all().unwrap(), 0);
+    let nothing = sealer.unsealed().unwrap();
+    assert_eq!((nothing.count, sealer.lag(&nothing)), (0, std::time::Duration::ZERO));
+
+    let charge = world.charge(&shop, &number("0000"), "1000.00").unwrap();
+    world.advance(2);
+    settle(&world);
+    assert_eq!(world.reload(&shop, &charge).state, ChargeState::Completed);
+    let posted = world.now();
+    world.advance(3);
+    // Committed, not yet chained: sound, counted, and waiting for as long as the clock says.
+    let check = world.platform.accounts().check_ledger(Some(Mode::Test)).unwrap();
+    assert_eq!(check.violations, vec![]);
+    assert!(check.unsealed >= 1 && check.unsealed == check.journals, "{check:?}");
+    let waiting = sealer.unsealed().unwrap();
+    assert_eq!(waiting.count, u64::try_from(check.unsealed).unwrap());
+    assert!(waiting.oldest.is_some_and(|t| t <= posted));
+    assert!(sealer.lag(&waiting) >= std::time::Duration::from_secs(3));
+
+    assert_eq!(sealer.seal(1).unwrap(), 1, "at most the limit");
+    assert_eq!(sealer.seal_all().unwrap(), check.unsealed - 1);
+    assert_eq!(sealer.seal_all().unwrap(), 0, "a sealed journal is not sealed again");
+    let done = sealer.unsealed().unwrap();
+    assert_eq!((done.count, done.oldest, sealer.lag(&done)), (0, None, std::time::Duration::ZERO));
+    assert_eq!(world.verified_ledger(None), vec![]);
 }

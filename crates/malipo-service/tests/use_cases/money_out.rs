@@ -47,7 +47,7 @@ fn funded(world: &World, kind: OrgKind, mode: Mode, amount: &str) -> Principal {
 }
 
 fn clean_ledger(world: &World) {
-    assert_eq!(world.platform.accounts().verify_ledger(None).unwrap(), vec![]);
+    assert_eq!(world.verified_ledger(None), vec![]);
 }
 
 #[test]

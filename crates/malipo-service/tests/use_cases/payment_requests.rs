@@ -83,7 +83,7 @@ impl Cast {
     }
 
     fn clean_ledger(&self) {
-        assert_eq!(self.world.platform.accounts().verify_ledger(None).unwrap(), vec![]);
+        assert_eq!(self.world.verified_ledger(None), vec![]);
     }
 }
 

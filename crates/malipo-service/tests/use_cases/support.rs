@@ -57,6 +57,15 @@ impl World {
         self.platform.now()
     }
 
+    /// Seals what is pending (as the sealer loop does after every commit), then verifies the
+    /// ledger (of one mode, or both), chain entries included.
+    pub(crate) fn verified_ledger(&self, mode: Option<Mode>) -> Vec<malipo_ledger::Violation> {
+        self.platform.sealer().seal_all().unwrap();
+        let check = self.platform.accounts().check_ledger(mode).unwrap();
+        assert_eq!(check.unsealed, 0, "every journal sealed");
+        check.violations
+    }
+
     pub(crate) fn advance(&self, seconds: i64) {
         self.micros.fetch_add(seconds * 1_000_000, Ordering::SeqCst);
     }

@@ -290,6 +290,6 @@ proptest! {
             let t = b.world.platform.transactions().get(&b.shop, r.transaction_id.as_ref().unwrap().as_str(), None).unwrap();
             prop_assert_eq!((t.amount, t.fee, t.type_name()), (r.amount, r.fee, "payment_request"));
         }
-        prop_assert_eq!(b.world.platform.accounts().verify_ledger(None).unwrap(), vec![]);
+        prop_assert_eq!(b.world.verified_ledger(None), vec![]);
     }
 }

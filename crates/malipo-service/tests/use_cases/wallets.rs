@@ -122,7 +122,7 @@ fn cash_in_stops_at_the_maximum_balance_and_the_per_transaction_limit() {
     assert!(matches!(live.cash_in(&n, "0.01"), Err(ServiceError::LimitExceeded(_))), "20,000.00 is the tier's maximum balance");
     let other = live.customer(&[]);
     assert!(matches!(live.cash_in(&other, "5000.01"), Err(ServiceError::LimitExceeded(_))));
-    assert!(live.world.platform.accounts().verify_ledger(Some(Mode::Live)).unwrap().is_empty());
+    assert!(live.world.verified_ledger(Some(Mode::Live)).is_empty());
 }
 
 #[test]

@@ -2,16 +2,17 @@
 
 use malipo_charges::ChargeState;
 use malipo_core::{AccountId, MinorUnit, Mode, Timestamp};
-use malipo_ledger::{chain_hash, JournalKind, LedgerError, GENESIS_HASH};
+use malipo_ledger::{chain_hash, ChainLink, JournalKind, LedgerError, GENESIS_HASH};
 use malipo_service::{PostingQuery, ServiceError, StatementLine, Store};
 
 use crate::fixtures::ledger_error;
 use crate::fixtures::*;
 
-/// Posting updates balances and appends to the ledger's audit chain: per (mode, currency),
-/// `seq` from 1, `prev_hash` linking to the previous journal ([`GENESIS_HASH`] first), `hash`
-/// equal to `chain_hash`; the snapshot returns each journal as posted (lines in order) and
-/// `ledger_snapshot(Some(mode))` only that mode's accounts and journals.
+/// Posting updates balances and commits the journal unsealed; sealing appends it to its
+/// ledger's audit chain: per (mode, currency), `seq` from 1, `prev_hash` linking to the previous
+/// journal ([`GENESIS_HASH`] first), `hash` equal to `chain_hash`; the snapshot returns each
+/// journal as posted (lines in order) and `ledger_snapshot(Some(mode))` only that mode's
+/// accounts and journals.
 pub fn post_journal_updates_balances_and_chains(store: &dyn Store) {
     let kes = insert_platform(store, Mode::Test, KES);
     let m = insert_merchant(store, "Duka", Mode::Test);
@@ -42,23 +43,29 @@ pub fn post_journal_updates_balances_and_chains(store: &dyn Store) {
     assert_eq!(balance(store, &live_m.payout.id), 700);
     assert_eq!(balance(store, &ugx_w.id), 900);
 
+    let unsealed = query(store, |tx| Ok(tx.ledger_snapshot(None)?));
+    assert!(unsealed.journals.iter().all(|cj| cj.link.is_none()), "posted journals await their seal");
+    assert!(malipo_ledger::verify(&unsealed).is_empty(), "unsealed journals are sound, not a broken chain");
+    assert_eq!(seal(store), 5);
     let snapshot = query(store, |tx| Ok(tx.ledger_snapshot(None)?));
     let mut kes_test: Vec<_> = snapshot.journals.iter().filter(|cj| cj.journal.mode == Mode::Test && cj.journal.currency == KES).collect();
-    kes_test.sort_by_key(|cj| cj.seq);
-    assert_eq!(kes_test.iter().map(|cj| cj.seq).collect::<Vec<_>>(), vec![1, 2, 3]);
+    kes_test.sort_by_key(|cj| cj.seq());
+    assert_eq!(kes_test.iter().map(|cj| cj.seq()).collect::<Vec<_>>(), vec![Some(1), Some(2), Some(3)]);
     for (cj, posted) in kes_test.iter().zip([&j1, &j2, &j3]) {
         assert_eq!(&cj.journal, posted, "the journal as posted, lines in order");
     }
-    assert_eq!(kes_test[0].prev_hash, GENESIS_HASH);
-    assert_eq!(kes_test[1].prev_hash, kes_test[0].hash);
-    assert_eq!(kes_test[2].prev_hash, kes_test[1].hash);
-    for cj in &kes_test {
-        assert_eq!(cj.hash, chain_hash(&cj.prev_hash, cj.seq, &cj.journal));
+    let links: Vec<&ChainLink> = kes_test.iter().filter_map(|cj| cj.link.as_ref()).collect();
+    assert_eq!(links[0].prev_hash, GENESIS_HASH);
+    assert_eq!(links[1].prev_hash, links[0].hash);
+    assert_eq!(links[2].prev_hash, links[1].hash);
+    for (link, cj) in links.iter().zip(&kes_test) {
+        assert_eq!(link.hash, chain_hash(&link.prev_hash, link.seq, &cj.journal));
     }
     for (j, label) in [(&j4, "live KES"), (&j5, "test UGX")] {
         let cj = snapshot.journals.iter().find(|cj| cj.journal.id == j.id).unwrap_or_else(|| panic!("{label} journal in the snapshot"));
-        assert_eq!((cj.seq, cj.prev_hash.as_str()), (1, GENESIS_HASH), "{label} starts its own chain");
-        assert_eq!(cj.hash, chain_hash(GENESIS_HASH, 1, j));
+        let link = cj.link.as_ref().unwrap_or_else(|| panic!("{label} sealed"));
+        assert_eq!((link.seq, link.prev_hash.as_str()), (1, GENESIS_HASH), "{label} starts its own chain");
+        assert_eq!(link.hash, chain_hash(GENESIS_HASH, 1, j));
         assert_eq!(&cj.journal, j);
     }
     assert_eq!(snapshot.journals.len(), 5);
@@ -355,7 +362,12 @@ pub fn ledger_part_is_the_accounts_and_their_journals(store: &dyn Store) {
         vec![&pay],
         "only the journals touching them, with every line"
     );
-    assert_eq!(part.journals[0].hash, chain_hash(&part.journals[0].prev_hash, part.journals[0].seq, &pay));
+    assert!(malipo_ledger::verify_part(&part).is_empty(), "sound before its seal");
+    assert_eq!(part.journals[0].link, None);
+    seal(store);
+    let part = query(store, |tx| Ok(tx.ledger_part(&[m.collection.id.clone(), m.payout.id.clone()])?));
+    let link = part.journals[0].link.as_ref().expect("sealed");
+    assert_eq!(link.hash, chain_hash(&link.prev_hash, link.seq, &pay));
     assert!(malipo_ledger::verify_part(&part).is_empty());
 
     let part = query(store, |tx| Ok(tx.ledger_part(&[w.id.clone(), AccountId::new()])?));

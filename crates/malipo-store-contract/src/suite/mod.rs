@@ -3,6 +3,7 @@
 pub(crate) mod accounts;
 pub(crate) mod auth;
 pub(crate) mod bulk;
+pub(crate) mod chain;
 pub(crate) mod charges;
 pub(crate) mod idempotency;
 pub(crate) mod ledger;

@@ -9,13 +9,13 @@ use diesel::sql_types::{BigInt, Bool};
 use malipo_charges::ChargeKind;
 use malipo_core::{AccountId, MinorUnit, Mode, OrgId, Timestamp, TransactionId};
 use malipo_ledger::{
-    chain_hash, Account, ChainedJournal, Journal, JournalFee, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting, GENESIS_HASH,
+    Account, ChainLink, ChainedJournal, Journal, JournalFee, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting,
 };
 use malipo_service::{AccountKey, LedgerRepo, PostingQuery, StatementLine, StoreError};
 
 use crate::error::{account_error, db_error, Fail};
 use crate::rows::{self, AccountRow, JournalRow, NewPosting};
-use crate::schema::{accounts, charges, journals, ledger_heads, postings};
+use crate::schema::{accounts, charges, journals, postings};
 use crate::tx::{inserted, limit_i64, per_backend, DieselTx, IN_CHUNK};
 use crate::DbConnection;
 
@@ -65,7 +65,7 @@ fn statement_line(row: StatementRow) -> Result<StatementLine, StoreError> {
 }
 
 /// A stored journal line: journal id, account, amount, fee.
-type LineRow = (String, String, i64, i64);
+pub(crate) type LineRow = (String, String, i64, i64);
 
 /// The `kind IN (…)` of `accounts_system_kind_key`, as a literal so that PostgreSQL can use that
 /// partial index under a generic plan.
@@ -312,9 +312,8 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
         }
     }
 
-    // Postings before their journal (the foreign key is checked at commit): the ledger head,
-    // which every journal of this ledger locks, is taken by the last statements, so it is held
-    // for as short a time as possible. A fee goes on the first line of its account.
+    // Postings before their journal (the foreign key is checked at commit). A fee goes on the
+    // first line of its account.
     let postings = journal
         .lines
         .iter()
@@ -334,12 +333,9 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
         .collect::<Result<Vec<_>, StoreError>>()?;
     per_backend!(&mut *conn, |c| diesel::insert_into(postings::table).values(&postings).execute(c))?;
 
-    let (prev_seq, prev_hash) = lock_ledger_head(conn, mode, currency)?;
-    let seq = prev_seq + 1;
-    let hash = chain_hash(&prev_hash, seq, journal);
-    diesel::update(ledger_heads::table.find((mode, currency)))
-        .set((ledger_heads::seq.eq(seq), ledger_heads::hash.eq(&hash)))
-        .execute(conn)?;
+    // Unsealed: no chain entry yet, and no lock on the ledger's head, which every journal of the
+    // ledger would otherwise queue on until commit. The sealer (`repo/chain.rs`) chains it after
+    // the commit.
     let row = JournalRow {
         id: journal.id.as_str().to_owned(),
         mode: mode.to_owned(),
@@ -347,9 +343,9 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
         kind: journal.kind.as_str().to_owned(),
         source_ref: journal.source_ref.clone(),
         created_at: journal.created_at.as_micros(),
-        seq,
-        prev_hash,
-        hash,
+        seq: None,
+        prev_hash: None,
+        hash: None,
     };
     diesel::insert_into(journals::table).values(&row).execute(conn)?;
     Ok(())
@@ -368,39 +364,12 @@ fn refused_line(conn: &mut DbConnection, journal: &Journal, account: &AccountId)
     })
 }
 
-/// Reads a ledger's chain head, locked until the transaction ends (PostgreSQL `FOR UPDATE`;
-/// SQLite writers are serialised anyway), creating it at the genesis if absent.
-fn lock_ledger_head(conn: &mut DbConnection, mode: &str, currency: &str) -> Result<(i64, String), Fail> {
-    for _ in 0..2 {
-        let query = ledger_heads::table.find((mode, currency)).select((ledger_heads::seq, ledger_heads::hash));
-        let head: Option<(i64, String)> = match &mut *conn {
-            DbConnection::Pg(c) => query.for_update().first(c).optional()?,
-            DbConnection::Sqlite(c) => query.first(c).optional()?,
-        };
-        if let Some(head) = head {
-            return Ok(head);
-        }
-        // The ledger's first journal. Two first journals can race here: the loser's insert does
-        // nothing (waiting for the winner on PostgreSQL) and its next read locks the winner's row.
-        per_backend!(&mut *conn, |c| diesel::insert_into(ledger_heads::table)
-            .values((
-                ledger_heads::mode.eq(mode),
-                ledger_heads::currency.eq(currency),
-                ledger_heads::seq.eq(0_i64),
-                ledger_heads::hash.eq(GENESIS_HASH),
-            ))
-            .on_conflict_do_nothing()
-            .execute(c))?;
-    }
-    Err(StoreError::Other(format!("ledger head {mode}/{currency} could not be created")).into())
-}
-
 /// Every account and journal of one mode or all.
 fn ledger_snapshot(conn: &mut DbConnection, mode: Option<Mode>) -> Result<LedgerSnapshot, Fail> {
     let mut accounts_query = accounts::table.select(AccountRow::as_select()).order(accounts::id.asc()).into_boxed();
     let mut journals_query = journals::table
         .select(JournalRow::as_select())
-        .order((journals::mode.asc(), journals::currency.asc(), journals::seq.asc()))
+        .order((journals::mode.asc(), journals::currency.asc(), journals::seq.asc(), journals::created_at.asc(), journals::id.asc()))
         .into_boxed();
     let mut lines_query = postings::table
         .inner_join(journals::table)
@@ -446,12 +415,14 @@ fn ledger_part(conn: &mut DbConnection, ids: &[AccountId]) -> Result<LedgerSnaps
                 .load::<LineRow>(conn)?,
         );
     }
-    journal_rows.sort_by(|a, b| (&a.mode, &a.currency, a.seq).cmp(&(&b.mode, &b.currency, b.seq)));
+    journal_rows
+        .sort_by(|a, b| (&a.mode, &a.currency, a.seq, a.created_at, &a.id).cmp(&(&b.mode, &b.currency, b.seq, b.created_at, &b.id)));
     Ok(LedgerSnapshot { accounts, journals: chained(journal_rows, line_rows)? })
 }
 
-/// Journals with their lines (postings grouped by journal, each journal's in line order).
-fn chained(journal_rows: Vec<JournalRow>, line_rows: Vec<LineRow>) -> Result<Vec<ChainedJournal>, Fail> {
+/// Journals with their lines (postings grouped by journal, each journal's in line order), as the
+/// verifier reads them and the sealer hashes them.
+pub(crate) fn chained(journal_rows: Vec<JournalRow>, line_rows: Vec<LineRow>) -> Result<Vec<ChainedJournal>, Fail> {
     let mut lines: HashMap<String, (Vec<JournalLine>, Vec<JournalFee>)> = HashMap::new();
     for (journal_id, account, amount, fee) in line_rows {
         let (list, fees) = lines.entry(journal_id).or_default();
@@ -474,7 +445,10 @@ fn chained(journal_rows: Vec<JournalRow>, line_rows: Vec<LineRow>) -> Result<Vec
             fees,
             created_at: Timestamp::from_micros(row.created_at),
         };
-        journals.push(ChainedJournal { seq: row.seq, prev_hash: row.prev_hash, hash: row.hash, journal });
+        // A row with a `seq` is sealed; any part of its entry missing (which `journals_seal_check`
+        // forbids) reads as empty, so that the verifier reports the entry broken.
+        let link = row.seq.map(|seq| ChainLink { seq, prev_hash: row.prev_hash.unwrap_or_default(), hash: row.hash.unwrap_or_default() });
+        journals.push(ChainedJournal { link, journal });
     }
     Ok(journals)
 }

@@ -1,6 +1,7 @@
 //! One file per feature: the repository traits of `malipo_service::ports` on [`crate::tx::DieselTx`].
 
 mod auth;
+mod chain;
 mod charges;
 mod endpoints;
 mod idempotency;

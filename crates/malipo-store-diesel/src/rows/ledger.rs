@@ -68,9 +68,10 @@ pub(crate) struct JournalRow {
     pub(crate) kind: String,
     pub(crate) source_ref: String,
     pub(crate) created_at: i64,
-    pub(crate) seq: i64,
-    pub(crate) prev_hash: String,
-    pub(crate) hash: String,
+    /// The chain entry: all three set once sealed, none before.
+    pub(crate) seq: Option<i64>,
+    pub(crate) prev_hash: Option<String>,
+    pub(crate) hash: Option<String>,
 }
 
 impl JournalRow {

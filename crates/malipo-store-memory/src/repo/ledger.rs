@@ -5,12 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use malipo_charges::{ChargeKind, ChargeState};
 use malipo_core::{AccountId, MinorUnit, Mode, OrgId, Timestamp, TransactionId};
 use malipo_ledger::journal::{hold, release};
-use malipo_ledger::{
-    chain_hash, Account, AccountKind, ChainedJournal, Journal, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting, GENESIS_HASH,
-};
+use malipo_ledger::{Account, AccountKind, ChainedJournal, Journal, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting};
 use malipo_service::{AccountKey, LedgerRepo, PostingQuery, StatementLine, StoreError};
 
-use crate::state::LedgerHead;
 use crate::tx::{check, foreign_key, MemoryTx};
 
 impl LedgerRepo for MemoryTx<'_> {
@@ -126,14 +123,8 @@ impl LedgerRepo for MemoryTx<'_> {
                 created_at: at,
             });
         }
-        let ledger = (journal.mode, journal.currency);
-        let (seq, prev_hash) = match s.heads.get(&ledger) {
-            Some(head) => (head.seq + 1, head.hash.clone()),
-            None => (1, GENESIS_HASH.to_owned()),
-        };
-        let hash = chain_hash(&prev_hash, seq, journal);
-        s.heads.insert(ledger, LedgerHead { seq, hash: hash.clone() });
-        s.journals.push(ChainedJournal { seq, prev_hash, hash, journal: journal.clone() });
+        // Unsealed: the sealer (`ChainRepo::seal_pending`) gives it its chain entry later.
+        s.journals.push(ChainedJournal { link: None, journal: journal.clone() });
         s.journal_ids.insert(journal.id.clone());
         if pays {
             s.paid_sources.insert(journal.source_ref.clone());
