@@ -213,7 +213,23 @@ async fn create_all(client: &Client, base: &str, merchants: &[Merchant], args: &
                     break;
                 }
                 let m = (n % tokens.len() as u64) as usize;
-                let sent = client.post(url.as_str()).bearer_auth(&tokens[m]).json(&api::charge_body(n)).send().await;
+                let body = api::charge_body(n);
+                // A well-behaved integrator: "not now" (503 with Retry-After) is retried after the
+                // wait it names, with the same body and idempotency key.
+                let sent = loop {
+                    let sent = client.post(url.as_str()).bearer_auth(&tokens[m]).json(&body).send().await;
+                    match &sent {
+                        Ok(resp) if resp.status().as_u16() == 503 => {
+                            let wait = resp
+                                .headers()
+                                .get("retry-after")
+                                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+                                .unwrap_or(1);
+                            tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
+                        }
+                        _ => break sent,
+                    }
+                };
                 let created = match sent {
                     Ok(resp) if resp.status().as_u16() == 200 => resp.json::<Created>().await.ok(),
                     Ok(resp) => {
