@@ -8,7 +8,8 @@
 # created -> completed for 3,000 charges of one merchant with target/release/malipo-loadgen.
 # Prints each round and the medians with the NEW/OLD ratio, so a regression is measured on the
 # same machine at the same time rather than against an older run's figures.
-# Needs PostgreSQL at 127.0.0.1:5432 (user postgres) and python3.
+# BENCH_AB_BACKENDS (default "sqlite postgres") picks the backends. Needs PostgreSQL at
+# 127.0.0.1:5432 (user postgres) and python3.
 set -euo pipefail
 export PGOPTIONS="-c client_min_messages=warning"
 cd "$(dirname "$0")/.."
@@ -40,7 +41,7 @@ run_round() { # run_round BINARY DATABASE_URL -> prints the lifecycle rate
     wait "$PID" 2>/dev/null || true
 }
 
-for backend in sqlite postgres; do
+for backend in ${BENCH_AB_BACKENDS:-sqlite postgres}; do
     old=() new=()
     for i in $(seq "$ROUNDS"); do
         for which in old new; do

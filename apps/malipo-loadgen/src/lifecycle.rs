@@ -220,11 +220,7 @@ async fn create_all(client: &Client, base: &str, merchants: &[Merchant], args: &
                     let sent = client.post(url.as_str()).bearer_auth(&tokens[m]).json(&body).send().await;
                     match &sent {
                         Ok(resp) if resp.status().as_u16() == 503 => {
-                            let wait = resp
-                                .headers()
-                                .get("retry-after")
-                                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-                                .unwrap_or(1);
+                            let wait = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()?.parse::<u64>().ok()).unwrap_or(1);
                             tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
                         }
                         _ => break sent,

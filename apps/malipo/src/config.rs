@@ -24,6 +24,8 @@ pub struct Settings {
     pub worker_lease_seconds: i64,
     /// Payouts settled in one transaction (default: 8 on SQLite, 1 on PostgreSQL).
     pub payout_settle_chunk: Option<usize>,
+    /// Due charges advanced in one transaction (default: 64 on SQLite, 1 on PostgreSQL).
+    pub charge_settle_chunk: Option<usize>,
     /// New charges and payouts are refused (503) while the oldest due work has waited longer
     /// than this (0: never).
     pub max_backlog_seconds: i64,
@@ -102,6 +104,12 @@ pub struct ServeArgs {
     /// account's row against concurrent payouts).
     #[arg(long, env = "MALIPO_PAYOUT_SETTLE_CHUNK", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub payout_settle_chunk: Option<u16>,
+    /// Due charges the worker advances in one transaction, each in a savepoint (default: 64 on
+    /// SQLite, where each commit is a file sync of the one writer; 1 on PostgreSQL, where a longer
+    /// transaction holds the rows every charge shares, a merchant's collection account and the
+    /// sandbox's funding, against the other workers).
+    #[arg(long, env = "MALIPO_CHARGE_SETTLE_CHUNK", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub charge_settle_chunk: Option<u16>,
     /// New charges, cash-outs, payouts and bulk approvals are refused with 503 `unavailable` and
     /// `Retry-After` while the oldest due charge or payout has waited for the workers longer than
     /// this many seconds, until the wait is back under half of it (0: never refused). Keep it
@@ -172,6 +180,7 @@ impl Settings {
             sandbox_approval_delay_ms: serve.sandbox_approval_delay_ms,
             worker_lease_seconds: serve.worker_lease_seconds,
             payout_settle_chunk: serve.payout_settle_chunk.map(usize::from),
+            charge_settle_chunk: serve.charge_settle_chunk.map(usize::from),
             max_backlog_seconds: serve.max_backlog_seconds,
             rate_limit_live: serve.rate_limit_live,
             rate_limit_test: serve.rate_limit_test,

@@ -18,6 +18,10 @@ pub struct ServiceConfig {
     /// fewer hold the shared rows (the payout account, the ledger's chain head; on SQLite the
     /// one writer lock) for less time at once.
     pub payout_settle_chunk: usize,
+    /// Due charges the worker advances in one transaction, each in a savepoint (1: each in
+    /// transactions of its own). More amortise each commit; fewer hold the rows every charge
+    /// shares (a merchant's collection account, the sandbox's funding) for less time at once.
+    pub charge_settle_chunk: usize,
     /// New charges and payouts are refused while the oldest due item has waited longer than
     /// this many seconds, until it is back under half of it (0: never refused). See
     /// [`crate::backlog`].
@@ -31,6 +35,7 @@ impl Default for ServiceConfig {
             sandbox_approval_delay_ms: 2000,
             worker_lease_seconds: 30,
             payout_settle_chunk: 1,
+            charge_settle_chunk: 1,
             max_backlog_seconds: 10,
         }
     }

@@ -62,7 +62,7 @@ pub use payouts::{NewPayout, Payouts};
 pub use platform::Platform;
 pub use ports::{
     query, read, write, AccountKey, AuthRepo, BulkRepo, ChainRepo, ChargeRepo, EndpointRepo, EventRenderer, IdempotencyRepo, LedgerRepo,
-    NoRenderer, OutboxRepo, PaymentRequestRepo, PayoutRepo, PostingQuery, ReversalRepo, StatementLine, Store, TokenRecord, Tx,
+    NoRenderer, OutboxRepo, PaymentRequestRepo, PayoutRepo, PostingQuery, ReversalRepo, Savepoint, StatementLine, Store, TokenRecord, Tx,
     UnsealedStats, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender,
 };
 pub use processing::Processing;

@@ -18,6 +18,11 @@ impl<'a> MemoryTx<'a> {
         MemoryTx { state, read_only }
     }
 
+    /// Whether writes are refused.
+    pub(crate) fn read_only(&self) -> bool {
+        self.read_only
+    }
+
     /// The tables, for reading.
     pub(crate) fn r(&self) -> &State {
         self.state

@@ -124,6 +124,7 @@ pub fn settings(url: &str, o: &Options) -> Settings {
         charge_ttl_seconds: o.charge_ttl_seconds,
         worker_lease_seconds: 30,
         payout_settle_chunk: None,
+        charge_settle_chunk: None,
         // Under a manual clock no worker runs while time jumps, so due work is always behind.
         max_backlog_seconds: o.max_backlog_seconds.unwrap_or(if o.manual { 0 } else { 60 }),
         sandbox_approval_delay_ms: o.sandbox_delay_ms,

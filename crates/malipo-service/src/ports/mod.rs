@@ -20,6 +20,7 @@ mod payment_requests;
 mod payouts;
 mod render;
 mod reversals;
+mod savepoint;
 mod sender;
 mod ussd;
 mod wallets;
@@ -37,6 +38,7 @@ pub use payouts::{BulkRepo, PayoutRepo};
 pub use render::MockEventRenderer;
 pub use render::{EventRenderer, NoRenderer};
 pub use reversals::ReversalRepo;
+pub use savepoint::Savepoint;
 #[cfg(any(test, feature = "mocks"))]
 pub use sender::MockWebhookSender;
 pub use sender::{DeliveryJob, SendOutcome, WebhookSender};
@@ -61,6 +63,7 @@ pub trait Tx:
     + BulkRepo
     + ReversalRepo
     + PaymentRequestRepo
+    + Savepoint
 {
 }
 
@@ -78,6 +81,7 @@ impl<T> Tx for T where
         + BulkRepo
         + ReversalRepo
         + PaymentRequestRepo
+        + Savepoint
         + ?Sized
 {
 }

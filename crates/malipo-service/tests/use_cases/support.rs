@@ -46,7 +46,7 @@ impl World {
             // The cheapest parameters Argon2 allows: these tests are about rules, not hashing.
             Arc::new(SecretHasher::with_params([7; 32], 8, 1, 1).unwrap()),
             Arc::new(clock),
-            ServiceConfig { payout_settle_chunk: 8, ..ServiceConfig::default() },
+            ServiceConfig { payout_settle_chunk: 8, charge_settle_chunk: 8, ..ServiceConfig::default() },
         )
         .with_webhooks(renderer, SecretCipher::ephemeral(), WebhookConfig::default());
         platform.access().ensure_system_accounts().unwrap();

@@ -10,5 +10,6 @@ mod outbox;
 mod payment_requests;
 mod payouts;
 mod reversals;
+mod savepoint;
 mod ussd;
 mod wallets;
