@@ -20,7 +20,6 @@ mod payment_requests;
 mod payouts;
 mod render;
 mod reversals;
-mod savepoint;
 mod sender;
 mod ussd;
 mod wallets;
@@ -38,7 +37,6 @@ pub use payouts::{BulkRepo, PayoutRepo};
 pub use render::MockEventRenderer;
 pub use render::{EventRenderer, NoRenderer};
 pub use reversals::ReversalRepo;
-pub use savepoint::Savepoint;
 #[cfg(any(test, feature = "mocks"))]
 pub use sender::MockWebhookSender;
 pub use sender::{DeliveryJob, SendOutcome, WebhookSender};
@@ -46,6 +44,19 @@ pub use ussd::{UssdRepo, UssdSession};
 pub use wallets::{Wallet, WalletRepo, WalletState};
 
 use crate::error::{ServiceError, StoreError};
+
+/// Savepoints, part of the one transaction handle [`Tx`]: runs a closure inside the transaction
+/// so that, when it fails, what it did is undone and the transaction goes on (SQL `SAVEPOINT` and
+/// `ROLLBACK TO SAVEPOINT`). Workers use it to advance several items in one transaction, each as
+/// it would go alone.
+pub trait Savepoint {
+    /// Runs `f`; on `Err`, undoes its writes and returns the error with the transaction still
+    /// usable.
+    ///
+    /// # Errors
+    /// Whatever `f` returns, or the failure to set or release the savepoint.
+    fn savepoint(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError>;
+}
 
 /// One database transaction: every feature's repository on the same connection. Methods take
 /// `&mut self`; every method returns [`StoreError`]; reads of absent rows return `Ok(None)`.
