@@ -9,7 +9,8 @@
 # `malipo-loadgen charges` creates charges with 32 connections as fast as the server takes them for
 # BENCH_INTAKE_SECS (60) while /metrics is sampled every second; then every charge is left to reach
 # a final state. The same is then run with the gate off (MALIPO_MAX_BACKLOG_SECONDS=0) for comparison
-# (BENCH_INTAKE_COMPARE=0 skips it). Writes $BENCH_OUT/intake-<gate>.json (default bench-out/).
+# (BENCH_INTAKE_GATES, default "10 0", lists the bounds to run). Writes $BENCH_OUT/intake-<gate>.json
+# (default bench-out/).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=${1:-$ROOT/target/release/malipo}
@@ -72,9 +73,14 @@ print(json.dumps({
     "drain_secs_after_load": float(drained), "rss_kib": int(rss),
 }))
 PY
-  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(f"gate {r[\"max_backlog_seconds\"]} s: created {r[\"created\"]} ({r[\"created\"]/r[\"secs\"]:.0f}/s), refused 503 {r[\"refused_503\"]}, states {r[\"states\"]}, expired {100*(r[\"expired_share\"] or 0):.1f}%, max backlog {r[\"max_backlog_age_seconds\"]} s, drained {r[\"drain_secs_after_load\"]} s after the load")' "$OUT/intake-$gate.json"
+  python3 - "$OUT/intake-$gate.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"gate {r['max_backlog_seconds']} s: created {r['created']} ({r['created'] / r['secs']:.0f}/s), refused 503 {r['refused_503']}, "
+      f"states {r['states']}, expired {100 * (r['expired_share'] or 0):.1f}%, largest backlog sampled {r['max_backlog_age_seconds']} s, "
+      f"final {r['drain_secs_after_load']} s after the load")
+PY
 }
 
-run 10
-[ "${BENCH_INTAKE_COMPARE:-1}" = 1 ] && run 0
+for gate in ${BENCH_INTAKE_GATES:-10 0}; do run "$gate"; done
 psql -q -d postgres -c "DROP DATABASE IF EXISTS $DB" >/dev/null

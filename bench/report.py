@@ -334,7 +334,7 @@ def intake_section(out):
         lines.append(
             f"| {gate} | {r['created']:,} ({r['created'] / r['secs']:.0f}/s) | {r['refused_503']:,} | "
             f"{r['states'].get('completed', 0):,} | {r['expired']:,} ({100 * (r['expired_share'] or 0):.1f}%) | "
-            f"{r['max_backlog_age_seconds']} s | {r['refusing_samples']} of {r['samples']} | {r['drain_secs_after_load']} s | "
+            f"{r['max_backlog_age_seconds']:.1f} s | {r['refusing_samples']} of {r['samples']} | {r['drain_secs_after_load']} s | "
             f"{r['rss_kib'] / 1024:.1f} MiB |"
         )
     lines.append("")
