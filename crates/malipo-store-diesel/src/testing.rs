@@ -128,6 +128,30 @@ impl Store for TestDatabase {
     }
 }
 
+/// Runs each named test function (taking a `&TestDatabase`) once on a fresh SQLite database and
+/// once on a fresh PostgreSQL database, as `sqlite::name` and `postgres::name`.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[test]
+                fn $case() {
+                    super::$case(&$crate::testing::TestDatabase::sqlite());
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[test]
+                fn $case() {
+                    super::$case(&$crate::testing::TestDatabase::postgres());
+                }
+            )*
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::with_database;

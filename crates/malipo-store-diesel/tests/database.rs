@@ -493,28 +493,7 @@ fn migrations_are_applied_once_and_ready_reports_them(db: &TestDatabase) {
     assert_eq!(again.ready(), Ok(()));
 }
 
-macro_rules! on_both_backends {
-    ($($case:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[test]
-                fn $case() {
-                    super::$case(&malipo_store_diesel::testing::TestDatabase::sqlite());
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[test]
-                fn $case() {
-                    super::$case(&malipo_store_diesel::testing::TestDatabase::postgres());
-                }
-            )*
-        }
-    };
-}
-
-on_both_backends!(
+malipo_store_diesel::on_both_backends!(
     journals_and_postings_are_append_only,
     balances_are_checked_by_the_database,
     charges_are_checked_by_the_database,

@@ -232,28 +232,7 @@ fn the_sealer_migration_keeps_the_chain(db: &TestDatabase) {
     assert_eq!(verify(&snapshot(&store)), vec![]);
 }
 
-macro_rules! on_both_backends {
-    ($($case:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[test]
-                fn $case() {
-                    super::$case(&malipo_store_diesel::testing::TestDatabase::sqlite());
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[test]
-                fn $case() {
-                    super::$case(&malipo_store_diesel::testing::TestDatabase::postgres());
-                }
-            )*
-        }
-    };
-}
-
-on_both_backends!(
+malipo_store_diesel::on_both_backends!(
     journals_are_sealed_once_and_never_changed,
     an_edited_posting_is_found_at_its_entry,
     an_edited_journal_is_found_at_its_entry,

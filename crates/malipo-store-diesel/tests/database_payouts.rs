@@ -321,28 +321,7 @@ fn the_payouts_migration_keeps_every_row(db: &TestDatabase) {
     assert_eq!(read(&store, |tx| Ok(tx.journal_source(Mode::Test, &id)?)).unwrap(), None, "the new tables are there");
 }
 
-macro_rules! on_both_backends {
-    ($($case:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[test]
-                fn $case() {
-                    super::$case(&malipo_store_diesel::testing::TestDatabase::sqlite());
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[test]
-                fn $case() {
-                    super::$case(&malipo_store_diesel::testing::TestDatabase::postgres());
-                }
-            )*
-        }
-    };
-}
-
-on_both_backends!(
+malipo_store_diesel::on_both_backends!(
     payouts_are_checked_by_the_database,
     batches_and_reversals_are_checked_by_the_database,
     concurrent_payout_claims_never_overlap,

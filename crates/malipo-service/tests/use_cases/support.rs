@@ -36,6 +36,15 @@ impl World {
 
     /// A world whose events are rendered by `renderer`.
     pub(crate) fn with_renderer(renderer: Arc<dyn EventRenderer>) -> Self {
+        Self::assemble(renderer, ServiceConfig { payout_settle_chunk: 8, charge_settle_chunk: 8, ..ServiceConfig::default() })
+    }
+
+    /// A world with these tunables.
+    pub(crate) fn with_config(config: ServiceConfig) -> Self {
+        Self::assemble(Arc::new(NoRenderer), config)
+    }
+
+    fn assemble(renderer: Arc<dyn EventRenderer>, config: ServiceConfig) -> Self {
         let micros = Arc::new(AtomicI64::new(START * 1_000_000));
         let mut clock = MockClock::new();
         let read = Arc::clone(&micros);
@@ -46,7 +55,7 @@ impl World {
             // The cheapest parameters Argon2 allows: these tests are about rules, not hashing.
             Arc::new(SecretHasher::with_params([7; 32], 8, 1, 1).unwrap()),
             Arc::new(clock),
-            ServiceConfig { payout_settle_chunk: 8, charge_settle_chunk: 8, ..ServiceConfig::default() },
+            config,
         )
         .with_webhooks(renderer, SecretCipher::ephemeral(), WebhookConfig::default());
         platform.access().ensure_system_accounts().unwrap();
