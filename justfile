@@ -1,4 +1,4 @@
-# Malipo's tasks. The README's two commands need none of this: `cargo run`, `cargo test --workspace`.
+# Malipo's tasks. The README's two commands need none of this: `cargo run`, `bash scripts/test.sh`.
 
 # List the recipes.
 default:
@@ -8,11 +8,12 @@ default:
 run:
     cargo run
 
-# Every test (PostgreSQL at 127.0.0.1:5432 required; tests fail, never skip, without it).
+# Every test: the README's test command (PostgreSQL at 127.0.0.1:5432, started if it does not
+# answer; tests fail, never skip, without it).
 test:
-    cargo test --workspace
+    bash scripts/test.sh
 
-# What CI runs: PostgreSQL check, fmt, clippy -D warnings, every test.
+# What CI runs: PostgreSQL check, fmt, shape, clippy -D warnings, schemathesis, then the README's test command.
 ci:
     bash .ci/run
 

@@ -39,12 +39,10 @@ impl<'a> Processing<'a> {
         let now = self.core.now();
         let lease = now.plus_seconds(self.core.config.worker_lease_seconds);
         let ids = write(self.core.store(), |tx| Ok(tx.claim_due_charges(now, lease, limit)?))?;
-        if ids.is_empty() {
-            return Ok(0);
-        }
+        let claimed = ids.len();
         let chunk = self.core.config.charge_settle_chunk;
         let alone = if chunk <= 1 {
-            ids.clone()
+            ids
         } else {
             let mut alone = Vec::new();
             for part in ids.chunks(chunk) {
@@ -70,7 +68,7 @@ impl<'a> Processing<'a> {
                 Err(e) => tracing::warn!(charge = %id, error = %e, "charge step failed; it will be retried after its lease"),
             }
         }
-        Ok(ids.len())
+        Ok(claimed)
     }
 
     /// Advances the claimed charges in one transaction, each in a savepoint, as far as each can

@@ -8,10 +8,10 @@ use malipo_ledger::{ChainLink, GENESIS_HASH};
 use malipo_service::{ChainRepo, StoreError, UnsealedStats};
 
 use crate::error::{db_error, Fail};
-use crate::repo::ledger::{chained, LineRow};
+use crate::repo::ledger::{chained, lines_of};
 use crate::rows::JournalRow;
-use crate::schema::{journals, ledger_heads, postings};
-use crate::tx::{limit_i64, per_backend, DieselTx, IN_CHUNK};
+use crate::schema::{journals, ledger_heads};
+use crate::tx::{limit_i64, per_backend, DieselTx};
 use crate::DbConnection;
 
 impl ChainRepo for DieselTx<'_> {
@@ -65,17 +65,8 @@ fn seal_ledger(conn: &mut DbConnection, mode: &str, currency: &str, limit: usize
     if rows.is_empty() {
         return Ok(0);
     }
-    let mut line_rows: Vec<LineRow> = Vec::new();
     let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-    for chunk in ids.chunks(IN_CHUNK) {
-        line_rows.extend(
-            postings::table
-                .filter(postings::journal_id.eq_any(chunk))
-                .select((postings::journal_id, postings::account_id, postings::amount, postings::fee))
-                .order((postings::journal_id.asc(), postings::line_no.asc()))
-                .load::<LineRow>(conn)?,
-        );
-    }
+    let line_rows = lines_of(conn, &ids)?;
     // Each journal as stored (its postings as lines), as the verifier will read it.
     let journals = chained(rows, line_rows)?;
     for cj in &journals {

@@ -404,9 +404,20 @@ fn ledger_part(conn: &mut DbConnection, ids: &[AccountId]) -> Result<LedgerSnaps
     journal_ids.sort();
     journal_ids.dedup();
     let mut journal_rows = Vec::new();
-    let mut line_rows = Vec::new();
     for chunk in journal_ids.chunks(IN_CHUNK) {
         journal_rows.extend(journals::table.filter(journals::id.eq_any(chunk)).select(JournalRow::as_select()).load::<JournalRow>(conn)?);
+    }
+    let ids: Vec<&str> = journal_ids.iter().map(String::as_str).collect();
+    let line_rows = lines_of(conn, &ids)?;
+    journal_rows
+        .sort_by(|a, b| (&a.mode, &a.currency, a.seq, a.created_at, &a.id).cmp(&(&b.mode, &b.currency, b.seq, b.created_at, &b.id)));
+    Ok(LedgerSnapshot { accounts, journals: chained(journal_rows, line_rows)? })
+}
+
+/// The lines (postings) of these journals, each journal's in line order.
+pub(crate) fn lines_of(conn: &mut DbConnection, journal_ids: &[&str]) -> Result<Vec<LineRow>, Fail> {
+    let mut line_rows = Vec::new();
+    for chunk in journal_ids.chunks(IN_CHUNK) {
         line_rows.extend(
             postings::table
                 .filter(postings::journal_id.eq_any(chunk))
@@ -415,9 +426,7 @@ fn ledger_part(conn: &mut DbConnection, ids: &[AccountId]) -> Result<LedgerSnaps
                 .load::<LineRow>(conn)?,
         );
     }
-    journal_rows
-        .sort_by(|a, b| (&a.mode, &a.currency, a.seq, a.created_at, &a.id).cmp(&(&b.mode, &b.currency, b.seq, b.created_at, &b.id)));
-    Ok(LedgerSnapshot { accounts, journals: chained(journal_rows, line_rows)? })
+    Ok(line_rows)
 }
 
 /// Journals with their lines (postings grouped by journal, each journal's in line order), as the
