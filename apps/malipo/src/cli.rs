@@ -320,6 +320,8 @@ pub fn run(settings: &Settings, command: Command) -> anyhow::Result<i32> {
             // have come between a commit and its seal), so that every journal is checked against
             // its chain entry; only journals committed since remain unsealed.
             let sealed = platform.sealer().seal_all().map_err(|e| failure(e, "ledger"))?;
+            // And apply the lines waiting on hot accounts, so that every line is a posting.
+            platform.sealer().apply_waiting(usize::MAX).map_err(|e| failure(e, "ledger"))?;
             let check = match org {
                 Some(org) => {
                     platform.accounts().check_org_ledger(&[org_id(&org)?]).map_err(|e| failure(e, &format!("organisation {org}")))?

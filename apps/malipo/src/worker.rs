@@ -19,6 +19,8 @@ const IDLE: Duration = Duration::from_millis(100);
 const BACKLOG_EVERY: Duration = Duration::from_millis(250);
 /// Pause of the sealer when its last pass did not fill a batch.
 const SEAL_IDLE: Duration = Duration::from_millis(50);
+/// Hot accounts whose waiting lines one sealer pass applies.
+const APPLY_ACCOUNTS: usize = 64;
 /// Keys are kept at least 24 hours; purged after 48.
 const KEY_RETENTION_SECONDS: i64 = 48 * 3600;
 
@@ -40,7 +42,8 @@ pub fn spawn(platform: Platform, n: usize, gauges: SealGauges, stop: watch::Rece
 }
 
 /// Seals committed journals into their ledgers' audit chains: a batch, and at once another if it
-/// was full, else after a short pause; reports the backlog after each pass. Several instances'
+/// was full, else after a short pause; reports the backlog after each pass. Each pass first
+/// applies the lines waiting on hot accounts. Several instances'
 /// sealers take turns on a ledger (its head is locked while one seals).
 async fn sealer(platform: Platform, gauges: SealGauges, mut stop: watch::Receiver<bool>) {
     while !*stop.borrow() {
@@ -49,6 +52,10 @@ async fn sealer(platform: Platform, gauges: SealGauges, mut stop: watch::Receive
             // A read first: with nothing to seal, no write transaction (on SQLite, no turn of the
             // one writer lock every few milliseconds).
             let sealer = p.sealer();
+            // Lines waiting on hot accounts are applied on the same pass (one read when none waits).
+            if let Err(e) = sealer.apply_waiting(APPLY_ACCOUNTS) {
+                tracing::warn!(error = %e, "applying waiting ledger lines failed");
+            }
             let (sealed, stats) = match sealer.unsealed() {
                 Ok(s) if s.count == 0 => (Ok(0), Ok(s)),
                 _ => (sealer.seal(SEAL_BATCH), sealer.unsealed()),

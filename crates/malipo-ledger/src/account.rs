@@ -54,6 +54,22 @@ impl AccountKind {
         matches!(self, AccountKind::Issuance | AccountKind::SandboxFunding)
     }
 
+    /// Whether every journal of its ledger may post to the account at once: the platform's
+    /// revenue (every fee), issuance and sandbox funding (every funding) accounts. Lines on it
+    /// that need no funds check (credits, and every line on an account that may go negative)
+    /// wait to be applied in batches rather than update its row each time; a debit that checks
+    /// funds applies them first. An organisation's accounts post at once: their postings'
+    /// order is the order of the organisation's transactions across its accounts.
+    pub fn defers_lines(self) -> bool {
+        self.is_system()
+    }
+
+    /// Whether a line of `amount` on an account of this kind waits to be applied (see
+    /// [`AccountKind::defers_lines`]): it needs no funds check.
+    pub fn defers_line(self, amount: MinorUnit) -> bool {
+        self.defers_lines() && (amount > MinorUnit::ZERO || self.allows_negative())
+    }
+
     /// Whether the account belongs to the platform rather than an organisation or customer.
     pub fn is_system(self) -> bool {
         matches!(self, AccountKind::Revenue | AccountKind::Issuance | AccountKind::SandboxFunding)

@@ -15,7 +15,7 @@ use malipo_webhooks::SecretCipher;
 
 use crate::config::{ServiceConfig, WebhookConfig};
 use crate::error::ServiceError;
-use crate::ports::{AccountKey, EventRenderer, NoRenderer, Store, Tx};
+use crate::ports::{write, AccountKey, EventRenderer, NoRenderer, Store, Tx};
 
 /// Hears about state changes (for metrics). The default hears nothing.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
@@ -41,7 +41,7 @@ pub(crate) struct BacklogGate {
 }
 
 /// Ids of organisations' accounts, which never change once opened: saves a lookup per charge.
-type AccountIds = Mutex<HashMap<(OrgId, Mode, AccountKind), AccountId>>;
+type AccountIds = Mutex<HashMap<AccountKey, AccountId>>;
 
 /// Everything the use cases share.
 #[derive(Clone)]
@@ -105,15 +105,18 @@ impl Core {
     /// # Errors
     /// [`ServiceError::Internal`] when the organisation has no such account; storage failures.
     pub(crate) fn org_account_id(&self, tx: &mut dyn Tx, org_id: &OrgId, mode: Mode, kind: AccountKind) -> Result<AccountId, ServiceError> {
-        let key = (org_id.clone(), mode, kind);
+        self.account_id(tx, AccountKey::Org { org_id: org_id.clone(), mode, kind })?
+            .ok_or_else(|| ServiceError::Internal(format!("organisation {org_id} has no {mode} {kind} account")))
+    }
+
+    /// The id of the account `key` finds, cached once found (an account's id never changes).
+    fn account_id(&self, tx: &mut dyn Tx, key: AccountKey) -> Result<Option<AccountId>, ServiceError> {
         if let Some(id) = self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
-            return Ok(id.clone());
+            return Ok(Some(id.clone()));
         }
-        let account = tx
-            .find_account(&AccountKey::Org { org_id: org_id.clone(), mode, kind })?
-            .ok_or_else(|| ServiceError::Internal(format!("organisation {org_id} has no {mode} {kind} account")))?;
+        let Some(account) = tx.find_account(&key)? else { return Ok(None) };
         self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).insert(key, account.id.clone());
-        Ok(account.id)
+        Ok(Some(account.id))
     }
 
     /// The platform's account of a kind (revenue, issuance, sandbox funding) in a mode and currency.
@@ -127,9 +130,26 @@ impl Core {
         currency: Currency,
         kind: AccountKind,
     ) -> Result<AccountId, ServiceError> {
-        tx.find_account(&AccountKey::System { mode, currency, kind })?
-            .map(|a| a.id)
+        self.account_id(tx, AccountKey::System { mode, currency, kind })?
             .ok_or_else(|| ServiceError::Internal(format!("no {kind} account for {mode} {currency}")))
+    }
+
+    /// Applies the lines waiting on these accounts, in one transaction (in the order given:
+    /// descending ids, as postings lock them). Returns how many.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub(crate) fn apply_waiting(&self, accounts: &[AccountId]) -> Result<usize, ServiceError> {
+        if accounts.is_empty() {
+            return Ok(0);
+        }
+        write(self.store(), |tx| {
+            let mut applied = 0_usize;
+            for account in accounts {
+                applied = applied.saturating_add(tx.apply_waiting(account)?);
+            }
+            Ok(applied)
+        })
     }
 
     /// Tells the observer which states charges entered (after the transaction committed).

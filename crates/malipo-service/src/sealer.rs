@@ -46,6 +46,24 @@ impl<'a> Sealer<'a> {
         }
     }
 
+    /// Applies the lines waiting on hot accounts (see
+    /// [`crate::ports::LedgerRepo::waiting_accounts`]), at most `accounts` accounts, each in a
+    /// transaction of its own, so that one applier holds one account's lock at a time and for a
+    /// batch of lines rather than one journal's. Returns how many lines. Nothing depends on it
+    /// for correctness (reads of postings apply first, and balances count waiting lines); it
+    /// keeps the waiting lines few.
+    ///
+    /// # Errors
+    /// Storage failures (the accounts applied before stay applied).
+    pub fn apply_waiting(&self, accounts: usize) -> Result<usize, ServiceError> {
+        let waiting = read(self.core.store(), |tx| Ok(tx.waiting_accounts(None, accounts)?))?;
+        let mut applied = 0_usize;
+        for account in &waiting {
+            applied = applied.saturating_add(self.core.apply_waiting(std::slice::from_ref(account))?);
+        }
+        Ok(applied)
+    }
+
     /// How many journals await their seal, and the oldest one's time.
     ///
     /// # Errors

@@ -13,7 +13,7 @@ use malipo_charges::{Charge, ChargeKind, ChargeState, FailureReason};
 use malipo_core::{AccountId, ChargeRef, Currency, EndpointId, EventId, MinorUnit, Mode, Msisdn, Timestamp};
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
 use malipo_ledger::{chain_hash, verify, Account, AccountKind, Journal, JournalKind, JournalLine, LedgerError, GENESIS_HASH};
-use malipo_service::{read, write, ServiceError, Store, StoreError, Tx, UnsealedStats, Wallet, WalletState};
+use malipo_service::{read, write, PostingQuery, ServiceError, StatementLine, Store, StoreError, Tx, UnsealedStats, Wallet, WalletState};
 use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event, EventFilter, Summary};
 
 /// The contract's fixed "now": 2026-01-01T00:00:00Z.
@@ -502,16 +502,56 @@ pub fn seal(store: &dyn Store) -> usize {
     }
 }
 
+/// Applies every line waiting on a hot account, as the sealer's pass does; returns how many.
+#[track_caller]
+pub fn apply_waiting(store: &dyn Store) -> usize {
+    let accounts = query(store, |tx| Ok(tx.waiting_accounts(None, usize::MAX)?));
+    accounts.iter().map(|a| commit(store, |tx| Ok(tx.apply_waiting(a)?))).sum()
+}
+
+/// Every posting of an account, in ledger order.
+#[track_caller]
+pub fn postings_of(store: &dyn Store, account: &AccountId) -> Vec<StatementLine> {
+    query(store, |tx| Ok(tx.account_postings(&PostingQuery::oldest_first(account.clone(), 1_000_000))?))
+}
+
+/// Each posting's `balance_after` is the one before plus its amount (from zero), its time is
+/// never before the one before, and the last is the account's balance: the running balance of
+/// an account is one, in ledger order.
+#[track_caller]
+pub fn assert_running_balance(store: &dyn Store, account: &Account) {
+    let mut running = 0_i64;
+    let mut last_time = Timestamp::from_micros(i64::MIN);
+    for line in postings_of(store, &account.id) {
+        running += line.posting.amount.get();
+        assert_eq!(line.posting.balance_after.get(), running, "balance_after of posting {} on {}", line.seq, account.id);
+        assert!(line.posting.created_at >= last_time, "posting {} on {} is stamped before the one before it", line.seq, account.id);
+        last_time = line.posting.created_at;
+    }
+    assert_eq!(running, account.balance.get(), "the last balance_after of {} is its balance", account.id);
+}
+
 /// Seals what is pending ([`seal`], as the sealer does after every commit), then checks the
 /// whole ledger: `malipo_ledger::verify` finds nothing, no journal is left unsealed, and in each
 /// ledger (mode + currency) the journals have `seq` 1..n, each `prev_hash` is the previous
 /// journal's hash ([`GENESIS_HASH`] first) and each hash is `chain_hash` of the journal as stored.
+/// Then applies every waiting line, checks the ledger again, and checks each account's running
+/// balance ([`assert_running_balance`]).
 #[track_caller]
 pub fn assert_ledger_sound(store: &dyn Store) {
     seal(store);
     let snapshot = query(store, |tx| Ok(tx.ledger_snapshot(None)?));
     let violations = verify(&snapshot);
     assert!(violations.is_empty(), "ledger violations: {violations:?}");
+    apply_waiting(store);
+    assert!(query(store, |tx| Ok(tx.waiting_accounts(None, 1)?)).is_empty(), "no line waits once applied");
+    let applied = query(store, |tx| Ok(tx.ledger_snapshot(None)?));
+    assert!(verify(&applied).is_empty(), "ledger violations once applied: {:?}", verify(&applied));
+    assert_eq!(applied.accounts, snapshot.accounts, "applying moves no balance");
+    assert_eq!(applied.journals, snapshot.journals, "applying changes no journal");
+    for account in &applied.accounts {
+        assert_running_balance(store, account);
+    }
     assert_eq!(snapshot.unsealed(), 0, "every journal is sealed");
     assert_eq!(query(store, |tx| Ok(tx.unsealed_stats()?)), UnsealedStats::default());
     let mut chains: BTreeMap<(Mode, Currency), Vec<_>> = BTreeMap::new();

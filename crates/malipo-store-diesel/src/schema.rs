@@ -349,3 +349,21 @@ diesel::table! {
         paid_at -> Nullable<BigInt>,
     }
 }
+
+// Lines waiting to be applied to a hot account (`…-000008_deferred_lines/up.sql`).
+diesel::table! {
+    deferred_lines (id) {
+        id -> BigInt,
+        journal_id -> Text,
+        line_no -> Integer,
+        account_id -> Text,
+        amount -> BigInt,
+        fee -> BigInt,
+        created_at -> BigInt,
+    }
+}
+
+diesel::joinable!(deferred_lines -> journals (journal_id));
+diesel::allow_tables_to_appear_in_same_query!(deferred_lines, journals);
+diesel::allow_tables_to_appear_in_same_query!(deferred_lines, accounts);
+diesel::allow_tables_to_appear_in_same_query!(deferred_lines, postings);

@@ -18,8 +18,8 @@ use malipo_ledger::AccountKind;
 use malipo_payouts::Payout;
 use malipo_service::{read, write, Store};
 use malipo_store_contract::fixtures::{
-    at, charge, commit, credential, insert_charge, insert_merchant, insert_platform, insert_wallet, msisdn, post, seal, transfer, Merchant,
-    KES,
+    apply_waiting, at, charge, commit, credential, insert_charge, insert_merchant, insert_platform, insert_wallet, msisdn, post, seal,
+    transfer, Merchant, KES,
 };
 use malipo_store_contract::payout_fixtures::{bulk_payout, insert_batch, insert_payouts, payout, payout_journal, payout_paid};
 use malipo_store_diesel::testing::TestDatabase;
@@ -242,8 +242,10 @@ fn the_payouts_migration_keeps_every_row(db: &TestDatabase) {
     let kes = insert_platform(db, Mode::Test, KES);
     let (w, _) = insert_wallet(db, Mode::Test, KES, &msisdn("254712000084"));
     post(db, transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 5_000, at(1)));
-    // Undoing the sealer's migration (on the way back) needs every journal sealed.
+    // Undoing the sealer's migration (on the way back) needs every journal sealed, and the hot
+    // accounts' every waiting line applied.
     seal(db);
+    apply_waiting(db);
     let ch = insert_charge(db, charge(&m.collection, &msisdn("254712000084"), 700, at(2)));
     let corporate = |name: &str| {
         format!("INSERT INTO organisations (id, name, kind, country, created_at) VALUES ('org_{name}', '{name}', 'corporate', 'KE', 0)")

@@ -6,7 +6,7 @@ use malipo_ledger::{Account, AccountKind, Journal, JournalKind, LedgerSnapshot, 
 use crate::error::StoreError;
 
 /// How to find one account.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum AccountKey {
     /// An organisation's account of a kind (collection, payout, agent float) in a mode.
     Org {
@@ -160,17 +160,36 @@ pub trait LedgerRepo {
     /// # Errors
     /// Storage failures.
     fn last_posting_before(&mut self, account: &AccountId, at: Timestamp) -> Result<Option<StatementLine>, StoreError>;
-    /// Every account and journal (with its lines as stored postings, in line order, and its chain
-    /// entry once sealed) of one mode or all.
+    /// Every account and journal (with its lines as stored, postings and waiting lines, in line
+    /// order, and its chain entry once sealed) of one mode or all. Several statements: read it in
+    /// a read-only transaction, which sees one snapshot.
     ///
     /// # Errors
     /// Storage failures.
     fn ledger_snapshot(&mut self, mode: Option<Mode>) -> Result<LedgerSnapshot, StoreError>;
     /// The part of the ledger these accounts reach: the accounts (those that exist) and every
-    /// journal with a posting on any of them, with all its lines (as stored postings, in line
-    /// order), oldest first.
+    /// journal with a line on any of them, with all its lines (postings and waiting lines, in line
+    /// order), oldest first. Several statements: read it in a read-only transaction.
     ///
     /// # Errors
     /// Storage failures.
     fn ledger_part(&mut self, accounts: &[AccountId]) -> Result<LedgerSnapshot, StoreError>;
+    /// The accounts (among `among`, or any) with lines waiting to be applied, at most `limit`,
+    /// in descending id order (the order in which postings lock accounts). A line that needs no
+    /// funds check on an account of a kind that defers lines (`AccountKind::defers_lines`) may
+    /// be committed with its journal as a waiting line rather than a posting: it counts in the
+    /// account's balance (every read of an account includes it) and in its journal's lines
+    /// (snapshots, parts, the sealer), but is not yet among the account's postings.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn waiting_accounts(&mut self, among: Option<&[AccountId]>, limit: usize) -> Result<Vec<AccountId>, StoreError>;
+    /// Applies every line waiting on the account, oldest first, under the account's lock: each
+    /// becomes a posting with the balance after it, so that the account's postings (statements,
+    /// transactions, reconciliation) include them. Returns how many. An adapter that posts every
+    /// line at once has none and returns 0.
+    ///
+    /// # Errors
+    /// [`LedgerError::UnknownAccount`]; storage failures.
+    fn apply_waiting(&mut self, account: &AccountId) -> Result<usize, StoreError>;
 }

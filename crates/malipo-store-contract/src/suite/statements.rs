@@ -118,6 +118,7 @@ pub fn posting_times_never_go_back_on_an_account(store: &dyn Store) {
     });
     assert_eq!(err, ledger_error(LedgerError::InsufficientFunds(m.payout.id.clone())));
     post(store, transfer(Mode::Test, KES, &kes.issuance.id, &m.collection.id, 1, at(200)));
+    apply_waiting(store);
     assert_eq!(times(PostingQuery::oldest_first(m.collection.id.clone(), 10)).last(), Some(&(1, at(200))));
     assert_ledger_sound(store);
 }

@@ -9,13 +9,14 @@ use diesel::sql_types::{BigInt, Bool};
 use malipo_charges::ChargeKind;
 use malipo_core::{AccountId, MinorUnit, Mode, OrgId, Timestamp, TransactionId};
 use malipo_ledger::{
-    Account, ChainLink, ChainedJournal, Journal, JournalFee, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting,
+    Account, AccountKind, ChainLink, ChainedJournal, Journal, JournalFee, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting,
 };
 use malipo_service::{AccountKey, LedgerRepo, PostingQuery, StatementLine, StoreError};
 
 use crate::error::{account_error, db_error, Fail};
-use crate::rows::{self, AccountRow, JournalRow, NewPosting};
-use crate::schema::{accounts, charges, journals, postings};
+use crate::repo::deferred::{self, WaitingLine};
+use crate::rows::{self, AccountRow, JournalRow, NewDeferredLine, NewPosting};
+use crate::schema::{accounts, charges, deferred_lines, journals, postings};
 use crate::tx::{inserted, limit_i64, per_backend, DieselTx, IN_CHUNK};
 use crate::DbConnection;
 
@@ -80,14 +81,13 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn account(&mut self, id: &AccountId) -> Result<Option<Account>, StoreError> {
-        accounts::table
+        let row = accounts::table
             .find(id.as_str())
-            .select(AccountRow::as_select())
+            .select((AccountRow::as_select(), deferred::waiting_sum()))
             .first(self.conn)
             .optional()
-            .map_err(db_error)?
-            .map(Account::try_from)
-            .transpose()
+            .map_err(db_error)?;
+        one_with_waiting(row)
     }
 
     fn find_account(&mut self, key: &AccountKey) -> Result<Option<Account>, StoreError> {
@@ -96,7 +96,7 @@ impl LedgerRepo for DieselTx<'_> {
                 .filter(accounts::org_id.eq(org_id.as_str()))
                 .filter(accounts::mode.eq(mode.as_str()))
                 .filter(accounts::kind.eq(kind.as_str()))
-                .select(AccountRow::as_select())
+                .select((AccountRow::as_select(), deferred::waiting_sum()))
                 .first(self.conn)
                 .optional(),
             AccountKey::System { mode, currency, kind } => accounts::table
@@ -104,44 +104,48 @@ impl LedgerRepo for DieselTx<'_> {
                 .filter(accounts::currency.eq(currency.as_str()))
                 .filter(accounts::kind.eq(kind.as_str()))
                 .filter(system_kind())
-                .select(AccountRow::as_select())
+                .select((AccountRow::as_select(), deferred::waiting_sum()))
                 .first(self.conn)
                 .optional(),
         };
-        found.map_err(db_error)?.map(Account::try_from).transpose()
+        let row = found.map_err(db_error)?;
+        one_with_waiting(row)
     }
 
     fn org_accounts(&mut self, org_id: &OrgId, mode: Mode) -> Result<Vec<Account>, StoreError> {
-        accounts::table
+        let rows = accounts::table
             .filter(accounts::org_id.eq(org_id.as_str()))
             .filter(accounts::mode.eq(mode.as_str()))
             .order((accounts::created_at.asc(), accounts::id.asc()))
-            .select(AccountRow::as_select())
+            .select((AccountRow::as_select(), deferred::waiting_sum()))
             .load(self.conn)
-            .map_err(db_error)?
-            .into_iter()
-            .map(Account::try_from)
-            .collect()
+            .map_err(db_error)?;
+        deferred::with_waiting(rows)
     }
 
     fn hold(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
         let amt = amount.get();
-        let updated = diesel::update(
-            accounts::table
-                .filter(accounts::id.eq(account.as_str()))
-                .filter(accounts::allow_negative.or((accounts::balance - accounts::held).ge(amt))),
-        )
-        .set(accounts::held.eq(accounts::held + amt))
-        .execute(self.conn)
-        .map_err(|e| account_error(e, account))?;
-        if updated > 0 {
+        let hold = |conn: &mut DbConnection| {
+            diesel::update(
+                accounts::table
+                    .filter(accounts::id.eq(account.as_str()))
+                    .filter(accounts::allow_negative.or((accounts::balance - accounts::held).ge(amt))),
+            )
+            .set(accounts::held.eq(accounts::held + amt))
+            .execute(conn)
+            .map_err(|e| account_error(e, account))
+        };
+        if hold(self.conn)? > 0 {
             return Ok(());
         }
-        if account_exists(self.conn, account)? {
-            Err(LedgerError::InsufficientFunds(account.clone()).into())
-        } else {
-            Err(LedgerError::UnknownAccount(account.clone()).into())
+        // Refused by the row alone: credits may wait on it (a hot account). Under the account's
+        // lock, with what waits applied (by this call, or by another applier meanwhile), the
+        // hold is tried once more, and that answer is exact.
+        deferred::apply(self.conn, account.as_str())?;
+        if hold(self.conn)? > 0 {
+            return Ok(());
         }
+        Err(LedgerError::InsufficientFunds(account.clone()).into())
     }
 
     fn release(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
@@ -258,6 +262,22 @@ impl LedgerRepo for DieselTx<'_> {
     fn ledger_part(&mut self, ids: &[AccountId]) -> Result<LedgerSnapshot, StoreError> {
         ledger_part(self.conn, ids).map_err(StoreError::from)
     }
+
+    fn waiting_accounts(&mut self, among: Option<&[AccountId]>, limit: usize) -> Result<Vec<AccountId>, StoreError> {
+        deferred::waiting_accounts(self.conn, among, limit).map_err(StoreError::from)
+    }
+
+    fn apply_waiting(&mut self, account: &AccountId) -> Result<usize, StoreError> {
+        deferred::apply(self.conn, account.as_str()).map_err(StoreError::from)
+    }
+}
+
+/// An account from its row, if found, with its waiting lines in its balance.
+fn one_with_waiting(row: Option<(AccountRow, i64)>) -> Result<Option<Account>, StoreError> {
+    match row {
+        None => Ok(None),
+        Some(row) => Ok(deferred::with_waiting(vec![row])?.pop()),
+    }
 }
 
 fn account_exists(conn: &mut DbConnection, id: &AccountId) -> Result<bool, StoreError> {
@@ -268,18 +288,32 @@ fn account_exists(conn: &mut DbConnection, id: &AccountId) -> Result<bool, Store
 fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> {
     let mode = journal.mode.as_str();
     let currency = journal.currency.as_str();
+    let kinds = line_kinds(conn, journal)?;
+    let kind_of = |account: &AccountId| kinds.get(account.as_str()).copied().ok_or_else(|| LedgerError::UnknownAccount(account.clone()));
+    // A line that needs no funds check on a hot account waits (`repo/deferred.rs`): its
+    // account's row is not touched, so journals of one merchant, or of one ledger's revenue, do
+    // not queue on one row.
+    let waits = journal.lines.iter().map(|l| Ok(kind_of(&l.account)?.defers_line(l.amount))).collect::<Result<Vec<bool>, LedgerError>>()?;
 
     // Lines in descending account order, so that concurrent postings lock accounts in one order
     // (a stable sort keeps each account's own lines in journal order). Ids are time-ordered, so
     // the platform's shared accounts (revenue, issuance, sandbox funding), opened first and
     // touched by many journals, are locked last and held the shortest time.
-    let mut order: Vec<usize> = (0..journal.lines.len()).collect();
+    let mut order: Vec<usize> = (0..journal.lines.len()).filter(|&i| !waits[i]).collect();
     order.sort_by(|&a, &b| journal.lines[b].account.cmp(&journal.lines[a].account));
     let mut balance_after = vec![0_i64; journal.lines.len()];
     let mut posted_at = vec![0_i64; journal.lines.len()];
     let now = journal.created_at.as_micros();
+    let mut applied: Vec<&AccountId> = Vec::new();
     for i in order {
         let line = &journal.lines[i];
+        // A debit checked on a hot account counts what waits on it: its waiting lines are
+        // applied first, under the lock this line takes anyway, and before any posting of this
+        // journal on it, so that its postings' balances run in order.
+        if kind_of(&line.account)?.defers_lines() && !applied.contains(&&line.account) {
+            deferred::apply(conn, line.account.as_str())?;
+            applied.push(&line.account);
+        }
         let amount = line.amount.get();
         // The rule of `Journal::apply_line`: same ledger, and an account that may not go
         // negative never ends below what it holds.
@@ -312,26 +346,47 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
         }
     }
 
-    // Postings before their journal (the foreign key is checked at commit). A fee goes on the
-    // first line of its account.
-    let postings = journal
-        .lines
-        .iter()
-        .enumerate()
-        .map(|(i, line)| {
-            let first_of_account = journal.lines.iter().position(|l| l.account == line.account) == Some(i);
-            Ok(NewPosting {
+    // Postings (and waiting lines) before their journal (the foreign key is checked at commit).
+    // A fee goes on the first line of its account.
+    let fee_of = |i: usize, line: &JournalLine| {
+        let first_of_account = journal.lines.iter().position(|l| l.account == line.account) == Some(i);
+        if first_of_account {
+            journal.fee_of(&line.account).get()
+        } else {
+            0
+        }
+    };
+    let line_no = |i: usize| i32::try_from(i).map_err(|_| StoreError::Other("too many journal lines".into()));
+    let mut postings = Vec::new();
+    let mut waiting = Vec::new();
+    for (i, line) in journal.lines.iter().enumerate() {
+        if waits[i] {
+            waiting.push(NewDeferredLine {
                 journal_id: journal.id.as_str(),
-                line_no: i32::try_from(i).map_err(|_| StoreError::Other("too many journal lines".into()))?,
+                line_no: line_no(i)?,
+                account_id: line.account.as_str(),
+                amount: line.amount.get(),
+                fee: fee_of(i, line),
+                created_at: now,
+            });
+        } else {
+            postings.push(NewPosting {
+                journal_id: journal.id.as_str(),
+                line_no: line_no(i)?,
                 account_id: line.account.as_str(),
                 amount: line.amount.get(),
                 balance_after: balance_after[i],
                 created_at: posted_at[i],
-                fee: if first_of_account { journal.fee_of(&line.account).get() } else { 0 },
-            })
-        })
-        .collect::<Result<Vec<_>, StoreError>>()?;
-    per_backend!(&mut *conn, |c| diesel::insert_into(postings::table).values(&postings).execute(c))?;
+                fee: fee_of(i, line),
+            });
+        }
+    }
+    if !postings.is_empty() {
+        per_backend!(&mut *conn, |c| diesel::insert_into(postings::table).values(&postings).execute(c))?;
+    }
+    if !waiting.is_empty() {
+        per_backend!(&mut *conn, |c| diesel::insert_into(deferred_lines::table).values(&waiting).execute(c))?;
+    }
 
     // Unsealed: no chain entry yet, and no lock on the ledger's head, which every journal of the
     // ledger would otherwise queue on until commit. The sealer (`repo/chain.rs`) chains it after
@@ -351,6 +406,24 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
     Ok(())
 }
 
+/// The kinds of a journal's accounts (one read, no lock): an account missing, or in another
+/// mode or currency than the journal, refuses it.
+fn line_kinds(conn: &mut DbConnection, journal: &Journal) -> Result<HashMap<String, AccountKind>, Fail> {
+    let ids: Vec<&str> = journal.lines.iter().map(|l| l.account.as_str()).collect();
+    let found: Vec<(String, String, String, String)> = accounts::table
+        .filter(accounts::id.eq_any(&ids))
+        .select((accounts::id, accounts::mode, accounts::currency, accounts::kind))
+        .load(conn)?;
+    let mut kinds = HashMap::with_capacity(found.len());
+    for (id, mode, currency, kind) in found {
+        if mode != journal.mode.as_str() || currency != journal.currency.as_str() {
+            return Err(StoreError::Ledger(LedgerError::Mismatch(AccountId::from_trusted(id))).into());
+        }
+        kinds.insert(id, rows::account_kind(&kind)?);
+    }
+    Ok(kinds)
+}
+
 /// Why the conditional update of a line changed nothing.
 fn refused_line(conn: &mut DbConnection, journal: &Journal, account: &AccountId) -> Result<LedgerError, Fail> {
     let found: Option<(String, String)> =
@@ -366,41 +439,69 @@ fn refused_line(conn: &mut DbConnection, journal: &Journal, account: &AccountId)
 
 /// Every account and journal of one mode or all.
 fn ledger_snapshot(conn: &mut DbConnection, mode: Option<Mode>) -> Result<LedgerSnapshot, Fail> {
-    let mut accounts_query = accounts::table.select(AccountRow::as_select()).order(accounts::id.asc()).into_boxed();
+    let mut accounts_query =
+        accounts::table.select((AccountRow::as_select(), deferred::waiting_sum())).order(accounts::id.asc()).into_boxed();
     let mut journals_query = journals::table
         .select(JournalRow::as_select())
         .order((journals::mode.asc(), journals::currency.asc(), journals::seq.asc(), journals::created_at.asc(), journals::id.asc()))
         .into_boxed();
     let mut lines_query = postings::table
         .inner_join(journals::table)
-        .select((postings::journal_id, postings::account_id, postings::amount, postings::fee))
-        .order((postings::journal_id.asc(), postings::line_no.asc()))
+        .select((postings::journal_id, postings::line_no, postings::account_id, postings::amount, postings::fee))
+        .into_boxed();
+    let mut waiting_query = deferred_lines::table
+        .inner_join(journals::table)
+        .select((
+            deferred_lines::journal_id,
+            deferred_lines::line_no,
+            deferred_lines::account_id,
+            deferred_lines::amount,
+            deferred_lines::fee,
+        ))
         .into_boxed();
     if let Some(mode) = mode {
         accounts_query = accounts_query.filter(accounts::mode.eq(mode.as_str()));
         journals_query = journals_query.filter(journals::mode.eq(mode.as_str()));
         lines_query = lines_query.filter(journals::mode.eq(mode.as_str()));
+        waiting_query = waiting_query.filter(journals::mode.eq(mode.as_str()));
     }
-    let accounts = accounts_query.load::<AccountRow>(conn)?.into_iter().map(Account::try_from).collect::<Result<Vec<_>, _>>()?;
+    let account_rows: Vec<(AccountRow, i64)> = accounts_query.load(conn)?;
+    let accounts = deferred::with_waiting(account_rows)?;
     let journal_rows: Vec<JournalRow> = journals_query.load(conn)?;
-    let line_rows: Vec<LineRow> = lines_query.load(conn)?;
+    // Two statements: a snapshot is read in one read-only (repeatable read) transaction, so an
+    // applier's commit between them is not seen by either.
+    let mut line_rows: Vec<WaitingLine> = lines_query.load(conn)?;
+    line_rows.extend(waiting_query.load::<WaitingLine>(conn)?);
+    let line_rows = in_line_order(line_rows);
     Ok(LedgerSnapshot { accounts, journals: chained(journal_rows, line_rows)? })
 }
 
 /// The accounts `ids` and every journal touching them, with all their lines.
 fn ledger_part(conn: &mut DbConnection, ids: &[AccountId]) -> Result<LedgerSnapshot, Fail> {
     let ids: Vec<&str> = ids.iter().map(AccountId::as_str).collect();
-    let mut accounts = Vec::new();
+    let mut account_rows = Vec::new();
     let mut journal_ids: Vec<String> = Vec::new();
     for chunk in ids.chunks(IN_CHUNK) {
-        let rows: Vec<AccountRow> = accounts::table.filter(accounts::id.eq_any(chunk)).select(AccountRow::as_select()).load(conn)?;
-        for row in rows {
-            accounts.push(Account::try_from(row)?);
-        }
+        account_rows.extend(
+            accounts::table.filter(accounts::id.eq_any(chunk)).select((AccountRow::as_select(), deferred::waiting_sum())).load::<(
+                AccountRow,
+                i64,
+            )>(
+                conn
+            )?,
+        );
         journal_ids.extend(
             postings::table.filter(postings::account_id.eq_any(chunk)).select(postings::journal_id).distinct().load::<String>(conn)?,
         );
+        journal_ids.extend(
+            deferred_lines::table
+                .filter(deferred_lines::account_id.eq_any(chunk))
+                .select(deferred_lines::journal_id)
+                .distinct()
+                .load::<String>(conn)?,
+        );
     }
+    let accounts = deferred::with_waiting(account_rows)?;
     journal_ids.sort();
     journal_ids.dedup();
     let mut journal_rows = Vec::new();
@@ -414,19 +515,16 @@ fn ledger_part(conn: &mut DbConnection, ids: &[AccountId]) -> Result<LedgerSnaps
     Ok(LedgerSnapshot { accounts, journals: chained(journal_rows, line_rows)? })
 }
 
-/// The lines (postings) of these journals, each journal's in line order.
+/// The lines of these journals (their postings and their lines still waiting on hot accounts),
+/// each journal's in line order.
 pub(crate) fn lines_of(conn: &mut DbConnection, journal_ids: &[&str]) -> Result<Vec<LineRow>, Fail> {
-    let mut line_rows = Vec::new();
-    for chunk in journal_ids.chunks(IN_CHUNK) {
-        line_rows.extend(
-            postings::table
-                .filter(postings::journal_id.eq_any(chunk))
-                .select((postings::journal_id, postings::account_id, postings::amount, postings::fee))
-                .order((postings::journal_id.asc(), postings::line_no.asc()))
-                .load::<LineRow>(conn)?,
-        );
-    }
-    Ok(line_rows)
+    Ok(in_line_order(deferred::all_lines_of(conn, journal_ids)?))
+}
+
+/// Posted and waiting lines together, by journal and in each journal's line order.
+fn in_line_order(mut lines: Vec<WaitingLine>) -> Vec<LineRow> {
+    lines.sort_unstable_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    lines.into_iter().map(|(journal_id, _, account, amount, fee)| (journal_id, account, amount, fee)).collect()
 }
 
 /// Journals with their lines (postings grouped by journal, each journal's in line order), as the

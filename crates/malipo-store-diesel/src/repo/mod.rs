@@ -3,6 +3,7 @@
 mod auth;
 mod chain;
 mod charges;
+mod deferred;
 mod endpoints;
 mod idempotency;
 mod ledger;

@@ -8,7 +8,7 @@ use malipo_ledger::{Account, AccountKind, JournalKind};
 use malipo_service::StoreError;
 
 use super::columns::{corrupt, currency, mode, ts};
-use crate::schema::{accounts, journals, postings};
+use crate::schema::{accounts, deferred_lines, journals, postings};
 
 #[derive(Queryable, Selectable, Insertable)]
 #[diesel(table_name = accounts, check_for_backend(diesel::pg::Pg, diesel::sqlite::Sqlite))]
@@ -47,7 +47,7 @@ impl TryFrom<AccountRow> for Account {
     fn try_from(r: AccountRow) -> Result<Self, StoreError> {
         Ok(Account {
             mode: mode(&r.mode)?,
-            kind: AccountKind::from_str(&r.kind).map_err(|_| corrupt("account kind", &r.kind))?,
+            kind: account_kind(&r.kind)?,
             currency: currency(&r.currency)?,
             id: AccountId::from_trusted(r.id),
             org_id: r.org_id.map(OrgId::from_trusted),
@@ -57,6 +57,11 @@ impl TryFrom<AccountRow> for Account {
             created_at: ts(r.created_at),
         })
     }
+}
+
+/// An account kind as stored.
+pub(crate) fn account_kind(value: &str) -> Result<AccountKind, StoreError> {
+    AccountKind::from_str(value).map_err(|_| corrupt("account kind", value))
 }
 
 #[derive(Queryable, Selectable, Insertable)]
@@ -95,4 +100,29 @@ pub(crate) struct NewPosting<'a> {
     pub(crate) balance_after: i64,
     pub(crate) created_at: i64,
     pub(crate) fee: i64,
+}
+
+/// A line waiting to be applied to a hot account (the id is assigned by the database).
+#[derive(Insertable)]
+#[diesel(table_name = deferred_lines, check_for_backend(diesel::pg::Pg, diesel::sqlite::Sqlite))]
+pub(crate) struct NewDeferredLine<'a> {
+    pub(crate) journal_id: &'a str,
+    pub(crate) line_no: i32,
+    pub(crate) account_id: &'a str,
+    pub(crate) amount: i64,
+    pub(crate) fee: i64,
+    pub(crate) created_at: i64,
+}
+
+/// A waiting line as stored.
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = deferred_lines, check_for_backend(diesel::pg::Pg, diesel::sqlite::Sqlite))]
+pub(crate) struct DeferredLineRow {
+    pub(crate) id: i64,
+    pub(crate) journal_id: String,
+    pub(crate) line_no: i32,
+    pub(crate) account_id: String,
+    pub(crate) amount: i64,
+    pub(crate) fee: i64,
+    pub(crate) created_at: i64,
 }

@@ -239,4 +239,17 @@ impl LedgerRepo for MemoryTx<'_> {
         let accounts = ids.iter().filter_map(|id| s.accounts.get(id)).cloned().collect();
         Ok(LedgerSnapshot { accounts, journals })
     }
+
+    // Posting here holds the one store-wide lock for its whole transaction, so no account's row
+    // is shared by concurrent journals: every line is posted at once and none waits.
+    fn waiting_accounts(&mut self, _among: Option<&[AccountId]>, _limit: usize) -> Result<Vec<AccountId>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    fn apply_waiting(&mut self, account: &AccountId) -> Result<usize, StoreError> {
+        match self.r().accounts.get(account) {
+            Some(_) => Ok(0),
+            None => Err(LedgerError::UnknownAccount(account.clone()).into()),
+        }
+    }
 }
