@@ -21,28 +21,8 @@ KEY=$(python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).deco
 WORK=$(mktemp -d)
 trap 'kill "${PID:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
-run_round() { # run_round MERCHANTS DATABASE_URL -> prints the lifecycle rate
-    local merchants=$1 url=$2 port
-    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    local env=(MALIPO_DATABASE_URL="$url" MALIPO_BIND="127.0.0.1:$port" MALIPO_RATE_LIMIT_TEST=1000000
-        MALIPO_SANDBOX_APPROVAL_DELAY_MS=0 MALIPO_CHARGE_TTL_SECONDS=600 MALIPO_LOG=warn MALIPO_WEBHOOK_KEY="$KEY")
-    env "${env[@]}" "$BIN" serve >"$WORK/server.log" 2>&1 &
-    PID=$!
-    for _ in $(seq 300); do
-        curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-        sleep 0.1
-    done
-    : >"$WORK/creds.jsonl"
-    for i in $(seq "$merchants"); do
-        env "${env[@]}" timeout 60 "$BIN" org create --name "m$i" --kind merchant --json 2>/dev/null |
-            python3 -c 'import json, sys; t = sys.stdin.read(); print(json.dumps(json.loads(t[t.index("{"):])))' >>"$WORK/creds.jsonl"
-    done
-    timeout 150 "$LOADGEN" lifecycle --base-url "http://127.0.0.1:$port/api/v1" --credentials "$WORK/creds.jsonl" \
-        --count "$COUNT" --concurrency 32 --timeout-secs 120 |
-        python3 -c 'import json, sys; print("%.1f" % json.load(sys.stdin)["lifecycle_per_sec"])'
-    kill "$PID"
-    wait "$PID" 2>/dev/null || true
-}
+# shellcheck source=bench/lifecycle-round.sh
+source bench/lifecycle-round.sh
 
 for backend in ${BENCH_AB_BACKENDS:-sqlite postgres}; do
     one=() twenty=()
@@ -55,7 +35,7 @@ for backend in ${BENCH_AB_BACKENDS:-sqlite postgres}; do
                 psql -X -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
                 url="postgres://postgres@127.0.0.1:5432/$db"
             fi
-            rate=$(run_round "$merchants" "$url")
+            rate=$(lifecycle_round "$BIN" "$url" "$merchants")
             echo "$backend round $i, $merchants merchant(s): $rate/s"
             if [[ $merchants == 1 ]]; then one+=("$rate"); else twenty+=("$rate"); fi
             [[ $backend == postgres ]] && psql -X -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db"
