@@ -48,6 +48,26 @@ fn with_database(url: &str, name: &str) -> String {
 }
 
 impl TestDatabase {
+    /// Runs raw SQL (a forger's statement, or one the schema must refuse) and returns the rows it
+    /// changed.
+    ///
+    /// # Panics
+    /// When the database refuses it.
+    #[track_caller]
+    pub fn run(&self, sql: &str) -> usize {
+        self.store.raw_execute(sql).unwrap_or_else(|e| panic!("`{sql}` failed: {e:?}"))
+    }
+
+    /// Checks that the database refuses raw SQL (a constraint or trigger holds).
+    ///
+    /// # Panics
+    /// When the database accepts it.
+    #[track_caller]
+    pub fn refused(&self, sql: &str) {
+        let result = self.store.raw_execute(sql);
+        assert!(result.is_err(), "the database accepted `{sql}`: {result:?}");
+    }
+
     /// `CREATE DATABASE malipo_t_<uuid>` on the server at `MALIPO_TEST_POSTGRES_URL` (default
     /// [`DEFAULT_POSTGRES_URL`]), migrated. Dropped with `DROP DATABASE … WITH (FORCE)` (best
     /// effort).

@@ -96,11 +96,6 @@ fn pending_charge(f: &Fixture, payer: &str, due: Timestamp) -> Charge {
     }
 }
 
-fn refused(db: &TestDatabase, sql: &str) {
-    let result = db.store.raw_execute(sql);
-    assert!(result.is_err(), "the database accepted `{sql}`: {result:?}");
-}
-
 fn ledger_is_sound(store: &dyn Store) {
     let snapshot = read(store, |tx| Ok(tx.ledger_snapshot(None)?)).unwrap();
     assert_eq!(verify(&snapshot), vec![]);
@@ -111,10 +106,10 @@ fn ledger_is_sound(store: &dyn Store) {
 fn journals_and_postings_are_append_only(db: &TestDatabase) {
     let f = fixture(db);
     for table in ["journals", "postings"] {
-        refused(db, &format!("UPDATE {table} SET created_at = created_at + 1"));
-        refused(db, &format!("DELETE FROM {table}"));
+        db.refused(&format!("UPDATE {table} SET created_at = created_at + 1"));
+        db.refused(&format!("DELETE FROM {table}"));
         if db.store.backend() == Backend::Postgres {
-            refused(db, &format!("TRUNCATE {table} CASCADE"));
+            db.refused(&format!("TRUNCATE {table} CASCADE"));
         }
     }
     let snapshot = read(db, |tx| Ok(tx.ledger_snapshot(None)?)).unwrap();
@@ -127,13 +122,12 @@ fn journals_and_postings_are_append_only(db: &TestDatabase) {
 fn balances_are_checked_by_the_database(db: &TestDatabase) {
     let f = fixture(db);
     let wallet = f.wallet.id.as_str();
-    refused(db, &format!("UPDATE accounts SET balance = -1 WHERE id = '{wallet}'"));
-    refused(db, &format!("UPDATE accounts SET held = balance + 1 WHERE id = '{wallet}'"));
-    refused(db, &format!("UPDATE accounts SET held = -1 WHERE id = '{wallet}'"));
-    refused(db, &format!("UPDATE accounts SET allow_negative = TRUE WHERE id = '{wallet}'"));
-    refused(db, &format!("UPDATE accounts SET allow_negative = FALSE WHERE id = '{}'", f.issuance.id));
-    refused(
-        db,
+    db.refused(&format!("UPDATE accounts SET balance = -1 WHERE id = '{wallet}'"));
+    db.refused(&format!("UPDATE accounts SET held = balance + 1 WHERE id = '{wallet}'"));
+    db.refused(&format!("UPDATE accounts SET held = -1 WHERE id = '{wallet}'"));
+    db.refused(&format!("UPDATE accounts SET allow_negative = TRUE WHERE id = '{wallet}'"));
+    db.refused(&format!("UPDATE accounts SET allow_negative = FALSE WHERE id = '{}'", f.issuance.id));
+    db.refused(
         "INSERT INTO accounts (id, mode, kind, currency, balance, held, allow_negative, created_at) \
          VALUES ('acc_negative', 'test', 'wallet', 'KES', -5, 0, FALSE, 0)",
     );
@@ -152,11 +146,11 @@ fn charges_are_checked_by_the_database(db: &TestDatabase) {
     let charge = pending_charge(&f, "254712000002", at(0));
     commit(db, |tx| Ok(tx.insert_charge(&charge)?));
     let id = charge.id.as_str();
-    refused(db, &format!("UPDATE charges SET state = 'completed', next_action_at = NULL WHERE id = '{id}'"));
-    refused(db, &format!("UPDATE charges SET state = 'failed', next_action_at = NULL WHERE id = '{id}'"));
-    refused(db, &format!("UPDATE charges SET next_action_at = NULL WHERE id = '{id}'"));
-    refused(db, &format!("UPDATE charges SET fee = amount + 1 WHERE id = '{id}'"));
-    refused(db, &format!("UPDATE charges SET state = 'done' WHERE id = '{id}'"));
+    db.refused(&format!("UPDATE charges SET state = 'completed', next_action_at = NULL WHERE id = '{id}'"));
+    db.refused(&format!("UPDATE charges SET state = 'failed', next_action_at = NULL WHERE id = '{id}'"));
+    db.refused(&format!("UPDATE charges SET next_action_at = NULL WHERE id = '{id}'"));
+    db.refused(&format!("UPDATE charges SET fee = amount + 1 WHERE id = '{id}'"));
+    db.refused(&format!("UPDATE charges SET state = 'done' WHERE id = '{id}'"));
     assert_eq!(
         db.store.raw_execute(&format!(
             "UPDATE charges SET state = 'completed', next_action_at = NULL, transaction_id = 'tx_1' WHERE id = '{id}'"
@@ -262,26 +256,23 @@ fn events_are_append_only_and_deliveries_checked(db: &TestDatabase) {
     let f = fixture(db);
     let (ep, ev, due) = webhook_fixture(db, &f, 1);
     let id = ev.id.as_str();
-    refused(db, &format!("UPDATE events SET kind = 'charge.failed' WHERE id = '{id}'"));
-    refused(db, "UPDATE events SET created_at = created_at + 1");
-    refused(db, &format!("DELETE FROM events WHERE id = '{id}'"));
+    db.refused(&format!("UPDATE events SET kind = 'charge.failed' WHERE id = '{id}'"));
+    db.refused("UPDATE events SET created_at = created_at + 1");
+    db.refused(&format!("DELETE FROM events WHERE id = '{id}'"));
     assert_eq!(read(db, |tx| Ok(tx.event(&f.org.id, Mode::Test, &ev.id)?)).unwrap(), Some(ev.clone()), "unchanged");
 
     let d = due[0].id.as_str();
-    refused(db, &format!("UPDATE deliveries SET state = 'succeeded' WHERE id = '{d}'"));
-    refused(db, &format!("UPDATE deliveries SET next_attempt_at = NULL WHERE id = '{d}'"));
-    refused(db, &format!("UPDATE deliveries SET state = 'done', next_attempt_at = NULL WHERE id = '{d}'"));
-    refused(db, &format!("UPDATE deliveries SET attempts = -1 WHERE id = '{d}'"));
-    refused(db, &format!("UPDATE webhook_endpoints SET previous_secret_expires_at = 1 WHERE id = '{}'", ep.id));
-    refused(db, &format!("UPDATE webhook_endpoints SET mode = 'prod' WHERE id = '{}'", ep.id));
-    refused(
-        db,
-        &format!(
-            "INSERT INTO delivery_attempts (delivery_id, event_id, endpoint_id, attempted_at, status, latency_ms, error) \
+    db.refused(&format!("UPDATE deliveries SET state = 'succeeded' WHERE id = '{d}'"));
+    db.refused(&format!("UPDATE deliveries SET next_attempt_at = NULL WHERE id = '{d}'"));
+    db.refused(&format!("UPDATE deliveries SET state = 'done', next_attempt_at = NULL WHERE id = '{d}'"));
+    db.refused(&format!("UPDATE deliveries SET attempts = -1 WHERE id = '{d}'"));
+    db.refused(&format!("UPDATE webhook_endpoints SET previous_secret_expires_at = 1 WHERE id = '{}'", ep.id));
+    db.refused(&format!("UPDATE webhook_endpoints SET mode = 'prod' WHERE id = '{}'", ep.id));
+    db.refused(&format!(
+        "INSERT INTO delivery_attempts (delivery_id, event_id, endpoint_id, attempted_at, status, latency_ms, error) \
              VALUES ('{d}', '{id}', '{}', 0, 200, -1, NULL)",
-            ep.id
-        ),
-    );
+        ep.id
+    ));
     assert_eq!(
         db.store.raw_execute(&format!("UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL WHERE id = '{d}'")),
         Ok(1),

@@ -18,15 +18,6 @@ use malipo_store_diesel::{Backend, DieselStore};
 const PG_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
 const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
 
-fn refused(db: &TestDatabase, sql: &str) {
-    let result = db.store.raw_execute(sql);
-    assert!(result.is_err(), "the database accepted `{sql}`: {result:?}");
-}
-
-fn run(db: &TestDatabase, sql: &str) -> usize {
-    db.store.raw_execute(sql).unwrap_or_else(|e| panic!("`{sql}` failed: {e:?}"))
-}
-
 fn snapshot(store: &dyn Store) -> LedgerSnapshot {
     read(store, |tx| Ok(tx.ledger_snapshot(None)?)).unwrap()
 }
@@ -73,7 +64,7 @@ fn unguard(db: &TestDatabase) {
         }
     };
     for statement in sql.split("; ") {
-        run(db, statement);
+        db.run(statement);
     }
 }
 
@@ -88,20 +79,20 @@ fn journals_are_sealed_once_and_never_changed(db: &TestDatabase) {
     let id = j.id.as_str();
     assert_eq!(link_of(db, &j), None, "committed unsealed");
     assert_eq!(read(db, |tx| Ok(tx.unsealed_stats()?)).unwrap(), UnsealedStats { count: 1, oldest: Some(at(1)) });
-    refused(db, &format!("UPDATE journals SET source_ref = 'x' WHERE id = '{id}'"));
-    refused(db, &format!("UPDATE journals SET seq = 1, prev_hash = 'p' WHERE id = '{id}'"));
-    refused(db, &format!("UPDATE journals SET seq = 1, prev_hash = 'p', hash = 'h', kind = 'payout' WHERE id = '{id}'"));
-    refused(db, &format!("DELETE FROM journals WHERE id = '{id}'"));
+    db.refused(&format!("UPDATE journals SET source_ref = 'x' WHERE id = '{id}'"));
+    db.refused(&format!("UPDATE journals SET seq = 1, prev_hash = 'p' WHERE id = '{id}'"));
+    db.refused(&format!("UPDATE journals SET seq = 1, prev_hash = 'p', hash = 'h', kind = 'payout' WHERE id = '{id}'"));
+    db.refused(&format!("DELETE FROM journals WHERE id = '{id}'"));
     assert_eq!(seal(db), 1);
     let link = link_of(db, &j).unwrap();
-    refused(db, &format!("UPDATE journals SET seq = 2 WHERE id = '{id}'"));
-    refused(db, &format!("UPDATE journals SET hash = 'h' WHERE id = '{id}'"));
-    refused(db, &format!("UPDATE journals SET seq = NULL, prev_hash = NULL, hash = NULL WHERE id = '{id}'"));
-    refused(db, &format!("DELETE FROM journals WHERE id = '{id}'"));
+    db.refused(&format!("UPDATE journals SET seq = 2 WHERE id = '{id}'"));
+    db.refused(&format!("UPDATE journals SET hash = 'h' WHERE id = '{id}'"));
+    db.refused(&format!("UPDATE journals SET seq = NULL, prev_hash = NULL, hash = NULL WHERE id = '{id}'"));
+    db.refused(&format!("DELETE FROM journals WHERE id = '{id}'"));
     assert_eq!(link_of(db, &j), Some(link));
     // Another journal may not take a sealed one's place in its chain.
     let k = post(db, transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 100, at(2)));
-    refused(db, &format!("UPDATE journals SET seq = 1, prev_hash = 'p', hash = 'h' WHERE id = '{}'", k.id));
+    db.refused(&format!("UPDATE journals SET seq = 1, prev_hash = 'p', hash = 'h' WHERE id = '{}'", k.id));
     assert_eq!(seal(db), 1);
     assert_eq!(verify(&snapshot(db)), vec![]);
 }
@@ -113,11 +104,11 @@ fn an_edited_posting_is_found_at_its_entry(db: &TestDatabase) {
     unguard(db);
     let target = &journals[2];
     let id = target.id.as_str();
-    assert_eq!(run(db, &format!("UPDATE postings SET amount = amount + 1 WHERE journal_id = '{id}' AND amount > 0")), 1);
-    assert_eq!(run(db, &format!("UPDATE postings SET amount = amount - 1 WHERE journal_id = '{id}' AND amount < 0")), 1);
+    assert_eq!(db.run(&format!("UPDATE postings SET amount = amount + 1 WHERE journal_id = '{id}' AND amount > 0")), 1);
+    assert_eq!(db.run(&format!("UPDATE postings SET amount = amount - 1 WHERE journal_id = '{id}' AND amount < 0")), 1);
     let wallet = &target.lines[1].account;
-    run(db, &format!("UPDATE accounts SET balance = balance + 1 WHERE id = '{wallet}'"));
-    run(db, &format!("UPDATE accounts SET balance = balance - 1 WHERE id = '{}'", issuance.id));
+    db.run(&format!("UPDATE accounts SET balance = balance + 1 WHERE id = '{wallet}'"));
+    db.run(&format!("UPDATE accounts SET balance = balance - 1 WHERE id = '{}'", issuance.id));
     broken_at(db, target, 3);
 }
 
@@ -125,7 +116,7 @@ fn an_edited_posting_is_found_at_its_entry(db: &TestDatabase) {
 fn an_edited_journal_is_found_at_its_entry(db: &TestDatabase) {
     let (_, journals) = five_sealed(db);
     unguard(db);
-    assert_eq!(run(db, &format!("UPDATE journals SET source_ref = 'forged' WHERE id = '{}'", journals[1].id)), 1);
+    assert_eq!(db.run(&format!("UPDATE journals SET source_ref = 'forged' WHERE id = '{}'", journals[1].id)), 1);
     broken_at(db, &journals[1], 2);
 }
 
@@ -136,10 +127,10 @@ fn a_deleted_journal_is_found_where_it_was(db: &TestDatabase) {
     unguard(db);
     let target = &journals[3];
     let wallet = &target.lines[1].account;
-    assert_eq!(run(db, &format!("DELETE FROM postings WHERE journal_id = '{}'", target.id)), 2);
-    assert_eq!(run(db, &format!("DELETE FROM journals WHERE id = '{}'", target.id)), 1);
-    run(db, &format!("UPDATE accounts SET balance = balance - 400 WHERE id = '{wallet}'"));
-    run(db, &format!("UPDATE accounts SET balance = balance + 400 WHERE id = '{}'", issuance.id));
+    assert_eq!(db.run(&format!("DELETE FROM postings WHERE journal_id = '{}'", target.id)), 2);
+    assert_eq!(db.run(&format!("DELETE FROM journals WHERE id = '{}'", target.id)), 1);
+    db.run(&format!("UPDATE accounts SET balance = balance - 400 WHERE id = '{wallet}'"));
+    db.run(&format!("UPDATE accounts SET balance = balance + 400 WHERE id = '{}'", issuance.id));
     // seq 4 is gone: seq 5 is where the chain stops linking.
     broken_at(db, &journals[4], 5);
 }
@@ -246,7 +237,7 @@ fn the_sealer_migration_keeps_the_chain(db: &TestDatabase) {
     assert_eq!(verify(&after), vec![]);
     assert_eq!(link_of(&store, &unsealed).map(|l| l.seq), Some(6));
     // The schema still seals once, and the sealer continues from the head.
-    refused(db, &format!("UPDATE journals SET hash = 'h' WHERE id = '{}'", unsealed.id));
+    db.refused(&format!("UPDATE journals SET hash = 'h' WHERE id = '{}'", unsealed.id));
     let next = post(&store, transfer(Mode::Test, KES, &issuance.id, &wallet, 700, at(7)));
     assert_eq!(commit(&store, |tx| Ok(tx.seal_pending(10)?)), 1);
     let link = link_of(&store, &next).unwrap();

@@ -19,15 +19,6 @@ use malipo_store_diesel::Backend;
 const PG_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
 const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
 
-fn refused(db: &TestDatabase, sql: &str) {
-    let result = db.store.raw_execute(sql);
-    assert!(result.is_err(), "the database accepted `{sql}`: {result:?}");
-}
-
-fn run(db: &TestDatabase, sql: &str) -> usize {
-    db.store.raw_execute(sql).unwrap_or_else(|e| panic!("`{sql}` failed: {e:?}"))
-}
-
 fn snapshot(store: &dyn Store) -> LedgerSnapshot {
     read(store, |tx| Ok(tx.ledger_snapshot(None)?)).unwrap()
 }
@@ -61,9 +52,9 @@ fn three_charges(db: &TestDatabase) -> (malipo_store_contract::fixtures::Merchan
 fn a_waiting_line_leaves_only_as_its_posting(db: &TestDatabase) {
     let (m, revenue, charges) = three_charges(db);
     let id = charges[0].id.as_str();
-    refused(db, &format!("UPDATE deferred_lines SET amount = amount + 1 WHERE journal_id = '{id}'"));
-    refused(db, &format!("DELETE FROM deferred_lines WHERE journal_id = '{id}'"));
-    refused(db, "DELETE FROM deferred_lines");
+    db.refused(&format!("UPDATE deferred_lines SET amount = amount + 1 WHERE journal_id = '{id}'"));
+    db.refused(&format!("DELETE FROM deferred_lines WHERE journal_id = '{id}'"));
+    db.refused("DELETE FROM deferred_lines");
     assert_eq!(balance(db, &revenue), 6, "nothing was lost");
     assert!(postings_of(db, &revenue).is_empty());
     // Applied, each became its posting and is gone.
@@ -85,26 +76,21 @@ fn a_forged_waiting_line_is_found_at_its_entry(db: &TestDatabase) {
         Backend::Postgres => "DROP TRIGGER deferred_lines_no_update ON deferred_lines",
         Backend::Sqlite => "DROP TRIGGER deferred_lines_no_update",
     };
-    run(db, guard);
+    db.run(guard);
     let target = &charges[1];
     let payer = &target.lines[0].account;
-    assert_eq!(
-        run(
-            db,
-            &format!("UPDATE deferred_lines SET amount = amount + 1 WHERE journal_id = '{}' AND account_id = '{}'", target.id, revenue)
-        ),
-        1
-    );
+    let forged = format!("UPDATE deferred_lines SET amount = amount + 1 WHERE journal_id = '{}' AND account_id = '{revenue}'", target.id);
+    assert_eq!(db.run(&forged), 1);
     let guard = match db.store.backend() {
         Backend::Postgres => "DROP TRIGGER postings_append_only ON postings",
         Backend::Sqlite => "DROP TRIGGER postings_no_update",
     };
-    run(db, guard);
+    db.run(guard);
     assert_eq!(
-        run(db, &format!("UPDATE postings SET amount = amount - 1 WHERE journal_id = '{}' AND account_id = '{payer}'", target.id)),
+        db.run(&format!("UPDATE postings SET amount = amount - 1 WHERE journal_id = '{}' AND account_id = '{payer}'", target.id)),
         1
     );
-    run(db, &format!("UPDATE accounts SET balance = balance - 1 WHERE id = '{payer}'"));
+    db.run(&format!("UPDATE accounts SET balance = balance - 1 WHERE id = '{payer}'"));
     let expected = vec![Violation::BrokenChain { mode: Mode::Test, currency: KES, journal: target.id.clone(), seq: 3 }];
     assert_eq!(verify(&snapshot(db)), expected, "the balances agree: only the chain can tell");
     apply_waiting(db);

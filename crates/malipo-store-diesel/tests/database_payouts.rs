@@ -28,11 +28,6 @@ use malipo_store_diesel::{Backend, DieselStore};
 const PG_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
 const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
 
-fn refused(db: &TestDatabase, sql: &str) {
-    let result = db.store.raw_execute(sql);
-    assert!(result.is_err(), "the database accepted `{sql}`: {result:?}");
-}
-
 fn accepted(db: &TestDatabase, sql: &str) {
     assert_eq!(db.store.raw_execute(sql), Ok(1), "{sql}");
 }
@@ -65,26 +60,23 @@ fn fixture(db: &TestDatabase) -> Fixture {
 fn payouts_are_checked_by_the_database(db: &TestDatabase) {
     let f = fixture(db);
     let (pending, paid, item) = (f.pending.id.as_str(), f.paid.id.as_str(), f.items[0].id.as_str());
-    refused(db, &format!("UPDATE payouts SET amount_reversed = amount + 1 WHERE id = '{paid}'"));
-    refused(db, &format!("UPDATE payouts SET amount_reversed = -1 WHERE id = '{paid}'"));
-    refused(db, &format!("UPDATE payouts SET amount_reversed = 1 WHERE id = '{pending}'"));
-    refused(db, &format!("UPDATE payouts SET state = 'completed', next_action_at = NULL, completed_at = 1 WHERE id = '{pending}'"));
-    refused(db, &format!("UPDATE payouts SET state = 'failed', next_action_at = NULL WHERE id = '{pending}'"));
-    refused(db, &format!("UPDATE payouts SET state = 'paid' WHERE id = '{pending}'"));
-    refused(db, &format!("UPDATE payouts SET next_action_at = 1 WHERE id = '{paid}'"));
-    refused(db, &format!("UPDATE payouts SET fee = -1 WHERE id = '{pending}'"));
-    refused(db, &format!("UPDATE payouts SET bulk_index = NULL WHERE id = '{item}'"));
-    refused(db, &format!("UPDATE payouts SET bulk_index = 1 WHERE id = '{item}'"));
-    refused(
-        db,
-        &format!(
-            "UPDATE payouts SET state = 'completed', next_action_at = NULL, completed_at = 1, \
+    db.refused(&format!("UPDATE payouts SET amount_reversed = amount + 1 WHERE id = '{paid}'"));
+    db.refused(&format!("UPDATE payouts SET amount_reversed = -1 WHERE id = '{paid}'"));
+    db.refused(&format!("UPDATE payouts SET amount_reversed = 1 WHERE id = '{pending}'"));
+    db.refused(&format!("UPDATE payouts SET state = 'completed', next_action_at = NULL, completed_at = 1 WHERE id = '{pending}'"));
+    db.refused(&format!("UPDATE payouts SET state = 'failed', next_action_at = NULL WHERE id = '{pending}'"));
+    db.refused(&format!("UPDATE payouts SET state = 'paid' WHERE id = '{pending}'"));
+    db.refused(&format!("UPDATE payouts SET next_action_at = 1 WHERE id = '{paid}'"));
+    db.refused(&format!("UPDATE payouts SET fee = -1 WHERE id = '{pending}'"));
+    db.refused(&format!("UPDATE payouts SET bulk_index = NULL WHERE id = '{item}'"));
+    db.refused(&format!("UPDATE payouts SET bulk_index = 1 WHERE id = '{item}'"));
+    db.refused(&format!(
+        "UPDATE payouts SET state = 'completed', next_action_at = NULL, completed_at = 1, \
              transaction_id = (SELECT p.transaction_id FROM payouts p WHERE p.id = '{paid}') WHERE id = '{pending}'"
-        ),
-    );
-    refused(db, &format!("UPDATE payouts SET id = 'ch_{pending}' WHERE id = '{pending}'"));
-    refused(db, &format!("UPDATE payouts SET id = 'PO_{pending}' WHERE id = '{pending}'"));
-    refused(db, &format!("UPDATE payouts SET bulk_payout_id = 'bp_nothing' WHERE id = '{item}'"));
+    ));
+    db.refused(&format!("UPDATE payouts SET id = 'ch_{pending}' WHERE id = '{pending}'"));
+    db.refused(&format!("UPDATE payouts SET id = 'PO_{pending}' WHERE id = '{pending}'"));
+    db.refused(&format!("UPDATE payouts SET bulk_payout_id = 'bp_nothing' WHERE id = '{item}'"));
     accepted(db, &format!("UPDATE payouts SET amount_reversed = amount WHERE id = '{paid}'"));
     accepted(
         db,
@@ -98,8 +90,8 @@ fn payouts_are_checked_by_the_database(db: &TestDatabase) {
              VALUES ('{id}', 'test', 'XXX', '{kind}', '{paid}', 0, {seq}, '', '')"
         )
     };
-    refused(db, &journal("tx_again", "payout", 1));
-    refused(db, &journal("tx_charge", "charge", 1));
+    db.refused(&journal("tx_again", "payout", 1));
+    db.refused(&journal("tx_charge", "charge", 1));
     accepted(db, &journal("tx_reversal", "reversal", 1));
     accepted(db, &journal("tx_transfer", "transfer", 2));
 }
@@ -107,33 +99,24 @@ fn payouts_are_checked_by_the_database(db: &TestDatabase) {
 fn batches_and_reversals_are_checked_by_the_database(db: &TestDatabase) {
     let f = fixture(db);
     let batch = f.batch_id.as_str();
-    refused(db, &format!("UPDATE bulk_payouts SET state = 'processing', approved_by = created_by, approved_at = 1 WHERE id = '{batch}'"));
-    refused(db, &format!("UPDATE bulk_payouts SET state = 'processing', approved_by = 'ck_test_checker' WHERE id = '{batch}'"));
-    refused(db, &format!("UPDATE bulk_payouts SET approved_by = 'ck_test_checker', approved_at = 1 WHERE id = '{batch}'"));
-    refused(db, &format!("UPDATE bulk_payouts SET pending_count = pending_count - 1 WHERE id = '{batch}'"));
-    refused(db, &format!("UPDATE bulk_payouts SET pending_count = 0, completed_count = 2 WHERE id = '{batch}'"));
-    refused(db, &format!("UPDATE bulk_payouts SET item_count = 10001, pending_count = 10001 WHERE id = '{batch}'"));
-    refused(
-        db,
-        &format!(
-            "UPDATE bulk_payouts SET state = 'rejected', rejected_by = created_by, rejection_reason = 'x', \
+    db.refused(&format!("UPDATE bulk_payouts SET state = 'processing', approved_by = created_by, approved_at = 1 WHERE id = '{batch}'"));
+    db.refused(&format!("UPDATE bulk_payouts SET state = 'processing', approved_by = 'ck_test_checker' WHERE id = '{batch}'"));
+    db.refused(&format!("UPDATE bulk_payouts SET approved_by = 'ck_test_checker', approved_at = 1 WHERE id = '{batch}'"));
+    db.refused(&format!("UPDATE bulk_payouts SET pending_count = pending_count - 1 WHERE id = '{batch}'"));
+    db.refused(&format!("UPDATE bulk_payouts SET pending_count = 0, completed_count = 2 WHERE id = '{batch}'"));
+    db.refused(&format!("UPDATE bulk_payouts SET item_count = 10001, pending_count = 10001 WHERE id = '{batch}'"));
+    db.refused(&format!(
+        "UPDATE bulk_payouts SET state = 'rejected', rejected_by = created_by, rejection_reason = 'x', \
              pending_count = 0, failed_count = 2, completed_at = 1 WHERE id = '{batch}'"
-        ),
-    );
-    refused(
-        db,
-        &format!(
-            "UPDATE bulk_payouts SET state = 'rejected', rejected_by = 'ck_test_checker', \
+    ));
+    db.refused(&format!(
+        "UPDATE bulk_payouts SET state = 'rejected', rejected_by = 'ck_test_checker', \
              pending_count = 0, failed_count = 2, completed_at = 1 WHERE id = '{batch}'"
-        ),
-    );
-    refused(
-        db,
-        &format!(
-            "UPDATE bulk_payouts SET state = 'completed', approved_by = 'ck_test_checker', approved_at = 1, \
+    ));
+    db.refused(&format!(
+        "UPDATE bulk_payouts SET state = 'completed', approved_by = 'ck_test_checker', approved_at = 1, \
              completed_at = 1 WHERE id = '{batch}'"
-        ),
-    );
+    ));
     accepted(
         db,
         &format!("UPDATE bulk_payouts SET state = 'processing', approved_by = 'ck_test_checker', approved_at = 1 WHERE id = '{batch}'"),
@@ -156,13 +139,13 @@ fn batches_and_reversals_are_checked_by_the_database(db: &TestDatabase) {
     };
     let ch = insert_charge(db, charge(&f.merchant.collection, &msisdn("254712000081"), 500, at(5)));
     let (paid, ch) = (format!("'{}'", f.paid.id), format!("'{}'", ch.id));
-    refused(db, &reversal("rv_both", &ch, &paid, 100));
-    refused(db, &reversal("rv_neither", "NULL", "NULL", 100));
-    refused(db, &reversal("rv_nothing", "NULL", &paid, 0));
-    refused(db, &reversal("rv_unknown", "NULL", "'po_unknown'", 100));
+    db.refused(&reversal("rv_both", &ch, &paid, 100));
+    db.refused(&reversal("rv_neither", "NULL", "NULL", 100));
+    db.refused(&reversal("rv_nothing", "NULL", &paid, 0));
+    db.refused(&reversal("rv_unknown", "NULL", "'po_unknown'", 100));
     accepted(db, &reversal("rv_payout", "NULL", &paid, 100));
     accepted(db, &reversal("rv_charge", &ch, "NULL", 100));
-    refused(db, &reversal("rv_payout", "NULL", &paid, 100));
+    db.refused(&reversal("rv_payout", "NULL", &paid, 100));
 }
 
 /// Two workers claiming due payouts at once never claim the same payout, and together claim all.
@@ -268,7 +251,7 @@ fn the_payouts_migration_keeps_every_row(db: &TestDatabase) {
             assert!(sqlite_foreign_keys(&mut conn), "the migration turns foreign keys back on");
         }
     };
-    reapply(&|| refused(db, &corporate("before")));
+    reapply(&|| db.refused(&corporate("before")));
 
     // A new pool: the old one's prepared statements may name the tables as they were.
     let store = DieselStore::connect(&db.url, Some(2)).unwrap();
@@ -281,7 +264,7 @@ fn the_payouts_migration_keeps_every_row(db: &TestDatabase) {
     assert_eq!((snapshot.journals.len(), malipo_ledger::verify(&snapshot)), (1, vec![]));
 
     accepted(db, &corporate("after"));
-    refused(db, "INSERT INTO organisations (id, name, kind, country, created_at) VALUES ('org_bank', 'b', 'bank', 'KE', 0)");
+    db.refused("INSERT INTO organisations (id, name, kind, country, created_at) VALUES ('org_bank', 'b', 'bank', 'KE', 0)");
     let orphan = Credential { client_id: "ck_test_orphan".into(), org_id: OrgId::new(), ..cred.clone() };
     assert!(write(&store, |tx| Ok(tx.insert_credential(&orphan)?)).is_err(), "foreign keys to organisations still hold");
     let corp = Organisation { id: OrgId::new(), name: "Corp".into(), kind: OrgKind::Corporate, country: "KE".into(), created_at: at(0) };
