@@ -28,8 +28,8 @@ impl<'a> Processing<'a> {
 
     /// Claims due charges and advances them, [`crate::ServiceConfig::charge_settle_chunk`] at a
     /// time in one transaction, each charge in a savepoint of its own, so it ends exactly as it
-    /// would alone (a charge whose step fails is undone alone and tried again by itself after the
-    /// chunk; one whose posting is refused is failed `processing_error`, as alone): one commit
+    /// would alone (a charge whose step fails, its posting refused included, is undone alone and
+    /// advanced by itself after the chunk): one commit
     /// for the chunk instead of two or three per charge. If a chunk's transaction fails as a
     /// whole, each of its charges is advanced alone. Returns how many were claimed.
     ///
@@ -72,8 +72,8 @@ impl<'a> Processing<'a> {
     }
 
     /// Advances the claimed charges in one transaction, each in a savepoint, as far as each can
-    /// go now. Returns the charges to advance alone (their savepoint failed for a reason other
-    /// than a refused posting).
+    /// go now. Returns the charges to advance alone (their savepoint failed, a refused posting
+    /// included).
     fn advance_together(&self, ids: &[ChargeRef], lease: Timestamp) -> Result<Vec<ChargeRef>, ServiceError> {
         let now = self.core.now();
         let (entered, left) = write(self.core.store(), |tx| {
@@ -87,19 +87,12 @@ impl<'a> Processing<'a> {
                 });
                 match steps {
                     Ok(()) => entered.append(&mut mine),
-                    Err(e) if is_processing_failure(&e) => {
-                        tracing::error!(charge = %id, error = %e, "posting failed; failing the charge");
-                        let failed = tx.savepoint(&mut |tx| {
-                            mine = self.fail_processing(tx, id, now)?;
-                            Ok(())
-                        });
-                        match failed {
-                            Ok(()) => entered.append(&mut mine),
-                            Err(_) => left.push(id.clone()),
-                        }
-                    }
                     // The connection is gone: the whole batch goes with it.
                     Err(e @ ServiceError::Store(StoreError::Unavailable(_))) => return Err(e),
+                    // Any other failure, a refused posting included, undid every step of the
+                    // charge with its savepoint (an authorisation before the posting too): the
+                    // charge is advanced alone after the chunk, where a refused posting ends it
+                    // authorised, then failed `processing_error` with its hold released.
                     Err(_) => left.push(id.clone()),
                 }
             }

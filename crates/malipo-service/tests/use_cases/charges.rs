@@ -304,3 +304,29 @@ proptest::proptest! {
         proptest::prop_assert_eq!(chunked.verified_ledger(None), vec![]);
     }
 }
+
+#[test]
+fn a_charge_whose_posting_is_refused_is_failed_with_its_hold_released() {
+    // One by one, and in chunks: a chunk's savepoint undoes the authorisation with the refused
+    // posting, and the charge must still end failed rather than wait for its expiry.
+    for chunk in [1, 8] {
+        let world = World::with_config(ServiceConfig { charge_settle_chunk: chunk, ..ServiceConfig::default() });
+        let shop = world.org(OrgKind::Merchant, Mode::Test);
+        let good = world.charge(&shop, &number("0000"), "100.00").unwrap();
+        // A charge stored as if for another ledger's account (a live merchant's collection
+        // account): its posting is refused, an error rather than an outcome.
+        let live = world.org(OrgKind::Merchant, Mode::Live);
+        let elsewhere = world.platform.accounts().balance(&live, AccountKind::Collection).unwrap().account.id;
+        let rogue = Charge { id: malipo_core::ChargeRef::new(), reference: "ROGUE".into(), merchant_account: elsewhere, ..good.clone() };
+        malipo_service::write(world.platform.store(), |tx| Ok(tx.insert_charge(&rogue)?)).unwrap();
+        world.advance(3);
+        settle(&world);
+        assert_eq!(world.reload(&shop, &good).state, ChargeState::Completed, "chunk {chunk}");
+        let rogue = world.reload(&shop, &rogue);
+        assert_eq!((rogue.state, rogue.failure_reason), (ChargeState::Failed, Some(FailureReason::ProcessingError)), "chunk {chunk}");
+        let payer = rogue.payer_account.expect("authorised before its posting was refused");
+        let wallet = malipo_service::read(world.platform.store(), |tx| Ok(tx.account(&payer)?)).unwrap().unwrap();
+        assert_eq!(wallet.held, MinorUnit::ZERO, "chunk {chunk}: the hold is released");
+        assert!(world.verified_ledger(None).is_empty(), "chunk {chunk}");
+    }
+}
