@@ -15,7 +15,7 @@ use malipo_webhooks::SecretCipher;
 
 use crate::config::{ServiceConfig, WebhookConfig};
 use crate::error::ServiceError;
-use crate::ports::{write, AccountKey, EventRenderer, NoRenderer, Store, Tx};
+use crate::ports::{AccountKey, EventRenderer, NoRenderer, Store, Tx};
 
 /// Hears about state changes (for metrics). The default hears nothing.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
@@ -132,24 +132,6 @@ impl Core {
     ) -> Result<AccountId, ServiceError> {
         self.account_id(tx, AccountKey::System { mode, currency, kind })?
             .ok_or_else(|| ServiceError::Internal(format!("no {kind} account for {mode} {currency}")))
-    }
-
-    /// Applies the lines waiting on these accounts, in one transaction (in the order given:
-    /// descending ids, as postings lock them). Returns how many.
-    ///
-    /// # Errors
-    /// Storage failures.
-    pub(crate) fn apply_waiting(&self, accounts: &[AccountId]) -> Result<usize, ServiceError> {
-        if accounts.is_empty() {
-            return Ok(0);
-        }
-        write(self.store(), |tx| {
-            let mut applied = 0_usize;
-            for account in accounts {
-                applied = applied.saturating_add(tx.apply_waiting(account)?);
-            }
-            Ok(applied)
-        })
     }
 
     /// Tells the observer which states charges entered (after the transaction committed).

@@ -56,10 +56,10 @@ impl<'a> Sealer<'a> {
     /// # Errors
     /// Storage failures (the accounts applied before stay applied).
     pub fn apply_waiting(&self, accounts: usize) -> Result<usize, ServiceError> {
-        let waiting = read(self.core.store(), |tx| Ok(tx.waiting_accounts(None, accounts)?))?;
+        let waiting = read(self.core.store(), |tx| Ok(tx.waiting_accounts(accounts)?))?;
         let mut applied = 0_usize;
         for account in &waiting {
-            applied = applied.saturating_add(self.core.apply_waiting(std::slice::from_ref(account))?);
+            applied = applied.saturating_add(write(self.core.store(), |tx| Ok(tx.apply_waiting(account)?))?);
         }
         Ok(applied)
     }

@@ -505,7 +505,7 @@ pub fn seal(store: &dyn Store) -> usize {
 /// Applies every line waiting on a hot account, as the sealer's pass does; returns how many.
 #[track_caller]
 pub fn apply_waiting(store: &dyn Store) -> usize {
-    let accounts = query(store, |tx| Ok(tx.waiting_accounts(None, usize::MAX)?));
+    let accounts = query(store, |tx| Ok(tx.waiting_accounts(usize::MAX)?));
     accounts.iter().map(|a| commit(store, |tx| Ok(tx.apply_waiting(a)?))).sum()
 }
 
@@ -544,7 +544,7 @@ pub fn assert_ledger_sound(store: &dyn Store) {
     let violations = verify(&snapshot);
     assert!(violations.is_empty(), "ledger violations: {violations:?}");
     apply_waiting(store);
-    assert!(query(store, |tx| Ok(tx.waiting_accounts(None, 1)?)).is_empty(), "no line waits once applied");
+    assert!(query(store, |tx| Ok(tx.waiting_accounts(1)?)).is_empty(), "no line waits once applied");
     let applied = query(store, |tx| Ok(tx.ledger_snapshot(None)?));
     assert!(verify(&applied).is_empty(), "ledger violations once applied: {:?}", verify(&applied));
     assert_eq!(applied.accounts, snapshot.accounts, "applying moves no balance");

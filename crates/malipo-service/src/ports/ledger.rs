@@ -174,8 +174,7 @@ pub trait LedgerRepo {
     /// # Errors
     /// Storage failures.
     fn ledger_part(&mut self, accounts: &[AccountId]) -> Result<LedgerSnapshot, StoreError>;
-    /// The accounts (among `among`, or any) with lines waiting to be applied, at most `limit`,
-    /// in descending id order (the order in which postings lock accounts). A line that needs no
+    /// The accounts with lines waiting to be applied, at most `limit`, in descending id order (the order in which postings lock accounts). A line that needs no
     /// funds check on an account of a kind that defers lines (`AccountKind::defers_lines`) may
     /// be committed with its journal as a waiting line rather than a posting: it counts in the
     /// account's balance (every read of an account includes it) and in its journal's lines
@@ -183,7 +182,7 @@ pub trait LedgerRepo {
     ///
     /// # Errors
     /// Storage failures.
-    fn waiting_accounts(&mut self, among: Option<&[AccountId]>, limit: usize) -> Result<Vec<AccountId>, StoreError>;
+    fn waiting_accounts(&mut self, limit: usize) -> Result<Vec<AccountId>, StoreError>;
     /// Applies every line waiting on the account, oldest first, under the account's lock: each
     /// becomes a posting with the balance after it, so that the account's postings (statements,
     /// transactions, reconciliation) include them. Returns how many. An adapter that posts every

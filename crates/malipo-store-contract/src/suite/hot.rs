@@ -52,7 +52,7 @@ pub fn waiting_lines_count_at_once_and_post_in_order(store: &dyn Store) {
     // Sealed while waiting, the chain covers the lines; applying changes no entry.
     assert_eq!(seal(store), 4);
     apply_waiting(store);
-    assert!(query(store, |tx| Ok(tx.waiting_accounts(None, 10)?)).is_empty());
+    assert!(query(store, |tx| Ok(tx.waiting_accounts(10)?)).is_empty());
     let lines = postings_of(store, &kes.revenue.id);
     assert_eq!(lines.iter().map(|l| l.posting.amount.get()).collect::<Vec<_>>(), vec![10, 20, 30]);
     assert_eq!(lines.iter().map(|l| l.posting.balance_after.get()).collect::<Vec<_>>(), vec![10, 30, 60]);

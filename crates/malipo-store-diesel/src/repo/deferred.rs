@@ -83,34 +83,15 @@ pub(crate) fn apply(conn: &mut DbConnection, account: &str) -> Result<usize, Fai
     Ok(waiting.len())
 }
 
-/// The accounts (among `among`, or all) with lines waiting, at most `limit`, in descending id
-/// order: the order in which postings lock accounts.
-pub(crate) fn waiting_accounts(conn: &mut DbConnection, among: Option<&[AccountId]>, limit: usize) -> Result<Vec<AccountId>, Fail> {
-    let mut found: Vec<String> = Vec::new();
-    match among {
-        None => {
-            found = deferred_lines::table
-                .select(deferred_lines::account_id)
-                .distinct()
-                .order(deferred_lines::account_id.desc())
-                .limit(limit_i64(limit))
-                .load(conn)?;
-        }
-        Some(ids) => {
-            let ids: Vec<&str> = ids.iter().map(AccountId::as_str).collect();
-            for chunk in ids.chunks(IN_CHUNK) {
-                found.extend(
-                    deferred_lines::table
-                        .filter(deferred_lines::account_id.eq_any(chunk))
-                        .select(deferred_lines::account_id)
-                        .distinct()
-                        .load::<String>(conn)?,
-                );
-            }
-            found.sort_unstable_by(|a, b| b.cmp(a));
-            found.truncate(limit);
-        }
-    }
+/// The accounts with lines waiting, at most `limit`, in descending id order: the order in which
+/// postings lock accounts.
+pub(crate) fn waiting_accounts(conn: &mut DbConnection, limit: usize) -> Result<Vec<AccountId>, Fail> {
+    let found: Vec<String> = deferred_lines::table
+        .select(deferred_lines::account_id)
+        .distinct()
+        .order(deferred_lines::account_id.desc())
+        .limit(limit_i64(limit))
+        .load(conn)?;
     Ok(found.into_iter().map(AccountId::from_trusted).collect())
 }
 

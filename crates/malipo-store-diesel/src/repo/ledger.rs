@@ -263,8 +263,8 @@ impl LedgerRepo for DieselTx<'_> {
         ledger_part(self.conn, ids).map_err(StoreError::from)
     }
 
-    fn waiting_accounts(&mut self, among: Option<&[AccountId]>, limit: usize) -> Result<Vec<AccountId>, StoreError> {
-        deferred::waiting_accounts(self.conn, among, limit).map_err(StoreError::from)
+    fn waiting_accounts(&mut self, limit: usize) -> Result<Vec<AccountId>, StoreError> {
+        deferred::waiting_accounts(self.conn, limit).map_err(StoreError::from)
     }
 
     fn apply_waiting(&mut self, account: &AccountId) -> Result<usize, StoreError> {

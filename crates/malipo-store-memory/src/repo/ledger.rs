@@ -242,7 +242,7 @@ impl LedgerRepo for MemoryTx<'_> {
 
     // Posting here holds the one store-wide lock for its whole transaction, so no account's row
     // is shared by concurrent journals: every line is posted at once and none waits.
-    fn waiting_accounts(&mut self, _among: Option<&[AccountId]>, _limit: usize) -> Result<Vec<AccountId>, StoreError> {
+    fn waiting_accounts(&mut self, _limit: usize) -> Result<Vec<AccountId>, StoreError> {
         Ok(Vec::new())
     }
 
