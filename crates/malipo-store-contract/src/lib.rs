@@ -69,6 +69,7 @@ macro_rules! __store_contract_cases {
                 hot::waiting_lines_count_at_once_and_post_in_order,
                 hot::checked_debits_and_holds_count_waiting_credits,
                 hot::concurrent_credits_and_appliers_keep_one_running_balance,
+                hot::concurrent_debits_of_waiting_credits_pass_once,
                 chain::sealing_chains_committed_journals_once,
                 chain::concurrent_sealers_make_one_chain,
                 statements::postings_carry_fees_and_page_newest_first_by_kind,

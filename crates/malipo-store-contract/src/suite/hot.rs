@@ -149,3 +149,32 @@ pub fn concurrent_credits_and_appliers_keep_one_running_balance(store: &dyn Stor
     assert_running_balance(store, &account(store, &kes.revenue.id));
     assert_ledger_sound(store);
 }
+
+/// Two debits of a hot account at once, each for more than half of what it has (all of it
+/// waiting): exactly one passes, and the account never goes below zero.
+pub fn concurrent_debits_of_waiting_credits_pass_once(store: &dyn Store) {
+    let kes = insert_platform(store, Mode::Test, KES);
+    let (w, _) = insert_wallet(store, Mode::Test, KES, &msisdn("254712000063"));
+    let payees: Vec<AccountId> = (0..2).map(|i| insert_wallet(store, Mode::Test, KES, &msisdn(&format!("25471200008{i}"))).0.id).collect();
+    let revenue = &kes.revenue.id;
+    post(store, transfer(Mode::Test, KES, &kes.sandbox_funding.id, &w.id, 5_000, at(1)));
+    post(store, transfer(Mode::Test, KES, &w.id, revenue, 5_000, at(2)));
+    let start = std::sync::Barrier::new(2);
+    let outcomes: Vec<bool> = std::thread::scope(|s| {
+        let racers: Vec<_> = payees
+            .iter()
+            .map(|payee| {
+                let start = &start;
+                s.spawn(move || {
+                    start.wait();
+                    let debit = transfer(Mode::Test, KES, revenue, payee, 3_000, at(3));
+                    malipo_service::write(store, |tx| Ok(tx.post_journal(&debit)?)).is_ok()
+                })
+            })
+            .collect();
+        racers.into_iter().map(|r| r.join().expect("racer")).collect()
+    });
+    assert_eq!(outcomes.iter().filter(|ok| **ok).count(), 1, "exactly one debit passes: {outcomes:?}");
+    assert_eq!(balance(store, revenue), 2_000);
+    assert_ledger_sound(store);
+}
