@@ -459,7 +459,7 @@ pub fn insert_delivery(store: &dyn Store, delivery: Delivery) -> Delivery {
 /// Appends `attempt` and returns it.
 #[track_caller]
 pub fn insert_attempt(store: &dyn Store, attempt: Attempt) -> Attempt {
-    commit(store, |tx| Ok(tx.insert_attempt(&attempt)?));
+    commit(store, |tx| Ok(tx.insert_attempts(std::slice::from_ref(&attempt))?));
     attempt
 }
 

@@ -120,6 +120,7 @@ macro_rules! __store_contract_cases {
                 webhooks::claim_due_deliveries_leases,
                 webhooks::deliveries_of_event_and_pending_of_endpoint,
                 webhooks::attempts_of_event_oldest_first,
+                webhooks::batch_reads_and_attempts,
                 webhooks::purge_events_removes_old_events_with_their_deliveries,
                 webhooks::failed_closure_rolls_back_webhook_writes,
                 transactions::failed_closure_rolls_back_everything,

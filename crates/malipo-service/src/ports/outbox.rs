@@ -35,11 +35,18 @@ pub trait OutboxRepo {
     /// # Errors
     /// [`StoreError::Duplicate`] if the id exists.
     fn insert_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError>;
-    /// A delivery by id, locked for update until the transaction ends.
+    /// The deliveries of `ids` that exist, locked for update until the transaction ends, in id
+    /// order (concurrent lockers take them in one order): one read for a batch.
     ///
     /// # Errors
     /// Storage failures.
-    fn lock_delivery(&mut self, id: &str) -> Result<Option<Delivery>, StoreError>;
+    fn lock_deliveries(&mut self, ids: &[String]) -> Result<Vec<Delivery>, StoreError>;
+    /// The events of `ids` that exist, of whichever organisation and mode (the caller checks
+    /// them against what refers to them): one read for a batch.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn events_by_id(&mut self, ids: &[EventId]) -> Result<Vec<Event>, StoreError>;
     /// Overwrites a delivery's mutable fields (state, attempts, next_attempt_at, updated_at).
     ///
     /// # Errors
@@ -62,11 +69,11 @@ pub trait OutboxRepo {
     /// # Errors
     /// Storage failures.
     fn pending_deliveries_of_endpoint(&mut self, endpoint_id: &EndpointId) -> Result<Vec<Delivery>, StoreError>;
-    /// Appends an attempt.
+    /// Appends attempts, in order: all of them or, refused, none.
     ///
     /// # Errors
-    /// Storage failures.
-    fn insert_attempt(&mut self, attempt: &Attempt) -> Result<(), StoreError>;
+    /// Storage failures; a missing delivery or a value out of range refuses them all.
+    fn insert_attempts(&mut self, attempts: &[Attempt]) -> Result<(), StoreError>;
     /// The attempts of an event, oldest first.
     ///
     /// # Errors

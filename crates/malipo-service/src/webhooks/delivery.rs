@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use malipo_core::{EndpointId, Timestamp};
+use malipo_core::{EndpointId, EventId, Timestamp};
 use malipo_webhooks::{body_signature, signature_header, Attempt, Delivery, DeliveryState, Endpoint, Event, Secret};
 
 use super::model::{disable, FAILING_DISABLES_AFTER_SECONDS, LEASE_MARGIN_SECONDS};
@@ -37,26 +37,26 @@ impl<'a> Deliveries<'a> {
         let now = self.core.now();
         let timeout = self.core.webhooks.timeout;
         let lease = now.plus_millis(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX)).plus_seconds(LEASE_MARGIN_SECONDS);
-        // One transaction for the whole batch: claim, load (each endpoint once) and prepare.
+        // One transaction for the whole batch: claim, load (the deliveries and their events in
+        // one read each, each endpoint once) and prepare.
         write(self.core.store(), |tx| {
             let ids = tx.claim_due_deliveries(now, lease, limit)?;
-            let mut endpoints: HashMap<EndpointId, Option<Endpoint>> = HashMap::new();
+            if ids.is_empty() {
+                return Ok(vec![]);
+            }
+            let mut deliveries: HashMap<String, Delivery> = tx.lock_deliveries(&ids)?.into_iter().map(|d| (d.id.clone(), d)).collect();
+            let event_ids: Vec<EventId> = deliveries.values().map(|d| d.event_id.clone()).collect();
+            let events: HashMap<EventId, Event> = tx.events_by_id(&event_ids)?.into_iter().map(|e| (e.id.clone(), e)).collect();
+            let mut endpoints = Endpoints::default();
             let mut jobs = Vec::with_capacity(ids.len());
+            // In the claim's order: oldest due first.
             for id in &ids {
-                let Some(mut delivery) = tx.lock_delivery(id)? else { continue };
-                let endpoint = match endpoints.get(&delivery.endpoint_id) {
-                    Some(e) => e.clone(),
-                    None => {
-                        let e = tx.endpoint(&delivery.endpoint_id)?;
-                        endpoints.insert(delivery.endpoint_id.clone(), e.clone());
-                        e
-                    }
+                let Some(mut delivery) = deliveries.remove(id) else { continue };
+                let Some(endpoint) = endpoints.get(tx, &delivery.endpoint_id)? else { continue };
+                // The event of the endpoint's own organisation and mode only.
+                let Some(event) = events.get(&delivery.event_id).filter(|e| e.org_id == endpoint.org_id && e.mode == endpoint.mode) else {
+                    continue;
                 };
-                let event = match &endpoint {
-                    Some(e) => tx.event(&e.org_id, e.mode, &delivery.event_id)?,
-                    None => None,
-                };
-                let (Some(endpoint), Some(event)) = (endpoint, event) else { continue };
                 if !endpoint.enabled || endpoint.deleted_at.is_some() {
                     delivery.state = DeliveryState::Failed;
                     delivery.next_attempt_at = None;
@@ -66,7 +66,7 @@ impl<'a> Deliveries<'a> {
                 }
                 // One delivery that cannot be prepared (a secret the key cannot open) must not
                 // hold up the rest of the batch: it is logged and comes due again after its lease.
-                match self.prepare(&delivery, &endpoint, &event, lease, now) {
+                match self.prepare(&delivery, endpoint, event, lease, now) {
                     Ok(job) => jobs.push(job),
                     Err(e) => tracing::error!(delivery = %id, error = %e, "cannot prepare the webhook delivery"),
                 }
@@ -131,58 +131,51 @@ impl<'a> Deliveries<'a> {
     /// # Errors
     /// Storage failures.
     pub fn record_attempt(&self, job: &DeliveryJob, outcome: &SendOutcome, latency_ms: u32) -> Result<(), ServiceError> {
-        let now = self.core.now();
-        write(self.core.store(), |tx| self.record_in(tx, job, outcome, latency_ms, now))
+        self.record_attempts(&[(job, outcome, latency_ms)])
     }
 
     /// Records several attempts in one transaction, each exactly as [`Deliveries::record_attempt`]
-    /// would alone, in order (one commit instead of one per attempt). All or none are recorded:
-    /// when this fails, record them one by one, so that one bad item does not hold up the rest.
+    /// would alone, in order (one commit, one insert of the attempts and one read of their
+    /// deliveries, instead of each per attempt). All or none are recorded: when this fails,
+    /// record them one by one, so that one bad item does not hold up the rest.
     ///
     /// # Errors
     /// Storage failures.
     pub fn record_attempts(&self, attempts: &[(&DeliveryJob, &SendOutcome, u32)]) -> Result<(), ServiceError> {
         let now = self.core.now();
-        write(self.core.store(), |tx| {
-            for (job, outcome, latency_ms) in attempts {
-                self.record_in(tx, job, outcome, *latency_ms, now)?;
-            }
-            Ok(())
-        })
+        write(self.core.store(), |tx| self.record_in(tx, attempts, now))
     }
 
-    fn record_in(
+    fn record_in(&self, tx: &mut dyn Tx, attempts: &[(&DeliveryJob, &SendOutcome, u32)], now: Timestamp) -> Result<(), ServiceError> {
+        let rows: Vec<Attempt> = attempts.iter().map(|(job, outcome, latency_ms)| attempt(job, outcome, *latency_ms, now)).collect();
+        tx.insert_attempts(&rows)?;
+        let ids: Vec<String> = attempts.iter().map(|(job, _, _)| job.delivery_id.clone()).collect();
+        let mut deliveries = Locked(tx.lock_deliveries(&ids)?.into_iter().map(|d| (d.id.clone(), d)).collect());
+        let mut endpoints = Endpoints::default();
+        for (job, outcome, _) in attempts {
+            self.settle(tx, job, outcome, now, &mut deliveries, &mut endpoints)?;
+        }
+        Ok(())
+    }
+
+    /// Schedules what follows one attempt of a batch, on the batch's deliveries and endpoints as
+    /// this batch left them.
+    fn settle(
         &self,
         tx: &mut dyn Tx,
         job: &DeliveryJob,
         outcome: &SendOutcome,
-        latency_ms: u32,
         now: Timestamp,
+        deliveries: &mut Locked,
+        endpoints: &mut Endpoints,
     ) -> Result<(), ServiceError> {
-        let attempt = Attempt {
-            delivery_id: job.delivery_id.clone(),
-            event_id: job.event_id.clone(),
-            endpoint_id: job.endpoint_id.clone(),
-            attempted_at: now,
-            status: match outcome {
-                SendOutcome::Answered { status, .. } => Some(*status),
-                SendOutcome::Failed(_) => None,
-            },
-            latency_ms,
-            error: match outcome {
-                SendOutcome::Answered { status, .. } if (200..300).contains(status) => None,
-                SendOutcome::Answered { status, .. } => Some(format!("HTTP {status}")),
-                SendOutcome::Failed(e) => Some(e.clone()),
-            },
-        };
-        tx.insert_attempt(&attempt)?;
-        let Some(mut delivery) = tx.lock_delivery(&job.delivery_id)? else { return Ok(()) };
+        let Some(delivery) = deliveries.0.get_mut(&job.delivery_id) else { return Ok(()) };
         if delivery.state != DeliveryState::Pending || delivery.next_attempt_at != Some(job.lease) {
             // The claim lapsed and another worker owns the delivery now: the attempt is on
             // record, the schedule is theirs.
             return Ok(());
         }
-        let Some(mut endpoint) = tx.endpoint(&job.endpoint_id)? else { return Ok(()) };
+        let Some(endpoint) = endpoints.get(tx, &job.endpoint_id)? else { return Ok(()) };
         delivery.attempts = delivery.attempts.saturating_add(1);
         delivery.updated_at = now;
         match outcome {
@@ -191,25 +184,27 @@ impl<'a> Deliveries<'a> {
                 delivery.next_attempt_at = None;
                 if endpoint.failing_since.take().is_some() {
                     endpoint.updated_at = now;
-                    tx.update_endpoint(&endpoint)?;
+                    tx.update_endpoint(endpoint)?;
                 }
             }
             SendOutcome::Answered { status: 410, .. } => {
                 delivery.state = DeliveryState::Failed;
                 delivery.next_attempt_at = None;
-                tx.update_delivery(&delivery)?;
-                return disable(tx, &mut endpoint, "gone", now);
+                tx.update_delivery(delivery)?;
+                disable(tx, endpoint, "gone", now)?;
+                return deliveries.reload(tx);
             }
             other => {
                 let since = *endpoint.failing_since.get_or_insert(now);
                 if now >= since.plus_seconds(FAILING_DISABLES_AFTER_SECONDS) {
                     delivery.state = DeliveryState::Failed;
                     delivery.next_attempt_at = None;
-                    tx.update_delivery(&delivery)?;
-                    return disable(tx, &mut endpoint, "failing", now);
+                    tx.update_delivery(delivery)?;
+                    disable(tx, endpoint, "failing", now)?;
+                    return deliveries.reload(tx);
                 }
                 endpoint.updated_at = now;
-                tx.update_endpoint(&endpoint)?;
+                tx.update_endpoint(endpoint)?;
                 let retry_after = match other {
                     SendOutcome::Answered { status: 429 | 503, retry_after } => *retry_after,
                     _ => None,
@@ -227,7 +222,54 @@ impl<'a> Deliveries<'a> {
                 }
             }
         }
-        tx.update_delivery(&delivery)?;
+        tx.update_delivery(delivery)?;
+        Ok(())
+    }
+}
+
+/// The attempt row of one send's outcome.
+fn attempt(job: &DeliveryJob, outcome: &SendOutcome, latency_ms: u32, now: Timestamp) -> Attempt {
+    Attempt {
+        delivery_id: job.delivery_id.clone(),
+        event_id: job.event_id.clone(),
+        endpoint_id: job.endpoint_id.clone(),
+        attempted_at: now,
+        status: match outcome {
+            SendOutcome::Answered { status, .. } => Some(*status),
+            SendOutcome::Failed(_) => None,
+        },
+        latency_ms,
+        error: match outcome {
+            SendOutcome::Answered { status, .. } if (200..300).contains(status) => None,
+            SendOutcome::Answered { status, .. } => Some(format!("HTTP {status}")),
+            SendOutcome::Failed(e) => Some(e.clone()),
+        },
+    }
+}
+
+/// A batch's endpoints, each read once and then kept as the batch changes it.
+#[derive(Default)]
+struct Endpoints(HashMap<EndpointId, Option<Endpoint>>);
+
+impl Endpoints {
+    fn get(&mut self, tx: &mut dyn Tx, id: &EndpointId) -> Result<Option<&mut Endpoint>, ServiceError> {
+        if !self.0.contains_key(id) {
+            let found = tx.endpoint(id)?;
+            self.0.insert(id.clone(), found);
+        }
+        Ok(self.0.get_mut(id).and_then(Option::as_mut))
+    }
+}
+
+/// A batch's deliveries, locked, as the batch has changed them so far.
+struct Locked(HashMap<String, Delivery>);
+
+impl Locked {
+    /// Reads them again: disabling an endpoint fails its pending deliveries in the store, some of
+    /// this batch's among them.
+    fn reload(&mut self, tx: &mut dyn Tx) -> Result<(), ServiceError> {
+        let ids: Vec<String> = self.0.keys().cloned().collect();
+        self.0 = tx.lock_deliveries(&ids)?.into_iter().map(|d| (d.id.clone(), d)).collect();
         Ok(())
     }
 }

@@ -26,9 +26,9 @@ fn get_event(store: &dyn Store, org_id: &OrgId, mode: Mode, id: &EventId) -> Opt
     query(store, |tx| Ok(tx.event(org_id, mode, id)?))
 }
 
-/// A delivery as stored (`lock_delivery` locks, so it runs in a write transaction).
+/// A delivery as stored (`lock_deliveries` locks, so it runs in a write transaction).
 fn get_delivery(store: &dyn Store, id: &str) -> Option<Delivery> {
-    commit(store, |tx| Ok(tx.lock_delivery(id)?))
+    commit(store, |tx| Ok(tx.lock_deliveries(&[id.to_owned()])?.pop()))
 }
 
 fn event_ids(events: &[Event]) -> Vec<EventId> {
@@ -217,7 +217,7 @@ pub fn list_events_pages_oldest_first(store: &dyn Store) {
     assert_eq!(list(&b.id, Mode::Live, None, None, 100), vec![]);
 }
 
-/// Deliveries insert and read back through `lock_delivery`; a duplicate id, an unknown event or
+/// Deliveries insert and read back through `lock_deliveries`; a duplicate id, an unknown event or
 /// endpoint and a next attempt that does not match the state are refused; `update_delivery`
 /// overwrites exactly the mutable fields and refuses a missing delivery or a wrong state.
 pub fn deliveries_insert_lock_update(store: &dyn Store) {
@@ -377,8 +377,57 @@ pub fn attempts_of_event_oldest_first(store: &dyn Store) {
     assert_eq!(of_event(&EventId::new()), vec![]);
 
     let orphan = attempt(&delivery(&ev1, &ep_a, at(1)), at(3), Some(200), None, 5);
-    assert!(is_other(&refused(store, |tx| Ok(tx.insert_attempt(&orphan)?))), "no such delivery");
+    assert!(is_other(&refused(store, |tx| Ok(tx.insert_attempts(std::slice::from_ref(&orphan))?))), "no such delivery");
     assert_eq!(of_event(&ev1.id).len(), 3);
+}
+
+/// The batch reads and writes of the delivery worker: `lock_deliveries` and `events_by_id` find
+/// what exists (missing ids skipped, repeated ids once, any organisation: the caller checks),
+/// deliveries in id order; `insert_attempts` appends in order, and a batch with one refused
+/// attempt, even after a first full statement of them, stores none of them.
+pub fn batch_reads_and_attempts(store: &dyn Store) {
+    let a = insert_org(store, "Duka", at(0));
+    let b = insert_org(store, "Soko", at(0));
+    let ep_a = insert_endpoint(store, endpoint(&a, Mode::Test, at(0)));
+    let ep_b = insert_endpoint(store, endpoint(&b, Mode::Live, at(0)));
+    let ev_a = insert_event(store, event(&a, Mode::Test, COMPLETED, at(1)));
+    let ev_b = insert_event(store, event(&b, Mode::Live, FAILED, at(2)));
+    let mut made: Vec<Delivery> = (0..5).map(|i| insert_delivery(store, delivery(&ev_a, &ep_a, at(i)))).collect();
+    made.push(insert_delivery(store, delivery(&ev_b, &ep_b, at(3))));
+    let mut by_id = made.clone();
+    by_id.sort_by(|x, y| x.id.cmp(&y.id));
+
+    let asked: Vec<String> = made.iter().rev().map(|d| d.id.clone()).chain([delivery_id(), made[0].id.clone()]).collect();
+    assert_eq!(commit(store, |tx| Ok(tx.lock_deliveries(&asked)?)), by_id, "every one that exists, once, in id order");
+    assert_eq!(commit(store, |tx| Ok(tx.lock_deliveries(&[])?)), vec![]);
+    assert_eq!(commit(store, |tx| Ok(tx.lock_deliveries(&[delivery_id()])?)), vec![]);
+
+    let mut both = vec![ev_a.clone(), ev_b.clone()];
+    both.sort_by(|x, y| x.id.cmp(&y.id));
+    let asked = [ev_b.id.clone(), EventId::new(), ev_a.id.clone(), ev_b.id.clone()];
+    assert_eq!(query(store, |tx| Ok(tx.events_by_id(&asked)?)), both, "both organisations' events, once each");
+    assert_eq!(query(store, |tx| Ok(tx.events_by_id(&[EventId::new()])?)), vec![]);
+
+    let attempts: Vec<_> =
+        made[..5].iter().enumerate().map(|(i, d)| attempt(d, at(10 + i64::try_from(i).unwrap()), Some(200), None, 3)).collect();
+    commit(store, |tx| Ok(tx.insert_attempts(&attempts)?));
+    assert_eq!(query(store, |tx| Ok(tx.attempts_of_event(&ev_a.id)?)), attempts, "in order, every field");
+    commit(store, |tx| Ok(tx.insert_attempts(&[])?));
+
+    // More attempts than one statement takes, the last of an unknown delivery: none is stored,
+    // and the transaction goes on.
+    let orphan = delivery(&ev_b, &ep_b, at(3));
+    let mut many: Vec<_> = (0..300).map(|i| attempt(&made[5], at(100 + i), Some(500), None, 1)).collect();
+    many.push(attempt(&orphan, at(400), Some(200), None, 1));
+    let left = commit(store, |tx| {
+        assert!(tx.insert_attempts(&many).is_err(), "an attempt of an unknown delivery refuses the batch");
+        Ok(tx.attempts_of_event(&ev_b.id)?)
+    });
+    assert_eq!(left, vec![], "none of the batch in the transaction");
+    assert_eq!(query(store, |tx| Ok(tx.attempts_of_event(&ev_b.id)?)), vec![], "none stored");
+    many.pop();
+    commit(store, |tx| Ok(tx.insert_attempts(&many)?));
+    assert_eq!(query(store, |tx| Ok(tx.attempts_of_event(&ev_b.id)?)), many);
 }
 
 /// `purge_events` deletes the events created strictly before the instant with their deliveries
@@ -449,7 +498,7 @@ pub fn failed_closure_rolls_back_webhook_writes(store: &dyn Store) {
         tx.insert_event(&new_ev)?;
         tx.insert_delivery(&new_d)?;
         tx.update_delivery(&retried)?;
-        tx.insert_attempt(&new_attempt)?;
+        tx.insert_attempts(std::slice::from_ref(&new_attempt))?;
         assert_eq!(tx.claim_due_deliveries(at(100), at(200), 10)?.len(), 2);
         // Every write is visible inside the transaction.
         assert_eq!(tx.endpoint(&ep.id)?, Some(disabled.clone()));
@@ -475,7 +524,7 @@ pub fn failed_closure_rolls_back_webhook_writes(store: &dyn Store) {
         tx.insert_endpoint(&new_ep)?;
         tx.insert_event(&new_ev)?;
         tx.insert_delivery(&new_d)?;
-        tx.insert_attempt(&new_attempt)?;
+        tx.insert_attempts(std::slice::from_ref(&new_attempt))?;
         Ok(())
     });
     assert_eq!(query(store, |tx| Ok(tx.deliveries_of_event(&new_ev.id)?)), vec![new_d]);

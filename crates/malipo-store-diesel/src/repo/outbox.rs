@@ -11,7 +11,7 @@ use crate::claim::DueRows;
 use crate::error::db_error;
 use crate::rows::{AttemptRow, DeliveryRow, EventRow};
 use crate::schema::{deliveries, delivery_attempts, events};
-use crate::tx::{inserted, limit_i64, locked_row, per_backend, DieselTx, IN_CHUNK};
+use crate::tx::{inserted, limit_i64, per_backend, DieselTx, IN_CHUNK};
 use crate::DbConnection;
 
 /// The condition of the partial indexes `deliveries_due_idx` and
@@ -22,6 +22,9 @@ const PENDING_DELIVERY: &str = "deliveries.state = 'pending'";
 fn pending_delivery() -> diesel::expression::SqlLiteral<Bool> {
     sql::<Bool>(PENDING_DELIVERY)
 }
+
+/// Attempts written by one `INSERT` (seven bind parameters each).
+const ATTEMPTS_PER_INSERT: usize = 128;
 
 /// Pending deliveries come due for their next attempt.
 const DUE_DELIVERIES: DueRows = DueRows { table: "deliveries", id: "id", due: "next_attempt_at", filter: Some(PENDING_DELIVERY) };
@@ -76,8 +79,43 @@ impl OutboxRepo for DieselTx<'_> {
         inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(deliveries::table).values(&row).on_conflict_do_nothing().execute(c)))
     }
 
-    fn lock_delivery(&mut self, id: &str) -> Result<Option<Delivery>, StoreError> {
-        locked_row!(&mut *self.conn, deliveries::table.find(id), DeliveryRow => Delivery)
+    fn lock_deliveries(&mut self, ids: &[String]) -> Result<Vec<Delivery>, StoreError> {
+        let mut ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut found = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(IN_CHUNK) {
+            let query = deliveries::table.filter(deliveries::id.eq_any(chunk)).order(deliveries::id.asc());
+            let rows = match &mut *self.conn {
+                DbConnection::Pg(c) => query.select(DeliveryRow::as_select()).for_update().load(c),
+                // No row lock: SQLite's writers are serialised by BEGIN IMMEDIATE.
+                DbConnection::Sqlite(c) => query.select(DeliveryRow::as_select()).load(c),
+            }
+            .map_err(db_error)?;
+            for row in rows {
+                found.push(Delivery::try_from(row)?);
+            }
+        }
+        Ok(found)
+    }
+
+    fn events_by_id(&mut self, ids: &[EventId]) -> Result<Vec<Event>, StoreError> {
+        let mut ids: Vec<&str> = ids.iter().map(EventId::as_str).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut found = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(IN_CHUNK) {
+            let rows = events::table
+                .filter(events::id.eq_any(chunk))
+                .order(events::id.asc())
+                .select(EventRow::as_select())
+                .load(self.conn)
+                .map_err(db_error)?;
+            for row in rows {
+                found.push(Event::try_from(row)?);
+            }
+        }
+        Ok(found)
     }
 
     fn update_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError> {
@@ -126,10 +164,17 @@ impl OutboxRepo for DieselTx<'_> {
             .collect()
     }
 
-    fn insert_attempt(&mut self, attempt: &Attempt) -> Result<(), StoreError> {
-        let row = AttemptRow::try_from(attempt)?;
-        diesel::insert_into(delivery_attempts::table).values(&row).execute(self.conn).map_err(db_error)?;
-        Ok(())
+    fn insert_attempts(&mut self, attempts: &[Attempt]) -> Result<(), StoreError> {
+        let rows = attempts.iter().map(AttemptRow::try_from).collect::<Result<Vec<_>, _>>()?;
+        let insert = |conn: &mut DbConnection, chunk: &[AttemptRow]| {
+            per_backend!(conn, |c| diesel::insert_into(delivery_attempts::table).values(chunk).execute(c)).map(|_| ())
+        };
+        match rows.len() {
+            0 => Ok(()),
+            n if n <= ATTEMPTS_PER_INSERT => insert(self.conn, &rows).map_err(db_error),
+            // Several statements: in a savepoint, so that a refused one undoes the ones before.
+            _ => self.conn.transaction(|conn| rows.chunks(ATTEMPTS_PER_INSERT).try_for_each(|chunk| insert(conn, chunk))).map_err(db_error),
+        }
     }
 
     fn attempts_of_event(&mut self, event_id: &EventId) -> Result<Vec<Attempt>, StoreError> {

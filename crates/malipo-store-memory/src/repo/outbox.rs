@@ -74,9 +74,17 @@ impl OutboxRepo for MemoryTx<'_> {
         Ok(())
     }
 
-    fn lock_delivery(&mut self, id: &str) -> Result<Option<Delivery>, StoreError> {
+    fn lock_deliveries(&mut self, ids: &[String]) -> Result<Vec<Delivery>, StoreError> {
         // The whole store is locked for the transaction already.
-        Ok(self.r().deliveries.get(id).cloned())
+        let wanted: BTreeSet<&String> = ids.iter().collect();
+        let s = self.r();
+        Ok(wanted.into_iter().filter_map(|id| s.deliveries.get(id).cloned()).collect())
+    }
+
+    fn events_by_id(&mut self, ids: &[EventId]) -> Result<Vec<Event>, StoreError> {
+        let wanted: BTreeSet<&EventId> = ids.iter().collect();
+        let s = self.r();
+        Ok(wanted.into_iter().filter_map(|id| s.events.get(id).cloned()).collect())
     }
 
     fn update_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError> {
@@ -129,11 +137,13 @@ impl OutboxRepo for MemoryTx<'_> {
         Ok(found)
     }
 
-    fn insert_attempt(&mut self, attempt: &Attempt) -> Result<(), StoreError> {
+    fn insert_attempts(&mut self, attempts: &[Attempt]) -> Result<(), StoreError> {
         let s = self.w()?;
-        foreign_key(s.deliveries.contains_key(&attempt.delivery_id), "the attempt's delivery")?;
-        check_attempt(attempt)?;
-        s.attempts.push(attempt.clone());
+        for attempt in attempts {
+            foreign_key(s.deliveries.contains_key(&attempt.delivery_id), "the attempt's delivery")?;
+            check_attempt(attempt)?;
+        }
+        s.attempts.extend_from_slice(attempts);
         Ok(())
     }
 
