@@ -3,6 +3,7 @@
 
 use diesel::dsl::{count_star, min};
 use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text};
 use malipo_core::Timestamp;
 use malipo_ledger::{ChainLink, GENESIS_HASH};
 use malipo_service::{ChainRepo, StoreError, UnsealedStats};
@@ -69,21 +70,56 @@ fn seal_ledger(conn: &mut DbConnection, mode: &str, currency: &str, limit: usize
     let line_rows = lines_of(conn, &ids)?;
     // Each journal as stored (its postings as lines), as the verifier will read it.
     let journals = chained(rows, line_rows)?;
+    let mut links = Vec::with_capacity(journals.len());
     for cj in &journals {
         let link = ChainLink::after(seq, &hash, &cj.journal);
-        // `seq IS NULL`: a journal is sealed once, whatever happens.
-        let updated = diesel::update(journals::table.find(cj.journal.id.as_str()).filter(journals::seq.is_null()))
-            .set((journals::seq.eq(link.seq), journals::prev_hash.eq(&link.prev_hash), journals::hash.eq(&link.hash)))
-            .execute(conn)?;
-        if updated != 1 {
-            return Err(StoreError::Other(format!("journal {} was sealed meanwhile", cj.journal.id)).into());
+        (seq, hash) = (link.seq, link.hash.clone());
+        links.push((cj.journal.id.as_str(), link));
+    }
+    for chunk in links.chunks(SEAL_CHUNK) {
+        let updated = seal_links(conn, chunk)?;
+        if updated != chunk.len() {
+            return Err(StoreError::Other(format!("{} of {} journals were sealed meanwhile", chunk.len() - updated, chunk.len())).into());
         }
-        (seq, hash) = (link.seq, link.hash);
     }
     diesel::update(ledger_heads::table.find((mode, currency)))
         .set((ledger_heads::seq.eq(seq), ledger_heads::hash.eq(&hash)))
         .execute(conn)?;
     Ok(journals.len())
+}
+
+/// Journals whose chain entries one `UPDATE` writes (four bind parameters each).
+const SEAL_CHUNK: usize = 250;
+
+/// Writes the chain entries of `links` in one statement and returns how many journals it
+/// sealed. `seq IS NULL`: a journal is sealed once, whatever happens, so a journal sealed
+/// meanwhile is not counted (and fails the caller's batch).
+fn seal_links(conn: &mut DbConnection, links: &[(&str, ChainLink)]) -> Result<usize, Fail> {
+    let sql = |param: &dyn Fn(usize) -> String| {
+        let rows: Vec<String> = (0..links.len())
+            .map(|i| format!("({}, {}, {}, {})", param(4 * i + 1), param(4 * i + 2), param(4 * i + 3), param(4 * i + 4)))
+            .collect();
+        format!(
+            "WITH v (id, seq, prev_hash, hash) AS (VALUES {}) \
+             UPDATE journals SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash \
+             FROM v WHERE journals.id = v.id AND journals.seq IS NULL",
+            rows.join(", ")
+        )
+    };
+    macro_rules! bound {
+        ($query:expr) => {{
+            let mut query = $query;
+            for (id, link) in links {
+                query = query.bind::<Text, _>(*id).bind::<BigInt, _>(link.seq).bind::<Text, _>(&link.prev_hash).bind::<Text, _>(&link.hash);
+            }
+            query
+        }};
+    }
+    let updated = match conn {
+        DbConnection::Pg(c) => bound!(diesel::sql_query(sql(&|n| format!("${n}"))).into_boxed::<diesel::pg::Pg>()).execute(c)?,
+        DbConnection::Sqlite(c) => bound!(diesel::sql_query(sql(&|_| "?".to_owned())).into_boxed::<diesel::sqlite::Sqlite>()).execute(c)?,
+    };
+    Ok(updated)
 }
 
 /// Reads a ledger's chain head, locked until the transaction ends (PostgreSQL `FOR UPDATE`: a
