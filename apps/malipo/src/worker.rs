@@ -4,10 +4,10 @@
 //! All state is in the database; any number of instances may run these. Webhook sending is in
 //! [`crate::delivery`].
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use malipo_http::{BacklogMetrics, SealGauges};
-use malipo_service::{write, Platform, SEAL_BATCH};
+use malipo_service::{write, Platform, ServiceError, SEAL_BATCH};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -97,22 +97,28 @@ async fn sealer(platform: Platform, gauges: SealGauges, mut stop: watch::Receive
 }
 
 async fn charge_loop(i: usize, platform: Platform, mut stop: watch::Receiver<bool>) {
+    // Payouts and payment requests are claimed again at once while they keep finding work, and
+    // otherwise after an idle pause, so that a loop busy with charges does not poll them (three
+    // statements each) on every pass.
+    let mut other_due = [Instant::now(); 2];
     while !*stop.borrow() {
         let p = platform.clone();
+        let poll = other_due.map(|due| due <= Instant::now());
         let claimed = match tokio::task::spawn_blocking(move || {
             let charges = p.processing().process_due(BATCH);
-            let payouts = p.payout_processing().process_due(BATCH);
-            let requests = p.payment_requests().expire_due(BATCH);
-            (charges, payouts, requests)
+            let payouts = poll[0].then(|| p.payout_processing().process_due(BATCH));
+            let requests = poll[1].then(|| p.payment_requests().expire_due(BATCH));
+            (charges, [payouts, requests])
         })
         .await
         {
-            Ok((charges, payouts, requests)) => {
-                let mut claimed = 0;
-                for (what, result) in [("charges", charges), ("payouts", payouts), ("expired payment requests", requests)] {
-                    match result {
-                        Ok(n) => claimed += n,
-                        Err(e) => tracing::warn!(worker = i, error = %e, "claiming due {what} failed"),
+            Ok((charges, others)) => {
+                let mut claimed = claimed_or_logged(i, "charges", charges);
+                for ((what, result), due) in ["payouts", "expired payment requests"].into_iter().zip(others).zip(&mut other_due) {
+                    if let Some(result) = result {
+                        let n = claimed_or_logged(i, what, result);
+                        *due = if n == 0 { Instant::now() + IDLE } else { Instant::now() };
+                        claimed += n;
                     }
                 }
                 claimed
@@ -130,6 +136,14 @@ async fn charge_loop(i: usize, platform: Platform, mut stop: watch::Receiver<boo
         }
     }
     tracing::debug!(worker = i, "charge worker stopped");
+}
+
+/// How many items a claim took (none when it failed, which is logged).
+fn claimed_or_logged(worker: usize, what: &str, result: Result<usize, ServiceError>) -> usize {
+    result.unwrap_or_else(|e| {
+        tracing::warn!(worker, error = %e, "claiming due {what} failed");
+        0
+    })
 }
 
 /// Measures the backlog of due work a few times a second: it opens and closes the intake gate
