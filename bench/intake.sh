@@ -41,7 +41,7 @@ run() { # gate seconds
   for _ in $(seq 1 100); do curl -sf "127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
   echo "== intake at full speed for ${SECS}s, MALIPO_MAX_BACKLOG_SECONDS=$gate" >&2
   ( for _ in $(seq 1 $((SECS + 5))); do
-      curl -s "127.0.0.1:$port/metrics" | awk '/^malipo_backlog_age_seconds\{work="charges"\}/ {a=$2} /^malipo_intake_refused / {r=$2} END {print a+0, r+0}'
+      curl -s "127.0.0.1:$port/metrics" | awk '/^malipo_backlog_age_seconds\{work="charges"\}/ {a=$2} /^malipo_intake_refused\{work="charges"\}/ {r=$2} END {print a+0, r+0}'
       sleep 1
     done >"$WORK/samples.txt" ) &
   local sampler=$!

@@ -23,7 +23,7 @@ impl Observer for ChargeMetrics {
 #[derive(Clone, Debug)]
 pub struct BacklogMetrics {
     age: GaugeVec,
-    refusing: Gauge,
+    refusing: GaugeVec,
 }
 
 impl BacklogMetrics {
@@ -31,7 +31,9 @@ impl BacklogMetrics {
     pub fn record(&self, reading: &BacklogReading) {
         self.age.with_label_values(&["charges"]).set(reading.charges_seconds);
         self.age.with_label_values(&["payouts"]).set(reading.payouts_seconds);
-        self.refusing.set(if reading.refusing { 1.0 } else { 0.0 });
+        let flag = |on: bool| if on { 1.0 } else { 0.0 };
+        self.refusing.with_label_values(&["charges"]).set(flag(reading.refusing));
+        self.refusing.with_label_values(&["payouts"]).set(flag(reading.refusing_payouts));
     }
 }
 
@@ -61,8 +63,14 @@ pub fn metrics() -> Result<Metrics, String> {
     )
     .map_err(|e| e.to_string())?;
     registry.register(Box::new(age.clone())).map_err(|e| e.to_string())?;
-    let refusing = Gauge::new("malipo_intake_refused", "1 while new charges and payouts are refused because the backlog is over its bound")
-        .map_err(|e| e.to_string())?;
+    let refusing = GaugeVec::new(
+        Opts::new(
+            "malipo_intake_refused",
+            "1 while new work of the kind is refused: charges (and payouts) for the charge backlog, payouts also for their own",
+        ),
+        &["work"],
+    )
+    .map_err(|e| e.to_string())?;
     registry.register(Box::new(refusing.clone())).map_err(|e| e.to_string())?;
     let prom = PrometheusMetricsBuilder::new("malipo")
         .registry(registry)

@@ -9,7 +9,7 @@ use malipo_idempotency::StoredResponse;
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 
 use crate::accounts::{Accounts, Balance};
-use crate::backlog::Backlog;
+use crate::backlog::{Backlog, Intake};
 use crate::core::Core;
 use crate::customers::Customers;
 use crate::error::{FieldError, ServiceError};
@@ -167,7 +167,7 @@ impl<'a> Agents<'a> {
                 format!("amount is below the cash-out fee of {} {currency}", currency.format_amount(fee)),
             ));
         }
-        Backlog::new(self.core).admit()?;
+        Backlog::new(self.core).admit(Intake::Charge)?;
         let now = self.core.now();
         let next_action_at = Lifecycle(self.core).first_step_at(principal.mode, now);
         let outcome = self.core.idempotent(

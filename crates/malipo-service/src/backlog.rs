@@ -2,18 +2,24 @@
 //! with "not now" (503 `unavailable` and `Retry-After`) rather than accepted and left to expire.
 //!
 //! The work that falls behind is the due work the workers claim: charges to decide, complete or
-//! expire, and payouts to pay. Its backlog is the age of the item that has waited longest since
-//! it came due. A monitor (every instance runs one) measures it a few times a second with one
-//! index read per table ([`Backlog::measure`]); intake is refused once the age passes the
+//! expire, and payouts to pay. Each kind's backlog is the age of its item that has waited longest
+//! since it came due. A monitor (every instance runs one) measures both a few times a second with
+//! one index read per table ([`Backlog::measure`]); intake is refused once an age passes the
 //! configured bound, and admitted again once the workers have brought it under half the bound,
 //! so that the gate does not flap. The bound sits well under the charge time-to-live: a charge
 //! whose prompt is due to expire is due work too, so a backlog older than the time-to-live is
 //! what expires charges of customers who would have approved.
 //!
+//! The two kinds share the workers, but only charges expire. So a charge backlog refuses both
+//! new charges and new payouts (more payouts would take the workers the charges need), while a
+//! payout backlog (a large approved batch, whose payouts queue on their one payout account)
+//! refuses new payouts only: one organisation's batch does not turn every merchant's customers
+//! away. A charge backlog that the payouts cause closes the charge gate by itself.
+//!
 //! The measurement is of the shared database, so every instance refuses together, whichever
 //! instance's workers are short.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use malipo_core::Timestamp;
 
@@ -28,8 +34,19 @@ pub struct BacklogReading {
     pub charges_seconds: f64,
     /// Seconds the oldest due payout has waited (0 when none is due).
     pub payouts_seconds: f64,
-    /// Whether new charges and payouts are refused from now on.
+    /// Whether new charges (and with them new payouts) are refused from now on.
     pub refusing: bool,
+    /// Whether new payouts are refused from now on (for either backlog).
+    pub refusing_payouts: bool,
+}
+
+/// The kinds of new work the gate admits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Intake {
+    /// A charge or a cash-out.
+    Charge,
+    /// A payout or the approval of a batch of them.
+    Payout,
 }
 
 /// Measuring the backlog and admitting new work.
@@ -54,38 +71,57 @@ impl<'a> Backlog<'a> {
         let now = self.core.now();
         let (charge, payout) = read(self.core.store(), |tx| Ok((tx.oldest_due_charge(now)?, tx.oldest_due_payout(now)?)))?;
         let (charges, payouts) = (waited(now, charge), waited(now, payout));
-        let age = charges.max(payouts);
         let gate = &self.core.backlog;
-        gate.age_micros.store(age, Ordering::Relaxed);
+        gate.charges_micros.store(charges, Ordering::Relaxed);
+        gate.payouts_micros.store(payouts, Ordering::Relaxed);
+        let refusing = self.crossed(&gate.refusing, charges);
+        let payouts_behind = self.crossed(&gate.refusing_payouts, payouts);
+        if gate.refusing.swap(refusing, Ordering::Relaxed) != refusing {
+            tracing::warn!(backlog_seconds = charges as f64 / 1e6, refusing, "charge backlog crossed its bound");
+        }
+        if gate.refusing_payouts.swap(payouts_behind, Ordering::Relaxed) != payouts_behind {
+            tracing::warn!(backlog_seconds = payouts as f64 / 1e6, refusing = payouts_behind, "payout backlog crossed its bound");
+        }
+        Ok(BacklogReading {
+            charges_seconds: charges as f64 / 1e6,
+            payouts_seconds: payouts as f64 / 1e6,
+            refusing,
+            refusing_payouts: refusing || payouts_behind,
+        })
+    }
+
+    /// Whether a lane whose oldest item has waited `age` microseconds refuses: over the bound,
+    /// yes; at half of it or under, no; in between, as it was (`was`).
+    fn crossed(&self, was: &AtomicBool, age: i64) -> bool {
         let bound = self.core.config.max_backlog_seconds.saturating_mul(1_000_000);
-        let refusing = if bound <= 0 {
+        if bound <= 0 {
             false
         } else if age > bound {
             true
         } else if age <= bound / 2 {
             false
         } else {
-            gate.refusing.load(Ordering::Relaxed)
-        };
-        if gate.refusing.swap(refusing, Ordering::Relaxed) != refusing {
-            tracing::warn!(backlog_seconds = age as f64 / 1e6, refusing, "background work backlog crossed its bound");
+            was.load(Ordering::Relaxed)
         }
-        Ok(BacklogReading { charges_seconds: charges as f64 / 1e6, payouts_seconds: payouts as f64 / 1e6, refusing })
     }
 
-    /// Admits new due work (a charge or a payout), or refuses it while the backlog is over its
-    /// bound.
+    /// Admits new due work, or refuses it while its backlog (for a payout, either backlog) is
+    /// over its bound.
     ///
     /// # Errors
     /// [`ServiceError::Busy`] with the seconds to wait.
-    pub fn admit(&self) -> Result<(), ServiceError> {
+    pub fn admit(&self, intake: Intake) -> Result<(), ServiceError> {
         let gate = &self.core.backlog;
-        if !gate.refusing.load(Ordering::Relaxed) {
-            return Ok(());
+        let mut age = None;
+        if gate.refusing.load(Ordering::Relaxed) {
+            age = Some(gate.charges_micros.load(Ordering::Relaxed));
         }
+        if intake == Intake::Payout && gate.refusing_payouts.load(Ordering::Relaxed) {
+            age = age.max(Some(gate.payouts_micros.load(Ordering::Relaxed)));
+        }
+        let Some(age) = age else { return Ok(()) };
         // Suggest waiting for about the excess over half the bound (where intake resumes),
         // between 1 and 30 seconds.
-        let age = gate.age_micros.load(Ordering::Relaxed);
         let half = self.core.config.max_backlog_seconds.saturating_mul(500_000);
         let excess = age.saturating_sub(half).max(0) / 1_000_000;
         Err(ServiceError::Busy { retry_after: excess.clamp(1, 30).unsigned_abs() })

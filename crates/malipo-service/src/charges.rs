@@ -7,7 +7,7 @@ use malipo_countries::FeeOperation;
 use malipo_idempotency::StoredResponse;
 use malipo_ledger::AccountKind;
 
-use crate::backlog::Backlog;
+use crate::backlog::{Backlog, Intake};
 use crate::core::Core;
 use crate::error::{FieldError, ServiceError};
 use crate::idempotency::{Idem, IdemOutcome};
@@ -102,7 +102,7 @@ impl<'a> Charges<'a> {
             )));
         }
         let fee = merchant_country.fee(FeeOperation::Charge, amount).min(amount);
-        Backlog::new(self.core).admit()?;
+        Backlog::new(self.core).admit(Intake::Charge)?;
         let now = self.core.now();
         let next_action_at = Lifecycle(self.core).first_step_at(principal.mode, now);
         let outcome = self.core.idempotent(

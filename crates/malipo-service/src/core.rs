@@ -34,10 +34,14 @@ impl Observer for NoObserver {}
 /// [`crate::backlog`]).
 #[derive(Debug, Default)]
 pub(crate) struct BacklogGate {
-    /// Microseconds the oldest due item had waited at the last measurement.
-    pub(crate) age_micros: AtomicI64,
-    /// Whether new intake is refused.
+    /// Microseconds the oldest due charge had waited at the last measurement.
+    pub(crate) charges_micros: AtomicI64,
+    /// Microseconds the oldest due payout had waited at the last measurement.
+    pub(crate) payouts_micros: AtomicI64,
+    /// Whether new charges are refused (and with them new payouts).
     pub(crate) refusing: AtomicBool,
+    /// Whether new payouts are refused for their own backlog.
+    pub(crate) refusing_payouts: AtomicBool,
 }
 
 /// Ids of organisations' accounts, which never change once opened: saves a lookup per charge.

@@ -43,7 +43,7 @@ pub mod webhooks;
 pub use access::{Access, IssuedCredential, IssuedToken};
 pub use accounts::{Accounts, Balance, LedgerCheck};
 pub use agents::{Agents, CashIn};
-pub use backlog::{Backlog, BacklogReading};
+pub use backlog::{Backlog, BacklogReading, Intake};
 pub use charges::{Charges, NewCharge};
 pub use config::{ServiceConfig, WebhookConfig};
 pub use core::{NoObserver, Observer};

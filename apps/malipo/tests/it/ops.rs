@@ -246,16 +246,15 @@ async fn operational_endpoints_need_no_token(db: Db) {
     }
 }
 
-/// The first sample line `name value` (a metric without labels).
-fn plain_sample(text: &str, name: &str) -> Option<f64> {
-    text.lines().find_map(|l| l.strip_prefix(&format!("{name} "))?.parse().ok())
-}
-
-/// Waits until the server's own monitor has measured the backlog as `refusing`.
+/// Waits until the server's own monitor has measured the backlog as `refusing` new charges
+/// (and, with them, new payouts).
 async fn until_intake(app: &TestApp, refusing: bool) -> String {
+    let flag = Some(if refusing { 1.0 } else { 0.0 });
     for _ in 0..100 {
         let text = metrics(app).await;
-        if plain_sample(&text, "malipo_intake_refused") == Some(if refusing { 1.0 } else { 0.0 }) {
+        if sample(&text, "malipo_intake_refused", &["work=\"charges\""]) == flag
+            && sample(&text, "malipo_intake_refused", &["work=\"payouts\""]) == flag
+        {
             return text;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -11,7 +11,7 @@ use malipo_payouts::{
 
 use super::checks::{check_payout, CheckedPayout};
 use crate::agents::insufficient;
-use crate::backlog::Backlog;
+use crate::backlog::{Backlog, Intake};
 use crate::core::Core;
 use crate::error::{FieldError, ServiceError};
 use crate::events::Events;
@@ -140,7 +140,7 @@ impl<'a> BulkPayouts<'a> {
         render: &dyn Fn(&BulkPayout) -> StoredResponse,
     ) -> Result<IdemOutcome, ServiceError> {
         let id = BulkPayoutId::parse(id).map_err(|_| ServiceError::NotFound)?;
-        Backlog::new(self.core).admit()?;
+        Backlog::new(self.core).admit(Intake::Payout)?;
         let now = self.core.now();
         self.core.idempotent(
             idem,

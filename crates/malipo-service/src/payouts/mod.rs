@@ -14,7 +14,7 @@ use malipo_payouts::{Payout, PayoutFilter, PayoutState};
 
 use self::checks::{check_currency, check_payout};
 use crate::agents::insufficient;
-use crate::backlog::Backlog;
+use crate::backlog::{Backlog, Intake};
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
@@ -67,7 +67,7 @@ impl<'a> Payouts<'a> {
             return Err(ServiceError::Validation(errors));
         };
         check_currency(new.currency.as_deref(), country.currency)?;
-        Backlog::new(self.core).admit()?;
+        Backlog::new(self.core).admit(Intake::Payout)?;
         let now = self.core.now();
         self.core.idempotent(
             idem,

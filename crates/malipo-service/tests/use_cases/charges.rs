@@ -188,7 +188,7 @@ fn new_work_is_refused_while_due_work_is_behind_until_it_is_under_half_the_bound
     // Nobody ran the worker: at +14 s, A has waited 12 s.
     world.advance(9);
     let reading = world.platform.backlog().measure().unwrap();
-    assert_eq!((reading.charges_seconds, reading.payouts_seconds, reading.refusing), (12.0, 0.0, true));
+    assert_eq!((reading.charges_seconds, reading.payouts_seconds, reading.refusing, reading.refusing_payouts), (12.0, 0.0, true, true));
     match world.charge(&shop, &number("0000"), "10.00") {
         Err(ServiceError::Busy { retry_after }) => assert_eq!(retry_after, 7, "the excess over half the bound"),
         other => panic!("expected Busy, got {other:?}"),

@@ -51,6 +51,36 @@ fn clean_ledger(world: &World) {
 }
 
 #[test]
+fn a_payout_backlog_refuses_new_payouts_but_not_new_charges() {
+    // The default bound: refused past 10 s of backlog, admitted again at 5 s or less.
+    let world = World::new();
+    let payroll = funded(&world, OrgKind::Corporate, Mode::Test, "10000.00");
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    let waiting = payout(&world, &payroll, &number("0000"), "10.00").unwrap();
+    // Nobody runs the workers: 12 s later the payout has waited over the bound.
+    world.advance(12);
+    let reading = world.platform.backlog().measure().unwrap();
+    assert!(reading.payouts_seconds > 10.0, "{reading:?}");
+    assert_eq!((reading.charges_seconds, reading.refusing, reading.refusing_payouts), (0.0, false, true));
+    match payout(&world, &payroll, &number("0001"), "10.00") {
+        Err(ServiceError::Busy { retry_after }) => assert!((1..=30).contains(&retry_after), "{retry_after}"),
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    // Charges expire and payouts do not: one organisation's payouts do not turn customers away.
+    let charge = world.charge(&shop, &number("0000"), "10.00").unwrap();
+
+    settle(&world);
+    assert_eq!(reload(&world, &payroll, &waiting).state, PayoutState::Completed);
+    let reading = world.platform.backlog().measure().unwrap();
+    assert_eq!((reading.payouts_seconds, reading.refusing, reading.refusing_payouts), (0.0, false, false));
+    payout(&world, &payroll, &number("0001"), "10.00").unwrap();
+    world.advance(2);
+    settle(&world);
+    assert_eq!(world.reload(&shop, &charge).state, ChargeState::Completed);
+    clean_ledger(&world);
+}
+
+#[test]
 fn a_payout_reserves_amount_plus_fee_then_pays_the_wallet() {
     let world = World::new();
     let payroll = funded(&world, OrgKind::Corporate, Mode::Test, "10000.00");
