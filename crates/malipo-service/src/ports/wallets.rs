@@ -53,7 +53,7 @@ pub struct Wallet {
     pub state: WalletState,
     /// KYC tier (0 = no ID).
     pub kyc_tier: u8,
-    /// Argon2id hash of the PIN, once set.
+    /// The PIN's keyed hash (or an older Argon2id hash, replaced at its next right PIN), once set.
     pub pin_hash: Option<String>,
     /// Consecutive wrong PINs.
     pub pin_attempts: u8,
