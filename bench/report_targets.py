@@ -112,4 +112,9 @@ def targets_section(summary, labels, pgbench_median, creation_fraction, token_ru
         shown = "n/a"
     add("60 s of full-speed charge intake on PostgreSQL: charges created that then expire = 0", shown, expired, lambda v: v == 0)
     lines.append("")
+    lines.append(
+        "Each change of the throughput work measured side by side with the build before it, the profiles behind the "
+        "targets missed, and what was tried and dropped: `docs/throughput.md`."
+    )
+    lines.append("")
     return lines

@@ -103,6 +103,26 @@ fn assemble(settings: &Settings, key: webhook_key::KeySource, clock: Arc<dyn Clo
     Ok((platform, store))
 }
 
+/// Connections of the background work's own pool beyond one per worker loop: the sealer, the
+/// backlog monitor, and the webhook claimer and recorder.
+const BACKGROUND_CONNECTIONS: u32 = 4;
+
+/// The platform the background work runs on: `platform` on a connection pool of its own, so that
+/// requests, a flood of them included, cannot hold every connection while due work waits (the
+/// workers, the sealer, the backlog monitor and webhook delivery are how a backlog drains). An
+/// in-memory SQLite database has one connection and keeps it.
+///
+/// # Errors
+/// When the database cannot be opened.
+fn background_platform(settings: &Settings, platform: &Platform) -> anyhow::Result<Platform> {
+    if settings.database_url.contains(":memory:") {
+        return Ok(platform.clone());
+    }
+    let size = u32::try_from(settings.workers).unwrap_or(u32::MAX).saturating_add(BACKGROUND_CONNECTIONS);
+    let store = DieselStore::connect(&settings.database_url, Some(size)).map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
+    Ok(platform.clone().with_store(Arc::new(store)))
+}
+
 /// A running server.
 pub struct Running {
     /// The bound address.
@@ -145,9 +165,10 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     let server = server.run();
     let handle = server.handle();
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut workers = worker::spawn(platform.clone(), settings.workers, seal_gauges, stop_rx.clone());
-    workers.push(tokio::spawn(worker::monitor_backlog(platform.clone(), metrics.backlog, stop_rx.clone())));
-    workers.push(delivery::spawn(platform.clone(), Arc::new(delivery::Sender::default()), settings.webhook_concurrency as usize, stop_rx));
+    let background = background_platform(settings, &platform)?;
+    let mut workers = worker::spawn(background.clone(), settings.workers, seal_gauges, stop_rx.clone());
+    workers.push(tokio::spawn(worker::monitor_backlog(background.clone(), metrics.backlog, stop_rx.clone())));
+    workers.push(delivery::spawn(background, Arc::new(delivery::Sender::default()), settings.webhook_concurrency as usize, stop_rx));
     let done = tokio::spawn(async move {
         server.await?;
         tracing::info!("HTTP server stopped; stopping workers");

@@ -24,6 +24,8 @@ impl Observer for ChargeMetrics {
 pub struct BacklogMetrics {
     age: GaugeVec,
     refusing: GaugeVec,
+    due: IntGauge,
+    predicted: Gauge,
 }
 
 impl BacklogMetrics {
@@ -34,6 +36,8 @@ impl BacklogMetrics {
         let flag = |on: bool| if on { 1.0 } else { 0.0 };
         self.refusing.with_label_values(&["charges"]).set(flag(reading.refusing));
         self.refusing.with_label_values(&["payouts"]).set(flag(reading.refusing_payouts));
+        self.due.set(i64::try_from(reading.charges_due).unwrap_or(i64::MAX));
+        self.predicted.set(reading.predicted_seconds);
     }
 }
 
@@ -72,6 +76,15 @@ pub fn metrics() -> Result<Metrics, String> {
     )
     .map_err(|e| e.to_string())?;
     registry.register(Box::new(refusing.clone())).map_err(|e| e.to_string())?;
+    let due = IntGauge::new("malipo_backlog_due_charges", "Charges due now or within the backlog bound (the workers' work ahead)")
+        .map_err(|e| e.to_string())?;
+    registry.register(Box::new(due.clone())).map_err(|e| e.to_string())?;
+    let predicted = Gauge::new(
+        "malipo_backlog_predicted_wait_seconds",
+        "Seconds the due charges would take to drain at the rate last measured while intake was refused (0 before any)",
+    )
+    .map_err(|e| e.to_string())?;
+    registry.register(Box::new(predicted.clone())).map_err(|e| e.to_string())?;
     let prom = PrometheusMetricsBuilder::new("malipo")
         .registry(registry)
         .endpoint("/metrics")
@@ -79,7 +92,7 @@ pub fn metrics() -> Result<Metrics, String> {
         .mask_unmatched_patterns("UNKNOWN")
         .build()
         .map_err(|e| e.to_string())?;
-    Ok(Metrics { requests: prom, charges: ChargeMetrics { entered }, backlog: BacklogMetrics { age, refusing } })
+    Ok(Metrics { requests: prom, charges: ChargeMetrics { entered }, backlog: BacklogMetrics { age, refusing, due, predicted } })
 }
 
 /// The audit chain's sealing backlog, set by the sealer after each pass: the journals committed

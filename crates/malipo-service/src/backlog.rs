@@ -10,6 +10,17 @@
 //! whose prompt is due to expire is due work too, so a backlog older than the time-to-live is
 //! what expires charges of customers who would have approved.
 //!
+//! The age alone closes the gate late: by the time the oldest charge has waited the bound, the
+//! charges admitted behind it may take far longer to drain (at full speed this machine admitted
+//! charges several times faster than its workers completed them, and the oldest wait reached five
+//! times the bound). So the monitor also counts the charges due now or within the bound, and
+//! measures how fast they drain: from how fast this instance's workers claim charges while
+//! charges are due (their capacity), and, once the gate has been closed, from how fast the count
+//! fell while nothing new was admitted (the whole database's drain, whatever the number of
+//! instances). The charge gate closes as soon as the count would take longer than the bound to
+//! drain at the faster of the two, and opens once both that prediction and the oldest wait are
+//! back under half the bound.
+//!
 //! The two kinds share the workers, but only charges expire. So a charge backlog refuses both
 //! new charges and new payouts (more payouts would take the workers the charges need), while a
 //! payout backlog (a large approved batch, whose payouts queue on their one payout account)
@@ -38,7 +49,15 @@ pub struct BacklogReading {
     pub refusing: bool,
     /// Whether new payouts are refused from now on (for either backlog).
     pub refusing_payouts: bool,
+    /// Charges due now or within the bound (counted up to [`COUNT_CAP`]).
+    pub charges_due: u64,
+    /// Seconds the due charges would take to drain at the last measured rate (0 until a rate
+    /// was measured, or when none is due).
+    pub predicted_seconds: f64,
 }
+
+/// Due charges counted at most (the prediction is then at least this many over the rate).
+pub const COUNT_CAP: usize = 100_000;
 
 /// The kinds of new work the gate admits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +71,15 @@ pub enum Intake {
 /// Measuring the backlog and admitting new work.
 pub struct Backlog<'a> {
     core: &'a Core,
+}
+
+/// Seconds as whole microseconds (saturating).
+fn micros(seconds: f64) -> i64 {
+    if seconds >= i64::MAX as f64 / 1e6 {
+        i64::MAX
+    } else {
+        (seconds * 1e6) as i64
+    }
 }
 
 fn waited(now: Timestamp, due: Option<Timestamp>) -> i64 {
@@ -69,15 +97,37 @@ impl<'a> Backlog<'a> {
     /// Storage failures (the gate keeps its last state).
     pub fn measure(&self) -> Result<BacklogReading, ServiceError> {
         let now = self.core.now();
-        let (charge, payout) = read(self.core.store(), |tx| Ok((tx.oldest_due_charge(now)?, tx.oldest_due_payout(now)?)))?;
+        let bound_seconds = self.core.config.max_backlog_seconds;
+        let horizon = now.plus_seconds(bound_seconds.max(0));
+        let (charge, payout, due) = read(self.core.store(), |tx| {
+            let due = if bound_seconds > 0 { tx.count_due_charges(horizon, COUNT_CAP)? } else { 0 };
+            Ok((tx.oldest_due_charge(now)?, tx.oldest_due_payout(now)?, due))
+        })?;
         let (charges, payouts) = (waited(now, charge), waited(now, payout));
         let gate = &self.core.backlog;
-        gate.charges_micros.store(charges, Ordering::Relaxed);
         gate.payouts_micros.store(payouts, Ordering::Relaxed);
-        let refusing = self.crossed(&gate.refusing, charges);
+        let mut drain = gate.drain.lock().map_err(|_| ServiceError::Internal("backlog drain lock poisoned".into()))?;
+        let was_refusing = gate.refusing.load(Ordering::Relaxed);
+        drain.observe(was_refusing, now, due, charge.is_some(), gate.claimed.load(Ordering::Relaxed));
+        let predicted = drain.predicted(due);
+        // The charges' pressure: the oldest wait, or the predicted one if that is longer.
+        let pressure = predicted.map_or(charges, |p| charges.max(micros(p)));
+        gate.charges_micros.store(pressure, Ordering::Relaxed);
+        let refusing = self.crossed(&gate.refusing, pressure);
+        if refusing && !was_refusing {
+            // From now on nothing new comes in: the drain is measured from here.
+            drain.start(now, due);
+        }
+        drop(drain);
         let payouts_behind = self.crossed(&gate.refusing_payouts, payouts);
         if gate.refusing.swap(refusing, Ordering::Relaxed) != refusing {
-            tracing::warn!(backlog_seconds = charges as f64 / 1e6, refusing, "charge backlog crossed its bound");
+            tracing::warn!(
+                backlog_seconds = charges as f64 / 1e6,
+                predicted_seconds = predicted.unwrap_or(0.0),
+                charges_due = due,
+                refusing,
+                "charge backlog crossed its bound"
+            );
         }
         if gate.refusing_payouts.swap(payouts_behind, Ordering::Relaxed) != payouts_behind {
             tracing::warn!(backlog_seconds = payouts as f64 / 1e6, refusing = payouts_behind, "payout backlog crossed its bound");
@@ -87,6 +137,8 @@ impl<'a> Backlog<'a> {
             payouts_seconds: payouts as f64 / 1e6,
             refusing,
             refusing_payouts: refusing || payouts_behind,
+            charges_due: due,
+            predicted_seconds: predicted.unwrap_or(0.0),
         })
     }
 

@@ -3,7 +3,7 @@
 //! sees its fields.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use malipo_auth::SecretHasher;
@@ -34,7 +34,8 @@ impl Observer for NoObserver {}
 /// [`crate::backlog`]).
 #[derive(Debug, Default)]
 pub(crate) struct BacklogGate {
-    /// Microseconds the oldest due charge had waited at the last measurement.
+    /// The charges' pressure at the last measurement: microseconds the oldest due charge had
+    /// waited, or the due charges' predicted wait if longer.
     pub(crate) charges_micros: AtomicI64,
     /// Microseconds the oldest due payout had waited at the last measurement.
     pub(crate) payouts_micros: AtomicI64,
@@ -42,6 +43,10 @@ pub(crate) struct BacklogGate {
     pub(crate) refusing: AtomicBool,
     /// Whether new payouts are refused for their own backlog.
     pub(crate) refusing_payouts: AtomicBool,
+    /// How fast due charges drain, as measured so far.
+    pub(crate) drain: Mutex<crate::drain::Drain>,
+    /// Charges this instance's workers have claimed since it started.
+    pub(crate) claimed: AtomicU64,
 }
 
 /// Ids of organisations' accounts, which never change once opened: saves a lookup per charge.

@@ -17,6 +17,7 @@ pub mod charges;
 pub mod config;
 mod core;
 mod customers;
+mod drain;
 pub mod error;
 mod events;
 pub mod housekeeping;

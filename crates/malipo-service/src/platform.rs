@@ -57,6 +57,13 @@ impl Platform {
         Platform { core: Arc::new(core) }
     }
 
+    /// The same platform (sharing everything else, the backlog gate and caches included) on
+    /// another store: the app gives its background work a connection pool of its own.
+    #[must_use]
+    pub fn with_store(self, store: Arc<dyn Store>) -> Self {
+        self.with(|c| c.store = store)
+    }
+
     /// The same platform with a metrics hook.
     #[must_use]
     pub fn with_observer(self, observer: Arc<dyn Observer>) -> Self {

@@ -40,6 +40,8 @@ impl<'a> Processing<'a> {
         let lease = now.plus_seconds(self.core.config.worker_lease_seconds);
         let ids = write(self.core.store(), |tx| Ok(tx.claim_due_charges(now, lease, limit)?))?;
         let claimed = ids.len();
+        // The backlog monitor's measure of this instance's drain.
+        self.core.backlog.claimed.fetch_add(u64::try_from(claimed).unwrap_or(u64::MAX), std::sync::atomic::Ordering::Relaxed);
         let chunk = self.core.config.charge_settle_chunk;
         let alone = if chunk <= 1 {
             ids

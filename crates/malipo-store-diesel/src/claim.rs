@@ -38,6 +38,13 @@ struct OldestRow {
     due_at: Option<i64>,
 }
 
+/// The number of [`DueRows::count`].
+#[derive(QueryableByName)]
+struct CountRow {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
 /// A row of the claim queries.
 #[derive(QueryableByName)]
 struct ClaimedRow {
@@ -67,6 +74,25 @@ impl DueRows {
         }
         .map_err(db_error)?;
         Ok(row.due_at.map(Timestamp::from_micros))
+    }
+
+    /// How many rows are due at or before `until`, counting at most `cap` (a range of the due
+    /// index, stopped at the cap).
+    pub(crate) fn count(&self, conn: &mut DbConnection, until: Timestamp, cap: usize) -> Result<u64, StoreError> {
+        let table = self.table;
+        let query = |until: &str, cap: &str| {
+            format!("SELECT COUNT(*) AS n FROM (SELECT 1 AS one FROM {table} WHERE {} LIMIT {cap}) AS due", self.due_condition(until))
+        };
+        let row: CountRow = match conn {
+            DbConnection::Pg(c) => {
+                diesel::sql_query(query("$1", "$2")).bind::<BigInt, _>(until.as_micros()).bind::<BigInt, _>(limit_i64(cap)).get_result(c)
+            }
+            DbConnection::Sqlite(c) => {
+                diesel::sql_query(query("?", "?")).bind::<BigInt, _>(until.as_micros()).bind::<BigInt, _>(limit_i64(cap)).get_result(c)
+            }
+        }
+        .map_err(db_error)?;
+        Ok(u64::try_from(row.n).unwrap_or(0))
     }
 
     /// Claims up to `limit` due rows (see the module documentation) and returns their ids,

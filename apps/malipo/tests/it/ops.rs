@@ -82,7 +82,7 @@ async fn metrics(app: &TestApp) -> String {
 /// The value of the first sample line that starts with `name{` and contains every label.
 fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
     text.lines()
-        .filter(|l| l.starts_with(&format!("{name}{{")) && labels.iter().all(|x| l.contains(x)))
+        .filter(|l| (l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} "))) && labels.iter().all(|x| l.contains(x)))
         .find_map(|l| l.rsplit(' ').next()?.parse().ok())
 }
 
@@ -285,6 +285,11 @@ async fn a_backlog_over_its_bound_refuses_new_charges_with_503_until_the_workers
     assert_eq!(list["data"].as_array().unwrap().len(), 1, "the refused charge was not created: {list}");
     // Reads are not refused.
     assert_eq!(app.get(&token, "/partner/balance").await.status(), 200);
+    // The gate comes before the token is looked up: a flood of these costs no database read.
+    problem_strict(app.post("not-a-token", "/partner/stk", &body, None).await, 503, "unavailable").await;
+    assert_eq!(app.get("not-a-token", "/partner/balance").await.status(), 401, "only intake is gated");
+    let text = metrics(&app).await;
+    assert_eq!(sample(&text, "malipo_backlog_due_charges", &[]), Some(1.0), "the one charge left behind");
 
     // The workers catch up; intake opens again and the refused request goes through as sent.
     assert_eq!(app.run_workers().await, 1);

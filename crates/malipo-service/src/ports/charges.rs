@@ -60,6 +60,12 @@ pub trait ChargeRepo {
     /// # Errors
     /// Storage failures.
     fn oldest_due_charge(&mut self, now: Timestamp) -> Result<Option<Timestamp>, StoreError>;
+    /// How many charges come due at or before `until` (claimed charges at their lease's end), of
+    /// every organisation and mode, counting at most `cap`: the work the workers have ahead.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn count_due_charges(&mut self, until: Timestamp, cap: usize) -> Result<u64, StoreError>;
     /// The `pending` charges and cash-outs whose payer is this number, in this mode, oldest first.
     ///
     /// # Errors

@@ -216,6 +216,104 @@ fn new_work_is_refused_while_due_work_is_behind_until_it_is_under_half_the_bound
 }
 
 #[test]
+fn once_the_drain_rate_is_measured_the_gate_closes_on_the_predicted_wait_before_anything_has_waited() {
+    // The default bound: 10 s (refused past it, admitted again at 5 s or less).
+    let world = World::new();
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    let backlog = world.platform.backlog();
+    let processing = world.platform.processing();
+    for _ in 0..40 {
+        world.charge(&shop, &number("0000"), "10.00").unwrap();
+    }
+    let reading = backlog.measure().unwrap();
+    assert_eq!((reading.charges_due, reading.predicted_seconds, reading.refusing), (40, 0.0, false), "no rate measured yet");
+
+    // Nobody runs the workers: refused on the oldest wait (13 - 2 s). While refused, nothing new
+    // comes in, so the count falls only as the workers finish: 10 charges a second.
+    world.advance(13);
+    assert!(backlog.measure().unwrap().refusing);
+    for due in [30, 20] {
+        assert_eq!(processing.process_due(10).unwrap(), 10);
+        world.advance(1);
+        let reading = backlog.measure().unwrap();
+        assert_eq!(
+            (reading.charges_due, reading.predicted_seconds, reading.refusing),
+            (due, f64::from(u8::try_from(due).unwrap()) / 10.0, true)
+        );
+    }
+    settle(&world);
+    let reading = backlog.measure().unwrap();
+    assert_eq!((reading.charges_seconds, reading.charges_due, reading.refusing), (0.0, 0, false), "caught up");
+
+    // 101 new charges, none due yet (the sandbox decides 2 s after creation), would take 10.1 s
+    // at 10 a second: refused at once, though no charge has waited at all.
+    for _ in 0..101 {
+        world.charge(&shop, &number("0000"), "10.00").unwrap();
+    }
+    let reading = backlog.measure().unwrap();
+    assert_eq!((reading.charges_seconds, reading.charges_due, reading.refusing), (0.0, 101, true));
+    assert!((reading.predicted_seconds - 10.1).abs() < 1e-9, "{reading:?}");
+    match world.charge(&shop, &number("0000"), "10.00") {
+        Err(ServiceError::Busy { retry_after }) => assert_eq!(retry_after, 5, "the excess of the predicted wait over half the bound"),
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    // Two seconds later the workers have finished 60: the count fell 30 a second (averaged with
+    // the 10 before: 20), and this instance's workers claimed 80 since their window began two
+    // seconds ago (40 a second, averaged: 25). At the faster, the 41 left would take 1.64 s,
+    // under half the bound: admitted again.
+    world.advance(2);
+    assert_eq!(processing.process_due(60).unwrap(), 60);
+    let reading = backlog.measure().unwrap();
+    assert_eq!((reading.charges_due, reading.refusing), (41, false));
+    assert!((reading.predicted_seconds - 1.64).abs() < 1e-9, "{reading:?}");
+    world.charge(&shop, &number("0000"), "10.00").unwrap();
+    settle(&world);
+    assert_eq!(world.verified_ledger(None), vec![]);
+}
+
+#[test]
+fn the_workers_measured_pace_closes_the_gate_on_a_burst_before_it_ever_closed_on_age() {
+    let world = World::new();
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    let backlog = world.platform.backlog();
+    let processing = world.platform.processing();
+    for _ in 0..30 {
+        world.charge(&shop, &number("0000"), "10.00").unwrap();
+    }
+    world.advance(3);
+    assert_eq!(backlog.measure().unwrap().predicted_seconds, 0.0, "no pace measured yet");
+    // With charges due at both ends of a second, the workers claimed 10: their pace.
+    assert_eq!(processing.process_due(10).unwrap(), 10);
+    world.advance(1);
+    let reading = backlog.measure().unwrap();
+    assert_eq!((reading.charges_seconds, reading.charges_due, reading.predicted_seconds, reading.refusing), (2.0, 20, 2.0, false));
+
+    // 100 more at once: 120 at 10 a second is 12 s of work, refused while the oldest has waited
+    // only 2 s (the age alone would admit charges until one had waited 10 s).
+    for _ in 0..100 {
+        world.charge(&shop, &number("0000"), "10.00").unwrap();
+    }
+    let reading = backlog.measure().unwrap();
+    assert_eq!((reading.charges_seconds, reading.charges_due, reading.predicted_seconds, reading.refusing), (2.0, 120, 12.0, true));
+    assert!(matches!(world.charge(&shop, &number("0000"), "10.00"), Err(ServiceError::Busy { .. })));
+
+    world.advance(2);
+    settle(&world);
+    assert!(!backlog.measure().unwrap().refusing, "caught up");
+    // A pace is kept through a quiet minute: a burst it drains in time is admitted.
+    world.advance(60);
+    for _ in 0..40 {
+        world.charge(&shop, &number("0000"), "10.00").unwrap();
+    }
+    let reading = backlog.measure().unwrap();
+    assert_eq!(reading.charges_due, 40);
+    assert!(!reading.refusing && reading.predicted_seconds > 0.0 && reading.predicted_seconds < 5.0, "{reading:?}");
+    world.advance(2);
+    settle(&world);
+    assert_eq!(world.verified_ledger(None), vec![]);
+}
+
+#[test]
 fn journals_are_sealed_after_their_commit_and_the_lag_is_measured() {
     let world = World::new();
     let shop = world.org(OrgKind::Merchant, Mode::Test);

@@ -286,13 +286,17 @@ pub fn claim_due_charges_leases(store: &dyn Store) {
     let next_action = |c: &Charge| get(store, &c.org_id, c.mode, &c.id).and_then(|c| c.next_action_at);
     let oldest = |now: i64| commit(store, |tx| Ok(tx.oldest_due_charge(at(now))?));
 
+    let count = |until: i64, cap: usize| commit(store, |tx| Ok(tx.count_due_charges(at(until), cap)?));
     assert_eq!(oldest(4), None, "nothing due before 5");
     assert_eq!(oldest(20), Some(at(5)), "the oldest due, of any organisation and mode");
+    assert_eq!((count(4, 100), count(5, 100), count(20, 100), count(100, 100)), (0, 1, 4, 5), "due at or before, any organisation");
+    assert_eq!(count(100, 3), 3, "counted up to the cap");
     assert_eq!(claim(20, 80, 2), vec![d2.id.clone(), d1.id.clone()], "oldest due first, at most limit");
     assert_eq!(next_action(&d2), Some(at(80)), "leased");
     assert_eq!(next_action(&d1), Some(at(80)));
     assert_eq!(next_action(&d3), Some(at(20)), "not claimed yet");
     assert_eq!(oldest(20), Some(at(15)), "claimed charges are due at their lease's end");
+    assert_eq!((count(20, 100), count(80, 100)), (2, 4), "claimed charges count at their lease's end");
     assert_eq!(claim(20, 80, 10), vec![d_other.id.clone(), d3.id.clone()], "every organisation and mode");
     assert_eq!(claim(20, 80, 10), vec![], "claimed charges are not claimed again");
     assert_eq!(oldest(79), None);

@@ -123,6 +123,10 @@ impl ChargeRepo for DieselTx<'_> {
         DUE_CHARGES.oldest(self.conn, now)
     }
 
+    fn count_due_charges(&mut self, until: Timestamp, cap: usize) -> Result<u64, StoreError> {
+        DUE_CHARGES.count(self.conn, until, cap)
+    }
+
     fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<Charge>, StoreError> {
         let rows: Vec<ChargeRow> = charges::table
             .filter(charges::mode.eq(mode.as_str()))

@@ -125,6 +125,11 @@ impl ChargeRepo for MemoryTx<'_> {
         Ok(self.r().charges.values().filter_map(|c| c.next_action_at).filter(|at| *at <= now).min())
     }
 
+    fn count_due_charges(&mut self, until: Timestamp, cap: usize) -> Result<u64, StoreError> {
+        let due = self.r().charges.values().filter_map(|c| c.next_action_at).filter(|at| *at <= until).take(cap).count();
+        Ok(u64::try_from(due).unwrap_or(u64::MAX))
+    }
+
     fn pending_charges_of_payer(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Vec<Charge>, StoreError> {
         let mut pending: Vec<Charge> = self
             .r()

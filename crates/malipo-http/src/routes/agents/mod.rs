@@ -7,7 +7,7 @@ use malipo_auth::Scope;
 use utoipa::OpenApi;
 
 use self::dto::{AgentCashRequest, CashInDto, CashOutDto};
-use crate::extract::{Auth, Body};
+use crate::extract::{Auth, Body, ChargeIntake};
 use crate::handler::{render, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
@@ -72,10 +72,17 @@ pub async fn cash_in(req: HttpRequest, auth: Auth, body: Body, state: web::Data<
         (status = 409, description = "invalid_state (the organisation has no agent float), idempotency_in_progress", body = Problem),
         (status = 415, description = "unsupported_media_type", body = Problem),
         (status = 422, description = "validation_failed (`invalid_msisdn`, `invalid_amount`, `missing_field`, `unknown_field`), currency_mismatch, idempotency_key_reused", body = Problem),
+        (status = 503, description = "unavailable: the service is catching up with its due work (with Retry-After)", body = Problem),
     ),
     security(("bearer" = ["agent"]))
 )]
-pub async fn cash_out(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn cash_out(
+    _gate: ChargeIntake,
+    req: HttpRequest,
+    auth: Auth,
+    body: Body,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Agent)?.clone();
     let operation = "POST /agents/cash-out";
     idempotent(&req, principal, &state, operation, Input::json(&body), customer_and_amount, |p, principal, (customer, amount), idem| {

@@ -12,7 +12,7 @@ use malipo_service::NewCharge;
 use utoipa::OpenApi;
 
 use self::dto::StkRequest;
-use crate::extract::{Auth, Body};
+use crate::extract::{Auth, Body, ChargeIntake};
 use crate::handler::{limit, render, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
@@ -45,10 +45,17 @@ pub struct Api;
         (status = 403, description = "insufficient_scope", body = Problem),
         (status = 409, description = "idempotency_in_progress", body = Problem),
         (status = 422, description = "validation_failed, currency_mismatch, idempotency_key_reused", body = Problem),
+        (status = 503, description = "unavailable: the service is catching up with its due work (with Retry-After)", body = Problem),
     ),
     security(("bearer" = ["payments"]))
 )]
-pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn create(
+    _gate: ChargeIntake,
+    req: HttpRequest,
+    auth: Auth,
+    body: Body,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Payments)?.clone();
     let input = Input::json(&body).key_in_body(|stk: &StkRequest| &stk.idem);
     let new = |stk: StkRequest| {

@@ -11,7 +11,7 @@ use malipo_payouts::{PayoutFilter, PayoutState};
 use utoipa::OpenApi;
 
 use self::dto::PayoutRequest;
-use crate::extract::{Auth, Body};
+use crate::extract::{Auth, Body, PayoutIntake};
 use crate::handler::{bad_cursor, limit, render, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
@@ -61,7 +61,13 @@ pub fn state_param(value: Option<&String>) -> Result<Option<PayoutState>, ApiErr
     ),
     security(("bearer" = ["payouts"]))
 )]
-pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn create(
+    _gate: PayoutIntake,
+    req: HttpRequest,
+    auth: Auth,
+    body: Body,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Payouts)?.clone();
     idempotent(&req, principal, &state, "POST /payouts", Input::json(&body), PayoutRequest::into_new, |p, principal, new, idem| {
         p.payouts().create(principal, &new, idem, &|po| render(&PayoutDto::from(po)))
