@@ -23,7 +23,10 @@ SECS=${BENCH_FLOOD_SECS:-20}
 export PGHOST=${PGHOST:-127.0.0.1} PGUSER=${PGUSER:-postgres}
 mkdir -p "$OUT"
 [ -x "$BIN" ] || (cd "$ROOT" && cargo build --release -p malipo)
-command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)" >&2; exit 1; }
+if ! command -v wrk >/dev/null; then
+  echo "installing wrk (Debian's package)" >&2
+  (apt-get update -qq && apt-get install -y -qq wrk) >&2 || { echo "wrk is needed and could not be installed (apt-get install wrk)" >&2; exit 1; }
+fi
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
