@@ -13,6 +13,7 @@ use diesel::sql_types::{BigInt, Text};
 use malipo_core::Timestamp;
 use malipo_service::StoreError;
 
+use crate::cached::CachedDsl;
 use crate::error::db_error;
 use crate::tx::{limit_i64, IN_CHUNK};
 use crate::DbConnection;
@@ -69,8 +70,8 @@ impl DueRows {
         let DueRows { table, due, .. } = self;
         let query = |param: &str| format!("SELECT MIN({due}) AS due_at FROM {table} WHERE {}", self.due_condition(param));
         let row: OldestRow = match conn {
-            DbConnection::Pg(c) => diesel::sql_query(query("$1")).bind::<BigInt, _>(now.as_micros()).get_result(c),
-            DbConnection::Sqlite(c) => diesel::sql_query(query("?")).bind::<BigInt, _>(now.as_micros()).get_result(c),
+            DbConnection::Pg(c) => diesel::sql_query(query("$1")).bind::<BigInt, _>(now.as_micros()).cached().get_result(c),
+            DbConnection::Sqlite(c) => diesel::sql_query(query("?")).bind::<BigInt, _>(now.as_micros()).cached().get_result(c),
         }
         .map_err(db_error)?;
         Ok(row.due_at.map(Timestamp::from_micros))
@@ -84,12 +85,16 @@ impl DueRows {
             format!("SELECT COUNT(*) AS n FROM (SELECT 1 AS one FROM {table} WHERE {} LIMIT {cap}) AS due", self.due_condition(until))
         };
         let row: CountRow = match conn {
-            DbConnection::Pg(c) => {
-                diesel::sql_query(query("$1", "$2")).bind::<BigInt, _>(until.as_micros()).bind::<BigInt, _>(limit_i64(cap)).get_result(c)
-            }
-            DbConnection::Sqlite(c) => {
-                diesel::sql_query(query("?", "?")).bind::<BigInt, _>(until.as_micros()).bind::<BigInt, _>(limit_i64(cap)).get_result(c)
-            }
+            DbConnection::Pg(c) => diesel::sql_query(query("$1", "$2"))
+                .bind::<BigInt, _>(until.as_micros())
+                .bind::<BigInt, _>(limit_i64(cap))
+                .cached()
+                .get_result(c),
+            DbConnection::Sqlite(c) => diesel::sql_query(query("?", "?"))
+                .bind::<BigInt, _>(until.as_micros())
+                .bind::<BigInt, _>(limit_i64(cap))
+                .cached()
+                .get_result(c),
         }
         .map_err(db_error)?;
         Ok(u64::try_from(row.n).unwrap_or(0))
@@ -125,6 +130,7 @@ impl DueRows {
             .bind::<BigInt, _>(now.as_micros())
             .bind::<BigInt, _>(lease_until.as_micros())
             .bind::<BigInt, _>(limit_i64(limit))
+            .cached()
             .load(c)
             .map_err(db_error)?,
             DbConnection::Sqlite(c) => {
@@ -134,6 +140,7 @@ impl DueRows {
                 ))
                 .bind::<BigInt, _>(now.as_micros())
                 .bind::<BigInt, _>(limit_i64(limit))
+                .cached()
                 .load(c)
                 .map_err(db_error)?;
                 for chunk in due_rows.chunks(IN_CHUNK) {

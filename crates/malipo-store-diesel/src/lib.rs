@@ -23,6 +23,7 @@ use diesel::r2d2::{HandleError, ManageConnection, Pool, PooledConnection, R2D2Co
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 use malipo_service::{ServiceError, Store, StoreError, Tx};
 
+mod cached;
 mod claim;
 mod error;
 mod repo;
@@ -294,6 +295,27 @@ impl DieselStore {
     pub fn raw_execute(&self, sql: &str) -> Result<usize, StoreError> {
         let mut conn = self.connection()?;
         diesel::sql_query(sql).execute(&mut *conn).map_err(db_error)
+    }
+
+    /// The statements one pooled connection keeps prepared, on PostgreSQL (its
+    /// `pg_prepared_statements`; with a pool of one, the connection every transaction used). For
+    /// tests that check which statements are kept (`cached.rs`). Empty on SQLite.
+    ///
+    /// # Errors
+    /// As [`Store::run`].
+    #[cfg(feature = "testing")]
+    pub fn prepared_statements(&self) -> Result<Vec<String>, StoreError> {
+        #[derive(QueryableByName)]
+        struct Prepared {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            statement: String,
+        }
+        let mut conn = self.connection()?;
+        let rows: Vec<Prepared> = match &mut *conn {
+            DbConnection::Pg(c) => diesel::sql_query("SELECT statement FROM pg_prepared_statements").load(c).map_err(db_error)?,
+            DbConnection::Sqlite(_) => Vec::new(),
+        };
+        Ok(rows.into_iter().map(|r| r.statement).collect())
     }
 
     fn connection(&self) -> Result<PooledConnection<Manager>, StoreError> {

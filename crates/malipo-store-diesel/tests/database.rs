@@ -499,6 +499,62 @@ malipo_store_diesel::on_both_backends!(
     migrations_are_applied_once_and_ready_reports_them,
 );
 
+/// The writes of a charge's life, which diesel would prepare anew on every call (updates,
+/// inserts with a DEFAULT), are kept prepared on PostgreSQL (`cached.rs`): after one charge they
+/// are among the connection's prepared statements, and a second charge prepares nothing new.
+#[test]
+fn a_charges_writes_stay_prepared_on_postgres() {
+    let db = TestDatabase::postgres();
+    let store = DieselStore::connect(&db.url, Some(1)).unwrap();
+    let f = fixture(&store);
+    let ep = malipo_store_contract::fixtures::endpoint(&f.org, Mode::Test, at(0));
+    commit(&store, |tx| Ok(tx.insert_endpoint(&ep)?));
+    let life = |n: usize| {
+        let mut charge = pending_charge(&f, &format!("25471200{n:04}"), at(5));
+        let event = malipo_store_contract::fixtures::event(&f.org, Mode::Test, "charge.completed", at(1));
+        let delivery = malipo_store_contract::fixtures::delivery(&event, &ep, at(1));
+        let scope = KeyScope { org_id: f.org.id.clone(), mode: Mode::Test, operation: "POST /partner/stk".into() };
+        let key = IdempotencyKey::parse(&format!("key-{n}")).unwrap();
+        let record = IdempotencyRecord { fingerprint: Fingerprint::of("POST", "/partner/stk", b"{}"), response: None, created_at: at(0) };
+        commit(&store, |tx| {
+            assert!(tx.insert_key(&scope, &key, &record)?);
+            tx.insert_charge(&charge)?;
+            tx.hold(&f.wallet.id, MinorUnit::new(1_000))?;
+            tx.release(&f.wallet.id, MinorUnit::new(1_000))?;
+            let paid = journal(&f.wallet.id, &f.collection.id, 1_000);
+            tx.post_journal(&paid)?;
+            charge.state = ChargeState::Completed;
+            charge.transaction_id = Some(paid.id.clone());
+            charge.payer_account = Some(f.wallet.id.clone());
+            charge.completed_at = Some(at(2));
+            charge.next_action_at = None;
+            tx.update_charge(&charge)?;
+            tx.insert_event(&event)?;
+            tx.insert_delivery(&delivery)?;
+            Ok(())
+        });
+    };
+    life(1);
+    let prepared = store.prepared_statements().unwrap();
+    for statement in [
+        r#"INSERT INTO "idempotency_keys""#,
+        r#"INSERT INTO "charges""#,
+        r#"UPDATE "accounts" SET "held" = ("accounts"."held" +"#,
+        r#"UPDATE "accounts" SET "held" = ("accounts"."held" -"#,
+        r#"UPDATE "accounts" SET "balance""#,
+        r#"INSERT INTO "postings""#,
+        r#"INSERT INTO "journals""#,
+        r#"UPDATE "charges""#,
+        r#"INSERT INTO "events""#,
+        r#"INSERT INTO "deliveries""#,
+    ] {
+        assert!(prepared.iter().any(|s| s.starts_with(statement)), "`{statement}` is not kept prepared: {prepared:#?}");
+    }
+    life(2);
+    assert_eq!(store.prepared_statements().unwrap().len(), prepared.len(), "a second charge prepares nothing new");
+    ledger_is_sound(&store);
+}
+
 /// Pooled connections that the server ended (a restart) are discarded on checkout, invisibly.
 #[test]
 fn dead_pooled_connections_are_replaced() {

@@ -8,6 +8,7 @@ use malipo_core::Timestamp;
 use malipo_ledger::{ChainLink, GENESIS_HASH};
 use malipo_service::{ChainRepo, StoreError, UnsealedStats};
 
+use crate::cached::written;
 use crate::error::{db_error, Fail};
 use crate::repo::ledger::{chained, lines_of};
 use crate::rows::JournalRow;
@@ -82,9 +83,10 @@ fn seal_ledger(conn: &mut DbConnection, mode: &str, currency: &str, limit: usize
             return Err(StoreError::Other(format!("{} of {} journals were sealed meanwhile", chunk.len() - updated, chunk.len())).into());
         }
     }
-    diesel::update(ledger_heads::table.find((mode, currency)))
-        .set((ledger_heads::seq.eq(seq), ledger_heads::hash.eq(&hash)))
-        .execute(conn)?;
+    written!(
+        conn,
+        diesel::update(ledger_heads::table.find((mode, currency))).set((ledger_heads::seq.eq(seq), ledger_heads::hash.eq(&hash)))
+    )?;
     Ok(journals.len())
 }
 

@@ -7,11 +7,12 @@ use malipo_charges::{Charge, ChargeFilter, ChargeKind};
 use malipo_core::{ChargeRef, Mode, Msisdn, OrgId, Timestamp};
 use malipo_service::{ChargeRepo, StoreError};
 
+use crate::cached::written;
 use crate::claim::DueRows;
 use crate::error::db_error;
 use crate::rows::ChargeRow;
 use crate::schema::charges;
-use crate::tx::{inserted, limit_i64, locked_row, per_backend, DieselTx};
+use crate::tx::{inserted, limit_i64, locked_row, DieselTx};
 use crate::DbConnection;
 
 /// Charges and cash-outs come due for their expiry, settlement or completion.
@@ -20,7 +21,7 @@ const DUE_CHARGES: DueRows = DueRows { table: "charges", id: "id", due: "next_ac
 impl ChargeRepo for DieselTx<'_> {
     fn insert_charge(&mut self, charge: &Charge) -> Result<(), StoreError> {
         let row = ChargeRow::from(charge);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(charges::table).values(&row).on_conflict_do_nothing().execute(c)))
+        inserted(written!(&mut *self.conn, diesel::insert_into(charges::table).values(&row).on_conflict_do_nothing()))
     }
 
     fn charge(&mut self, org_id: &OrgId, mode: Mode, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
@@ -57,8 +58,9 @@ impl ChargeRepo for DieselTx<'_> {
 
     fn update_charge(&mut self, charge: &Charge) -> Result<(), StoreError> {
         let row = ChargeRow::from(charge);
-        let updated = diesel::update(charges::table.find(row.id.as_str()))
-            .set((
+        let updated = written!(
+            &mut *self.conn,
+            diesel::update(charges::table.find(row.id.as_str())).set((
                 charges::state.eq(&row.state),
                 charges::failure_reason.eq(&row.failure_reason),
                 charges::transaction_id.eq(&row.transaction_id),
@@ -68,8 +70,8 @@ impl ChargeRepo for DieselTx<'_> {
                 charges::completed_at.eq(row.completed_at),
                 charges::next_action_at.eq(row.next_action_at),
             ))
-            .execute(self.conn)
-            .map_err(db_error)?;
+        )
+        .map_err(db_error)?;
         if updated == 0 {
             return Err(StoreError::Other(format!("no charge {} to update", row.id)));
         }

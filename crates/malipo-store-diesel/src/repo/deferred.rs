@@ -12,6 +12,7 @@ use malipo_core::{AccountId, MinorUnit};
 use malipo_ledger::{Account, LedgerError};
 use malipo_service::StoreError;
 
+use crate::cached::written;
 use crate::error::Fail;
 use crate::rows::{AccountRow, DeferredLineRow, NewPosting};
 use crate::schema::{accounts, deferred_lines, postings};
@@ -79,7 +80,7 @@ pub(crate) fn apply(conn: &mut DbConnection, account: &str) -> Result<usize, Fai
     if removed != waiting.len() {
         return Err(StoreError::Other(format!("waiting lines of account {account} were applied meanwhile")).into());
     }
-    diesel::update(accounts::table.find(account)).set((accounts::balance.eq(balance), accounts::posted_at.eq(posted_at))).execute(conn)?;
+    written!(conn, diesel::update(accounts::table.find(account)).set((accounts::balance.eq(balance), accounts::posted_at.eq(posted_at))))?;
     Ok(waiting.len())
 }
 

@@ -5,11 +5,11 @@ use malipo_core::Timestamp;
 use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
 use malipo_service::{IdempotencyRepo, StoreError};
 
+use crate::cached::written;
 use crate::error::db_error;
 use crate::rows::KeyRow;
 use crate::schema::idempotency_keys;
-use crate::tx::{per_backend, DieselTx};
-use crate::DbConnection;
+use crate::tx::DieselTx;
 
 impl IdempotencyRepo for DieselTx<'_> {
     fn idempotency_record(&mut self, scope: &KeyScope, key: &IdempotencyKey) -> Result<Option<IdempotencyRecord>, StoreError> {
@@ -35,11 +35,8 @@ impl IdempotencyRepo for DieselTx<'_> {
             created_at: record.created_at.as_micros(),
         };
         // On PostgreSQL this waits for a concurrent uncommitted insert of the same key.
-        let inserted = per_backend!(&mut *self.conn, |c| diesel::insert_into(idempotency_keys::table)
-            .values(&row)
-            .on_conflict_do_nothing()
-            .execute(c))
-        .map_err(db_error)?;
+        let inserted = written!(&mut *self.conn, diesel::insert_into(idempotency_keys::table).values(&row).on_conflict_do_nothing())
+            .map_err(db_error)?;
         Ok(inserted > 0)
     }
 

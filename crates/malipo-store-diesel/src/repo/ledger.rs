@@ -13,11 +13,13 @@ use malipo_ledger::{
 };
 use malipo_service::{AccountKey, LedgerRepo, PostingQuery, StatementLine, StoreError};
 
+use crate::cached::written;
+use crate::cached::CachedDsl;
 use crate::error::{account_error, db_error, Fail};
 use crate::repo::deferred::{self, WaitingLine};
 use crate::rows::{self, AccountRow, JournalRow, NewDeferredLine, NewPosting};
 use crate::schema::{accounts, charges, deferred_lines, journals, postings};
-use crate::tx::{inserted, limit_i64, per_backend, DieselTx, IN_CHUNK};
+use crate::tx::{inserted, limit_i64, DieselTx, IN_CHUNK};
 use crate::DbConnection;
 
 /// A posting joined with its journal: id, journal id, account, amount, fee, balance after,
@@ -77,14 +79,16 @@ fn system_kind() -> diesel::expression::SqlLiteral<Bool> {
 impl LedgerRepo for DieselTx<'_> {
     fn insert_account(&mut self, account: &Account) -> Result<(), StoreError> {
         let row = AccountRow::from(account);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(accounts::table).values(&row).on_conflict_do_nothing().execute(c)))
+        inserted(written!(&mut *self.conn, diesel::insert_into(accounts::table).values(&row).on_conflict_do_nothing()))
     }
 
     fn account(&mut self, id: &AccountId) -> Result<Option<Account>, StoreError> {
         let row = accounts::table
             .find(id.as_str())
             .select((AccountRow::as_select(), deferred::waiting_sum()))
-            .first(self.conn)
+            .limit(1)
+            .cached()
+            .get_result(self.conn)
             .optional()
             .map_err(db_error)?;
         one_with_waiting(row)
@@ -97,7 +101,9 @@ impl LedgerRepo for DieselTx<'_> {
                 .filter(accounts::mode.eq(mode.as_str()))
                 .filter(accounts::kind.eq(kind.as_str()))
                 .select((AccountRow::as_select(), deferred::waiting_sum()))
-                .first(self.conn)
+                .limit(1)
+                .cached()
+                .get_result(self.conn)
                 .optional(),
             AccountKey::System { mode, currency, kind } => accounts::table
                 .filter(accounts::mode.eq(mode.as_str()))
@@ -105,7 +111,9 @@ impl LedgerRepo for DieselTx<'_> {
                 .filter(accounts::kind.eq(kind.as_str()))
                 .filter(system_kind())
                 .select((AccountRow::as_select(), deferred::waiting_sum()))
-                .first(self.conn)
+                .limit(1)
+                .cached()
+                .get_result(self.conn)
                 .optional(),
         };
         let row = found.map_err(db_error)?;
@@ -118,6 +126,7 @@ impl LedgerRepo for DieselTx<'_> {
             .filter(accounts::mode.eq(mode.as_str()))
             .order((accounts::created_at.asc(), accounts::id.asc()))
             .select((AccountRow::as_select(), deferred::waiting_sum()))
+            .cached()
             .load(self.conn)
             .map_err(db_error)?;
         deferred::with_waiting(rows)
@@ -126,13 +135,15 @@ impl LedgerRepo for DieselTx<'_> {
     fn hold(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
         let amt = amount.get();
         let hold = |conn: &mut DbConnection| {
-            diesel::update(
-                accounts::table
-                    .filter(accounts::id.eq(account.as_str()))
-                    .filter(accounts::allow_negative.or((accounts::balance - accounts::held).ge(amt))),
+            written!(
+                conn,
+                diesel::update(
+                    accounts::table
+                        .filter(accounts::id.eq(account.as_str()))
+                        .filter(accounts::allow_negative.or((accounts::balance - accounts::held).ge(amt))),
+                )
+                .set(accounts::held.eq(accounts::held + amt))
             )
-            .set(accounts::held.eq(accounts::held + amt))
-            .execute(conn)
             .map_err(|e| account_error(e, account))
         };
         if hold(self.conn)? > 0 {
@@ -150,10 +161,12 @@ impl LedgerRepo for DieselTx<'_> {
 
     fn release(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
         let amt = amount.get();
-        let updated = diesel::update(accounts::table.filter(accounts::id.eq(account.as_str())).filter(accounts::held.ge(amt)))
-            .set(accounts::held.eq(accounts::held - amt))
-            .execute(self.conn)
-            .map_err(|e| account_error(e, account))?;
+        let updated = written!(
+            &mut *self.conn,
+            diesel::update(accounts::table.filter(accounts::id.eq(account.as_str())).filter(accounts::held.ge(amt)))
+                .set(accounts::held.eq(accounts::held - amt))
+        )
+        .map_err(|e| account_error(e, account))?;
         if updated > 0 {
             return Ok(());
         }
@@ -331,7 +344,7 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
         let set = (accounts::balance.eq(accounts::balance + amount), accounts::posted_at.eq(later));
         let after: Option<(i64, i64)> = match &mut *conn {
             DbConnection::Pg(c) => {
-                diesel::update(target).set(set).returning((accounts::balance, accounts::posted_at)).get_result(c).optional()
+                diesel::update(target).set(set).returning((accounts::balance, accounts::posted_at)).cached().get_result(c).optional()
             }
             DbConnection::Sqlite(c) => match diesel::update(target).set(set).execute(c) {
                 Ok(0) => Ok(None),
@@ -382,10 +395,12 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
         }
     }
     if !postings.is_empty() {
-        per_backend!(&mut *conn, |c| diesel::insert_into(postings::table).values(&postings).execute(c))?;
+        // A journal's few lines: a bounded number of shapes.
+        written!(&mut *conn, diesel::insert_into(postings::table).values(&postings))?;
     }
     if !waiting.is_empty() {
-        per_backend!(&mut *conn, |c| diesel::insert_into(deferred_lines::table).values(&waiting).execute(c))?;
+        // A journal's few lines: a bounded number of shapes.
+        written!(&mut *conn, diesel::insert_into(deferred_lines::table).values(&waiting))?;
     }
 
     // Unsealed: no chain entry yet, and no lock on the ledger's head, which every journal of the
@@ -402,7 +417,7 @@ fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> 
         prev_hash: None,
         hash: None,
     };
-    diesel::insert_into(journals::table).values(&row).execute(conn)?;
+    written!(conn, diesel::insert_into(journals::table).values(&row))?;
     Ok(())
 }
 

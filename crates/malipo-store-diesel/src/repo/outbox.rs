@@ -7,6 +7,7 @@ use malipo_core::{EndpointId, EventId, Mode, OrgId, Timestamp};
 use malipo_service::{OutboxRepo, StoreError};
 use malipo_webhooks::{Attempt, Delivery, Event};
 
+use crate::cached::written;
 use crate::claim::DueRows;
 use crate::error::db_error;
 use crate::rows::{AttemptRow, DeliveryRow, EventRow};
@@ -32,7 +33,7 @@ const DUE_DELIVERIES: DueRows = DueRows { table: "deliveries", id: "id", due: "n
 impl OutboxRepo for DieselTx<'_> {
     fn insert_event(&mut self, event: &Event) -> Result<(), StoreError> {
         let row = EventRow::from(event);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(events::table).values(&row).on_conflict_do_nothing().execute(c)))
+        inserted(written!(&mut *self.conn, diesel::insert_into(events::table).values(&row).on_conflict_do_nothing()))
     }
 
     fn event(&mut self, org_id: &OrgId, mode: Mode, id: &EventId) -> Result<Option<Event>, StoreError> {
@@ -76,7 +77,7 @@ impl OutboxRepo for DieselTx<'_> {
 
     fn insert_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError> {
         let row = DeliveryRow::try_from(delivery)?;
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(deliveries::table).values(&row).on_conflict_do_nothing().execute(c)))
+        inserted(written!(&mut *self.conn, diesel::insert_into(deliveries::table).values(&row).on_conflict_do_nothing()))
     }
 
     fn lock_deliveries(&mut self, ids: &[String]) -> Result<Vec<Delivery>, StoreError> {
@@ -120,15 +121,16 @@ impl OutboxRepo for DieselTx<'_> {
 
     fn update_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError> {
         let row = DeliveryRow::try_from(delivery)?;
-        let updated = diesel::update(deliveries::table.find(row.id.as_str()))
-            .set((
+        let updated = written!(
+            &mut *self.conn,
+            diesel::update(deliveries::table.find(row.id.as_str())).set((
                 deliveries::state.eq(&row.state),
                 deliveries::attempts.eq(row.attempts),
                 deliveries::next_attempt_at.eq(row.next_attempt_at),
                 deliveries::updated_at.eq(row.updated_at),
             ))
-            .execute(self.conn)
-            .map_err(db_error)?;
+        )
+        .map_err(db_error)?;
         if updated == 0 {
             return Err(StoreError::Other(format!("no delivery {} to update", row.id)));
         }

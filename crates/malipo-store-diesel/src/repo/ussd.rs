@@ -4,10 +4,11 @@ use diesel::prelude::*;
 use malipo_core::{Mode, OrgId, Timestamp};
 use malipo_service::{StoreError, UssdRepo, UssdSession};
 
+use crate::cached::written;
 use crate::error::db_error;
 use crate::rows::UssdSessionRow;
 use crate::schema::ussd_sessions;
-use crate::tx::{locked_row, per_backend, DieselTx};
+use crate::tx::{locked_row, DieselTx};
 use crate::DbConnection;
 
 impl UssdRepo for DieselTx<'_> {
@@ -17,12 +18,14 @@ impl UssdRepo for DieselTx<'_> {
 
     fn put_ussd_session(&mut self, session: &UssdSession) -> Result<(), StoreError> {
         let row = UssdSessionRow::from(session);
-        per_backend!(&mut *self.conn, |c| diesel::insert_into(ussd_sessions::table)
-            .values(&row)
-            .on_conflict((ussd_sessions::org_id, ussd_sessions::mode, ussd_sessions::session_id))
-            .do_update()
-            .set(&row)
-            .execute(c))
+        written!(
+            &mut *self.conn,
+            diesel::insert_into(ussd_sessions::table)
+                .values(&row)
+                .on_conflict((ussd_sessions::org_id, ussd_sessions::mode, ussd_sessions::session_id))
+                .do_update()
+                .set(&row)
+        )
         .map_err(db_error)?;
         Ok(())
     }

@@ -4,16 +4,17 @@ use diesel::prelude::*;
 use malipo_core::{Mode, Msisdn};
 use malipo_service::{StoreError, Wallet, WalletRepo};
 
+use crate::cached::written;
 use crate::error::db_error;
 use crate::rows::WalletRow;
 use crate::schema::wallets;
-use crate::tx::{inserted, locked_row, per_backend, DieselTx};
+use crate::tx::{inserted, locked_row, DieselTx};
 use crate::DbConnection;
 
 impl WalletRepo for DieselTx<'_> {
     fn insert_wallet(&mut self, wallet: &Wallet) -> Result<(), StoreError> {
         let row = WalletRow::from(wallet);
-        inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(wallets::table).values(&row).on_conflict_do_nothing().execute(c)))
+        inserted(written!(&mut *self.conn, diesel::insert_into(wallets::table).values(&row).on_conflict_do_nothing()))
     }
 
     fn wallet(&mut self, mode: Mode, msisdn: &Msisdn) -> Result<Option<Wallet>, StoreError> {
@@ -47,8 +48,9 @@ impl WalletRepo for DieselTx<'_> {
 
     fn update_wallet(&mut self, wallet: &Wallet) -> Result<(), StoreError> {
         let row = WalletRow::from(wallet);
-        let updated = diesel::update(wallets::table.find((row.mode.as_str(), row.msisdn.as_str())))
-            .set((
+        let updated = written!(
+            &mut *self.conn,
+            diesel::update(wallets::table.find((row.mode.as_str(), row.msisdn.as_str()))).set((
                 wallets::state.eq(&row.state),
                 wallets::kyc_tier.eq(row.kyc_tier),
                 wallets::pin_hash.eq(&row.pin_hash),
@@ -61,8 +63,8 @@ impl WalletRepo for DieselTx<'_> {
                 wallets::lock_reason.eq(&row.lock_reason),
                 wallets::updated_at.eq(row.updated_at),
             ))
-            .execute(self.conn)
-            .map_err(db_error)?;
+        )
+        .map_err(db_error)?;
         if updated == 0 {
             return Err(StoreError::Other(format!("no {} wallet {} to update", row.mode, row.msisdn)));
         }

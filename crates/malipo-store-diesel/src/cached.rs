@@ -1,0 +1,83 @@
+//! Prepared statements kept for statements diesel would prepare anew on every call.
+//!
+//! Diesel keeps a connection's prepared statements only for queries it can prove take one
+//! shape; it never keeps an `UPDATE` (its `SET` list may vary), an `INSERT` with a `DEFAULT`
+//! (an `Option` that is `None`), a raw SQL statement (`sql_query`, `sql`) or an `IN` list. On
+//! PostgreSQL such a statement is parsed and planned on every execution: pgbench runs the SQL of
+//! one charge creation about twice as fast with prepared statements as without (`-M prepared`
+//! against `-M extended`, `docs/throughput.md`), and nearly every write of a charge's life is
+//! one of those statements.
+//!
+//! [`Cached`] marks a statement whose SQL takes only a few shapes as safe to keep: the
+//! connection's statement cache then prepares it once per shape, keyed by its SQL text and bind
+//! types, and reuses it. Only statements whose SQL is bounded may be marked: a fixed `SET`
+//! list, an insert of one row (or of a bounded number of rows), an `= ANY($1)` on PostgreSQL.
+//! Never a statement whose text grows with its input (a `VALUES` list of any length, SQLite's
+//! `IN (?, ?, …)`): each length would stay in every connection's cache.
+
+use diesel::backend::Backend;
+use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
+use diesel::QueryResult;
+use diesel::RunQueryDsl;
+
+/// A statement kept prepared by its SQL text (see the module documentation).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cached<Q>(Q);
+
+/// `.cached()` on any statement.
+pub(crate) trait CachedDsl: Sized {
+    /// Marks this statement as safe to keep prepared: its SQL takes only a few shapes.
+    fn cached(self) -> Cached<Self> {
+        Cached(self)
+    }
+}
+
+impl<T> CachedDsl for T {}
+
+impl<Q, DB> QueryFragment<DB> for Cached<Q>
+where
+    DB: Backend,
+    Q: QueryFragment<DB>,
+{
+    fn walk_ast<'b>(&'b self, pass: AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        self.0.walk_ast(pass)
+    }
+
+    fn is_safe_to_cache_prepared(&self, _backend: &DB) -> QueryResult<bool> {
+        Ok(true)
+    }
+}
+
+/// No static id: the cache keys the statement by its SQL text (and bind types), so each shape
+/// is its own statement.
+impl<Q> QueryId for Cached<Q> {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<Q: Query> Query for Cached<Q> {
+    type SqlType = Q::SqlType;
+}
+
+impl<Q, Conn> RunQueryDsl<Conn> for Cached<Q> {}
+
+/// Runs an `INSERT`, `UPDATE` or `DELETE` on either backend and returns how many rows it wrote,
+/// keeping it prepared on PostgreSQL. Diesel asks a statement whether it may be kept only when
+/// the statement is loaded (passed by value); an executed statement is passed by reference, and
+/// a reference answers for itself by walking the statement, which says no. So on PostgreSQL the
+/// statement is run [`Cached`] with `RETURNING 1`, and its rows counted. SQLite runs it as it is
+/// (its statements are prepared in process, without a round trip).
+macro_rules! written {
+    ($conn:expr, $stmt:expr) => {
+        match $conn {
+            $crate::DbConnection::Pg(c) => {
+                $crate::cached::CachedDsl::cached(($stmt).returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")))
+                    .load::<i32>(c)
+                    .map(|rows| rows.len())
+            }
+            $crate::DbConnection::Sqlite(c) => ($stmt).execute(c),
+        }
+    };
+}
+
+pub(crate) use written;
