@@ -193,7 +193,7 @@ def ussd_section(summary, meta):
     row("charge push (`POST /partner/stk`) p50 / p99", pair("charge_p50_ms", "charge_p99_ms"))
     row("errors (sessions not ending approved)", lambda r, _: num(r.get("errors")))
     row(
-        "lifecycle server peak RSS (VmHWM) at the end of this phase (its peak over all its phases)",
+        "lifecycle server peak RSS (VmHWM) at the end of this phase (its peak since its restart for the webhook backlog)",
         lambda _, s: f"{num(s['rss_ussd'] / 1024, 1)} MiB" if s.get("rss_ussd") is not None else "n/a",
     )
     lines.append("")
@@ -675,14 +675,15 @@ def main(argv):
         queued = f"; queued at {num(q['queued'] / q['secs'])}/s" if q.get("secs") else ""
         return f"{num(t.get('deliveries_per_sec'))}/s ({num(t.get('delivered'))} of {num(t.get('expected'))} in {num(t.get('span_secs'), 2)} s{queued})"
 
-    row("deliveries/s from a backlog (a redelivery of each of those events queued at once)", wh_backlog)
+    row("deliveries/s from a backlog (a redelivery of each of those events, all queued before the server that sends them starts)", wh_backlog)
     row(f"deliveries/s as a lifecycle run of {num(meta.get('lifecycle_count'))} charges at full speed completes them", wh_throughput)
     row(f"lag, charge completed → webhook acknowledged, p50 / p99, charges at {WEBHOOK_LAG_RATE}/s for 10 s", wh_lag)
     add("")
     add(
         "Deliveries that follow completions cannot outpace them (the rate the `charge.completed` events were written "
-        "is shown beside it), so the target is checked on the backlog figure, where the deliveries are queued as fast as the API takes "
-        "redeliveries (if the delivery rate is close to that queueing rate, it is a lower bound). "
+        "is shown beside it), so the target is checked on the backlog figure: the redeliveries are queued through an instance that "
+        "sends no webhooks (`MALIPO_WEBHOOK_CONCURRENCY=0`) while the lifecycle server is stopped, then that server starts again on "
+        "the same database and drains them, so the figure is the sending rate, not the rate the API queues at. "
         "The lag counts from the event's `created_at` (the completion's commit); the completions/s achieved are shown "
         f"beside it, since a backend that cannot complete {WEBHOOK_LAG_RATE}/s measures at a lower rate."
     )

@@ -13,7 +13,8 @@
 #     measured side by side;
 #   - webhooks, on the lifecycle server after its runs: a local receiver (malipo-loadgen receiver)
 #     acknowledges at once; deliveries/s after a full-speed lifecycle run and from a backlog (a
-#     redelivery of each of its events queued at once: malipo-loadgen redeliver), and the lag from a
+#     redelivery of each of its events, queued with malipo-loadgen redeliver through an instance that
+#     sends none while the server is stopped, then drained by the server started again), and the lag from a
 #     charge.completed event to its acknowledged delivery (p50/p99) with charges paced at 200/s,
 #     both read from the database (events, delivery_attempts);
 #   - USSD approvals in live mode, on the lifecycle server after the webhooks: live organisations
@@ -60,6 +61,7 @@ PG_SCRATCH_DB=malipo_pgbench # pgbench's tables (bench/pgbench_schema.sql)
 BENCH_WEBHOOK_KEY=$(head -c 32 /dev/urandom | base64)
 
 SERVER_PID=
+SERVER_EXTRA_ENV=()
 RECEIVER_PID=
 SQLITE_DIR=
 
@@ -139,6 +141,7 @@ start_server() {
         MALIPO_LOG=warn
         # PostgreSQL deployments must be given the key that seals webhook secrets (one per run).
         MALIPO_WEBHOOK_KEY="$BENCH_WEBHOOK_KEY"
+        "${SERVER_EXTRA_ENV[@]}"
     )
     SERVER_LOG=$2
     env "${MALIPO_ENV[@]}" "$MALIPO" serve >"$SERVER_LOG" 2>&1 &
@@ -347,9 +350,16 @@ webhook_phase() {
     webhook_rows "$org" "$since" | webhook_stats throughput "$DIR/webhook-throughput.json" >/dev/null
     log "  as completed: $(tr -d '\n ' <"$DIR/webhook-throughput.json")"
     # Those deliveries followed the completions, so they show the completion rate. Now a backlog:
-    # a redelivery of each of those events, queued at full speed; the successful attempts after
-    # this point are counted over their own span.
-    log "webhooks: backlog, redelivering those events"
+    # a redelivery of each of those events, queued through an instance that sends no webhooks
+    # (MALIPO_WEBHOOK_CONCURRENCY=0, MALIPO_WORKERS=0) while the lifecycle server is stopped, so
+    # that all of them are due before any is sent; then the server starts again on the same
+    # database and drains them. The successful attempts are counted over their own span.
+    log "webhooks: backlog, redelivering those events through an instance that sends none"
+    local lifecycle_url=${MALIPO_ENV[0]#MALIPO_DATABASE_URL=}
+    stop_server
+    SERVER_EXTRA_ENV=(MALIPO_WORKERS=0 MALIPO_WEBHOOK_CONCURRENCY=0)
+    start_server "$lifecycle_url" "$DIR/server-queue.log" 0 90
+    SERVER_EXTRA_ENV=()
     if [[ $BACKEND == postgres ]]; then
         # The webhook tables were empty at the seeding ANALYZE; plan them on what they now hold,
         # as autovacuum would in a running system.
@@ -361,6 +371,8 @@ webhook_phase() {
     loadgen 120 "$DIR/webhook-redeliver.json" redeliver --base-url "$API" --client-id "$id" \
         --client-secret "$secret" --ids "$DIR/webhook-backlog-ids.txt" --concurrency "$CONCURRENCY"
     log "  queued: $(cat "$DIR/webhook-redeliver.json")"
+    stop_server
+    start_server "$lifecycle_url" "$DIR/server-lifecycle-2.log" 0 90
     backlog_wait "$since_backlog" "$(wc -l <"$DIR/webhook-backlog-ids.txt")" 120 \
         >"$DIR/webhook-wait-backlog.json"
     db_rows "SELECT attempted_at, status FROM delivery_attempts WHERE endpoint_id = '$endpoint'

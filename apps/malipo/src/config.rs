@@ -148,8 +148,9 @@ pub struct ServeArgs {
     /// Let live endpoints use loopback and private addresses (never the default).
     #[arg(long, env = "MALIPO_WEBHOOK_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set)]
     pub webhook_allow_private: bool,
-    /// Webhook sends in flight at once per instance (a receiver that hangs holds one until its timeout).
-    #[arg(long, env = "MALIPO_WEBHOOK_CONCURRENCY", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    /// Webhook sends in flight at once per instance (a receiver that hangs holds one until its
+    /// timeout); 0 sends none (the instance queues deliveries, another instance sends them).
+    #[arg(long, env = "MALIPO_WEBHOOK_CONCURRENCY", default_value_t = 64, value_parser = clap::value_parser!(u32).range(0..=4096))]
     pub webhook_concurrency: u32,
 }
 

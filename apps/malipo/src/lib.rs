@@ -168,7 +168,10 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     let background = background_platform(settings, &platform)?;
     let mut workers = worker::spawn(background.clone(), settings.workers, seal_gauges, stop_rx.clone());
     workers.push(tokio::spawn(worker::monitor_backlog(background.clone(), metrics.backlog, stop_rx.clone())));
-    workers.push(delivery::spawn(background, Arc::new(delivery::Sender::default()), settings.webhook_concurrency as usize, stop_rx));
+    // An instance with no webhook sends queues deliveries for the others to send.
+    if settings.webhook_concurrency > 0 {
+        workers.push(delivery::spawn(background, Arc::new(delivery::Sender::default()), settings.webhook_concurrency as usize, stop_rx));
+    }
     let done = tokio::spawn(async move {
         server.await?;
         tracing::info!("HTTP server stopped; stopping workers");

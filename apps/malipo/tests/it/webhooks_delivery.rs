@@ -25,6 +25,7 @@ crate::on_both!(
     a_hanging_receiver_delays_no_one_else,
     gone_disables_the_endpoint,
     deliveries_survive_a_restart_mid_delivery,
+    an_instance_without_webhook_sends_leaves_them_to_another,
     the_standardwebhooks_python_library_verifies_deliveries,
     money_out_events_are_delivered_and_verified_by_standardwebhooks,
     payment_request_events_are_delivered_and_verified_by_standardwebhooks,
@@ -568,6 +569,30 @@ async fn two_instances_on_postgres_deliver_each_event_once() {
     assert_eq!(hits.len(), 50, "each event delivered exactly once by the two instances");
     other.server.stop(true).await;
     other.done.await.unwrap().unwrap();
+    app.stop().await;
+}
+
+/// An instance started with `MALIPO_WEBHOOK_CONCURRENCY=0` sends nothing: what it queues waits
+/// until an instance that sends starts on the same database.
+async fn an_instance_without_webhook_sends_leaves_them_to_another(db: Db) {
+    let database = match db {
+        Db::Sqlite => TestDatabase::sqlite(),
+        Db::Postgres => TestDatabase::postgres(),
+    };
+    let mut quiet = webhook_settings(&database.url, "0,1,1,1", 5000);
+    quiet.webhook_concurrency = 0;
+    let app = TestApp::on(database, quiet).await;
+    let rx = Receiver::answering(200).await;
+    let (_, token) = app.merchant_token().await;
+    register(&app, &token, &rx.url(), &["charge.completed"]).await;
+    let charge = app.charge(&token, &msisdn("0000"), "100").await["charge_ref"].as_str().unwrap().to_owned();
+    app.wait_for(&token, &charge, "completed", Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(rx.hits().len(), 0, "an instance without webhook sends sent one");
+    let (database, mut settings) = stop_keeping_db(app).await;
+    settings.webhook_concurrency = 64;
+    let app = TestApp::on(database, settings).await;
+    rx.wait("the queued delivery sent by the other instance", Duration::from_secs(10), |h| h.len() == 1).await;
     app.stop().await;
 }
 
