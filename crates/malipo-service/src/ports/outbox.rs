@@ -52,6 +52,14 @@ pub trait OutboxRepo {
     /// # Errors
     /// Storage failures.
     fn update_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError>;
+    /// Overwrites the mutable fields of several deliveries, as [`OutboxRepo::update_delivery`]
+    /// of each in turn would (an adapter may write them in one statement).
+    ///
+    /// # Errors
+    /// As [`OutboxRepo::update_delivery`]: a missing delivery or a refused value refuses the call.
+    fn update_deliveries(&mut self, deliveries: &[Delivery]) -> Result<(), StoreError> {
+        deliveries.iter().try_for_each(|d| self.update_delivery(d))
+    }
     /// Claims up to `limit` pending deliveries whose `next_attempt_at <= now`, oldest due first,
     /// by setting `next_attempt_at` to `lease_until`, and returns their ids. Concurrent callers
     /// never claim the same delivery (PostgreSQL: `FOR UPDATE SKIP LOCKED`).

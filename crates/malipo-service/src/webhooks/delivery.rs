@@ -135,9 +135,10 @@ impl<'a> Deliveries<'a> {
     }
 
     /// Records several attempts in one transaction, each exactly as [`Deliveries::record_attempt`]
-    /// would alone, in order (one commit, one insert of the attempts and one read of their
-    /// deliveries, instead of each per attempt). All or none are recorded: when this fails,
-    /// record them one by one, so that one bad item does not hold up the rest.
+    /// would alone, in order (one commit, one insert of the attempts, one read of their
+    /// deliveries and one write of them, instead of each per attempt). All or none are
+    /// recorded: when this fails, record them one by one, so that one bad item does not hold up
+    /// the rest.
     ///
     /// # Errors
     /// Storage failures.
@@ -150,12 +151,13 @@ impl<'a> Deliveries<'a> {
         let rows: Vec<Attempt> = attempts.iter().map(|(job, outcome, latency_ms)| attempt(job, outcome, *latency_ms, now)).collect();
         tx.insert_attempts(&rows)?;
         let ids: Vec<String> = attempts.iter().map(|(job, _, _)| job.delivery_id.clone()).collect();
-        let mut deliveries = Locked(tx.lock_deliveries(&ids)?.into_iter().map(|d| (d.id.clone(), d)).collect());
+        let mut deliveries =
+            Locked { rows: tx.lock_deliveries(&ids)?.into_iter().map(|d| (d.id.clone(), d)).collect(), changed: Vec::new() };
         let mut endpoints = Endpoints::default();
         for (job, outcome, _) in attempts {
             self.settle(tx, job, outcome, now, &mut deliveries, &mut endpoints)?;
         }
-        Ok(())
+        deliveries.write(tx)
     }
 
     /// Schedules what follows one attempt of a batch, on the batch's deliveries and endpoints as
@@ -169,7 +171,7 @@ impl<'a> Deliveries<'a> {
         deliveries: &mut Locked,
         endpoints: &mut Endpoints,
     ) -> Result<(), ServiceError> {
-        let Some(delivery) = deliveries.0.get_mut(&job.delivery_id) else { return Ok(()) };
+        let Some(delivery) = deliveries.rows.get_mut(&job.delivery_id) else { return Ok(()) };
         if delivery.state != DeliveryState::Pending || delivery.next_attempt_at != Some(job.lease) {
             // The claim lapsed and another worker owns the delivery now: the attempt is on
             // record, the schedule is theirs.
@@ -190,7 +192,8 @@ impl<'a> Deliveries<'a> {
             SendOutcome::Answered { status: 410, .. } => {
                 delivery.state = DeliveryState::Failed;
                 delivery.next_attempt_at = None;
-                tx.update_delivery(delivery)?;
+                deliveries.changed(&job.delivery_id);
+                deliveries.write(tx)?;
                 disable(tx, endpoint, "gone", now)?;
                 return deliveries.reload(tx);
             }
@@ -199,7 +202,8 @@ impl<'a> Deliveries<'a> {
                 if now >= since.plus_seconds(FAILING_DISABLES_AFTER_SECONDS) {
                     delivery.state = DeliveryState::Failed;
                     delivery.next_attempt_at = None;
-                    tx.update_delivery(delivery)?;
+                    deliveries.changed(&job.delivery_id);
+                    deliveries.write(tx)?;
                     disable(tx, endpoint, "failing", now)?;
                     return deliveries.reload(tx);
                 }
@@ -222,7 +226,7 @@ impl<'a> Deliveries<'a> {
                 }
             }
         }
-        tx.update_delivery(delivery)?;
+        deliveries.changed(&job.delivery_id);
         Ok(())
     }
 }
@@ -261,15 +265,35 @@ impl Endpoints {
     }
 }
 
-/// A batch's deliveries, locked, as the batch has changed them so far.
-struct Locked(HashMap<String, Delivery>);
+/// A batch's deliveries, locked, as the batch has changed them so far, and which of them it
+/// changed since they were last written (written together, in the order first changed).
+struct Locked {
+    rows: HashMap<String, Delivery>,
+    changed: Vec<String>,
+}
 
 impl Locked {
-    /// Reads them again: disabling an endpoint fails its pending deliveries in the store, some of
-    /// this batch's among them.
+    fn changed(&mut self, id: &str) {
+        if !self.changed.iter().any(|c| c == id) {
+            self.changed.push(id.to_owned());
+        }
+    }
+
+    /// Writes the changed deliveries in one call.
+    fn write(&mut self, tx: &mut dyn Tx) -> Result<(), ServiceError> {
+        let changed: Vec<Delivery> = self.changed.drain(..).filter_map(|id| self.rows.get(&id).cloned()).collect();
+        if !changed.is_empty() {
+            tx.update_deliveries(&changed)?;
+        }
+        Ok(())
+    }
+
+    /// Reads them again (written first): disabling an endpoint fails its pending deliveries in
+    /// the store, some of this batch's among them.
     fn reload(&mut self, tx: &mut dyn Tx) -> Result<(), ServiceError> {
-        let ids: Vec<String> = self.0.keys().cloned().collect();
-        self.0 = tx.lock_deliveries(&ids)?.into_iter().map(|d| (d.id.clone(), d)).collect();
+        self.write(tx)?;
+        let ids: Vec<String> = self.rows.keys().cloned().collect();
+        self.rows = tx.lock_deliveries(&ids)?.into_iter().map(|d| (d.id.clone(), d)).collect();
         Ok(())
     }
 }

@@ -262,6 +262,29 @@ pub fn deliveries_insert_lock_update(store: &dyn Store) {
     assert_eq!(get_delivery(store, &d.id), Some(succeeded));
     let missing = delivery(&ev, &ep, at(1));
     assert!(is_other(&refused(store, |tx| Ok(tx.update_delivery(&missing)?))), "no such delivery");
+
+    // Several at once, as each in turn: the immutable fields stay, a repeated delivery ends as its
+    // last write, and a missing or refused one refuses the call (its transaction writes nothing).
+    let batch: Vec<Delivery> = (0..3).map(|i| insert_delivery(store, delivery(&other_ev, &other_ep, at(i)))).collect();
+    let moved: Vec<Delivery> = batch
+        .iter()
+        .enumerate()
+        .map(|(i, x)| Delivery { attempts: 1, next_attempt_at: Some(at(70 + i as i64)), updated_at: at(3), ..x.clone() })
+        .collect();
+    commit(store, |tx| Ok(tx.update_deliveries(&moved.iter().map(&tampered).collect::<Vec<_>>())?));
+    for x in &moved {
+        assert_eq!(get_delivery(store, &x.id), Some(x.clone()));
+    }
+    let last = settled(moved[1].clone(), DeliveryState::Succeeded, 2, at(80));
+    commit(store, |tx| Ok(tx.update_deliveries(&[settled(moved[1].clone(), DeliveryState::Failed, 2, at(79)), last.clone()])?));
+    assert_eq!(get_delivery(store, &moved[1].id), Some(last), "a repeated delivery ends as its last write");
+    let wrong = Delivery { next_attempt_at: None, ..moved[2].clone() };
+    for bad in
+        [vec![Delivery { attempts: 9, ..moved[0].clone() }, missing.clone()], vec![Delivery { attempts: 9, ..moved[0].clone() }, wrong]]
+    {
+        assert!(is_other(&refused(store, |tx| Ok(tx.update_deliveries(&bad)?))), "{bad:?}");
+        assert_eq!(get_delivery(store, &moved[0].id), Some(moved[0].clone()), "nothing of a refused call is written");
+    }
 }
 
 /// `claim_due_deliveries` claims pending deliveries whose `next_attempt_at <= now` (any

@@ -137,6 +137,26 @@ impl OutboxRepo for DieselTx<'_> {
         Ok(())
     }
 
+    fn update_deliveries(&mut self, deliveries: &[Delivery]) -> Result<(), StoreError> {
+        let distinct = deliveries.iter().map(|d| d.id.as_str()).collect::<std::collections::HashSet<_>>().len() == deliveries.len();
+        let DbConnection::Pg(c) = &mut *self.conn else {
+            // SQLite prepares and runs statements in process: one at a time costs no round trip.
+            return deliveries.iter().try_for_each(|d| self.update_delivery(d));
+        };
+        if !distinct {
+            // A delivery twice: written in turn, the last write standing, as one by one.
+            return deliveries.iter().try_for_each(|d| self.update_delivery(d));
+        }
+        let rows = deliveries.iter().map(DeliveryRow::try_from).collect::<Result<Vec<_>, _>>()?;
+        for chunk in rows.chunks(UPDATE_CHUNK) {
+            let updated = update_rows(c, chunk).map_err(db_error)?;
+            if updated != chunk.len() {
+                return Err(StoreError::Other(format!("{} of {} deliveries to update are missing", chunk.len() - updated, chunk.len())));
+            }
+        }
+        Ok(())
+    }
+
     fn claim_due_deliveries(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<String>, StoreError> {
         DUE_DELIVERIES.claim(self.conn, now, lease_until, limit)
     }
@@ -221,4 +241,35 @@ impl OutboxRepo for DieselTx<'_> {
             purged = purged.saturating_add(u64::try_from(deleted).unwrap_or(u64::MAX));
         }
     }
+}
+
+/// Deliveries one `UPDATE` writes (five bind parameters each).
+const UPDATE_CHUNK: usize = 500;
+
+/// Writes the mutable fields of `rows` (distinct ids) in one statement on PostgreSQL and returns
+/// how many it found.
+fn update_rows(conn: &mut diesel::PgConnection, rows: &[DeliveryRow]) -> QueryResult<usize> {
+    use diesel::sql_types::{BigInt, Integer, Nullable, Text};
+    let values: Vec<String> = (0..rows.len())
+        .map(|i| {
+            let n = 5 * i;
+            format!("(${}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4, n + 5)
+        })
+        .collect();
+    let sql = format!(
+        "WITH v (id, state, attempts, next_attempt_at, updated_at) AS (VALUES {}) \
+         UPDATE deliveries SET state = v.state, attempts = v.attempts, next_attempt_at = v.next_attempt_at, \
+         updated_at = v.updated_at FROM v WHERE deliveries.id = v.id",
+        values.join(", ")
+    );
+    let mut query = diesel::sql_query(sql).into_boxed::<diesel::pg::Pg>();
+    for row in rows {
+        query = query
+            .bind::<Text, _>(&row.id)
+            .bind::<Text, _>(&row.state)
+            .bind::<Integer, _>(row.attempts)
+            .bind::<Nullable<BigInt>, _>(row.next_attempt_at)
+            .bind::<BigInt, _>(row.updated_at);
+    }
+    query.execute(conn)
 }
