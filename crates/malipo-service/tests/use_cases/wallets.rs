@@ -187,3 +187,59 @@ fn older_argon2id_hashes_verify_once_and_are_replaced_by_keyed_ones() {
     platform.access().issue_token(&issued.client_id, &issued.client_secret, None).unwrap();
     assert_eq!(platform.wallets().details(&live.operator, &n).unwrap().wallet.pin_attempts, 0, "the right PIN reset the count");
 }
+
+/// A store that counts the write transactions it runs (on the store of the platform it wraps).
+struct Counting {
+    inner: malipo_service::Platform,
+    writes: std::sync::atomic::AtomicUsize,
+}
+
+impl malipo_service::Store for Counting {
+    fn run(&self, f: &mut dyn FnMut(&mut dyn malipo_service::Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.store().run(f)
+    }
+
+    fn read(&self, f: &mut dyn FnMut(&mut dyn malipo_service::Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.inner.store().read(f)
+    }
+
+    fn query(&self, f: &mut dyn FnMut(&mut dyn malipo_service::Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.inner.store().query(f)
+    }
+
+    fn ready(&self) -> Result<(), malipo_service::StoreError> {
+        self.inner.store().ready()
+    }
+}
+
+#[test]
+fn hops_that_only_read_are_answered_in_the_one_transaction_that_moves_the_session_on() {
+    let mut live = Live::new();
+    let n = live.customer(&["5000"]);
+    let charge = live.world.charge(&live.shop, &n, "100").unwrap();
+    let counting = std::sync::Arc::new(Counting { inner: live.world.platform.clone(), writes: std::sync::atomic::AtomicUsize::new(0) });
+    live.world.platform = live.world.platform.clone().with_store(counting.clone());
+    let writes = |text: &str| {
+        let before = counting.writes.load(std::sync::atomic::Ordering::SeqCst);
+        let screen = live.world.dial(&live.gateway, "s-quiet", &n, text);
+        (counting.writes.load(std::sync::atomic::Ordering::SeqCst) - before, screen)
+    };
+    // The menu, the pending prompts (a read), the prompt, the PIN question: one write each.
+    let mut last = String::new();
+    for text in ["", "3", "3*1", "3*1*1"] {
+        let (count, screen) = writes(text);
+        assert_eq!(count, 1, "`{text}` took {count} write transactions: {screen}");
+        assert!(screen.starts_with("CON "), "{screen}");
+        last = screen;
+    }
+    // A repeat of the last request replays its screen.
+    assert_eq!(writes("3*1*1").1, last);
+    // The PIN moves money: claimed first, then approved, then the session written.
+    let (count, screen) = writes(&format!("3*1*1*{PIN}"));
+    assert!(count >= 3, "the approval took {count} write transactions: {screen}");
+    assert!(screen.starts_with("END "), "{screen}");
+    while live.world.platform.processing().process_due(100).unwrap() > 0 {}
+    assert_eq!(live.world.reload(&live.shop, &charge).state, ChargeState::Completed);
+    assert_eq!(live.world.verified_ledger(None), vec![]);
+}

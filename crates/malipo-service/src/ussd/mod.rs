@@ -7,11 +7,11 @@
 //! cannot make an effect happen twice; a repeat after it finished replays the last screen.
 
 use malipo_auth::Principal;
-use malipo_charges::{ChargeEvent, ChargeKind, ChargeState, FailureReason};
+use malipo_charges::{ChargeEvent, ChargeState, FailureReason};
 use malipo_core::{ChargeRef, Mode, Msisdn, OrgId};
 use malipo_countries::Country;
 use malipo_ussd::{
-    clip, display_amount, split_hops, text_too_long, Caller, Effect, Menu, Outcome, Prompt, PromptKind, Screen, State, Step, NAME_CHARS,
+    clip, display_amount, split_hops, text_too_long, Caller, Effect, Menu, Outcome, Prompt, PromptKind, Screen, State, NAME_CHARS,
 };
 
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
@@ -22,14 +22,16 @@ use crate::idempotency::Idem;
 use crate::lifecycle::{Entered, Lifecycle};
 use crate::p2p::P2p;
 use crate::payment_requests::pay::RequestPayments;
-use crate::ports::{read, write, UssdSession, WalletState};
+use crate::ports::{read, write, Tx, UssdSession};
 use crate::processing::Processing;
 use crate::wallets::{PinCheck, Pins, Wallets};
 
+mod hops;
+
+use self::hops::{caller_in, handle_hops, prompts_in, recipient_in, Effects, Reads};
+
 /// Sessions end after this long without a hop.
 pub const SESSION_TIMEOUT_SECONDS: i64 = 180;
-/// Effects a single hop may chain before the menu must answer (the menu needs at most two).
-const MAX_EFFECTS_PER_HOP: usize = 4;
 
 /// The fields of an Africa's Talking USSD callback.
 #[derive(Clone, Debug, Default)]
@@ -128,13 +130,15 @@ impl<'a> Ussd<'a> {
             return Ok(Screen::end(TOO_LONG).render());
         }
         let hops = split_hops(&req.text);
-        let (state, from, claimed) = match self.claim_session(principal, req, &caller, hops.len())? {
+        let menu = Menu { countries: &self.core.countries, country, caller: &caller };
+        let (state, from, claimed) = match self.claim_session(principal, req, &menu, &hops)? {
             Claim::Answer(screen) => return Ok(screen),
             Claim::Handle { state, from, session } => (state, from, session),
         };
-        let menu = Menu { countries: &self.core.countries, country, caller: &caller };
         let at = SessionAt { org_id: &principal.org_id, mode: principal.mode, session_id: &req.session_id };
-        let handled = self.handle_hops(&at, &menu, country, &hops, state, from);
+        let mut live = Live { ussd: self, at: &at, country, caller: &caller };
+        let handled = handle_hops(&menu, &hops, state, from, &mut live)
+            .map(|done| done.unwrap_or_else(|| (State::Ended, Screen::end("Sorry, something went wrong. Please try again."))));
         let (state, screen) = match handled {
             Ok(shown) => shown,
             Err(e) => {
@@ -157,44 +161,13 @@ impl<'a> Ussd<'a> {
         Ok(rendered)
     }
 
-    /// Handles the new hops (`hops[from..]`) from `state`, or starts the session (`state` None),
-    /// running the menu's effects, and answers the final state and screen.
-    fn handle_hops(
-        &self,
-        at: &SessionAt<'_>,
-        menu: &Menu<'_>,
-        country: &Country,
-        hops: &[&str],
-        state: Option<State>,
-        from: usize,
-    ) -> Result<(State, Screen), ServiceError> {
-        let mut step = match state {
-            None => menu.start(self.caller_of(at.mode, menu.caller)?),
-            Some(state) => {
-                let first = menu.input(&state, &hops[..=from]);
-                let mut step = self.run_effects(at, menu, country, &hops[..=from], first)?;
-                // A gateway that sent several new hops at once: handle them in order.
-                for i in from.saturating_add(1)..hops.len() {
-                    match &step {
-                        Step::Show { state, screen } if !screen.end => {
-                            let next = menu.input(state, &hops[..=i]);
-                            step = self.run_effects(at, menu, country, &hops[..=i], next)?;
-                        }
-                        _ => break,
-                    }
-                }
-                step
-            }
-        };
-        step = self.run_effects(at, menu, country, hops, step)?;
-        Ok(match step {
-            Step::Show { state, screen } => (state, screen),
-            Step::Run { .. } => (State::Ended, Screen::end("Sorry, something went wrong. Please try again.")),
-        })
-    }
-
     /// Finds or starts the session and claims it for this request's hops.
-    fn claim_session(&self, principal: &Principal, req: &UssdRequest, caller: &Msisdn, hop_count: usize) -> Result<Claim, ServiceError> {
+    /// Hops that need no effect but reads (the menu's navigation, the caller's pending prompts,
+    /// a recipient's name) are answered here, in the same transaction: the session row is
+    /// locked, read, moved on and written once. Hops that need more are claimed (the session
+    /// marked in progress) and handled by [`Ussd::handle`] afterwards.
+    fn claim_session(&self, principal: &Principal, req: &UssdRequest, menu: &Menu<'_>, hops: &[&str]) -> Result<Claim, ServiceError> {
+        let (caller, hop_count) = (menu.caller, hops.len());
         write(self.core.store(), |tx| {
             let now = self.core.now();
             let Some(mut session) = tx.ussd_session(&principal.org_id, principal.mode, &req.session_id)? else {
@@ -213,6 +186,9 @@ impl<'a> Ussd<'a> {
                     created_at: now,
                     updated_at: now,
                 };
+                if let Some(screen) = self.quietly(tx, menu, hops, None, 0, &session)? {
+                    return Ok(Claim::Answer(screen));
+                }
                 tx.put_ussd_session(&session)?;
                 // Restoring a new session after a failure leaves it claimed-looking but empty:
                 // the gateway's retry (no hops) then starts it afresh, see below.
@@ -228,6 +204,9 @@ impl<'a> Ussd<'a> {
             if session.state.is_empty() && hop_count == 0 {
                 // A session whose first answer failed: start it again.
                 session.updated_at = now;
+                if let Some(screen) = self.quietly(tx, menu, hops, None, 0, &session)? {
+                    return Ok(Claim::Answer(screen));
+                }
                 tx.put_ussd_session(&session)?;
                 return Ok(Claim::Handle { state: None, from: 0, session: Box::new(session) });
             }
@@ -246,6 +225,9 @@ impl<'a> Ussd<'a> {
             if state == State::Ended {
                 return Ok(Claim::Answer(Screen::end("Session ended.").render()));
             }
+            if let Some(screen) = self.quietly(tx, menu, hops, Some(state.clone()), seen, &session)? {
+                return Ok(Claim::Answer(screen));
+            }
             let before = session.clone();
             session.last_screen = String::new();
             session.updated_at = now;
@@ -254,35 +236,31 @@ impl<'a> Ussd<'a> {
         })
     }
 
-    fn caller_of(&self, mode: Mode, msisdn: &Msisdn) -> Result<Caller, ServiceError> {
-        Ok(match read(self.core.store(), |tx| Ok(tx.wallet(mode, msisdn)?))? {
-            None => Caller::Unknown,
-            Some(w) if w.state == WalletState::Locked => Caller::Locked,
-            Some(w) if w.pin_hash.is_none() => Caller::NoPin,
-            Some(_) => Caller::Active,
-        })
-    }
-
-    /// Runs the effects a step asks for until the menu answers a screen.
-    fn run_effects(
+    /// The answer to `hops` when they need no effect but reads, done on `tx`, with the session
+    /// (as it was) moved on and written; `None` when they need more.
+    fn quietly(
         &self,
-        at: &SessionAt<'_>,
+        tx: &mut dyn Tx,
         menu: &Menu<'_>,
-        country: &Country,
         hops: &[&str],
-        mut step: Step,
-    ) -> Result<Step, ServiceError> {
-        for _ in 0..MAX_EFFECTS_PER_HOP {
-            let Step::Run { state, effect } = step else {
-                return Ok(step);
-            };
-            let outcome = self.ussd_effect(at, menu.caller, country, effect, hops.len())?;
-            step = menu.resume(&state, hops, outcome);
-        }
-        Ok(match step {
-            Step::Run { .. } => Step::Show { state: State::Ended, screen: Screen::end("Sorry, something went wrong. Please try again.") },
-            shown => shown,
-        })
+        state: Option<State>,
+        from: usize,
+        session: &UssdSession,
+    ) -> Result<Option<String>, ServiceError> {
+        let mut reads = Reads { core: self.core, tx: &mut *tx, mode: session.mode, caller: menu.caller };
+        let Some((state, screen)) = handle_hops(menu, hops, state, from, &mut reads)? else {
+            return Ok(None);
+        };
+        let rendered = screen.render();
+        let done = UssdSession {
+            state: serde_json::to_string(&state).map_err(|e| ServiceError::Internal(e.to_string()))?,
+            hops: u32::try_from(hops.len()).unwrap_or(u32::MAX),
+            last_screen: rendered.clone(),
+            updated_at: self.core.now(),
+            ..session.clone()
+        };
+        tx.put_ussd_session(&done)?;
+        Ok(Some(rendered))
     }
 
     /// One effect of the menu, done for the caller.
@@ -308,14 +286,8 @@ impl<'a> Ussd<'a> {
             })
         };
         Ok(match effect {
-            Effect::LoadApprovals => Outcome::Approvals(self.prompts_of(mode, caller)?),
-            Effect::LookupRecipient { to } => match read(self.core.store(), |tx| Ok(tx.wallet(mode, &to)?))? {
-                Some(w) if w.state == WalletState::Locked => Outcome::Refused(format!("{to} cannot receive money now.")),
-                Some(w) => Outcome::Recipient { name: display_name(w.first_name.as_deref(), w.last_name.as_deref()) },
-                // The sandbox opens a test wallet on first use, as for charges and payouts.
-                None if mode == Mode::Test => Outcome::Recipient { name: None },
-                None => Outcome::Refused(format!("{to} has no Malipo wallet.")),
-            },
+            Effect::LoadApprovals => Outcome::Approvals(read(self.core.store(), |tx| prompts_in(self.core, tx, mode, caller))?),
+            Effect::LookupRecipient { to } => read(self.core.store(), |tx| recipient_in(tx, mode, &to))?,
             Effect::SendMoney { to, amount, pin } => {
                 if let Err(o) = pin_gate(&pin)? {
                     return Ok(o);
@@ -432,28 +404,6 @@ impl<'a> Ussd<'a> {
         })
     }
 
-    /// The caller's pending prompts that have not expired, oldest first: charges and
-    /// cash-outs, then the payment requests addressed to the caller.
-    fn prompts_of(&self, mode: Mode, caller: &Msisdn) -> Result<Vec<Prompt>, ServiceError> {
-        let now = self.core.now();
-        read(self.core.store(), |tx| {
-            let mut prompts = Vec::new();
-            for c in tx.pending_charges_of_payer(mode, caller)? {
-                if now >= c.expires_at {
-                    continue;
-                }
-                let payee = tx.org(&c.org_id)?.map_or_else(|| "Merchant".to_owned(), |o| o.name);
-                let (kind, fee) = match c.kind {
-                    ChargeKind::Charge => (PromptKind::Charge, 0),
-                    ChargeKind::CashOut => (PromptKind::CashOut, c.fee.get()),
-                };
-                prompts.push(Prompt { id: c.id.to_string(), kind, payee, amount: c.amount.get(), fee });
-            }
-            prompts.extend(RequestPayments(self.core).prompts_for(tx, mode, caller)?);
-            Ok(prompts)
-        })
-    }
-
     /// The caller approves (with the right PIN already checked) or declines a pending prompt.
     /// Approval authorises it, then completes it through the worker's own steps. `Ok(Err(msg))`
     /// when the prompt can no longer be answered.
@@ -515,13 +465,22 @@ fn amount(minor: i64) -> malipo_core::MinorUnit {
     malipo_core::MinorUnit::new(minor)
 }
 
-/// "Amina O." for display on a screen.
-fn display_name(first: Option<&str>, last: Option<&str>) -> Option<String> {
-    let first = first.map(str::trim).filter(|f| !f.is_empty())?;
-    Some(match last.and_then(|l| l.trim().chars().next()) {
-        Some(initial) => format!("{first} {initial}."),
-        None => first.to_owned(),
-    })
+/// The channel's own effects, each in its own transactions through the use cases.
+struct Live<'a> {
+    ussd: &'a Ussd<'a>,
+    at: &'a SessionAt<'a>,
+    country: &'a Country,
+    caller: &'a Msisdn,
+}
+
+impl Effects for Live<'_> {
+    fn caller(&mut self) -> Result<Caller, ServiceError> {
+        read(self.ussd.core.store(), |tx| caller_in(tx, self.at.mode, self.caller))
+    }
+
+    fn effect(&mut self, effect: Effect, hops: &[&str]) -> Result<Option<Outcome>, ServiceError> {
+        self.ussd.ussd_effect(self.at, self.caller, self.country, effect, hops.len()).map(Some)
+    }
 }
 
 /// A business refusal, worded for the caller's screen; other failures stay errors.
