@@ -31,6 +31,12 @@ impl Customers<'_> {
         if let Some(w) = tx.wallet(Mode::Test, msisdn)? {
             return Ok((w, false));
         }
+        Ok((self.open_test_wallet(tx, msisdn, now)?, true))
+    }
+
+    /// Opens and funds the test wallet of a number this transaction found without one (a
+    /// concurrent first use makes the insert a duplicate, and the transaction is run again).
+    fn open_test_wallet(&self, tx: &mut dyn Tx, msisdn: &Msisdn, now: Timestamp) -> Result<Wallet, ServiceError> {
         let country =
             self.0.countries.for_msisdn(msisdn).map_err(|e| ServiceError::field("msisdn", "invalid_msisdn", format!("msisdn {e}")))?;
         let account = Account::open(None, Mode::Test, AccountKind::Wallet, country.currency, Some(msisdn.to_string()), now);
@@ -74,7 +80,7 @@ impl Customers<'_> {
             now,
         )?;
         tx.post_journal(&journal)?;
-        Ok((wallet, true))
+        Ok(wallet)
     }
 
     /// The payer's wallet for a debit, locked until the transaction ends, so that its state, its
@@ -95,8 +101,9 @@ impl Customers<'_> {
             return Ok(Some((wallet, false)));
         }
         match mode {
-            // A wallet inserted by this transaction is invisible to others until it commits.
-            Mode::Test => self.test_wallet(tx, msisdn, now).map(Some),
+            // None found under the lock: opened here (no second read). A wallet inserted by this
+            // transaction is invisible to others until it commits.
+            Mode::Test => Ok(Some((self.open_test_wallet(tx, msisdn, now)?, true))),
             Mode::Live => Ok(None),
         }
     }
