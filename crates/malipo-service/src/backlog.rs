@@ -56,6 +56,11 @@ pub struct BacklogReading {
     pub predicted_seconds: f64,
 }
 
+/// How long the oldest due charge must have waited for the workers to count as behind (their
+/// idle pause is 100 ms): while they keep up, the charges they claim are the arrivals, not their
+/// pace, and a pace measured then would close the gate on a burst they could drain at once.
+const BEHIND_MICROS: i64 = 500_000;
+
 /// Due charges counted at most (the prediction is then at least this many over the rate).
 pub const COUNT_CAP: usize = 100_000;
 
@@ -108,7 +113,10 @@ impl<'a> Backlog<'a> {
         gate.payouts_micros.store(payouts, Ordering::Relaxed);
         let mut drain = gate.drain.lock().map_err(|_| ServiceError::Internal("backlog drain lock poisoned".into()))?;
         let was_refusing = gate.refusing.load(Ordering::Relaxed);
-        drain.observe(was_refusing, now, due, charge.is_some(), gate.claimed.load(Ordering::Relaxed));
+        // The workers are behind when the oldest due charge has waited longer than a pass of
+        // theirs takes: only then do their claims measure their pace rather than the arrivals.
+        let behind = charges >= BEHIND_MICROS;
+        drain.observe(was_refusing, now, due, behind, gate.claimed.load(Ordering::Relaxed));
         let predicted = drain.predicted(due);
         // The charges' pressure: the oldest wait, or the predicted one if that is longer.
         let pressure = predicted.map_or(charges, |p| charges.max(micros(p)));

@@ -13,14 +13,14 @@ pub(crate) struct Drain {
     /// whatever the number of instances.
     refused: Option<(Timestamp, u64)>,
     /// This instance's workers: the window's start, the charges they had claimed by then, and
-    /// whether charges were due then.
+    /// whether they were behind then.
     local: Option<(Timestamp, u64, bool)>,
     /// Charges drained per second while refusing (each window averaged with the one before).
     global_rate: Option<f64>,
-    /// Charges this instance's workers claimed per second over windows in which charges were
-    /// due at both ends (their capacity rather than the intake; with several instances, a
-    /// share of the whole, so a prediction from it errs towards refusing; an instance without
-    /// workers has none).
+    /// Charges this instance's workers claimed per second over windows in which they were behind
+    /// at both ends (their capacity rather than the intake; with several instances, a share of
+    /// the whole, so a prediction from it errs towards refusing; an instance without workers has
+    /// none).
     local_rate: Option<f64>,
 }
 
@@ -40,8 +40,8 @@ fn averaged(before: Option<f64>, rate: f64) -> Option<f64> {
 }
 
 impl Drain {
-    /// Takes a measurement: `refusing` as the gate was, `due` the due count, `busy` whether
-    /// charges were due now, `claimed` this instance's workers' running count of claimed charges.
+    /// Takes a measurement: `refusing` as the gate was, `due` the due count, `busy` whether the
+    /// workers are behind now, `claimed` this instance's workers' running count of claimed charges.
     /// Windows of at least [`DRAIN_WINDOW_SECONDS`] give rates.
     pub(crate) fn observe(&mut self, refusing: bool, now: Timestamp, due: u64, busy: bool, claimed: u64) {
         match self.refused {

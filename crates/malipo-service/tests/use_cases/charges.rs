@@ -258,14 +258,14 @@ fn once_the_drain_rate_is_measured_the_gate_closes_on_the_predicted_wait_before_
         other => panic!("expected Busy, got {other:?}"),
     }
     // Two seconds later the workers have finished 60: the count fell 30 a second (averaged with
-    // the 10 before: 20), and this instance's workers claimed 80 since their window began two
-    // seconds ago (40 a second, averaged: 25). At the faster, the 41 left would take 1.64 s,
-    // under half the bound: admitted again.
+    // the 10 before: 20). Their own claims measure no pace here (nothing had waited when their
+    // window began: they were not behind). At 20 a second the 41 left would take 2.05 s, under
+    // half the bound: admitted again.
     world.advance(2);
     assert_eq!(processing.process_due(60).unwrap(), 60);
     let reading = backlog.measure().unwrap();
     assert_eq!((reading.charges_due, reading.refusing), (41, false));
-    assert!((reading.predicted_seconds - 1.64).abs() < 1e-9, "{reading:?}");
+    assert!((reading.predicted_seconds - 2.05).abs() < 1e-9, "{reading:?}");
     world.charge(&shop, &number("0000"), "10.00").unwrap();
     settle(&world);
     assert_eq!(world.verified_ledger(None), vec![]);
@@ -308,6 +308,33 @@ fn the_workers_measured_pace_closes_the_gate_on_a_burst_before_it_ever_closed_on
     let reading = backlog.measure().unwrap();
     assert_eq!(reading.charges_due, 40);
     assert!(!reading.refusing && reading.predicted_seconds > 0.0 && reading.predicted_seconds < 5.0, "{reading:?}");
+    world.advance(2);
+    settle(&world);
+    assert_eq!(world.verified_ledger(None), vec![]);
+}
+
+#[test]
+fn workers_that_keep_up_measure_no_pace_so_a_burst_is_not_refused_on_a_prediction() {
+    let world = World::new();
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    let backlog = world.platform.backlog();
+    let processing = world.platform.processing();
+    // One charge every two seconds, taken as soon as it is due: the workers keep up, and what
+    // they claim is the arrivals (half a charge a second), not their pace.
+    for _ in 0..5 {
+        world.charge(&shop, &number("0000"), "10.00").unwrap();
+        world.advance(2);
+        assert!(!backlog.measure().unwrap().refusing);
+        assert_eq!(processing.process_due(10).unwrap(), 1);
+    }
+    // A burst: 101 charges due within the bound. At the arrivals' rate they would take minutes,
+    // but no pace was measured, so nothing is refused until one has waited.
+    for _ in 0..101 {
+        world.charge(&shop, &number("0000"), "10.00").unwrap();
+    }
+    let reading = backlog.measure().unwrap();
+    assert_eq!((reading.charges_due, reading.predicted_seconds, reading.refusing), (101, 0.0, false), "{reading:?}");
+    world.charge(&shop, &number("0000"), "10.00").unwrap();
     world.advance(2);
     settle(&world);
     assert_eq!(world.verified_ledger(None), vec![]);
