@@ -173,8 +173,8 @@ fn store_errors_leave_the_transaction_usable(db: &TestDatabase) {
             Err(StoreError::Ledger(malipo_ledger::LedgerError::InsufficientFunds(f.collection.id.clone())))
         );
         tx.post_journal(&refund)?;
-        // Posting it again fails on the journal's id after its lines were applied: the savepoint
-        // undoes them, and on PostgreSQL the transaction recovers from the failed statement.
+        // Posting it again fails on the journal's id: the savepoint undoes what it wrote, and on
+        // PostgreSQL the transaction recovers from the failed statement.
         assert_eq!(tx.post_journal(&refund), Err(StoreError::Duplicate));
         Ok(())
     });

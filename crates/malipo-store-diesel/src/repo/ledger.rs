@@ -5,11 +5,11 @@ use std::str::FromStr;
 
 use diesel::dsl::sql;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bool};
+use diesel::sql_types::Bool;
 use malipo_charges::ChargeKind;
 use malipo_core::{AccountId, MinorUnit, Mode, OrgId, Timestamp, TransactionId};
 use malipo_ledger::{
-    Account, AccountKind, ChainLink, ChainedJournal, Journal, JournalFee, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting,
+    Account, ChainLink, ChainedJournal, Journal, JournalFee, JournalKind, JournalLine, LedgerError, LedgerSnapshot, Posting,
 };
 use malipo_service::{AccountKey, LedgerRepo, PostingQuery, StatementLine, StoreError};
 
@@ -17,7 +17,8 @@ use crate::cached::written;
 use crate::cached::CachedDsl;
 use crate::error::{account_error, db_error, Fail};
 use crate::repo::deferred::{self, WaitingLine};
-use crate::rows::{self, AccountRow, JournalRow, NewDeferredLine, NewPosting};
+use crate::repo::posting;
+use crate::rows::{self, AccountRow, JournalRow};
 use crate::schema::{accounts, charges, deferred_lines, journals, postings};
 use crate::tx::{inserted, limit_i64, DieselTx, IN_CHUNK};
 use crate::DbConnection;
@@ -181,7 +182,7 @@ impl LedgerRepo for DieselTx<'_> {
         journal.check_balanced()?;
         // In a savepoint: a refused line undoes the lines before it, and the caller's
         // transaction stays usable (e.g. to record the failure).
-        self.conn.transaction::<_, Fail, _>(|conn| post_journal(conn, journal)).map_err(StoreError::from)
+        self.conn.transaction::<_, Fail, _>(|conn| posting::post_journal(conn, journal)).map_err(StoreError::from)
     }
 
     fn pending_credits(&mut self, account: &AccountId) -> Result<MinorUnit, StoreError> {
@@ -295,161 +296,6 @@ fn one_with_waiting(row: Option<(AccountRow, i64)>) -> Result<Option<Account>, S
 
 fn account_exists(conn: &mut DbConnection, id: &AccountId) -> Result<bool, StoreError> {
     diesel::select(diesel::dsl::exists(accounts::table.find(id.as_str()))).get_result(conn).map_err(db_error)
-}
-
-/// Posts a checked journal (inside a savepoint).
-fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> {
-    let mode = journal.mode.as_str();
-    let currency = journal.currency.as_str();
-    let kinds = line_kinds(conn, journal)?;
-    let kind_of = |account: &AccountId| kinds.get(account.as_str()).copied().ok_or_else(|| LedgerError::UnknownAccount(account.clone()));
-    // A line that needs no funds check on a hot account waits (`repo/deferred.rs`): its
-    // account's row is not touched, so journals of one merchant, or of one ledger's revenue, do
-    // not queue on one row.
-    let waits = journal.lines.iter().map(|l| Ok(kind_of(&l.account)?.defers_line(l.amount))).collect::<Result<Vec<bool>, LedgerError>>()?;
-
-    // Lines in descending account order, so that concurrent postings lock accounts in one order
-    // (a stable sort keeps each account's own lines in journal order). Ids are time-ordered, so
-    // the platform's shared accounts (revenue, issuance, sandbox funding), opened first and
-    // touched by many journals, are locked last and held the shortest time.
-    let mut order: Vec<usize> = (0..journal.lines.len()).filter(|&i| !waits[i]).collect();
-    order.sort_by(|&a, &b| journal.lines[b].account.cmp(&journal.lines[a].account));
-    let mut balance_after = vec![0_i64; journal.lines.len()];
-    let mut posted_at = vec![0_i64; journal.lines.len()];
-    let now = journal.created_at.as_micros();
-    let mut applied: Vec<&AccountId> = Vec::new();
-    for i in order {
-        let line = &journal.lines[i];
-        // A debit checked on a hot account counts what waits on it: its waiting lines are
-        // applied first, under the lock this line takes anyway, and before any posting of this
-        // journal on it, so that its postings' balances run in order.
-        if kind_of(&line.account)?.defers_lines() && !applied.contains(&&line.account) {
-            deferred::apply(conn, line.account.as_str())?;
-            applied.push(&line.account);
-        }
-        let amount = line.amount.get();
-        // The rule of `Journal::apply_line`: same ledger, and an account that may not go
-        // negative never ends below what it holds.
-        let target = accounts::table
-            .filter(accounts::id.eq(line.account.as_str()))
-            .filter(accounts::mode.eq(mode))
-            .filter(accounts::currency.eq(currency))
-            .filter(accounts::allow_negative.or((accounts::balance + amount).ge(accounts::held)));
-        // The posting's time never goes back on an account (see `accounts.posted_at`).
-        let later = sql::<BigInt>("CASE WHEN accounts.posted_at > ")
-            .bind::<BigInt, _>(now)
-            .sql(" THEN accounts.posted_at ELSE ")
-            .bind::<BigInt, _>(now)
-            .sql(" END");
-        let set = (accounts::balance.eq(accounts::balance + amount), accounts::posted_at.eq(later));
-        let after: Option<(i64, i64)> = match &mut *conn {
-            DbConnection::Pg(c) => {
-                diesel::update(target).set(set).returning((accounts::balance, accounts::posted_at)).cached().get_result(c).optional()
-            }
-            DbConnection::Sqlite(c) => match diesel::update(target).set(set).execute(c) {
-                Ok(0) => Ok(None),
-                Ok(_) => accounts::table.find(line.account.as_str()).select((accounts::balance, accounts::posted_at)).first(c).map(Some),
-                Err(e) => Err(e),
-            },
-        }
-        .map_err(|e| account_error(e, &line.account))?;
-        match after {
-            Some((b, t)) => (balance_after[i], posted_at[i]) = (b, t),
-            None => return Err(refused_line(conn, journal, &line.account)?.into()),
-        }
-    }
-
-    // Postings (and waiting lines) before their journal (the foreign key is checked at commit).
-    // A fee goes on the first line of its account.
-    let fee_of = |i: usize, line: &JournalLine| {
-        let first_of_account = journal.lines.iter().position(|l| l.account == line.account) == Some(i);
-        if first_of_account {
-            journal.fee_of(&line.account).get()
-        } else {
-            0
-        }
-    };
-    let line_no = |i: usize| i32::try_from(i).map_err(|_| StoreError::Other("too many journal lines".into()));
-    let mut postings = Vec::new();
-    let mut waiting = Vec::new();
-    for (i, line) in journal.lines.iter().enumerate() {
-        if waits[i] {
-            waiting.push(NewDeferredLine {
-                journal_id: journal.id.as_str(),
-                line_no: line_no(i)?,
-                account_id: line.account.as_str(),
-                amount: line.amount.get(),
-                fee: fee_of(i, line),
-                created_at: now,
-            });
-        } else {
-            postings.push(NewPosting {
-                journal_id: journal.id.as_str(),
-                line_no: line_no(i)?,
-                account_id: line.account.as_str(),
-                amount: line.amount.get(),
-                balance_after: balance_after[i],
-                created_at: posted_at[i],
-                fee: fee_of(i, line),
-            });
-        }
-    }
-    if !postings.is_empty() {
-        // A journal's few lines: a bounded number of shapes.
-        written!(&mut *conn, diesel::insert_into(postings::table).values(&postings))?;
-    }
-    if !waiting.is_empty() {
-        // A journal's few lines: a bounded number of shapes.
-        written!(&mut *conn, diesel::insert_into(deferred_lines::table).values(&waiting))?;
-    }
-
-    // Unsealed: no chain entry yet, and no lock on the ledger's head, which every journal of the
-    // ledger would otherwise queue on until commit. The sealer (`repo/chain.rs`) chains it after
-    // the commit.
-    let row = JournalRow {
-        id: journal.id.as_str().to_owned(),
-        mode: mode.to_owned(),
-        currency: currency.to_owned(),
-        kind: journal.kind.as_str().to_owned(),
-        source_ref: journal.source_ref.clone(),
-        created_at: journal.created_at.as_micros(),
-        seq: None,
-        prev_hash: None,
-        hash: None,
-    };
-    written!(conn, diesel::insert_into(journals::table).values(&row))?;
-    Ok(())
-}
-
-/// The kinds of a journal's accounts (one read, no lock): an account missing, or in another
-/// mode or currency than the journal, refuses it.
-fn line_kinds(conn: &mut DbConnection, journal: &Journal) -> Result<HashMap<String, AccountKind>, Fail> {
-    let ids: Vec<&str> = journal.lines.iter().map(|l| l.account.as_str()).collect();
-    let found: Vec<(String, String, String, String)> = accounts::table
-        .filter(accounts::id.eq_any(&ids))
-        .select((accounts::id, accounts::mode, accounts::currency, accounts::kind))
-        .load(conn)?;
-    let mut kinds = HashMap::with_capacity(found.len());
-    for (id, mode, currency, kind) in found {
-        if mode != journal.mode.as_str() || currency != journal.currency.as_str() {
-            return Err(StoreError::Ledger(LedgerError::Mismatch(AccountId::from_trusted(id))).into());
-        }
-        kinds.insert(id, rows::account_kind(&kind)?);
-    }
-    Ok(kinds)
-}
-
-/// Why the conditional update of a line changed nothing.
-fn refused_line(conn: &mut DbConnection, journal: &Journal, account: &AccountId) -> Result<LedgerError, Fail> {
-    let found: Option<(String, String)> =
-        accounts::table.find(account.as_str()).select((accounts::mode, accounts::currency)).first(conn).optional()?;
-    Ok(match found {
-        None => LedgerError::UnknownAccount(account.clone()),
-        Some((mode, currency)) if mode != journal.mode.as_str() || currency != journal.currency.as_str() => {
-            LedgerError::Mismatch(account.clone())
-        }
-        Some(_) => LedgerError::InsufficientFunds(account.clone()),
-    })
 }
 
 /// Every account and journal of one mode or all.

@@ -10,6 +10,7 @@ mod ledger;
 mod outbox;
 mod payment_requests;
 mod payouts;
+mod posting;
 mod reversals;
 mod savepoint;
 mod ussd;
