@@ -79,7 +79,8 @@ impl Customers<'_> {
             vec![JournalLine { account: funding, amount: amount.checked_neg()? }, JournalLine { account: account.id.clone(), amount }],
             now,
         )?;
-        tx.post_journal(&journal)?;
+        // Every caller fails its transaction with a failed opening: no savepoint of its own.
+        tx.post_journal_whole(&journal)?;
         Ok(wallet)
     }
 

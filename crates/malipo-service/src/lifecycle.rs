@@ -134,7 +134,9 @@ impl Lifecycle<'_> {
         charge.transaction_id = Some(journal.id.clone());
         self.apply(tx, charge, ChargeEvent::Complete, now, entered)?;
         tx.release(&payer, debit)?;
-        tx.post_journal(&journal)?;
+        // Every caller fails its transaction with a failed completion (the worker then advances
+        // the charge step by step, in new transactions): no savepoint of its own.
+        tx.post_journal_whole(&journal)?;
         Ok(())
     }
 

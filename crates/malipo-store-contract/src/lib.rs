@@ -58,6 +58,7 @@ macro_rules! __store_contract_cases {
                 accounts::org_accounts_only_of_that_org_and_mode,
                 ledger::post_journal_updates_balances_and_chains,
                 ledger::overdraft_is_refused_and_writes_nothing,
+                ledger::post_journal_whole_never_commits_a_refused_journal,
                 ledger::issuance_may_go_negative,
                 ledger::unknown_account_is_refused,
                 ledger::currency_or_mode_mismatch_is_refused,

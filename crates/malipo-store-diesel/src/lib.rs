@@ -363,8 +363,16 @@ impl DieselStore {
     fn attempt(&self, access: Access, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         let mut pooled = self.begin(access)?;
         let conn: &mut DbConnection = &mut pooled;
-        let result = f(&mut DieselTx::new(conn));
+        let mut tx = DieselTx::new(conn);
+        let result = f(&mut tx);
+        let poisoned = tx.poisoned;
         match result {
+            Ok(()) if poisoned => {
+                // A posting without a savepoint failed and the closure went on: its lines may be
+                // partly applied.
+                rollback(conn);
+                Err(StoreError::Other("a posting failed inside the transaction, which was rolled back".into()).into())
+            }
             Ok(()) if must_roll_back(conn) => {
                 // The closure went on after a failed statement: PostgreSQL has aborted the
                 // transaction and would answer COMMIT with a silent ROLLBACK.

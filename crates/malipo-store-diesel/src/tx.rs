@@ -38,11 +38,14 @@ pub(crate) const IN_CHUNK: usize = 500;
 /// One transaction's connection.
 pub(crate) struct DieselTx<'c> {
     pub(crate) conn: &'c mut DbConnection,
+    /// A posting without a savepoint of its own failed (`post_journal_whole`): some of its
+    /// lines may be applied, so the transaction must not commit.
+    pub(crate) poisoned: bool,
 }
 
 impl<'c> DieselTx<'c> {
     pub(crate) fn new(conn: &'c mut DbConnection) -> Self {
-        DieselTx { conn }
+        DieselTx { conn, poisoned: false }
     }
 }
 

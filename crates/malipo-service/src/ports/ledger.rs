@@ -128,6 +128,17 @@ pub trait LedgerRepo {
     /// journal names a source (`source_ref`) that such a journal already paid: a charge or
     /// payout is posted once. Nothing of a refused journal is written.
     fn post_journal(&mut self, journal: &Journal) -> Result<(), StoreError>;
+    /// As [`LedgerRepo::post_journal`], for a caller whose transaction fails with a failed
+    /// posting (it propagates the error): the adapter may skip the savepoint that keeps the
+    /// transaction usable after one (two round trips on PostgreSQL). A refused or failed journal
+    /// may then have applied some of its lines, and the transaction is never committed: a
+    /// closure that goes on and returns `Ok` is rolled back and fails.
+    ///
+    /// # Errors
+    /// As [`LedgerRepo::post_journal`].
+    fn post_journal_whole(&mut self, journal: &Journal) -> Result<(), StoreError> {
+        self.post_journal(journal)
+    }
     /// Sum of `amount - fee` of `authorised` charges (kind `charge`) whose merchant account is `account`.
     ///
     /// # Errors

@@ -117,6 +117,34 @@ pub fn overdraft_is_refused_and_writes_nothing(store: &dyn Store) {
     assert_ledger_sound(store);
 }
 
+/// `post_journal_whole` posts as `post_journal`, and a journal it refuses is never committed,
+/// even by a closure that goes on after the refusal: the adapter either undid the journal (a
+/// savepoint) or refuses to commit the transaction at all.
+pub fn post_journal_whole_never_commits_a_refused_journal(store: &dyn Store) {
+    let kes = insert_platform(store, Mode::Test, KES);
+    let m = insert_merchant(store, "Duka", Mode::Test);
+    // Accounts are locked in descending id order (ids are time-ordered): the funded wallet,
+    // opened last, is debited before the empty one is refused.
+    let (empty, _) = insert_wallet(store, Mode::Test, KES, &msisdn("254712000018"));
+    let (w, _) = insert_wallet(store, Mode::Test, KES, &msisdn("254712000019"));
+    commit(store, |tx| Ok(tx.post_journal_whole(&transfer(Mode::Test, KES, &kes.issuance.id, &w.id, 1_000, at(1)))?));
+    assert_eq!((balance(store, &w.id), balance(store, &kes.issuance.id)), (1_000, -1_000));
+
+    // Two debits, the second refused after the first was applied: none of it may remain.
+    let refused_journal =
+        journal(Mode::Test, KES, JournalKind::Transfer, &[(&w.id, -300), (&empty.id, -200), (&m.collection.id, 500)], at(2));
+    let mut seen = None;
+    let outcome = malipo_service::write(store, |tx| {
+        seen = Some(tx.post_journal_whole(&refused_journal));
+        Ok(())
+    });
+    assert_eq!(seen, Some(Err(malipo_service::StoreError::Ledger(LedgerError::InsufficientFunds(empty.id.clone())))));
+    let _ = outcome; // committed with nothing of the journal, or refused as a whole
+    assert_eq!((balance(store, &w.id), balance(store, &empty.id), balance(store, &m.collection.id)), (1_000, 0, 0));
+    assert_eq!(journal_count(store), 1, "the refused journal is not written");
+    assert_ledger_sound(store);
+}
+
 /// Issuance and sandbox funding accounts may go negative, and their holds never refuse.
 pub fn issuance_may_go_negative(store: &dyn Store) {
     let kes = insert_platform(store, Mode::Test, KES);

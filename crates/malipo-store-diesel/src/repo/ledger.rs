@@ -185,6 +185,13 @@ impl LedgerRepo for DieselTx<'_> {
         self.conn.transaction::<_, Fail, _>(|conn| posting::post_journal(conn, journal)).map_err(StoreError::from)
     }
 
+    fn post_journal_whole(&mut self, journal: &Journal) -> Result<(), StoreError> {
+        journal.check_balanced()?;
+        let posted = posting::post_journal(self.conn, journal).map_err(StoreError::from);
+        self.poisoned |= posted.is_err();
+        posted
+    }
+
     fn pending_credits(&mut self, account: &AccountId) -> Result<MinorUnit, StoreError> {
         let rows: Vec<(i64, i64)> = charges::table
             .filter(charges::merchant_account.eq(account.as_str()))

@@ -20,8 +20,20 @@ impl From<diesel::result::Error> for Ended {
 
 impl Savepoint for DieselTx<'_> {
     fn savepoint(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
-        match self.conn.transaction::<_, Ended, _>(|conn| f(&mut DieselTx::new(conn)).map_err(Ended::Closure)) {
-            Ok(()) => Ok(()),
+        let mut poisoned = false;
+        let ended = self.conn.transaction::<_, Ended, _>(|conn| {
+            let mut inner = DieselTx::new(conn);
+            let done = f(&mut inner).map_err(Ended::Closure);
+            poisoned = inner.poisoned;
+            done
+        });
+        match ended {
+            // A failed posting inside went on unnoticed: the savepoint keeps its partial lines,
+            // so the whole transaction must not commit. (On failure the savepoint undid them.)
+            Ok(()) => {
+                self.poisoned |= poisoned;
+                Ok(())
+            }
             Err(Ended::Closure(e)) => Err(e),
             Err(Ended::Database(e)) => Err(db_error(e).into()),
         }
