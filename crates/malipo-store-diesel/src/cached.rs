@@ -62,13 +62,16 @@ impl<Q: Query> Query for Cached<Q> {
 impl<Q, Conn> RunQueryDsl<Conn> for Cached<Q> {}
 
 /// Runs an `INSERT`, `UPDATE` or `DELETE` on either backend and returns how many rows it wrote,
-/// keeping it prepared on PostgreSQL. Diesel asks a statement whether it may be kept only when
-/// the statement is loaded (passed by value); an executed statement is passed by reference, and
-/// a reference answers for itself by walking the statement, which says no. So on PostgreSQL the
-/// statement is run [`Cached`] with `RETURNING 1`, and its rows counted. SQLite runs it as it is
-/// (its statements are prepared in process, without a round trip).
+/// keeping it prepared. Diesel asks a statement whether it may be kept only when the statement
+/// is loaded (passed by value); an executed statement is passed by reference, and a reference
+/// answers for itself by walking the statement, which says no. So the statement is run
+/// [`Cached`] with `RETURNING 1`, and its rows counted. SQLite too (3.35 and later): its
+/// statements are prepared in process, without a round trip, but preparing one (parsing and
+/// planning it) costs more than running it (`docs/throughput.md`).
 macro_rules! written {
-    ($conn:expr, $stmt:expr) => {
+    // An insert of several rows: diesel runs one on SQLite as one insert per row, prepared
+    // anew, and has no `RETURNING` for it there.
+    (rows $conn:expr, $stmt:expr) => {
         match $conn {
             $crate::DbConnection::Pg(c) => {
                 $crate::cached::CachedDsl::cached(($stmt).returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")))
@@ -76,6 +79,20 @@ macro_rules! written {
                     .map(|rows| rows.len())
             }
             $crate::DbConnection::Sqlite(c) => ($stmt).execute(c),
+        }
+    };
+    ($conn:expr, $stmt:expr) => {
+        match $conn {
+            $crate::DbConnection::Pg(c) => {
+                $crate::cached::CachedDsl::cached(($stmt).returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")))
+                    .load::<i32>(c)
+                    .map(|rows| rows.len())
+            }
+            $crate::DbConnection::Sqlite(c) => {
+                $crate::cached::CachedDsl::cached(($stmt).returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")))
+                    .load::<i32>(c)
+                    .map(|rows| rows.len())
+            }
         }
     };
 }

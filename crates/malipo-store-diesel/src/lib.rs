@@ -10,11 +10,17 @@
 //! - [`Store::run`] runs a closure in one transaction (PostgreSQL `READ COMMITTED`, SQLite
 //!   `BEGIN IMMEDIATE`) and reruns it on transient conflicts (serialization failures, deadlocks,
 //!   a busy SQLite database).
+//! - SQLite's writers of one process queue on one in-process lock per database file (shared by
+//!   every pool of the process on that file) before `BEGIN IMMEDIATE`: a writer is woken as the
+//!   one before it finishes, instead of polling SQLite's file lock in sleeps of 1 to 100 ms (its
+//!   busy handler). Other processes on the file (the CLI) still wait in the busy handler.
 //!
 //! Queries are written once with the diesel DSL for both backends; they branch on the
 //! connection's variant only where the SQL differs (`ON CONFLICT`, `RETURNING`, row locks).
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager, TransactionManagerStatus};
@@ -22,10 +28,12 @@ use diesel::prelude::*;
 use diesel::r2d2::{HandleError, ManageConnection, Pool, PooledConnection, R2D2Connection};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 use malipo_service::{ServiceError, Store, StoreError, Tx};
+use parking_lot::Mutex;
 
 mod cached;
 mod claim;
 mod error;
+mod literal;
 mod repo;
 mod rows;
 mod schema;
@@ -53,10 +61,15 @@ const READY_TIMEOUT: Duration = Duration::from_millis(800);
 /// How many times [`Store::run`] runs a closure that keeps hitting transient conflicts.
 const MAX_ATTEMPTS: u32 = 8;
 
+/// How long a SQLite writer waits for the process's writer lock (as long as the busy timeout).
+const WRITER_WAIT: Duration = Duration::from_secs(5);
+
 /// Set on every new SQLite connection (the busy timeout first, so that switching to WAL waits for
-/// a writer instead of failing).
+/// a writer instead of failing). `temp_store=MEMORY` keeps the statement journal of a savepoint
+/// (the worker's one per charge) in memory: on a file, past 64 KiB, its pages were written with a
+/// system call each, inside the writer's lock.
 const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; \
-                              PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;";
+                              PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;";
 
 /// A connection to either database. Queries written with the diesel DSL run on both; code that
 /// needs backend-specific SQL matches on the variant.
@@ -189,6 +202,26 @@ enum Access {
 pub struct DieselStore {
     pool: Pool<Manager>,
     backend: Backend,
+    /// SQLite: the writer lock of the database file, held for each write transaction.
+    writer: Option<Arc<Mutex<()>>>,
+}
+
+/// The writer lock of a SQLite database file, one per file in the process (every store opened
+/// on it shares it: the server's API and background pools). Kept while a store holds it.
+fn sqlite_writer(path: &Path) -> Arc<Mutex<()>> {
+    static WRITERS: OnceLock<Mutex<HashMap<PathBuf, Weak<Mutex<()>>>>> = OnceLock::new();
+    if path.as_os_str() == ":memory:" {
+        return Arc::new(Mutex::new(()));
+    }
+    let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut writers = WRITERS.get_or_init(Mutex::default).lock();
+    if let Some(lock) = writers.get(&key).and_then(Weak::upgrade) {
+        return lock;
+    }
+    writers.retain(|_, lock| lock.strong_count() > 0);
+    let lock = Arc::new(Mutex::new(()));
+    writers.insert(key, Arc::downgrade(&lock));
+    lock
 }
 
 impl std::fmt::Debug for DieselStore {
@@ -227,6 +260,11 @@ impl DieselStore {
         // Open one connection first so that an unreachable database fails at once, with the
         // driver's own message, rather than after the pool's checkout timeout.
         drop(manager.connect().map_err(|e| StoreError::Unavailable(e.to_string()))?);
+        // After that first connection, so that the file exists and its path is canonical.
+        let writer = match &manager.target {
+            Target::Sqlite(path) => Some(sqlite_writer(path)),
+            _ => None,
+        };
         let mut builder = Pool::builder()
             .max_size(size.max(1))
             .min_idle(Some(1))
@@ -239,7 +277,7 @@ impl DieselStore {
             builder = builder.idle_timeout(None).max_lifetime(None);
         }
         let pool = builder.build(manager).map_err(|e| StoreError::Unavailable(e.to_string()))?;
-        Ok(DieselStore { pool, backend })
+        Ok(DieselStore { pool, backend, writer })
     }
 
     /// A store that refuses every connection (used to drop a test database's pool first).
@@ -251,7 +289,7 @@ impl DieselStore {
             .connection_timeout(Duration::from_millis(10))
             .error_handler(Box::new(diesel::r2d2::NopErrorHandler))
             .build_unchecked(Manager { target: Target::Closed(backend) });
-        DieselStore { pool, backend }
+        DieselStore { pool, backend, writer: None }
     }
 
     /// Which database this store talks to.
@@ -318,6 +356,35 @@ impl DieselStore {
         Ok(rows.into_iter().map(|r| r.statement).collect())
     }
 
+    /// The rows of a SQLite pragma as text, read on a pooled connection (`compile_options`,
+    /// `temp_store`, ...; `name` is a pragma's name, written by the test). Empty on PostgreSQL.
+    ///
+    /// # Errors
+    /// As [`Store::run`].
+    #[cfg(feature = "testing")]
+    pub fn sqlite_pragma(&self, name: &str) -> Result<Vec<String>, StoreError> {
+        #[derive(QueryableByName)]
+        struct Value {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            value: String,
+        }
+        let mut conn = self.connection()?;
+        let rows: Vec<Value> = match &mut *conn {
+            DbConnection::Pg(_) => Vec::new(),
+            DbConnection::Sqlite(c) => {
+                diesel::sql_query(format!("SELECT CAST({name} AS TEXT) AS value FROM pragma_{name}")).load(c).map_err(db_error)?
+            }
+        };
+        Ok(rows.into_iter().map(|r| r.value).collect())
+    }
+
+    /// Whether a write transaction of this process holds the SQLite database's writer lock
+    /// now (always false on PostgreSQL). For tests of the lock's sharing.
+    #[cfg(feature = "testing")]
+    pub fn sqlite_writer_busy(&self) -> bool {
+        self.writer.as_ref().is_some_and(|lock| lock.is_locked())
+    }
+
     fn connection(&self) -> Result<PooledConnection<Manager>, StoreError> {
         self.pool.get().map_err(|e| StoreError::Unavailable(e.to_string()))
     }
@@ -361,6 +428,13 @@ impl DieselStore {
 
     /// One run of `f` in one transaction.
     fn attempt(&self, access: Access, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        // Taken before the connection (a queued writer holds none of the pool's) and released
+        // after it is back in the pool (locals drop in reverse order). Waiting as long as
+        // SQLite's busy timeout ends as its busy error does: a transient conflict.
+        let _writing = match (&self.writer, access) {
+            (Some(lock), Access::Write) => Some(lock.try_lock_for(WRITER_WAIT).ok_or(StoreError::Retry)?),
+            _ => None,
+        };
         let mut pooled = self.begin(access)?;
         let conn: &mut DbConnection = &mut pooled;
         let mut tx = DieselTx::new(conn);

@@ -591,6 +591,65 @@ fn dead_pooled_connections_are_replaced() {
     assert_eq!(db.ready(), Ok(()));
 }
 
+/// SQLite's writers of one process queue on one lock per database file, shared by every store
+/// opened on it (the server's API and background pools), however its path is spelled; held for
+/// the write transaction only, whether it commits or fails; never taken by readers, nor on
+/// PostgreSQL.
+#[test]
+fn sqlite_writers_of_one_process_share_one_lock_per_file() {
+    let db = TestDatabase::sqlite();
+    let spelled = match db.url.rsplit_once('/') {
+        Some((dir, file)) => format!("{dir}/./{file}"),
+        None => panic!("{}", db.url),
+    };
+    let other = DieselStore::connect(&spelled, Some(2)).unwrap();
+    let elsewhere = TestDatabase::sqlite();
+    assert!(!other.sqlite_writer_busy());
+    write(&db.store, |_| {
+        assert!(other.sqlite_writer_busy(), "a second store on the file sees the writer");
+        assert!(!elsewhere.store.sqlite_writer_busy(), "another file has its own lock");
+        Ok(())
+    })
+    .unwrap();
+    assert!(!other.sqlite_writer_busy(), "released at commit");
+    let failed = write(&other, |_| -> Result<(), ServiceError> {
+        assert!(db.store.sqlite_writer_busy());
+        Err(ServiceError::Internal("refused".into()))
+    });
+    assert!(failed.is_err());
+    assert!(!db.store.sqlite_writer_busy(), "released at rollback");
+    read(&db.store, |_| {
+        assert!(!other.sqlite_writer_busy(), "readers take no writer lock");
+        Ok(())
+    })
+    .unwrap();
+    // Both stores still write (the lock was given back both times).
+    fixture(&other);
+    let pg = TestDatabase::postgres();
+    write(&pg.store, |_| {
+        assert!(!pg.store.sqlite_writer_busy());
+        Ok(())
+    })
+    .unwrap();
+}
+
+/// The bundled SQLite is built and set up as `.cargo/config.toml` and `SQLITE_PRAGMAS` say: no
+/// allocation statistics (a process-wide mutex on every allocation), plans that never depend on
+/// bound values (else every `LIMIT ?` is prepared again on each execution), and savepoints'
+/// statement journals in memory. Fails when the workspace's build configuration is lost.
+#[test]
+fn sqlite_is_built_and_set_up_for_a_server() {
+    let db = TestDatabase::sqlite();
+    let options = db.store.sqlite_pragma("compile_options").unwrap();
+    for wanted in ["DEFAULT_MEMSTATUS=0", "ENABLE_QPSG"] {
+        assert!(options.iter().any(|o| o == wanted), "{wanted} missing from {options:?}");
+    }
+    // MEMORY (2) on every pooled connection.
+    for _ in 0..3 {
+        assert_eq!(db.store.sqlite_pragma("temp_store").unwrap(), vec!["2".to_owned()]);
+    }
+}
+
 // ----- connecting -----
 
 #[test]

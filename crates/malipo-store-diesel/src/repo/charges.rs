@@ -1,15 +1,14 @@
 //! [`ChargeRepo`] on the transaction's connection: charges and cash-outs.
 
-use diesel::dsl::sql;
 use diesel::prelude::*;
-use diesel::sql_types::Bool;
-use malipo_charges::{Charge, ChargeFilter, ChargeKind};
+use malipo_charges::{Charge, ChargeFilter, ChargeKind, ChargeState};
 use malipo_core::{ChargeRef, Mode, Msisdn, OrgId, Timestamp};
 use malipo_service::{ChargeRepo, StoreError};
 
-use crate::cached::written;
+use crate::cached::{written, CachedDsl};
 use crate::claim::DueRows;
 use crate::error::db_error;
+use crate::literal::column_is;
 use crate::rows::ChargeRow;
 use crate::schema::charges;
 use crate::tx::{inserted, limit_i64, locked_row, DieselTx};
@@ -92,7 +91,7 @@ impl ChargeRepo for DieselTx<'_> {
             .filter(charges::kind.eq(ChargeKind::Charge.as_str()))
             .into_boxed();
         if let Some(state) = filter.state {
-            query = query.filter(charges::state.eq(state.as_str()));
+            query = query.filter(column_is("charges.state", state.as_str()));
         }
         if let Some(from) = filter.from {
             query = query.filter(charges::created_at.ge(from.as_micros()));
@@ -133,9 +132,10 @@ impl ChargeRepo for DieselTx<'_> {
         let rows: Vec<ChargeRow> = charges::table
             .filter(charges::mode.eq(mode.as_str()))
             .filter(charges::payer_msisdn.eq(msisdn.as_str()))
-            .filter(sql::<Bool>("charges.state = 'pending'"))
+            .filter(column_is("charges.state", ChargeState::Pending.as_str()))
             .order((charges::created_at.asc(), charges::id.asc()))
             .select(ChargeRow::as_select())
+            .cached()
             .load(self.conn)
             .map_err(db_error)?;
         rows.into_iter().map(Charge::try_from).collect()

@@ -16,6 +16,7 @@ use malipo_service::{AccountKey, LedgerRepo, PostingQuery, StatementLine, StoreE
 use crate::cached::written;
 use crate::cached::CachedDsl;
 use crate::error::{account_error, db_error, Fail};
+use crate::literal::column_is;
 use crate::repo::deferred::{self, WaitingLine};
 use crate::repo::posting;
 use crate::rows::{self, AccountRow, JournalRow};
@@ -100,7 +101,7 @@ impl LedgerRepo for DieselTx<'_> {
             AccountKey::Org { org_id, mode, kind } => accounts::table
                 .filter(accounts::org_id.eq(org_id.as_str()))
                 .filter(accounts::mode.eq(mode.as_str()))
-                .filter(accounts::kind.eq(kind.as_str()))
+                .filter(column_is("accounts.kind", kind.as_str()))
                 .select((AccountRow::as_select(), deferred::waiting_sum()))
                 .limit(1)
                 .cached()
@@ -109,7 +110,7 @@ impl LedgerRepo for DieselTx<'_> {
             AccountKey::System { mode, currency, kind } => accounts::table
                 .filter(accounts::mode.eq(mode.as_str()))
                 .filter(accounts::currency.eq(currency.as_str()))
-                .filter(accounts::kind.eq(kind.as_str()))
+                .filter(column_is("accounts.kind", kind.as_str()))
                 .filter(system_kind())
                 .select((AccountRow::as_select(), deferred::waiting_sum()))
                 .limit(1)

@@ -6,6 +6,7 @@ use malipo_requests::{PayCode, PaymentRequest, RequestFilter, RequestState};
 use malipo_service::{PaymentRequestRepo, StoreError};
 
 use crate::error::db_error;
+use crate::literal::column_is;
 use crate::rows::PaymentRequestRow;
 use crate::schema::payment_requests;
 use crate::tx::{inserted, limit_i64, locked_row, per_backend, DieselTx};
@@ -51,7 +52,7 @@ impl PaymentRequestRepo for DieselTx<'_> {
             payment_requests::table.filter(payment_requests::mode.eq(mode.as_str())).filter(payment_requests::pay_code.eq(code.as_str()))
         };
         let open = of_code()
-            .filter(payment_requests::state.eq(OPEN))
+            .filter(column_is("payment_requests.state", OPEN))
             .select(PaymentRequestRow::as_select())
             .first(self.conn)
             .optional()
@@ -71,7 +72,7 @@ impl PaymentRequestRepo for DieselTx<'_> {
     fn update_payment_request(&mut self, request: &PaymentRequest) -> Result<(), StoreError> {
         let row = PaymentRequestRow::from(request);
         // Guarded: only a request still open moves, whatever the caller read.
-        let updated = diesel::update(payment_requests::table.find(row.id.as_str()).filter(payment_requests::state.eq(OPEN)))
+        let updated = diesel::update(payment_requests::table.find(row.id.as_str()).filter(column_is("payment_requests.state", OPEN)))
             .set((
                 payment_requests::state.eq(&row.state),
                 payment_requests::paid_by_msisdn.eq(&row.paid_by_msisdn),
@@ -120,7 +121,7 @@ impl PaymentRequestRepo for DieselTx<'_> {
             payment_requests::table
                 .filter(payment_requests::mode.eq(mode.as_str()))
                 .filter(payment_requests::payer_msisdn.eq(payer.as_str()))
-                .filter(payment_requests::state.eq(OPEN))
+                .filter(column_is("payment_requests.state", OPEN))
                 .order(payment_requests::id.asc())
                 .select(PaymentRequestRow::as_select())
                 .load(self.conn)
@@ -133,7 +134,7 @@ impl PaymentRequestRepo for DieselTx<'_> {
         macro_rules! due {
             () => {
                 payment_requests::table
-                    .filter(payment_requests::state.eq(OPEN))
+                    .filter(column_is("payment_requests.state", OPEN))
                     .filter(payment_requests::expires_at.le(now.as_micros()))
                     .order((payment_requests::expires_at.asc(), payment_requests::id.asc()))
                     .limit(limit_i64(limit))

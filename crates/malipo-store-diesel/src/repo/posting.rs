@@ -104,10 +104,10 @@ pub(crate) fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result
     }
     if !postings.is_empty() {
         // A journal's few lines: a bounded number of shapes.
-        written!(&mut *conn, diesel::insert_into(postings::table).values(&postings))?;
+        written!(rows &mut *conn, diesel::insert_into(postings::table).values(&postings))?;
     }
     if !waiting.is_empty() {
-        written!(&mut *conn, diesel::insert_into(deferred_lines::table).values(&waiting))?;
+        written!(rows &mut *conn, diesel::insert_into(deferred_lines::table).values(&waiting))?;
     }
     Ok(())
 }
