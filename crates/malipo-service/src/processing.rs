@@ -129,7 +129,7 @@ impl<'a> Processing<'a> {
     }
 
     /// Every step of one charge that is due now, in the caller's transaction.
-    fn steps(
+    pub(crate) fn steps(
         &self,
         tx: &mut dyn Tx,
         id: &ChargeRef,
@@ -293,6 +293,6 @@ impl<'a> Processing<'a> {
 }
 
 /// Failures of posting that end the charge `processing_error` rather than being retried.
-fn is_processing_failure(e: &ServiceError) -> bool {
+pub(crate) fn is_processing_failure(e: &ServiceError) -> bool {
     matches!(e, ServiceError::Store(StoreError::Ledger(_)) | ServiceError::InsufficientFunds | ServiceError::Internal(_))
 }

@@ -8,7 +8,7 @@
 
 use malipo_auth::Principal;
 use malipo_charges::{ChargeEvent, ChargeState, FailureReason};
-use malipo_core::{ChargeRef, Mode, Msisdn, OrgId};
+use malipo_core::{ChargeRef, Mode, Msisdn, OrgId, Timestamp};
 use malipo_countries::Country;
 use malipo_ussd::{
     clip, display_amount, split_hops, text_too_long, Caller, Effect, Menu, Outcome, Prompt, PromptKind, Screen, State, NAME_CHARS,
@@ -23,7 +23,7 @@ use crate::lifecycle::{Entered, Lifecycle};
 use crate::p2p::P2p;
 use crate::payment_requests::pay::RequestPayments;
 use crate::ports::{read, write, Tx, UssdSession};
-use crate::processing::Processing;
+use crate::processing::{is_processing_failure, Processing};
 use crate::wallets::{PinCheck, Pins, Wallets};
 
 mod hops;
@@ -53,6 +53,10 @@ const BUSY: &str = "Your previous request is still being processed. Please dial 
 const OUT_OF_STEP: &str = "Sorry, this session is out of step. Please dial again.";
 const TOO_LONG: &str = "Too much input. Please dial again.";
 const LOCKED: &str = "Your Malipo wallet is locked. Visit a Malipo agent to unlock it.";
+
+/// An approval's answer: the charge's state or why it could not be answered, or the screen of
+/// a PIN that is not right.
+type Approval = Result<Result<ChargeState, String>, Outcome>;
 
 /// Which session an effect runs for.
 struct SessionAt<'a> {
@@ -275,16 +279,8 @@ impl<'a> Ussd<'a> {
         let mode = at.mode;
         let money = |m| display_amount(country.currency, m);
         // Checks the PIN; `Err(outcome)` is the answer when it is not right.
-        let pin_gate = |pin: &str| -> Result<Result<(), Outcome>, ServiceError> {
-            Ok(match Pins(self.core).check_pin(mode, caller, pin)? {
-                PinCheck::Right => Ok(()),
-                PinCheck::Wrong { attempts_left } => Err(Outcome::WrongPin { attempts_left }),
-                PinCheck::LockedNow => Err(Outcome::Locked),
-                PinCheck::Locked => Err(Outcome::Refused(LOCKED.into())),
-                PinCheck::NoPin => Err(Outcome::Refused("Your Malipo wallet has no PIN yet. Visit a Malipo agent to set one.".into())),
-                PinCheck::NoWallet => Err(Outcome::Refused("This number has no Malipo wallet.".into())),
-            })
-        };
+        let pin_gate =
+            |pin: &str| -> Result<Result<(), Outcome>, ServiceError> { Ok(pin_outcome(Pins(self.core).check_pin(mode, caller, pin)?)) };
         Ok(match effect {
             Effect::LoadApprovals => Outcome::Approvals(read(self.core.store(), |tx| prompts_in(self.core, tx, mode, caller))?),
             Effect::LookupRecipient { to } => read(self.core.store(), |tx| recipient_in(tx, mode, &to))?,
@@ -316,13 +312,25 @@ impl<'a> Ussd<'a> {
                 self.pay_request(at, caller, country, &prompt, hop)?
             }
             Effect::Approve { prompt, pin } => {
-                if let Err(o) = pin_gate(&pin)? {
-                    return Ok(o);
-                }
                 if prompt.kind == PromptKind::PaymentRequest {
+                    if let Err(o) = pin_gate(&pin)? {
+                        return Ok(o);
+                    }
                     return self.pay_request(at, caller, country, &prompt, hop);
                 }
-                match self.answer_prompt(mode, caller, &prompt, true)? {
+                let answered = match self.approve_with_pin(mode, caller, &prompt, &pin)? {
+                    Some(Ok(answered)) => answered,
+                    Some(Err(o)) => return Ok(o),
+                    // An older PIN hash, or a completion that failed with the approval: the
+                    // check, the approval and the completion one transaction after another.
+                    None => {
+                        if let Err(o) = pin_gate(&pin)? {
+                            return Ok(o);
+                        }
+                        self.answer_prompt(mode, caller, &prompt, true)?
+                    }
+                };
+                match answered {
                     Ok(state) if state == ChargeState::Completed || state == ChargeState::Authorised => Outcome::Done(match prompt.kind {
                         PromptKind::CashOut => {
                             format!(
@@ -416,29 +424,10 @@ impl<'a> Ussd<'a> {
     ) -> Result<Result<ChargeState, String>, ServiceError> {
         let id = ChargeRef::from_trusted(prompt.id.clone());
         let mut entered = Entered::new();
-        let lifecycle = Lifecycle(self.core);
         let answered = write(self.core.store(), |tx| {
             entered.clear();
             let now = self.core.now();
-            let Some(mut charge) = tx.lock_charge(&id)? else {
-                return Ok(Err("This payment no longer exists.".to_owned()));
-            };
-            if charge.mode != mode || &charge.payer_msisdn != caller {
-                return Ok(Err("This payment no longer exists.".to_owned()));
-            }
-            if charge.state != ChargeState::Pending {
-                return Ok(Err("This payment is no longer waiting for your approval.".to_owned()));
-            }
-            if now >= charge.expires_at {
-                lifecycle.apply(tx, &mut charge, ChargeEvent::Expire, now, &mut entered)?;
-                return Ok(Err("This payment request has expired.".to_owned()));
-            }
-            if approve {
-                lifecycle.authorise(tx, &mut charge, now, &mut entered)?;
-            } else {
-                lifecycle.apply(tx, &mut charge, ChargeEvent::Decline, now, &mut entered)?;
-            }
-            Ok(Ok((charge.state, charge.failure_reason)))
+            self.answer_in(tx, mode, caller, &id, approve, now, &mut entered)
         })?;
         self.core.report(&entered);
         let (state, reason) = match answered {
@@ -450,14 +439,103 @@ impl<'a> Ussd<'a> {
                 // The worker completes it after the lease: the approval stands.
                 tracing::warn!(charge = %id, error = %e, "completing an approved charge failed; the worker will retry");
             }
-            return Ok(Ok(ChargeState::Authorised));
         }
-        Ok(match reason {
-            Some(FailureReason::InsufficientFunds) => Err("You do not have enough money for this payment.".to_owned()),
-            Some(FailureReason::LimitExceeded) => Err("This payment is above your wallet's limits.".to_owned()),
-            Some(FailureReason::WalletLocked) => Err(LOCKED.to_owned()),
-            _ => Ok(state),
-        })
+        Ok(answer_result(state, reason))
+    }
+
+    /// The PIN check, the approval and the completion of a charge or cash-out in one
+    /// transaction (one commit and one lock of the wallet where three were). `Some(Err(outcome))`
+    /// when the PIN is not right (counted as on every channel); `None` when this path does not
+    /// apply (a PIN under an older hash) or its completion failed, undoing the approval and the
+    /// check with it: the caller then takes them one transaction after another, where a failed
+    /// completion is left to the worker.
+    fn approve_with_pin(&self, mode: Mode, caller: &Msisdn, prompt: &Prompt, pin: &str) -> Result<Option<Approval>, ServiceError> {
+        let id = ChargeRef::from_trusted(prompt.id.clone());
+        let processing = Processing::new(self.core);
+        let together = Pins(self.core).check_pin_then(mode, caller, pin, &mut |tx, now, entered| {
+            let answered = self.answer_in(tx, mode, caller, &id, true, now, entered)?;
+            if let Ok((ChargeState::Authorised, _)) = answered {
+                processing.steps(tx, &id, now, None, entered)?;
+            }
+            Ok(answered)
+        });
+        let (check, answered) = match together {
+            Ok(Some(v)) => v,
+            Ok(None) => return Ok(None),
+            Err(e) if is_processing_failure(&e) => {
+                tracing::warn!(charge = %id, error = %e, "approving and completing in one transaction failed; one after another");
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        if let Err(o) = pin_outcome(check) {
+            return Ok(Some(Err(o)));
+        }
+        Ok(Some(Ok(match answered {
+            Some(Ok((state, reason))) => answer_result(state, reason),
+            Some(Err(msg)) => Err(msg),
+            None => Err("This payment no longer exists.".to_owned()),
+        })))
+    }
+
+    /// Answers a pending prompt in the caller's transaction: `Ok(Err(msg))` when it can no
+    /// longer be answered, else the charge's state and failure reason.
+    #[allow(clippy::too_many_arguments)]
+    fn answer_in(
+        &self,
+        tx: &mut dyn Tx,
+        mode: Mode,
+        caller: &Msisdn,
+        id: &ChargeRef,
+        approve: bool,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<Result<(ChargeState, Option<FailureReason>), String>, ServiceError> {
+        let lifecycle = Lifecycle(self.core);
+        let Some(mut charge) = tx.lock_charge(id)? else {
+            return Ok(Err("This payment no longer exists.".to_owned()));
+        };
+        if charge.mode != mode || &charge.payer_msisdn != caller {
+            return Ok(Err("This payment no longer exists.".to_owned()));
+        }
+        if charge.state != ChargeState::Pending {
+            return Ok(Err("This payment is no longer waiting for your approval.".to_owned()));
+        }
+        if now >= charge.expires_at {
+            lifecycle.apply(tx, &mut charge, ChargeEvent::Expire, now, entered)?;
+            return Ok(Err("This payment request has expired.".to_owned()));
+        }
+        if approve {
+            lifecycle.authorise(tx, &mut charge, now, entered)?;
+        } else {
+            lifecycle.apply(tx, &mut charge, ChargeEvent::Decline, now, entered)?;
+        }
+        Ok(Ok((charge.state, charge.failure_reason)))
+    }
+}
+
+/// The answer to a prompt, from the state its charge reached.
+fn answer_result(state: ChargeState, reason: Option<FailureReason>) -> Result<ChargeState, String> {
+    if state == ChargeState::Authorised {
+        return Ok(ChargeState::Authorised);
+    }
+    match reason {
+        Some(FailureReason::InsufficientFunds) => Err("You do not have enough money for this payment.".to_owned()),
+        Some(FailureReason::LimitExceeded) => Err("This payment is above your wallet's limits.".to_owned()),
+        Some(FailureReason::WalletLocked) => Err(LOCKED.to_owned()),
+        _ => Ok(state),
+    }
+}
+
+/// The screen of a PIN that is not right; `Ok(())` for a right one.
+fn pin_outcome(check: PinCheck) -> Result<(), Outcome> {
+    match check {
+        PinCheck::Right => Ok(()),
+        PinCheck::Wrong { attempts_left } => Err(Outcome::WrongPin { attempts_left }),
+        PinCheck::LockedNow => Err(Outcome::Locked),
+        PinCheck::Locked => Err(Outcome::Refused(LOCKED.into())),
+        PinCheck::NoPin => Err(Outcome::Refused("Your Malipo wallet has no PIN yet. Visit a Malipo agent to set one.".into())),
+        PinCheck::NoWallet => Err(Outcome::Refused("This number has no Malipo wallet.".into())),
     }
 }
 

@@ -2,13 +2,13 @@
 //! country's maximum locks the wallet and declines its pending prompts.
 
 use malipo_auth::SecretHasher;
-use malipo_core::{Mode, Msisdn};
+use malipo_core::{Mode, Msisdn, Timestamp};
 
 use crate::core::Core;
 use crate::error::{ServiceError, StoreError};
 use crate::lifecycle::{Entered, Lifecycle};
 use crate::limits::Limits;
-use crate::ports::{read, write, WalletState};
+use crate::ports::{read, write, Tx, Wallet, WalletState};
 
 /// The result of checking a PIN (every check counts towards the lock).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,6 +29,9 @@ pub enum PinCheck {
     /// The number has no wallet in this mode.
     NoWallet,
 }
+
+/// What a right PIN guards, done in the check's transaction at the check's time.
+pub(crate) type Guarded<'a, T> = dyn FnMut(&mut dyn Tx, Timestamp, &mut Entered) -> Result<T, ServiceError> + 'a;
 
 /// Checks and replaces PINs.
 pub(crate) struct Pins<'a>(pub(crate) &'a Core);
@@ -72,26 +75,7 @@ impl Pins<'_> {
                     // The PIN changed while it was being checked: check again against the new one.
                     return Ok(None);
                 }
-                if right {
-                    if wallet.pin_attempts != 0 || upgraded.is_some() {
-                        wallet.pin_attempts = 0;
-                        if let Some(new) = &upgraded {
-                            wallet.pin_hash = Some(new.clone());
-                        }
-                        wallet.updated_at = now;
-                        tx.update_wallet(&wallet)?;
-                    }
-                    return Ok(Some(PinCheck::Right));
-                }
-                let max = Limits(self.0).country(&wallet)?.max_pin_attempts;
-                wallet.pin_attempts = wallet.pin_attempts.saturating_add(1);
-                if wallet.pin_attempts >= max {
-                    Lifecycle(self.0).lock_out(tx, &mut wallet, None, now, &mut entered)?;
-                    return Ok(Some(PinCheck::LockedNow));
-                }
-                wallet.updated_at = now;
-                tx.update_wallet(&wallet)?;
-                Ok(Some(PinCheck::Wrong { attempts_left: max.saturating_sub(wallet.pin_attempts) }))
+                self.count(tx, &mut wallet, right, upgraded.as_deref(), now, &mut entered).map(Some)
             })?;
             self.0.report(&entered);
             if let Some(result) = result {
@@ -99,6 +83,84 @@ impl Pins<'_> {
             }
         }
         Err(StoreError::Retry.into())
+    }
+
+    /// Checks a PIN as [`Pins::check_pin`] does and, when it is right, runs `then` in the same
+    /// transaction: one commit for the check and what it guards, the wallet's row locked once. A
+    /// keyed hash is checked inside the transaction (microseconds); an older Argon2id hash is not
+    /// (tens of milliseconds under the wallet's lock): `Ok(None)`, and the caller checks with
+    /// [`Pins::check_pin`] instead. An error of `then` fails the whole transaction (nothing
+    /// counted, nothing done) and is returned.
+    ///
+    /// # Errors
+    /// Storage failures; `then`'s.
+    pub(crate) fn check_pin_then<T>(
+        &self,
+        mode: Mode,
+        msisdn: &Msisdn,
+        pin: &str,
+        then: &mut Guarded<'_, T>,
+    ) -> Result<Option<(PinCheck, Option<T>)>, ServiceError> {
+        let mut entered = Entered::new();
+        let result = write(self.0.store(), |tx| {
+            entered.clear();
+            let now = self.0.now();
+            let Some(mut wallet) = tx.lock_wallet(mode, msisdn)? else {
+                return Ok(Some((PinCheck::NoWallet, None)));
+            };
+            if wallet.state == WalletState::Locked {
+                return Ok(Some((PinCheck::Locked, None)));
+            }
+            let Some(hash) = wallet.pin_hash.clone() else {
+                return Ok(Some((PinCheck::NoPin, None)));
+            };
+            if SecretHasher::needs_rehash(&hash) {
+                return Ok(None);
+            }
+            let right = self.0.hasher.verify(pin, Some(&hash));
+            let check = self.count(tx, &mut wallet, right, None, now, &mut entered)?;
+            if check != PinCheck::Right {
+                return Ok(Some((check, None)));
+            }
+            let value = then(tx, now, &mut entered)?;
+            Ok(Some((check, Some(value))))
+        })?;
+        self.0.report(&entered);
+        Ok(result)
+    }
+
+    /// Counts a checked PIN on the locked wallet: a right one resets the count (and stores an
+    /// `upgraded` hash), a wrong one adds one and, at the country's maximum, locks the wallet and
+    /// declines its pending prompts.
+    fn count(
+        &self,
+        tx: &mut dyn Tx,
+        wallet: &mut Wallet,
+        right: bool,
+        upgraded: Option<&str>,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<PinCheck, ServiceError> {
+        if right {
+            if wallet.pin_attempts != 0 || upgraded.is_some() {
+                wallet.pin_attempts = 0;
+                if let Some(new) = upgraded {
+                    wallet.pin_hash = Some(new.to_owned());
+                }
+                wallet.updated_at = now;
+                tx.update_wallet(wallet)?;
+            }
+            return Ok(PinCheck::Right);
+        }
+        let max = Limits(self.0).country(wallet)?.max_pin_attempts;
+        wallet.pin_attempts = wallet.pin_attempts.saturating_add(1);
+        if wallet.pin_attempts >= max {
+            Lifecycle(self.0).lock_out(tx, wallet, None, now, entered)?;
+            return Ok(PinCheck::LockedNow);
+        }
+        wallet.updated_at = now;
+        tx.update_wallet(wallet)?;
+        Ok(PinCheck::Wrong { attempts_left: max.saturating_sub(wallet.pin_attempts) })
     }
 
     /// Replaces a wallet's PIN (the caller has just proved the current one) and resets the count.

@@ -235,11 +235,47 @@ fn hops_that_only_read_are_answered_in_the_one_transaction_that_moves_the_sessio
     }
     // A repeat of the last request replays its screen.
     assert_eq!(writes("3*1*1").1, last);
-    // The PIN moves money: claimed first, then approved, then the session written.
+    // The PIN moves money: the session claimed; the PIN checked, the charge approved and
+    // completed in one transaction; the session written.
     let (count, screen) = writes(&format!("3*1*1*{PIN}"));
-    assert!(count >= 3, "the approval took {count} write transactions: {screen}");
-    assert!(screen.starts_with("END "), "{screen}");
-    while live.world.platform.processing().process_due(100).unwrap() > 0 {}
-    assert_eq!(live.world.reload(&live.shop, &charge).state, ChargeState::Completed);
+    assert_eq!(count, 3, "the approval took {count} write transactions: {screen}");
+    assert!(screen.starts_with("END ") && screen.contains("approved"), "{screen}");
+    assert_eq!(live.world.reload(&live.shop, &charge).state, ChargeState::Completed, "completed in the hop");
+    assert_eq!(live.world.verified_ledger(None), vec![]);
+}
+
+#[test]
+fn an_approval_under_an_older_pin_hash_checks_it_first_and_completes() {
+    let live = Live::new();
+    let n = live.customer(&["5000"]);
+    let platform = &live.world.platform;
+    let hasher = malipo_auth::SecretHasher::with_params([7; 32], 8, 1, 1).unwrap();
+    let msisdn = malipo_core::Msisdn::parse(&n).unwrap();
+    let pin_hash = || {
+        malipo_service::ports::read(platform.store(), |tx| Ok(tx.wallet(Mode::Live, &msisdn)?.and_then(|w| w.pin_hash))).unwrap().unwrap()
+    };
+    malipo_service::ports::write(platform.store(), |tx| {
+        let mut wallet = tx.lock_wallet(Mode::Live, &msisdn)?.unwrap();
+        wallet.pin_hash = Some(hasher.hash_argon2id(PIN).unwrap());
+        tx.update_wallet(&wallet)?;
+        Ok(())
+    })
+    .unwrap();
+    let wrong = live.world.charge(&live.shop, &n, "100").unwrap();
+    for text in ["", "3", "3*1", "3*1*1"] {
+        live.world.dial(&live.gateway, "s-old-wrong", &n, text);
+    }
+    let screen = live.world.dial(&live.gateway, "s-old-wrong", &n, "3*1*1*1111");
+    assert!(!screen.contains("approved"), "{screen}");
+    assert_eq!(live.world.reload(&live.shop, &wrong).state, ChargeState::Pending);
+    assert!(pin_hash().starts_with("$argon2id$"));
+    for text in ["", "3", "3*1", "3*1*1"] {
+        live.world.dial(&live.gateway, "s-old-right", &n, text);
+    }
+    let screen = live.world.dial(&live.gateway, "s-old-right", &n, &format!("3*1*1*{PIN}"));
+    assert!(screen.starts_with("END ") && screen.contains("approved"), "{screen}");
+    assert_eq!(live.world.reload(&live.shop, &wrong).state, ChargeState::Completed);
+    assert!(pin_hash().starts_with("$malipo-hmac-sha256$"), "{}", pin_hash());
+    assert_eq!(platform.wallets().details(&live.operator, &n).unwrap().wallet.pin_attempts, 0, "the right PIN reset the count");
     assert_eq!(live.world.verified_ledger(None), vec![]);
 }
