@@ -189,7 +189,7 @@ def ussd_section(summary, meta):
     )
     row("approvals/s", lambda r, _: num(r.get("approvals_per_sec"), 1))
     row("hop round trip p50 / p99 (the four hops before the PIN)", pair("hop_p50_ms", "hop_p99_ms"))
-    row("PIN hop round trip p50 / p99 (the PIN check, then the authorisation)", pair("pin_hop_p50_ms", "pin_hop_p99_ms"))
+    row("PIN hop round trip p50 / p99 (the PIN check, the authorisation and the completion)", pair("pin_hop_p50_ms", "pin_hop_p99_ms"))
     row("charge push (`POST /partner/stk`) p50 / p99", pair("charge_p50_ms", "charge_p99_ms"))
     row("errors (sessions not ending approved)", lambda r, _: num(r.get("errors")))
     row(
@@ -208,7 +208,8 @@ def ussd_section(summary, meta):
         f"KES {num(any_run.get('amount'))} a charge, KES {num(any_run.get('balance'))} cashed in by an agent), then one "
         "USSD session through a live gateway: `\"\"`, `3`, `3*1`, `3*1*1`, `3*1*1*PIN`. The PIN hop checks the PIN "
         "against its keyed hash (HMAC-SHA256 under the server's key; a PIN still stored as an older Argon2id hash is "
-        "checked as such once and stored again as a keyed hash) and then authorises the charge"
+        "checked as such once and stored again as a keyed hash), then authorises and completes the charge in the same "
+        "transaction (three commits for the hop: the session's claim, the approval, the session's screen)"
         + (f". PIN hop median over the other hops' median: {', '.join(ratios)}." if ratios else ".")
     )
     cpu = [
