@@ -104,7 +104,8 @@ pub struct ServeArgs {
     /// account's row against concurrent payouts).
     #[arg(long, env = "MALIPO_PAYOUT_SETTLE_CHUNK", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub payout_settle_chunk: Option<u16>,
-    /// Due charges the worker advances in one transaction, each in a savepoint (default: 64 on
+    /// Due charges the worker advances in one transaction, with a savepoint each only when one
+    /// of them fails (default: 64 on
     /// SQLite, where each commit is a file sync of the one writer; 1 on PostgreSQL, where a longer
     /// transaction holds the rows every charge shares, a merchant's collection account and the
     /// sandbox's funding, against the other workers).

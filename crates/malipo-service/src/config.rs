@@ -18,8 +18,8 @@ pub struct ServiceConfig {
     /// fewer hold the shared rows (the payout account, the ledger's chain head; on SQLite the
     /// one writer lock) for less time at once.
     pub payout_settle_chunk: usize,
-    /// Due charges the worker advances in one transaction, each in a savepoint (1: each in
-    /// transactions of its own). More amortise each commit; fewer hold the rows every charge
+    /// Due charges the worker advances in one transaction, with a savepoint each only when one of
+    /// them fails (1: each in transactions of its own). More amortise each commit; fewer hold the rows every charge
     /// shares (a merchant's collection account, the sandbox's funding) for less time at once.
     pub charge_settle_chunk: usize,
     /// New charges and payouts are refused while the oldest due item has waited longer than
