@@ -17,6 +17,7 @@ crate::on_both!(
     two_approvals_whose_sum_exceeds_the_daily_limit_pass_at_most_once,
     an_approval_racing_an_operator_lock_is_either_before_it_or_refused,
     an_approval_racing_a_p2p_send_over_the_daily_limit_passes_at_most_once,
+    wrong_pins_at_once_are_each_counted_and_lock_the_wallet,
 );
 
 const PIN: &str = "4826";
@@ -149,4 +150,38 @@ async fn p2p_round(app: &TestApp, cast: &Cast, round: usize) {
         assert_eq!(c["failure_reason"], "limit_exceeded", "round {round}: {c}");
         assert_eq!(recipient.raw("balance"), "2500.00", "round {round}");
     }
+}
+
+/// Three wrong PINs that reach the server together, on three sessions approving one charge:
+/// each is counted under the wallet's row lock, so the answers count down 2, 1, then lock the
+/// wallet and decline the charge. (Counted without the lock, two of them read the same count and
+/// the wallet stays open after three wrong PINs.)
+async fn wrong_pins_at_once_are_each_counted_and_lock_the_wallet(db: Db) {
+    let app = TestApp::shared(db);
+    let cast = Cast::new(app, malipo_core::Mode::Live, "1000000").await;
+    join_all((0..ROUNDS).map(|round| wrong_pins_round(app, &cast, round))).await;
+    app.assert_ledger_ok().await;
+}
+
+async fn wrong_pins_round(app: &TestApp, cast: &Cast, round: usize) {
+    const WRONG: &str = "9173";
+    let n = customer_with_4000_used(app, cast, "6004").await;
+    let r = cast.charge(app, &n, "100").await;
+    let inputs = ["3", "1", "1", WRONG];
+    let mut sessions = vec![];
+    for _ in 0..3 {
+        sessions.push(dial_to_last(app, cast, &n, &inputs).await);
+    }
+    let screens = join_all(sessions.iter().map(|sid| last_hop(app, cast, sid, &n, &inputs))).await;
+    let count = |needle: &str| screens.iter().filter(|s| s.contains(needle)).count();
+    assert_eq!(
+        (count("2 attempts left"), count("1 attempt left"), count("locked")),
+        (1, 1, 1),
+        "round {round}: each wrong PIN counted once: {screens:?}"
+    );
+    let w = cast.wallet(app, &n).await;
+    assert_eq!(w.json["state"], "locked", "round {round}: {}", w.text);
+    let c = app.wait_for(&cast.merchant_token, &r, "declined", WAIT).await;
+    assert_eq!(c["failure_reason"], "pin_attempts_exceeded", "round {round}: {c}");
+    assert_eq!(w.raw("balance"), "11000.00", "round {round}");
 }
