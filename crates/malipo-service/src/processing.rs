@@ -30,8 +30,8 @@ impl<'a> Processing<'a> {
     /// time in one transaction, so that each ends exactly as it would alone: all together, or,
     /// when one of them fails, each charge in a savepoint of its own (a charge whose step fails,
     /// its posting refused included, is undone alone and advanced by itself after the chunk):
-    /// one commit for the chunk instead of two or three per charge. If a chunk's transaction fails as a
-    /// whole, each of its charges is advanced alone. Returns how many were claimed.
+    /// one commit for the chunk instead of two or three per charge. If a chunk's transaction
+    /// fails as a whole, each of its charges is advanced alone. Returns how many were claimed.
     ///
     /// # Errors
     /// Storage failures of the claim itself; a failing charge is logged and left to its lease.

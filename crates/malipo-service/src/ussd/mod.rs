@@ -153,16 +153,23 @@ impl<'a> Ussd<'a> {
                 return Err(e);
             }
         };
-        let rendered = screen.render();
-        let session = UssdSession {
-            state: serde_json::to_string(&state).map_err(|e| ServiceError::Internal(e.to_string()))?,
-            hops: u32::try_from(hops.len()).unwrap_or(u32::MAX),
-            last_screen: rendered.clone(),
-            updated_at: self.core.now(),
-            ..*claimed
-        };
+        let (session, rendered) = self.moved_on(&claimed, &state, &screen, hops.len())?;
         write(self.core.store(), |tx| Ok(tx.put_ussd_session(&session)?))?;
         Ok(rendered)
+    }
+
+    /// The session as it was, moved on to `state` after `hops` inputs, with `screen` rendered as
+    /// its last screen; and that rendering.
+    fn moved_on(&self, session: &UssdSession, state: &State, screen: &Screen, hops: usize) -> Result<(UssdSession, String), ServiceError> {
+        let rendered = screen.render();
+        let moved = UssdSession {
+            state: serde_json::to_string(state).map_err(|e| ServiceError::Internal(e.to_string()))?,
+            hops: u32::try_from(hops).unwrap_or(u32::MAX),
+            last_screen: rendered.clone(),
+            updated_at: self.core.now(),
+            ..session.clone()
+        };
+        Ok((moved, rendered))
     }
 
     /// Finds or starts the session and claims it for this request's hops.
@@ -255,14 +262,7 @@ impl<'a> Ussd<'a> {
         let Some((state, screen)) = handle_hops(menu, hops, state, from, &mut reads)? else {
             return Ok(None);
         };
-        let rendered = screen.render();
-        let done = UssdSession {
-            state: serde_json::to_string(&state).map_err(|e| ServiceError::Internal(e.to_string()))?,
-            hops: u32::try_from(hops.len()).unwrap_or(u32::MAX),
-            last_screen: rendered.clone(),
-            updated_at: self.core.now(),
-            ..session.clone()
-        };
+        let (done, rendered) = self.moved_on(session, &state, &screen, hops.len())?;
         tx.put_ussd_session(&done)?;
         Ok(Some(rendered))
     }

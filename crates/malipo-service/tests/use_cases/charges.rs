@@ -382,6 +382,19 @@ fn drain(world: &World) {
     panic!("the worker still had due work after ten rounds");
 }
 
+/// A copy of `charge`, stored as if for `elsewhere` (another ledger's account): its posting is
+/// refused, an error rather than an outcome.
+fn rogue_copy(world: &World, charge: &Charge, elsewhere: &malipo_core::AccountId) -> Charge {
+    let rogue = Charge {
+        id: malipo_core::ChargeRef::new(),
+        reference: format!("ROGUE-{}", charge.reference),
+        merchant_account: elsewhere.clone(),
+        ..charge.clone()
+    };
+    malipo_service::write(world.platform.store(), |tx| Ok(tx.insert_charge(&rogue)?)).unwrap();
+    rogue
+}
+
 /// What a charge and its payer ended with, comparable across two worlds.
 fn outcome_of(world: &World, shop: &Principal, c: &Charge) -> (ChargeState, Option<FailureReason>, MinorUnit) {
     let c = world.reload(shop, c);
@@ -419,14 +432,7 @@ proptest::proptest! {
                     if !rogue {
                         return charge;
                     }
-                    let rogue = Charge {
-                        id: malipo_core::ChargeRef::new(),
-                        reference: format!("ROGUE-{}", charge.reference),
-                        merchant_account: elsewhere.clone(),
-                        ..charge
-                    };
-                    malipo_service::write(world.platform.store(), |tx| Ok(tx.insert_charge(&rogue)?)).unwrap();
-                    rogue
+                    rogue_copy(world, &charge, &elsewhere)
                 })
                 .collect();
             world.advance(3);
@@ -457,8 +463,7 @@ fn a_charge_whose_posting_is_refused_is_failed_with_its_hold_released() {
         // account): its posting is refused, an error rather than an outcome.
         let live = world.org(OrgKind::Merchant, Mode::Live);
         let elsewhere = world.platform.accounts().balance(&live, AccountKind::Collection).unwrap().account.id;
-        let rogue = Charge { id: malipo_core::ChargeRef::new(), reference: "ROGUE".into(), merchant_account: elsewhere, ..good.clone() };
-        malipo_service::write(world.platform.store(), |tx| Ok(tx.insert_charge(&rogue)?)).unwrap();
+        let rogue = rogue_copy(&world, &good, &elsewhere);
         world.advance(3);
         settle(&world);
         assert_eq!(world.reload(&shop, &good).state, ChargeState::Completed, "chunk {chunk}");

@@ -137,19 +137,33 @@ fn a_locked_wallet_pays_nothing() {
     assert_eq!(ended(&c), (ChargeState::Failed, Some(FailureReason::WalletLocked)));
 }
 
+/// A hasher of the kind used before keyed hashes (Argon2id, cheap parameters for tests).
+fn older_hasher() -> malipo_auth::SecretHasher {
+    malipo_auth::SecretHasher::with_params([7; 32], 8, 1, 1).unwrap()
+}
+
+/// Stores the wallet's PIN as it was stored before keyed hashes: an Argon2id hash of [`PIN`].
+fn store_older_pin_hash(platform: &malipo_service::Platform, msisdn: &malipo_core::Msisdn) {
+    malipo_service::ports::write(platform.store(), |tx| {
+        let mut wallet = tx.lock_wallet(Mode::Live, msisdn)?.unwrap();
+        wallet.pin_hash = Some(older_hasher().hash_argon2id(PIN).unwrap());
+        tx.update_wallet(&wallet)?;
+        Ok(())
+    })
+    .unwrap();
+}
+
 #[test]
 fn older_argon2id_hashes_verify_once_and_are_replaced_by_keyed_ones() {
     let live = Live::new();
     let n = live.customer(&["5000"]);
     let platform = &live.world.platform;
     // A PIN and a client secret as stored before keyed hashes: Argon2id.
-    let hasher = malipo_auth::SecretHasher::with_params([7; 32], 8, 1, 1).unwrap();
+    let hasher = older_hasher();
     let msisdn = malipo_core::Msisdn::parse(&n).unwrap();
     let issued = platform.access().issue_credential(&live.shop.org_id, Mode::Live, None).unwrap();
+    store_older_pin_hash(platform, &msisdn);
     malipo_service::ports::write(platform.store(), |tx| {
-        let mut wallet = tx.lock_wallet(Mode::Live, &msisdn)?.unwrap();
-        wallet.pin_hash = Some(hasher.hash_argon2id(PIN).unwrap());
-        tx.update_wallet(&wallet)?;
         let credential = tx.credential(&issued.client_id)?.unwrap();
         tx.replace_secret_hash(&issued.client_id, &credential.secret_hash, &hasher.hash_argon2id(&issued.client_secret).unwrap())?;
         Ok(())
@@ -249,18 +263,11 @@ fn an_approval_under_an_older_pin_hash_checks_it_first_and_completes() {
     let live = Live::new();
     let n = live.customer(&["5000"]);
     let platform = &live.world.platform;
-    let hasher = malipo_auth::SecretHasher::with_params([7; 32], 8, 1, 1).unwrap();
     let msisdn = malipo_core::Msisdn::parse(&n).unwrap();
     let pin_hash = || {
         malipo_service::ports::read(platform.store(), |tx| Ok(tx.wallet(Mode::Live, &msisdn)?.and_then(|w| w.pin_hash))).unwrap().unwrap()
     };
-    malipo_service::ports::write(platform.store(), |tx| {
-        let mut wallet = tx.lock_wallet(Mode::Live, &msisdn)?.unwrap();
-        wallet.pin_hash = Some(hasher.hash_argon2id(PIN).unwrap());
-        tx.update_wallet(&wallet)?;
-        Ok(())
-    })
-    .unwrap();
+    store_older_pin_hash(platform, &msisdn);
     let wrong = live.world.charge(&live.shop, &n, "100").unwrap();
     for text in ["", "3", "3*1", "3*1*1"] {
         live.world.dial(&live.gateway, "s-old-wrong", &n, text);

@@ -138,15 +138,13 @@ impl OutboxRepo for DieselTx<'_> {
     }
 
     fn update_deliveries(&mut self, deliveries: &[Delivery]) -> Result<(), StoreError> {
-        let distinct = deliveries.iter().map(|d| d.id.as_str()).collect::<std::collections::HashSet<_>>().len() == deliveries.len();
-        let DbConnection::Pg(c) = &mut *self.conn else {
-            // SQLite prepares and runs statements in process: one at a time costs no round trip.
-            return deliveries.iter().try_for_each(|d| self.update_delivery(d));
+        let distinct = || deliveries.iter().map(|d| d.id.as_str()).collect::<std::collections::HashSet<_>>().len() == deliveries.len();
+        let c = match &mut *self.conn {
+            DbConnection::Pg(c) if distinct() => c,
+            // SQLite prepares and runs statements in process (one at a time costs no round trip);
+            // a delivery twice is written in turn, the last write standing, as one by one.
+            _ => return deliveries.iter().try_for_each(|d| self.update_delivery(d)),
         };
-        if !distinct {
-            // A delivery twice: written in turn, the last write standing, as one by one.
-            return deliveries.iter().try_for_each(|d| self.update_delivery(d));
-        }
         let rows = deliveries.iter().map(DeliveryRow::try_from).collect::<Result<Vec<_>, _>>()?;
         for chunk in rows.chunks(UPDATE_CHUNK) {
             let updated = update_rows(c, chunk).map_err(db_error)?;
