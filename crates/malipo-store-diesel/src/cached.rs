@@ -69,16 +69,23 @@ impl<Q, Conn> RunQueryDsl<Conn> for Cached<Q> {}
 /// statements are prepared in process, without a round trip, but preparing one (parsing and
 /// planning it) costs more than running it (`docs/throughput.md`).
 macro_rules! written {
-    // An insert of several rows: diesel runs one on SQLite as one insert per row, prepared
-    // anew, and has no `RETURNING` for it there.
-    (rows $conn:expr, $stmt:expr) => {
+    // An insert of a few rows into `$table`: one statement on PostgreSQL; on SQLite, which runs
+    // diesel's multi-row insert as one insert per row prepared anew (and has no `RETURNING` for
+    // it), one kept statement run per row.
+    (rows $conn:expr, $table:expr, $rows:expr) => {
         match $conn {
-            $crate::DbConnection::Pg(c) => {
-                $crate::cached::CachedDsl::cached(($stmt).returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")))
-                    .load::<i32>(c)
-                    .map(|rows| rows.len())
-            }
-            $crate::DbConnection::Sqlite(c) => ($stmt).execute(c),
+            $crate::DbConnection::Pg(c) => $crate::cached::CachedDsl::cached(
+                diesel::insert_into($table).values($rows).returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")),
+            )
+            .load::<i32>(c)
+            .map(|rows| rows.len()),
+            $crate::DbConnection::Sqlite(c) => $rows.iter().try_fold(0, |n, row| {
+                $crate::cached::CachedDsl::cached(
+                    diesel::insert_into($table).values(row).returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")),
+                )
+                .load::<i32>(c)
+                .map(|rows| n + rows.len())
+            }),
         }
     };
     ($conn:expr, $stmt:expr) => {

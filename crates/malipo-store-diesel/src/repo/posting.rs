@@ -100,23 +100,12 @@ pub(crate) fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result
             });
         }
     }
-    // A journal's few lines: a bounded number of shapes on PostgreSQL, one insert of them all. On
-    // SQLite, which runs a multi-row insert as one insert per row prepared anew, one kept
-    // statement run per row.
-    if matches!(conn, DbConnection::Sqlite(_)) {
-        for row in &postings {
-            written!(&mut *conn, diesel::insert_into(postings::table).values(row))?;
-        }
-        for row in &waiting {
-            written!(&mut *conn, diesel::insert_into(deferred_lines::table).values(row))?;
-        }
-        return Ok(());
-    }
+    // A journal's few lines: a bounded number of statement shapes.
     if !postings.is_empty() {
-        written!(rows &mut *conn, diesel::insert_into(postings::table).values(&postings))?;
+        written!(rows &mut *conn, postings::table, &postings)?;
     }
     if !waiting.is_empty() {
-        written!(rows &mut *conn, diesel::insert_into(deferred_lines::table).values(&waiting))?;
+        written!(rows &mut *conn, deferred_lines::table, &waiting)?;
     }
     Ok(())
 }
