@@ -26,6 +26,8 @@ pub struct Settings {
     pub payout_settle_chunk: Option<usize>,
     /// Due charges advanced in one transaction (default: 64 on SQLite, 1 on PostgreSQL).
     pub charge_settle_chunk: Option<usize>,
+    /// Charge creations arriving together that may share one write transaction (1: none share).
+    pub create_group_max: usize,
     /// New charges and payouts are refused (503) while the oldest due work has waited longer
     /// than this (0: never).
     pub max_backlog_seconds: i64,
@@ -111,6 +113,14 @@ pub struct ServeArgs {
     /// sandbox's funding, against the other workers).
     #[arg(long, env = "MALIPO_CHARGE_SETTLE_CHUNK", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub charge_settle_chunk: Option<u16>,
+    /// Charge creations arriving at the same moment that may share one write transaction and
+    /// its commit (1: each in a transaction of its own). Nothing waits to form a group: a
+    /// creation that finds no other runs at once, alone; those arriving while a transaction
+    /// runs are committed together in the next. A group is kept whole or not at all (a member
+    /// that fails sends every member back to run alone), so every answer is the one it would be
+    /// alone.
+    #[arg(long, env = "MALIPO_CREATE_GROUP_MAX", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub create_group_max: u16,
     /// New charges, cash-outs, payouts and bulk approvals are refused with 503 `unavailable` and
     /// `Retry-After` while the oldest due charge or payout has waited for the workers longer than
     /// this many seconds, until the wait is back under half of it (0: never refused). Keep it
@@ -183,6 +193,7 @@ impl Settings {
             worker_lease_seconds: serve.worker_lease_seconds,
             payout_settle_chunk: serve.payout_settle_chunk.map(usize::from),
             charge_settle_chunk: serve.charge_settle_chunk.map(usize::from),
+            create_group_max: usize::from(serve.create_group_max),
             max_backlog_seconds: serve.max_backlog_seconds,
             rate_limit_live: serve.rate_limit_live,
             rate_limit_test: serve.rate_limit_test,

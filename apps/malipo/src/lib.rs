@@ -93,6 +93,7 @@ fn assemble(settings: &Settings, key: webhook_key::KeySource, clock: Arc<dyn Clo
         payout_settle_chunk: settings.payout_settle_chunk.unwrap_or(if settings.database_url.starts_with("postgres") { 1 } else { 8 }),
         charge_settle_chunk: settings.charge_settle_chunk.unwrap_or(if settings.database_url.starts_with("postgres") { 1 } else { 64 }),
         max_backlog_seconds: settings.max_backlog_seconds,
+        create_group_max: settings.create_group_max,
     };
     let platform = Platform::new(Arc::new(store.clone()), Arc::new(countries), Arc::new(hasher), clock, config).with_webhooks(
         Arc::new(malipo_http::JsonEvents),

@@ -1,21 +1,28 @@
 //! Prometheus metrics: request counts and latency histograms by route and status (from
-//! actix-web-prom), charges by the state they entered, the background work's backlog and the
+//! actix-web-prom), charges by the state they entered, creations committed in groups, the background work's backlog and the
 //! audit chain's sealing backlog.
 
 use actix_web_prom::{PrometheusMetrics, PrometheusMetricsBuilder};
 use malipo_charges::ChargeState;
 use malipo_service::{BacklogReading, Observer};
-use prometheus::{Gauge, GaugeVec, IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::{Gauge, GaugeVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
 
-/// Counts charges entering each state.
+/// Counts charges entering each state, and creations committed in groups.
 #[derive(Clone, Debug)]
 pub struct ChargeMetrics {
     entered: IntCounterVec,
+    groups: IntCounter,
+    grouped: IntCounter,
 }
 
 impl Observer for ChargeMetrics {
     fn charge_entered(&self, state: ChargeState) {
         self.entered.with_label_values(&[state.as_str()]).inc();
+    }
+
+    fn group_committed(&self, members: usize) {
+        self.groups.inc();
+        self.grouped.inc_by(u64::try_from(members).unwrap_or(u64::MAX));
     }
 }
 
@@ -61,6 +68,13 @@ pub fn metrics() -> Result<Metrics, String> {
     let entered = IntCounterVec::new(Opts::new("malipo_charges_total", "Charges that entered each state, by state"), &["state"])
         .map_err(|e| e.to_string())?;
     registry.register(Box::new(entered.clone())).map_err(|e| e.to_string())?;
+    let groups = IntCounter::new("malipo_create_groups_total", "Write transactions that committed two or more charge creations together")
+        .map_err(|e| e.to_string())?;
+    registry.register(Box::new(groups.clone())).map_err(|e| e.to_string())?;
+    let grouped =
+        IntCounter::new("malipo_create_group_members_total", "Charge creations committed together with others (in those transactions)")
+            .map_err(|e| e.to_string())?;
+    registry.register(Box::new(grouped.clone())).map_err(|e| e.to_string())?;
     let age = GaugeVec::new(
         Opts::new("malipo_backlog_age_seconds", "Seconds the oldest due item has waited for the background workers, by kind of work"),
         &["work"],
@@ -92,7 +106,11 @@ pub fn metrics() -> Result<Metrics, String> {
         .mask_unmatched_patterns("UNKNOWN")
         .build()
         .map_err(|e| e.to_string())?;
-    Ok(Metrics { requests: prom, charges: ChargeMetrics { entered }, backlog: BacklogMetrics { age, refusing, due, predicted } })
+    Ok(Metrics {
+        requests: prom,
+        charges: ChargeMetrics { entered, groups, grouped },
+        backlog: BacklogMetrics { age, refusing, due, predicted },
+    })
 }
 
 /// The audit chain's sealing backlog, set by the sealer after each pass: the journals committed

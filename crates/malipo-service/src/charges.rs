@@ -52,7 +52,7 @@ impl<'a> Charges<'a> {
         principal: &Principal,
         new: &NewCharge,
         idem: &Idem,
-        render: &dyn Fn(&Charge) -> StoredResponse,
+        render: impl Fn(&Charge) -> StoredResponse + Send + Sync + 'static,
     ) -> Result<IdemOutcome, ServiceError> {
         let merchant_country = self.core.country(&principal.country)?;
         let currency = merchant_country.currency;
@@ -105,39 +105,56 @@ impl<'a> Charges<'a> {
         Backlog::new(self.core).admit(Intake::Charge)?;
         let now = self.core.now();
         let next_action_at = Lifecycle(self.core).first_step_at(principal.mode, now);
-        let outcome = self.core.idempotent(
-            idem,
-            |tx| {
-                let merchant_account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?;
-                let charge = Charge {
-                    id: ChargeRef::new(),
-                    kind: ChargeKind::Charge,
-                    commission: MinorUnit::ZERO,
-                    org_id: principal.org_id.clone(),
-                    mode: principal.mode,
-                    payer_msisdn: payer.clone(),
-                    amount,
-                    fee,
-                    currency,
-                    amount_reversed: MinorUnit::ZERO,
-                    reference: new.reference.clone(),
-                    description: new.description.clone(),
-                    state: ChargeState::Pending,
-                    failure_reason: None,
-                    transaction_id: None,
-                    merchant_account,
-                    payer_account: None,
-                    created_at: now,
-                    updated_at: now,
-                    expires_at: now.plus_seconds(self.core.config.charge_ttl_seconds),
-                    completed_at: None,
-                    next_action_at: Some(next_action_at),
-                };
-                tx.insert_charge(&charge)?;
-                Ok(charge)
-            },
-            render,
-        )?;
+        let charge = move |merchant_account| Charge {
+            id: ChargeRef::new(),
+            kind: ChargeKind::Charge,
+            commission: MinorUnit::ZERO,
+            org_id: principal.org_id.clone(),
+            mode: principal.mode,
+            payer_msisdn: payer.clone(),
+            amount,
+            fee,
+            currency,
+            amount_reversed: MinorUnit::ZERO,
+            reference: new.reference.clone(),
+            description: new.description.clone(),
+            state: ChargeState::Pending,
+            failure_reason: None,
+            transaction_id: None,
+            merchant_account,
+            payer_account: None,
+            created_at: now,
+            updated_at: now,
+            expires_at: now.plus_seconds(self.core.config.charge_ttl_seconds),
+            completed_at: None,
+            next_action_at: Some(next_action_at),
+        };
+        let outcome = match self.core.cached_org_account_id(&principal.org_id, principal.mode, AccountKind::Collection) {
+            // The usual case: the account is known, so the charge is whole before the
+            // transaction and may share it with other requests' (the first charge of a
+            // merchant in this process looks its account up, alone).
+            Some(merchant_account) => {
+                let pending = charge(merchant_account);
+                self.core.idempotent_grouped(
+                    idem,
+                    move |tx| {
+                        let charge = Charge { id: ChargeRef::new(), ..pending.clone() };
+                        tx.insert_charge(&charge)?;
+                        Ok(charge)
+                    },
+                    render,
+                )?
+            }
+            None => self.core.idempotent(
+                idem,
+                |tx| {
+                    let charge = charge(self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?);
+                    tx.insert_charge(&charge)?;
+                    Ok(charge)
+                },
+                &render,
+            )?,
+        };
         if !outcome.replayed {
             self.core.observer.charge_entered(ChargeState::Pending);
         }

@@ -15,6 +15,7 @@ use malipo_webhooks::SecretCipher;
 
 use crate::config::{ServiceConfig, WebhookConfig};
 use crate::error::ServiceError;
+use crate::group::GroupCommit;
 use crate::ports::{AccountKey, EventRenderer, NoRenderer, Store, Tx};
 
 /// Hears about state changes (for metrics). The default hears nothing.
@@ -22,6 +23,9 @@ use crate::ports::{AccountKey, EventRenderer, NoRenderer, Store, Tx};
 pub trait Observer: Send + Sync {
     /// A charge entered `state`.
     fn charge_entered(&self, _state: ChargeState) {}
+
+    /// A transaction committed `members` (two or more) requests together (see [`crate::group`]).
+    fn group_committed(&self, _members: usize) {}
 }
 
 /// An observer that ignores everything.
@@ -65,6 +69,8 @@ pub(crate) struct Core {
     pub(crate) cipher: Arc<SecretCipher>,
     pub(crate) webhooks: WebhookConfig,
     pub(crate) backlog: Arc<BacklogGate>,
+    /// This instance's grouped writes on `store` (replaced with the store).
+    pub(crate) group: Arc<GroupCommit>,
     account_ids: Arc<AccountIds>,
 }
 
@@ -76,6 +82,7 @@ impl Core {
         clock: Arc<dyn Clock>,
         config: ServiceConfig,
     ) -> Self {
+        let group = Arc::new(GroupCommit::new(config.create_group_max));
         Core {
             store,
             countries,
@@ -87,6 +94,7 @@ impl Core {
             cipher: Arc::new(SecretCipher::ephemeral()),
             webhooks: WebhookConfig::default(),
             backlog: Arc::default(),
+            group,
             account_ids: Arc::default(),
         }
     }
@@ -116,6 +124,12 @@ impl Core {
     pub(crate) fn org_account_id(&self, tx: &mut dyn Tx, org_id: &OrgId, mode: Mode, kind: AccountKind) -> Result<AccountId, ServiceError> {
         self.account_id(tx, AccountKey::Org { org_id: org_id.clone(), mode, kind })?
             .ok_or_else(|| ServiceError::Internal(format!("organisation {org_id} has no {mode} {kind} account")))
+    }
+
+    /// The id of an organisation's account, if an earlier lookup cached it.
+    pub(crate) fn cached_org_account_id(&self, org_id: &OrgId, mode: Mode, kind: AccountKind) -> Option<AccountId> {
+        let key = AccountKey::Org { org_id: org_id.clone(), mode, kind };
+        self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).get(&key).cloned()
     }
 
     /// The id of the account `key` finds, cached once found (an account's id never changes).

@@ -67,15 +67,36 @@ impl Core {
                 }
                 Err(e) => return Err(e),
             };
-            let response = render(&value);
-            let record = IdempotencyRecord { fingerprint: idem.fingerprint.clone(), response: Some(response.clone()), created_at: now };
-            if tx.insert_key(&idem.scope, &idem.key, &record)? {
-                Ok(IdemOutcome { response, replayed: false })
-            } else {
-                // The key exists: undo this effect and answer from the stored record.
-                Err(StoreError::Retry.into())
-            }
+            store_key(tx, idem, now, render(&value))
         })
+    }
+
+    /// Like [`Core::idempotent`], but the effect may share its transaction (and its commit) with
+    /// other requests arriving at the same moment (see [`crate::group`]). Whatever happens to a
+    /// group, the answer is the one [`Core::idempotent`] would give: a group is kept whole or not
+    /// at all, and a request whose group was not kept runs alone.
+    ///
+    /// # Errors
+    /// As [`Core::idempotent`].
+    pub(crate) fn idempotent_grouped<T: 'static>(
+        &self,
+        idem: &Idem,
+        effect: impl Fn(&mut dyn Tx) -> Result<T, ServiceError> + Send + Sync + 'static,
+        render: impl Fn(&T) -> StoredResponse + Send + Sync + 'static,
+    ) -> Result<IdemOutcome, ServiceError> {
+        let effect = std::sync::Arc::new(effect);
+        let render = std::sync::Arc::new(render);
+        if self.group.enabled() {
+            let (effect, render, idem, now) = (effect.clone(), render.clone(), idem.clone(), self.now());
+            let job: crate::group::Job = Box::new(move |tx| {
+                let value = effect(tx)?;
+                Ok(store_key(tx, &idem, now, render(&value))?.response)
+            });
+            if let Some(response) = self.group.submit(self.store(), &|n| self.observer.group_committed(n), job) {
+                return Ok(IdemOutcome { response, replayed: false });
+            }
+        }
+        self.idempotent(idem, |tx| effect(tx), &|v| render(v))
     }
 
     /// The answer already stored for this key, if any: for use cases whose checks before the
@@ -88,6 +109,18 @@ impl Core {
             Some(existing) => decide(&existing, &idem.fingerprint).map(Some),
             None => Ok(None),
         }
+    }
+}
+
+/// Stores the key with the effect's response, as the answer of a first request; a key already
+/// stored (by a concurrent request) undoes the effect: the caller's transaction is retried and
+/// answers from the stored record.
+fn store_key(tx: &mut dyn Tx, idem: &Idem, now: malipo_core::Timestamp, response: StoredResponse) -> Result<IdemOutcome, ServiceError> {
+    let record = IdempotencyRecord { fingerprint: idem.fingerprint.clone(), response: Some(response.clone()), created_at: now };
+    if tx.insert_key(&idem.scope, &idem.key, &record)? {
+        Ok(IdemOutcome { response, replayed: false })
+    } else {
+        Err(StoreError::Retry.into())
     }
 }
 

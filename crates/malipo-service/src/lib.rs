@@ -20,6 +20,7 @@ mod customers;
 mod drain;
 pub mod error;
 mod events;
+pub mod group;
 pub mod housekeeping;
 pub mod idempotency;
 mod lifecycle;

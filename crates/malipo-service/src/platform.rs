@@ -16,6 +16,7 @@ use crate::backlog::Backlog;
 use crate::charges::Charges;
 use crate::config::{ServiceConfig, WebhookConfig};
 use crate::core::{Core, Observer};
+use crate::group::GroupCommit;
 use crate::housekeeping::Housekeeping;
 use crate::payment_requests::PaymentRequests;
 use crate::payouts::bulk::BulkPayouts;
@@ -61,7 +62,11 @@ impl Platform {
     /// another store: the app gives its background work a connection pool of its own.
     #[must_use]
     pub fn with_store(self, store: Arc<dyn Store>) -> Self {
-        self.with(|c| c.store = store)
+        self.with(|c| {
+            // A group runs on one store: the new store gets its own queue.
+            c.group = Arc::new(GroupCommit::new(c.config.create_group_max));
+            c.store = store;
+        })
     }
 
     /// The same platform with a metrics hook.

@@ -44,6 +44,8 @@ pub struct Options {
     /// Time stands still until the test moves it ([`TestApp::advance`]), and no charge worker
     /// runs: the test advances charges with [`TestApp::run_workers`].
     pub manual: bool,
+    /// `MALIPO_CREATE_GROUP_MAX` (default: the server's default, 32).
+    pub create_group_max: usize,
 }
 
 impl Default for Options {
@@ -56,6 +58,7 @@ impl Default for Options {
             token_failures: (100_000, 100_000),
             max_backlog_seconds: None,
             manual: false,
+            create_group_max: 32,
         }
     }
 }
@@ -125,6 +128,7 @@ pub fn settings(url: &str, o: &Options) -> Settings {
         worker_lease_seconds: 30,
         payout_settle_chunk: None,
         charge_settle_chunk: None,
+        create_group_max: o.create_group_max,
         // Under a manual clock no worker runs while time jumps, so due work is always behind.
         max_backlog_seconds: o.max_backlog_seconds.unwrap_or(if o.manual { 0 } else { 60 }),
         sandbox_approval_delay_ms: o.sandbox_delay_ms,

@@ -6,6 +6,7 @@ use crate::harness::{field_problem, msisdn, problem_strict, stk, Answer, Db, Tes
 
 crate::on_both!(
     concurrent_identical_requests_make_exactly_one_charge,
+    creations_at_once_are_committed_together_and_each_answered_as_alone,
     header_equal_to_body_idem_is_accepted,
     header_different_from_body_idem_is_refused,
     quoted_header_key_equals_bare_key,
@@ -64,6 +65,54 @@ async fn concurrent_identical_requests_make_exactly_one_charge(db: Db) {
     assert_eq!(again.header("idempotent-replayed"), "true");
     assert_eq!(again.text, first_body);
     app.assert_ledger_ok().await;
+}
+
+/// Rounds of 30 different charges and 8 copies of one more, sent at once, until some were
+/// committed in groups (several creations in one transaction; `/metrics` counts them). Whatever
+/// the groups, each request is answered as it would be alone: its own charge, the copies one
+/// charge, replayed byte for byte.
+async fn creations_at_once_are_committed_together_and_each_answered_as_alone(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let (_, token) = app.merchant_token().await;
+    // The merchant's first charge looks its account up, alone; later ones may share a commit.
+    app.charge_ref(&token, "254700001009", "10").await;
+    let mut seen = std::collections::HashSet::new();
+    let mut grouped = 0.0;
+    for round in 0..5 {
+        let body = |i: usize| json!({"payer_msisdn": "254700001009", "amount": "12.50", "reference": format!("R{round}-{i}"), "idem": format!("r{round}-{i}")});
+        let requests = (0..38).map(|i| {
+            let body = body(i.min(30));
+            let app = &app;
+            let token = &token;
+            async move { (i.min(30), Answer::of(app.post(token, "/partner/stk", &body, None).await).await) }
+        });
+        let answers = futures_util::future::join_all(requests).await;
+        let mut copies = Vec::new();
+        for (i, a) in &answers {
+            assert_eq!(a.status, 200, "{}", a.text);
+            assert_eq!(a.json["reference"], format!("R{round}-{i}"), "each request is answered with its own charge");
+            if *i == 30 {
+                copies.push(a);
+            } else {
+                assert_eq!(a.header("idempotent-replayed"), "", "a first answer is not a replay");
+                assert!(seen.insert(a.json["charge_ref"].as_str().unwrap().to_owned()), "a charge per request: {}", a.text);
+            }
+        }
+        assert!(copies.iter().all(|a| a.text == copies[0].text), "the copies are answered byte for byte alike");
+        assert_eq!(copies.iter().filter(|a| a.header("idempotent-replayed") != "true").count(), 1, "one copy did the work");
+        assert!(seen.insert(copies[0].json["charge_ref"].as_str().unwrap().to_owned()));
+        grouped = crate::ops::sample(&crate::ops::metrics(&app).await, "malipo_create_group_members_total", &[]).unwrap_or(0.0);
+        if grouped > 0.0 {
+            break;
+        }
+    }
+    assert!(grouped > 0.0, "some creations were committed together");
+    for r in &seen {
+        let c = app.get_json(&token, &format!("/partner/charges/{r}")).await;
+        assert_eq!(c["charge_ref"].as_str(), Some(r.as_str()), "every answered charge was kept");
+    }
+    app.assert_ledger_ok().await;
+    app.stop().await;
 }
 
 async fn header_equal_to_body_idem_is_accepted(db: Db) {

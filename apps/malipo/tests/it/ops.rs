@@ -71,7 +71,7 @@ async fn a_database_that_goes_away_is_said_quickly_and_recovery_is_automatic() {
     app.stop().await;
 }
 
-async fn metrics(app: &TestApp) -> String {
+pub(crate) async fn metrics(app: &TestApp) -> String {
     let r = app.http.get(app.url("/metrics")).send().await.unwrap();
     assert_eq!(r.status(), 200);
     let ct = r.headers()["content-type"].to_str().unwrap().to_owned();
@@ -80,7 +80,7 @@ async fn metrics(app: &TestApp) -> String {
 }
 
 /// The value of the first sample line that starts with `name{` and contains every label.
-fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+pub(crate) fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
     text.lines()
         .filter(|l| (l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} "))) && labels.iter().all(|x| l.contains(x)))
         .find_map(|l| l.rsplit(' ').next()?.parse().ok())

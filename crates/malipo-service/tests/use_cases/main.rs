@@ -8,6 +8,7 @@
 mod support;
 
 mod charges;
+mod groups;
 mod money_out;
 mod payment_requests;
 mod transactions;

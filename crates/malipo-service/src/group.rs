@@ -1,0 +1,155 @@
+//! Group commit: concurrent idempotent writes of one instance share one write transaction.
+//!
+//! A request that finds no group being run leads one: it takes the requests queued behind it
+//! (itself first, at most [`crate::ServiceConfig::create_group_max`]), runs their effects one
+//! after another in one transaction, commits once and answers each. Requests that arrive
+//! meanwhile queue; when the leader is done, the first of them leads the next group. Nobody
+//! waits on a timer: a request that finds nobody else runs at once, in a group of one, as it
+//! would without grouping. Under load the groups grow by themselves, and each request pays a
+//! share of one `BEGIN`/`COMMIT` (and of one turn of SQLite's writer) instead of a whole one.
+//! One group runs at a time per instance (per store): the groups, not more transactions, carry
+//! the load.
+//!
+//! A group is all or nothing. When any member's effect fails (its idempotency key is already
+//! stored, a constraint refuses a row, the database fails) or the commit fails, nothing of the
+//! group is kept and every member runs alone, the ordinary way ([`crate::core::Core`]'s
+//! `idempotent`), which settles repeats, refusals and errors as it always has. An answer is
+//! given only after the commit, so no member is told of a write that was not kept. A leader
+//! that panics hands the lead on (its members, finding their answer gone, run alone).
+
+use std::collections::VecDeque;
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use malipo_idempotency::StoredResponse;
+
+use crate::error::ServiceError;
+use crate::ports::{Store, Tx};
+
+/// One member's write: its effect, its response rendered and its idempotency key stored, in the
+/// transaction given; run again from the start if the group's transaction is retried. Returns
+/// the response stored.
+pub(crate) type Job = Box<dyn Fn(&mut dyn Tx) -> Result<StoredResponse, ServiceError> + Send>;
+
+/// What a member waiting for its group is told.
+enum Signal {
+    /// Committed with the group: the answer.
+    Done(StoredResponse),
+    /// Not committed with a group: run alone.
+    Alone,
+    /// Lead the next group.
+    Lead,
+}
+
+struct Member {
+    job: Job,
+    answer: Sender<Signal>,
+}
+
+struct Queue {
+    waiting: VecDeque<Member>,
+    /// Whether a group is being run (or its leader has been told to run it). While false, the
+    /// queue is empty.
+    leading: bool,
+}
+
+/// The queue of one instance's grouped writes on one store.
+pub(crate) struct GroupCommit {
+    max: usize,
+    queue: Mutex<Queue>,
+}
+
+impl GroupCommit {
+    /// Groups of at most `max` requests (with `max` ≤ 1, every request runs alone).
+    pub(crate) fn new(max: usize) -> Self {
+        GroupCommit { max, queue: Mutex::new(Queue { waiting: VecDeque::new(), leading: false }) }
+    }
+
+    /// Whether requests are grouped at all.
+    pub(crate) fn enabled(&self) -> bool {
+        self.max > 1
+    }
+
+    /// Runs `job` with whatever other requests are waiting, on `store`; blocks until the group is
+    /// committed or given up, and tells `committed` the size of each group committed. The
+    /// response stored, or `None` when the job was not committed in a group: the caller runs it
+    /// alone.
+    pub(crate) fn submit(&self, store: &dyn Store, committed: &dyn Fn(usize), job: Job) -> Option<StoredResponse> {
+        let (answer, answers) = channel();
+        let lead = {
+            let mut queue = self.lock();
+            queue.waiting.push_back(Member { job, answer });
+            !std::mem::replace(&mut queue.leading, true)
+        };
+        if lead {
+            self.lead(store, committed);
+        }
+        loop {
+            match answers.recv() {
+                Ok(Signal::Done(outcome)) => return Some(outcome),
+                Ok(Signal::Alone) | Err(_) => return None,
+                Ok(Signal::Lead) => self.lead(store, committed),
+            }
+        }
+    }
+
+    /// Runs the next group: the queue's front (this thread's own request, as the one that found
+    /// nobody leading or the one handed the lead) and those behind it.
+    fn lead(&self, store: &dyn Store, committed: &dyn Fn(usize)) {
+        let _hand_on = HandOn(self);
+        let group: Vec<Member> = {
+            let mut queue = self.lock();
+            let n = queue.waiting.len().min(self.max.max(1));
+            queue.waiting.drain(..n).collect()
+        };
+        let mut outcomes = Vec::with_capacity(group.len());
+        let kept = store.run(&mut |tx| {
+            outcomes.clear();
+            for m in &group {
+                // Any failure gives up the whole group (each member then runs alone); it is
+                // never retried as a group, since a stored key would fail it again.
+                let outcome = (m.job)(tx).map_err(|e| ServiceError::Internal(format!("group given up: {e}")))?;
+                outcomes.push(outcome);
+            }
+            Ok(())
+        });
+        match kept {
+            Ok(()) => {
+                if group.len() > 1 {
+                    committed(group.len());
+                }
+                for (m, outcome) in group.iter().zip(outcomes) {
+                    let _ = m.answer.send(Signal::Done(outcome));
+                }
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, members = group.len(), "group commit given up; its requests run alone");
+                for m in &group {
+                    let _ = m.answer.send(Signal::Alone);
+                }
+            }
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Passes the lead to the first request still queued when a group is done (also when its leader
+/// panicked), or marks that nobody leads.
+struct HandOn<'a>(&'a GroupCommit);
+
+impl Drop for HandOn<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.0.lock();
+        while let Some(next) = queue.waiting.front() {
+            if next.answer.send(Signal::Lead).is_ok() {
+                return;
+            }
+            // Its thread is gone: nobody is waiting for that request.
+            queue.waiting.pop_front();
+        }
+        queue.leading = false;
+    }
+}
