@@ -134,11 +134,28 @@ impl<'a> Processing<'a> {
         tx: &mut dyn Tx,
         id: &ChargeRef,
         now: Timestamp,
+        claim: Option<Timestamp>,
+        entered: &mut Entered,
+    ) -> Result<(), ServiceError> {
+        // Locked once: each step writes the whole charge back, so the row stays what `charge` holds.
+        let Some(mut charge) = tx.lock_charge(id)? else {
+            return Ok(());
+        };
+        self.steps_on(tx, &mut charge, now, claim, entered)
+    }
+
+    /// [`Processing::steps`] of a charge the caller's transaction has locked (and holds as the
+    /// row is).
+    pub(crate) fn steps_on(
+        &self,
+        tx: &mut dyn Tx,
+        charge: &mut Charge,
+        now: Timestamp,
         mut claim: Option<Timestamp>,
         entered: &mut Entered,
     ) -> Result<(), ServiceError> {
         loop {
-            let (again, mut e) = self.step(tx, id, now, claim)?;
+            let (again, mut e) = self.step_locked(tx, charge, now, claim)?;
             entered.append(&mut e);
             if !again {
                 return Ok(());
@@ -217,6 +234,17 @@ impl<'a> Processing<'a> {
         let Some(mut charge) = tx.lock_charge(id)? else {
             return Ok((false, vec![]));
         };
+        self.step_locked(tx, &mut charge, now, claim)
+    }
+
+    /// [`Processing::step`] of a charge this transaction has locked.
+    fn step_locked(
+        &self,
+        tx: &mut dyn Tx,
+        charge: &mut Charge,
+        now: Timestamp,
+        claim: Option<Timestamp>,
+    ) -> Result<(bool, Entered), ServiceError> {
         let ours = match claim {
             Some(lease) => charge.next_action_at == Some(lease),
             None => charge.next_action_at.is_some_and(|t| t <= now),
@@ -227,13 +255,13 @@ impl<'a> Processing<'a> {
         let mut entered = vec![];
         match charge.state {
             ChargeState::Pending if now >= charge.expires_at => {
-                self.lifecycle().apply(tx, &mut charge, ChargeEvent::Expire, now, &mut entered)?;
+                self.lifecycle().apply(tx, charge, ChargeEvent::Expire, now, &mut entered)?;
             }
             ChargeState::Pending => match charge.mode {
-                Mode::Test => self.sandbox_decide(tx, &mut charge, now, &mut entered)?,
-                Mode::Live => self.live_check(tx, &mut charge, now, &mut entered)?,
+                Mode::Test => self.sandbox_decide(tx, charge, now, &mut entered)?,
+                Mode::Live => self.live_check(tx, charge, now, &mut entered)?,
             },
-            ChargeState::Authorised => self.lifecycle().complete(tx, &mut charge, now, &mut entered)?,
+            ChargeState::Authorised => self.lifecycle().complete(tx, charge, now, &mut entered)?,
             _ => {}
         }
         let again = charge.state == ChargeState::Authorised && charge.next_action_at.is_some_and(|t| t <= now);

@@ -43,7 +43,7 @@ mod tx;
 pub mod testing;
 
 use crate::error::db_error;
-use crate::tx::DieselTx;
+use crate::tx::{DieselTx, KnownAccounts};
 
 const PG_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
 const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
@@ -204,6 +204,8 @@ pub struct DieselStore {
     backend: Backend,
     /// SQLite: the writer lock of the database file, held for each write transaction.
     writer: Option<Arc<Mutex<()>>>,
+    /// Accounts' ledgers and kinds seen so far (shared by clones).
+    known: Arc<KnownAccounts>,
 }
 
 /// The writer lock of a SQLite database file, one per file in the process (every store opened
@@ -277,7 +279,7 @@ impl DieselStore {
             builder = builder.idle_timeout(None).max_lifetime(None);
         }
         let pool = builder.build(manager).map_err(|e| StoreError::Unavailable(e.to_string()))?;
-        Ok(DieselStore { pool, backend, writer })
+        Ok(DieselStore { pool, backend, writer, known: Arc::default() })
     }
 
     /// A store that refuses every connection (used to drop a test database's pool first).
@@ -289,7 +291,7 @@ impl DieselStore {
             .connection_timeout(Duration::from_millis(10))
             .error_handler(Box::new(diesel::r2d2::NopErrorHandler))
             .build_unchecked(Manager { target: Target::Closed(backend) });
-        DieselStore { pool, backend, writer: None }
+        DieselStore { pool, backend, writer: None, known: Arc::default() }
     }
 
     /// Which database this store talks to.
@@ -437,9 +439,10 @@ impl DieselStore {
         };
         let mut pooled = self.begin(access)?;
         let conn: &mut DbConnection = &mut pooled;
-        let mut tx = DieselTx::new(conn);
+        let mut tx = DieselTx::new(conn, &self.known);
         let result = f(&mut tx);
         let poisoned = tx.poisoned;
+        let learned = std::mem::take(&mut tx.learned);
         match result {
             Ok(()) if poisoned => {
                 // A posting without a savepoint failed and the closure went on: its lines may be
@@ -454,7 +457,12 @@ impl DieselStore {
                 Err(StoreError::Other("a statement failed inside the transaction, which was rolled back".into()).into())
             }
             Ok(()) => match <DbConnection as Connection>::TransactionManager::commit_transaction(conn) {
-                Ok(()) => Ok(()),
+                Ok(()) => {
+                    // What this transaction saw of accounts is the store's to know only now that
+                    // the accounts it opened exist.
+                    self.known.remember_all(learned);
+                    Ok(())
+                }
                 Err(e) => {
                     let e = db_error(e);
                     finish_failed(conn, &e);
@@ -547,7 +555,7 @@ impl Store for DieselStore {
         let mut attempt = 1;
         loop {
             let mut pooled = self.connection()?;
-            match f(&mut DieselTx::new(&mut pooled)) {
+            match f(&mut DieselTx::new(&mut pooled, &self.known)) {
                 // A connection that died while idle in the pool: discard it and try another.
                 Err(ServiceError::Store(StoreError::Unavailable(_))) if attempt < MAX_ATTEMPTS => {
                     mark_broken(&mut pooled);

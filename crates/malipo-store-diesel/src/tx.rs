@@ -1,8 +1,14 @@
 //! The transaction handle: one connection inside a transaction begun by [`crate::DieselStore`].
 //! Each feature's repository is implemented on it in `repo/<feature>.rs`.
 
+use std::collections::HashMap;
+
 use diesel::prelude::*;
+use malipo_core::{Currency, Mode};
+use malipo_ledger::AccountKind;
 use malipo_service::StoreError;
+use malipo_webhooks::Endpoint;
+use parking_lot::RwLock;
 
 use crate::error::db_error;
 use crate::DbConnection;
@@ -35,17 +41,65 @@ macro_rules! locked_row {
 /// How many ids go into one `IN (…)` list.
 pub(crate) const IN_CHUNK: usize = 500;
 
+/// Most wallets' ledgers and kinds [`KnownAccounts`] keeps (the platform's and organisations'
+/// accounts, a few per organisation, are always kept).
+const KNOWN_WALLETS: usize = 100_000;
+
+/// The ledger (mode and currency) and kind of accounts, which never change once an account is
+/// opened: a posting checks its lines against them without reading the accounts each time.
+/// Shared by a store's transactions, and told only what committed transactions saw (a
+/// transaction keeps what it learns in [`DieselTx::learned`] until its commit), so that an
+/// account whose opening was rolled back is never taken for one that exists.
+#[derive(Debug, Default)]
+pub(crate) struct KnownAccounts(RwLock<Learned>);
+
+/// Accounts' ledgers and kinds by id.
+pub(crate) type Learned = HashMap<String, (Mode, Currency, AccountKind)>;
+
+impl KnownAccounts {
+    /// What is known of the account `id`.
+    pub(crate) fn get(&self, id: &str) -> Option<(Mode, Currency, AccountKind)> {
+        self.0.read().get(id).copied()
+    }
+
+    /// Keeps what a committed transaction learned (wallets only while there is room).
+    pub(crate) fn remember_all(&self, learned: Learned) {
+        if learned.is_empty() {
+            return;
+        }
+        let mut known = self.0.write();
+        for (id, (mode, currency, kind)) in learned {
+            if kind != AccountKind::Wallet || known.len() < KNOWN_WALLETS {
+                known.insert(id, (mode, currency, kind));
+            }
+        }
+    }
+}
+
 /// One transaction's connection.
 pub(crate) struct DieselTx<'c> {
     pub(crate) conn: &'c mut DbConnection,
     /// A posting without a savepoint of its own failed (`post_journal_whole`): some of its
     /// lines may be applied, so the transaction must not commit.
     pub(crate) poisoned: bool,
+    /// The store's accounts known so far.
+    pub(crate) known: &'c KnownAccounts,
+    /// Accounts this transaction opened or read, told to `known` when it commits.
+    pub(crate) learned: Learned,
+    /// Endpoints of an organisation and mode read in this transaction (each event of a
+    /// transaction, e.g. a charge authorised and completed, reads them once); forgotten when
+    /// the transaction writes an endpoint.
+    pub(crate) endpoints: HashMap<(String, Mode), Vec<Endpoint>>,
 }
 
 impl<'c> DieselTx<'c> {
-    pub(crate) fn new(conn: &'c mut DbConnection) -> Self {
-        DieselTx { conn, poisoned: false }
+    pub(crate) fn new(conn: &'c mut DbConnection, known: &'c KnownAccounts) -> Self {
+        DieselTx { conn, poisoned: false, known, learned: Learned::new(), endpoints: HashMap::new() }
+    }
+
+    /// What is known of the account `id`, by the store or by this transaction.
+    pub(crate) fn account_known(known: &KnownAccounts, learned: &Learned, id: &str) -> Option<(Mode, Currency, AccountKind)> {
+        learned.get(id).copied().or_else(|| known.get(id))
     }
 }
 

@@ -7,7 +7,7 @@
 //! cannot make an effect happen twice; a repeat after it finished replays the last screen.
 
 use malipo_auth::Principal;
-use malipo_charges::{ChargeEvent, ChargeState, FailureReason};
+use malipo_charges::{Charge, ChargeEvent, ChargeState, FailureReason};
 use malipo_core::{ChargeRef, Mode, Msisdn, OrgId, Timestamp};
 use malipo_countries::Country;
 use malipo_ussd::{
@@ -427,7 +427,7 @@ impl<'a> Ussd<'a> {
         let answered = write(self.core.store(), |tx| {
             entered.clear();
             let now = self.core.now();
-            self.answer_in(tx, mode, caller, &id, approve, now, &mut entered)
+            Ok(self.answer_in(tx, mode, caller, &id, approve, now, &mut entered)?.map(|c| (c.state, c.failure_reason)))
         })?;
         self.core.report(&entered);
         let (state, reason) = match answered {
@@ -453,11 +453,14 @@ impl<'a> Ussd<'a> {
         let id = ChargeRef::from_trusted(prompt.id.clone());
         let processing = Processing::new(self.core);
         let together = Pins(self.core).check_pin_then(mode, caller, pin, &mut |tx, now, entered| {
-            let answered = self.answer_in(tx, mode, caller, &id, true, now, entered)?;
-            if let Ok((ChargeState::Authorised, _)) = answered {
-                processing.steps(tx, &id, now, None, entered)?;
+            let mut answered = self.answer_in(tx, mode, caller, &id, true, now, entered)?;
+            if let Ok(charge) = &mut answered {
+                if charge.state == ChargeState::Authorised {
+                    // The charge this transaction locked and authorised, completed without a second read.
+                    processing.steps_on(tx, charge, now, None, entered)?;
+                }
             }
-            Ok(answered)
+            Ok(answered.map(|c| (c.state, c.failure_reason)))
         });
         let (check, answered) = match together {
             Ok(Some(v)) => v,
@@ -479,7 +482,7 @@ impl<'a> Ussd<'a> {
     }
 
     /// Answers a pending prompt in the caller's transaction: `Ok(Err(msg))` when it can no
-    /// longer be answered, else the charge's state and failure reason.
+    /// longer be answered, else the charge as answered (locked by the transaction).
     #[allow(clippy::too_many_arguments)]
     fn answer_in(
         &self,
@@ -490,7 +493,7 @@ impl<'a> Ussd<'a> {
         approve: bool,
         now: Timestamp,
         entered: &mut Entered,
-    ) -> Result<Result<(ChargeState, Option<FailureReason>), String>, ServiceError> {
+    ) -> Result<Result<Charge, String>, ServiceError> {
         let lifecycle = Lifecycle(self.core);
         let Some(mut charge) = tx.lock_charge(id)? else {
             return Ok(Err("This payment no longer exists.".to_owned()));
@@ -510,7 +513,7 @@ impl<'a> Ussd<'a> {
         } else {
             lifecycle.apply(tx, &mut charge, ChargeEvent::Decline, now, entered)?;
         }
-        Ok(Ok((charge.state, charge.failure_reason)))
+        Ok(Ok(charge))
     }
 }
 

@@ -2,7 +2,7 @@
 
 use malipo_charges::ChargeState;
 use malipo_core::{AccountId, MinorUnit, Mode, Timestamp};
-use malipo_ledger::{chain_hash, ChainLink, JournalKind, LedgerError, GENESIS_HASH};
+use malipo_ledger::{chain_hash, AccountKind, ChainLink, JournalKind, LedgerError, GENESIS_HASH};
 use malipo_service::{PostingQuery, ServiceError, StatementLine, Store};
 
 use crate::fixtures::ledger_error;
@@ -176,6 +176,31 @@ pub fn unknown_account_is_refused(store: &dyn Store) {
     assert_eq!(query(store, |tx| Ok(tx.account(&ghost)?)), None);
     assert_eq!(refused(store, |tx| Ok(tx.hold(&ghost, MinorUnit::new(1))?)), ledger_error(LedgerError::UnknownAccount(ghost.clone())));
     assert_eq!(refused(store, |tx| Ok(tx.release(&ghost, MinorUnit::new(1))?)), ledger_error(LedgerError::UnknownAccount(ghost.clone())));
+    assert_ledger_sound(store);
+}
+
+/// Accounts whose opening was rolled back (a wallet's and a platform account's, on which a credit
+/// would wait) are unknown to a later journal: refused with `UnknownAccount(id)`, nothing written.
+/// (An adapter that remembers what opened accounts are must not trust an opening it saw in a
+/// transaction that did not commit.)
+pub fn an_account_whose_opening_rolled_back_is_unknown(store: &dyn Store) {
+    let kes = insert_platform(store, Mode::Test, KES);
+    let wallet = wallet_account(Mode::Test, KES, &msisdn("254712000031"));
+    let revenue = system_account(Mode::Test, ugx(), AccountKind::Revenue);
+    let undone = refused(store, |tx| {
+        tx.insert_account(&wallet)?;
+        tx.insert_account(&revenue)?;
+        Err::<(), _>(ServiceError::Internal("rolled back".into()))
+    });
+    assert_eq!(undone, ServiceError::Internal("rolled back".into()));
+    let to_wallet = transfer(Mode::Test, KES, &kes.issuance.id, &wallet.id, 100, at(1));
+    assert_eq!(refused(store, |tx| Ok(tx.post_journal(&to_wallet)?)), ledger_error(LedgerError::UnknownAccount(wallet.id.clone())));
+    let ugx_platform = insert_platform(store, Mode::Test, ugx());
+    let to_revenue = transfer(Mode::Test, ugx(), &ugx_platform.issuance.id, &revenue.id, 100, at(2));
+    assert_eq!(refused(store, |tx| Ok(tx.post_journal(&to_revenue)?)), ledger_error(LedgerError::UnknownAccount(revenue.id.clone())));
+    assert_eq!(journal_count(store), 0);
+    assert_eq!(balance(store, &kes.issuance.id), 0);
+    assert_eq!(query(store, |tx| Ok(tx.account(&wallet.id)?)), None);
     assert_ledger_sound(store);
 }
 

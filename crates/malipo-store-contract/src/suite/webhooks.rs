@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use malipo_core::{EndpointId, EventId, Mode, OrgId, Timestamp};
-use malipo_service::{ServiceError, Store, StoreError};
+use malipo_service::{write, ServiceError, Store, StoreError};
 use malipo_webhooks::{Delivery, DeliveryState, Endpoint, Event, EventFilter, Summary};
 
 use crate::fixtures::duplicate;
@@ -111,6 +111,41 @@ pub fn endpoints_round_trip_and_update(store: &dyn Store) {
     let missing = endpoint(&org, Mode::Test, at(4));
     assert!(is_other(&refused(store, |tx| Ok(tx.update_endpoint(&missing)?))), "no such endpoint");
     assert_eq!(get_endpoint(store, &missing.id), None);
+}
+
+/// Within one transaction, `list_endpoints` answers what the transaction has written: an
+/// endpoint inserted after a first listing is listed, one updated is listed as updated, and one
+/// whose insert rolled back with its savepoint is not. (An adapter may remember a listing for
+/// the transaction's later events, never past its own writes.)
+pub fn list_endpoints_sees_the_transactions_own_writes(store: &dyn Store) {
+    let org = insert_org(store, "A", at(0));
+    let first = insert_endpoint(store, endpoint(&org, Mode::Test, at(1)));
+    let second = endpoint(&org, Mode::Test, at(2));
+    let undone = endpoint(&org, Mode::Test, at(3));
+    let mut disabled = first.clone();
+    disabled.enabled = false;
+    disabled.disabled_reason = Some("test".into());
+    let seen = write(store, |tx| {
+        let mut seen = vec![tx.list_endpoints(&org.id, Mode::Test)?];
+        tx.insert_endpoint(&second)?;
+        seen.push(tx.list_endpoints(&org.id, Mode::Test)?);
+        tx.update_endpoint(&disabled)?;
+        seen.push(tx.list_endpoints(&org.id, Mode::Test)?);
+        let rolled_back = tx.savepoint(&mut |tx| {
+            tx.insert_endpoint(&undone)?;
+            assert_eq!(tx.list_endpoints(&org.id, Mode::Test)?.len(), 3, "inside its savepoint");
+            Err(ServiceError::Internal("undone".into()))
+        });
+        assert!(rolled_back.is_err());
+        seen.push(tx.list_endpoints(&org.id, Mode::Test)?);
+        Ok(seen)
+    })
+    .unwrap();
+    assert_eq!(seen[0], vec![first.clone()]);
+    assert_eq!(seen[1], vec![first, second.clone()]);
+    assert_eq!(seen[2], vec![disabled.clone(), second.clone()]);
+    assert_eq!(seen[3], vec![disabled.clone(), second.clone()], "the savepoint's endpoint went with it");
+    assert_eq!(query(store, |tx| Ok(tx.list_endpoints(&org.id, Mode::Test)?)), vec![disabled, second]);
 }
 
 /// `list_endpoints` returns an organisation's endpoints of a mode that are not deleted, oldest

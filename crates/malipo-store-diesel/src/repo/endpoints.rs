@@ -13,6 +13,7 @@ use crate::DbConnection;
 
 impl EndpointRepo for DieselTx<'_> {
     fn insert_endpoint(&mut self, endpoint: &Endpoint) -> Result<(), StoreError> {
+        self.endpoints.clear();
         let row = EndpointRow::from(endpoint);
         inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(webhook_endpoints::table)
             .values(&row)
@@ -32,7 +33,11 @@ impl EndpointRepo for DieselTx<'_> {
     }
 
     fn list_endpoints(&mut self, org_id: &OrgId, mode: Mode) -> Result<Vec<Endpoint>, StoreError> {
-        webhook_endpoints::table
+        let key = (org_id.as_str().to_owned(), mode);
+        if let Some(listed) = self.endpoints.get(&key) {
+            return Ok(listed.clone());
+        }
+        let listed: Vec<Endpoint> = webhook_endpoints::table
             .filter(webhook_endpoints::org_id.eq(org_id.as_str()))
             .filter(webhook_endpoints::mode.eq(mode.as_str()))
             .filter(webhook_endpoints::deleted_at.is_null())
@@ -42,10 +47,13 @@ impl EndpointRepo for DieselTx<'_> {
             .map_err(db_error)?
             .into_iter()
             .map(Endpoint::try_from)
-            .collect()
+            .collect::<Result<_, _>>()?;
+        self.endpoints.insert(key, listed.clone());
+        Ok(listed)
     }
 
     fn update_endpoint(&mut self, endpoint: &Endpoint) -> Result<(), StoreError> {
+        self.endpoints.clear();
         let row = EndpointRow::from(endpoint);
         let updated = diesel::update(webhook_endpoints::table.find(row.id.as_str()))
             .set((

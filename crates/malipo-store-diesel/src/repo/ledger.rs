@@ -81,7 +81,9 @@ fn system_kind() -> diesel::expression::SqlLiteral<Bool> {
 impl LedgerRepo for DieselTx<'_> {
     fn insert_account(&mut self, account: &Account) -> Result<(), StoreError> {
         let row = AccountRow::from(account);
-        inserted(written!(&mut *self.conn, diesel::insert_into(accounts::table).values(&row).on_conflict_do_nothing()))
+        inserted(written!(&mut *self.conn, diesel::insert_into(accounts::table).values(&row).on_conflict_do_nothing()))?;
+        self.learned.insert(account.id.as_str().to_owned(), (account.mode, account.currency, account.kind));
+        Ok(())
     }
 
     fn account(&mut self, id: &AccountId) -> Result<Option<Account>, StoreError> {
@@ -183,12 +185,16 @@ impl LedgerRepo for DieselTx<'_> {
         journal.check_balanced()?;
         // In a savepoint: a refused line undoes the lines before it, and the caller's
         // transaction stays usable (e.g. to record the failure).
-        self.conn.transaction::<_, Fail, _>(|conn| posting::post_journal(conn, journal)).map_err(StoreError::from)
+        let (known, mut learned) = (self.known, std::mem::take(&mut self.learned));
+        let posted = self.conn.transaction::<_, Fail, _>(|conn| posting::post_journal(conn, known, &mut learned, journal));
+        // Kept whether or not the posting was: what it read is what the transaction sees.
+        self.learned = learned;
+        posted.map_err(StoreError::from)
     }
 
     fn post_journal_whole(&mut self, journal: &Journal) -> Result<(), StoreError> {
         journal.check_balanced()?;
-        let posted = posting::post_journal(self.conn, journal).map_err(StoreError::from);
+        let posted = posting::post_journal(self.conn, self.known, &mut self.learned, journal).map_err(StoreError::from);
         self.poisoned |= posted.is_err();
         posted
     }

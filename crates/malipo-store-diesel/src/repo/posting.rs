@@ -15,13 +15,14 @@ use crate::error::{account_error, Fail};
 use crate::repo::deferred;
 use crate::rows::{self, JournalRow, NewDeferredLine, NewPosting};
 use crate::schema::{accounts, deferred_lines, journals, postings};
+use crate::tx::{DieselTx, KnownAccounts, Learned};
 use crate::DbConnection;
 
 /// Posts a checked journal (inside a savepoint).
-pub(crate) fn post_journal(conn: &mut DbConnection, journal: &Journal) -> Result<(), Fail> {
+pub(crate) fn post_journal(conn: &mut DbConnection, known: &KnownAccounts, learned: &mut Learned, journal: &Journal) -> Result<(), Fail> {
     let mode = journal.mode.as_str();
     let currency = journal.currency.as_str();
-    let kinds = line_kinds(conn, journal)?;
+    let kinds = line_kinds(conn, known, learned, journal)?;
     let kind_of = |account: &AccountId| kinds.get(account.as_str()).copied().ok_or_else(|| LedgerError::UnknownAccount(account.clone()));
     // A line that needs no funds check on a hot account waits (`repo/deferred.rs`): its
     // account's row is not touched, so journals of one merchant, or of one ledger's revenue, do
@@ -166,22 +167,46 @@ fn insert_journal_row(conn: &mut DbConnection, journal: &Journal) -> Result<(), 
 /// four lines).
 const CACHED_LINES: usize = 8;
 
-/// The kinds of a journal's accounts (one read, no lock): an account missing, or in another
-/// mode or currency than the journal, refuses it.
-fn line_kinds(conn: &mut DbConnection, journal: &Journal) -> Result<HashMap<String, AccountKind>, Fail> {
-    let ids: Vec<&str> = journal.lines.iter().map(|l| l.account.as_str()).collect();
+/// The kind of each account of the journal's lines, each checked to be of the journal's ledger:
+/// from what the store knows, and the accounts it does not know yet read in one statement. An
+/// account not found is left out (its line is refused as unknown).
+fn line_kinds(
+    conn: &mut DbConnection,
+    known: &KnownAccounts,
+    learned: &mut Learned,
+    journal: &Journal,
+) -> Result<HashMap<String, AccountKind>, Fail> {
+    let mut kinds = HashMap::with_capacity(journal.lines.len());
+    let mut unknown: Vec<&str> = Vec::new();
+    for line in &journal.lines {
+        let id = line.account.as_str();
+        match DieselTx::account_known(known, learned, id) {
+            Some((mode, currency, kind)) => {
+                if mode != journal.mode || currency != journal.currency {
+                    return Err(StoreError::Ledger(LedgerError::Mismatch(line.account.clone())).into());
+                }
+                kinds.insert(id.to_owned(), kind);
+            }
+            None if !unknown.contains(&id) => unknown.push(id),
+            None => {}
+        }
+    }
+    if unknown.is_empty() {
+        return Ok(kinds);
+    }
     let query =
-        accounts::table.filter(accounts::id.eq_any(&ids)).select((accounts::id, accounts::mode, accounts::currency, accounts::kind));
+        accounts::table.filter(accounts::id.eq_any(&unknown)).select((accounts::id, accounts::mode, accounts::currency, accounts::kind));
     // Kept prepared for a journal of a few lines (SQLite's `IN (?, …)` has a shape per length;
     // PostgreSQL's `= ANY($1)` one).
     let found: Vec<(String, String, String, String)> =
-        if ids.len() <= CACHED_LINES { query.cached().load(conn)? } else { query.load(conn)? };
-    let mut kinds = HashMap::with_capacity(found.len());
+        if unknown.len() <= CACHED_LINES { query.cached().load(conn)? } else { query.load(conn)? };
     for (id, mode, currency, kind) in found {
-        if mode != journal.mode.as_str() || currency != journal.currency.as_str() {
+        let (mode, currency, kind) = (rows::mode(&mode)?, rows::currency(&currency)?, rows::account_kind(&kind)?);
+        learned.insert(id.clone(), (mode, currency, kind));
+        if mode != journal.mode || currency != journal.currency {
             return Err(StoreError::Ledger(LedgerError::Mismatch(AccountId::from_trusted(id))).into());
         }
-        kinds.insert(id, rows::account_kind(&kind)?);
+        kinds.insert(id, kind);
     }
     Ok(kinds)
 }

@@ -21,17 +21,25 @@ impl From<diesel::result::Error> for Ended {
 impl Savepoint for DieselTx<'_> {
     fn savepoint(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         let mut poisoned = false;
+        let mut learned = None;
+        let known = self.known;
         let ended = self.conn.transaction::<_, Ended, _>(|conn| {
-            let mut inner = DieselTx::new(conn);
+            // Its own endpoints read: what the savepoint reads or writes goes with it.
+            let mut inner = DieselTx::new(conn, known);
             let done = f(&mut inner).map_err(Ended::Closure);
             poisoned = inner.poisoned;
+            learned = Some(std::mem::take(&mut inner.learned));
             done
         });
+        // Endpoints the savepoint wrote are not in this transaction's list.
+        self.endpoints.clear();
         match ended {
             // A failed posting inside went on unnoticed: the savepoint keeps its partial lines,
             // so the whole transaction must not commit. (On failure the savepoint undid them.)
             Ok(()) => {
                 self.poisoned |= poisoned;
+                // What the savepoint learned of accounts stays with what it kept.
+                self.learned.extend(learned.unwrap_or_default());
                 Ok(())
             }
             Err(Ended::Closure(e)) => Err(e),
