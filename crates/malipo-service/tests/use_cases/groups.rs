@@ -72,10 +72,14 @@ struct Setup {
     release: Sender<()>,
 }
 
-/// A merchant that has created one charge (so its account is known), and a platform whose first
-/// write transaction waits for `release`.
+/// A merchant that has created one charge (so its account is known), and a platform grouping up
+/// to 8 creations whose first write transaction waits for `release`.
 fn setup() -> Setup {
-    let world = World::with_config(ServiceConfig { create_group_max: 8, ..ServiceConfig::default() });
+    setup_with(ServiceConfig { create_group_max: 8, ..ServiceConfig::default() })
+}
+
+fn setup_with(config: ServiceConfig) -> Setup {
+    let world = World::with_config(config);
     let shop = world.org(OrgKind::Merchant, Mode::Test);
     world.charge(&shop, &number("0001"), "10").unwrap();
     let (release, gate) = channel();
@@ -164,14 +168,7 @@ fn a_key_repeated_within_a_group_gives_the_group_up_and_each_request_is_settled_
 
 #[test]
 fn with_grouping_off_every_creation_has_its_own_transaction() {
-    let world = World::new();
-    let shop = world.org(OrgKind::Merchant, Mode::Test);
-    world.charge(&shop, &number("0001"), "10").unwrap();
-    let (release, gate) = channel();
-    let held = Arc::new(Held { inner: world.platform.clone(), attempts: AtomicUsize::new(0), first: Mutex::new(Some(gate)) });
-    let groups = Arc::new(Groups::default());
-    let platform = world.platform.clone().with_store(held.clone()).with_observer(groups.clone());
-    let s = Setup { world, shop, platform, held, groups, release };
+    let s = setup_with(ServiceConfig { create_group_max: 1, ..ServiceConfig::default() });
     let handles: Vec<_> = (0..4).map(|i| create(&s, &format!("ORDER-{i}"), &idem(&s.shop, "POST /partner/stk"))).collect();
     settle();
     s.release.send(()).unwrap();
