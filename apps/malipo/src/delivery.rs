@@ -509,7 +509,7 @@ mod loop_tests {
             reference: "ORDER-1".into(),
             description: None,
         };
-        let created = platform.charges().create(&shop, &new, &idem(&shop, "c"), |c: &Charge| body(c.id.to_string())).unwrap();
+        let created = platform.charges().create(&shop, &new, &idem(&shop, "c"), &|c: &Charge| body(c.id.to_string())).unwrap();
         let id = String::from_utf8(created.response.body).unwrap();
         platform.sandbox().simulate(&shop, &id, SimulateAction::Approve, &idem(&shop, "s"), &|_| body(String::new())).unwrap();
         let event = platform.webhooks().events(&shop, Some("charge.completed"), None, 1).unwrap().data.remove(0).id;

@@ -52,7 +52,7 @@ impl<'a> Charges<'a> {
         principal: &Principal,
         new: &NewCharge,
         idem: &Idem,
-        render: impl Fn(&Charge) -> StoredResponse + Send + Sync + 'static,
+        render: &dyn Fn(&Charge) -> StoredResponse,
     ) -> Result<IdemOutcome, ServiceError> {
         let merchant_country = self.core.country(&principal.country)?;
         let currency = merchant_country.currency;
@@ -131,20 +131,9 @@ impl<'a> Charges<'a> {
         };
         let outcome = match self.core.cached_org_account_id(&principal.org_id, principal.mode, AccountKind::Collection) {
             // The usual case: the account is known, so the charge is whole before the
-            // transaction and may share it with other requests' (the first charge of a
+            // transaction and may share it with other creations' (the first charge of a
             // merchant in this process looks its account up, alone).
-            Some(merchant_account) => {
-                let pending = charge(merchant_account);
-                self.core.idempotent_grouped(
-                    idem,
-                    move |tx| {
-                        let charge = Charge { id: ChargeRef::new(), ..pending.clone() };
-                        tx.insert_charge(&charge)?;
-                        Ok(charge)
-                    },
-                    render,
-                )?
-            }
+            Some(merchant_account) => self.core.create_charge(idem, &charge(merchant_account), render)?,
             None => self.core.idempotent(
                 idem,
                 |tx| {
@@ -152,7 +141,7 @@ impl<'a> Charges<'a> {
                     tx.insert_charge(&charge)?;
                     Ok(charge)
                 },
-                &render,
+                render,
             )?,
         };
         if !outcome.replayed {

@@ -1,8 +1,9 @@
-//! Group commit: concurrent idempotent writes of one instance share one write transaction.
+//! Group commit: charge creations of one instance arriving together share one write transaction.
 //!
 //! A request that finds no group being run leads one: it takes the requests queued behind it
-//! (itself first, at most [`crate::ServiceConfig::create_group_max`]), runs their effects one
-//! after another in one transaction, commits once and answers each. Requests that arrive
+//! (itself first, at most [`crate::ServiceConfig::create_group_max`]), inserts their idempotency
+//! keys (with the responses already rendered) and their charges, each kind in one statement where
+//! the database allows it, commits once and answers each. Requests that arrive
 //! meanwhile queue; when the leader is done, the first of them leads the next group. Nobody
 //! waits on a timer: a request that finds nobody else runs at once, in a group of one, as it
 //! would without grouping. Under load the groups grow by themselves, and each request pays a
@@ -10,10 +11,11 @@
 //! One group runs at a time per instance (per store): the groups, not more transactions, carry
 //! the load.
 //!
-//! A group is all or nothing. When any member's effect fails (its idempotency key is already
-//! stored, a constraint refuses a row, the database fails) or the commit fails, nothing of the
-//! group is kept and every member runs alone, the ordinary way ([`crate::core::Core`]'s
-//! `idempotent`), which settles repeats, refusals and errors as it always has. An answer is
+//! A group is all or nothing. When any member fails (its idempotency key is already stored, by
+//! another request or by another member of the group; a constraint refuses a row; the database
+//! fails) or the commit fails, nothing of the group is kept and every member runs alone, the
+//! ordinary way ([`crate::core::Core`]'s `idempotent`), which settles repeats, refusals and
+//! errors as it always has. An answer is
 //! given only after the commit, so no member is told of a write that was not kept. A leader
 //! that panics hands the lead on (its members, finding their answer gone, run alone).
 
@@ -21,20 +23,22 @@ use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use malipo_idempotency::StoredResponse;
+use malipo_charges::Charge;
+use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
 
 use crate::error::ServiceError;
-use crate::ports::{Store, Tx};
+use crate::ports::Store;
 
-/// One member's write: its effect, its response rendered and its idempotency key stored, in the
-/// transaction given; run again from the start if the group's transaction is retried. Returns
-/// the response stored.
-pub(crate) type Job = Box<dyn Fn(&mut dyn Tx) -> Result<StoredResponse, ServiceError> + Send>;
+/// One member's write: a new charge, and its idempotency key with the response to store.
+pub(crate) struct Creation {
+    pub(crate) charge: Charge,
+    pub(crate) key: (KeyScope, IdempotencyKey, IdempotencyRecord),
+}
 
 /// What a member waiting for its group is told.
 enum Signal {
-    /// Committed with the group: the answer.
-    Done(StoredResponse),
+    /// Committed with the group.
+    Done,
     /// Not committed with a group: run alone.
     Alone,
     /// Lead the next group.
@@ -42,7 +46,7 @@ enum Signal {
 }
 
 struct Member {
-    job: Job,
+    creation: Creation,
     answer: Sender<Signal>,
 }
 
@@ -70,15 +74,14 @@ impl GroupCommit {
         self.max > 1
     }
 
-    /// Runs `job` with whatever other requests are waiting, on `store`; blocks until the group is
-    /// committed or given up, and tells `committed` the size of each group committed. The
-    /// response stored, or `None` when the job was not committed in a group: the caller runs it
-    /// alone.
-    pub(crate) fn submit(&self, store: &dyn Store, committed: &dyn Fn(usize), job: Job) -> Option<StoredResponse> {
+    /// Writes `creation` with whatever other requests are waiting, on `store`; blocks until the
+    /// group is committed or given up, and tells `committed` the size of each group committed.
+    /// Whether the creation was committed (else the caller runs it alone).
+    pub(crate) fn submit(&self, store: &dyn Store, committed: &dyn Fn(usize), creation: Creation) -> bool {
         let (answer, answers) = channel();
         let lead = {
             let mut queue = self.lock();
-            queue.waiting.push_back(Member { job, answer });
+            queue.waiting.push_back(Member { creation, answer });
             !std::mem::replace(&mut queue.leading, true)
         };
         if lead {
@@ -86,8 +89,8 @@ impl GroupCommit {
         }
         loop {
             match answers.recv() {
-                Ok(Signal::Done(outcome)) => return Some(outcome),
-                Ok(Signal::Alone) | Err(_) => return None,
+                Ok(Signal::Done) => return true,
+                Ok(Signal::Alone) | Err(_) => return false,
                 Ok(Signal::Lead) => self.lead(store, committed),
             }
         }
@@ -97,20 +100,27 @@ impl GroupCommit {
     /// nobody leading or the one handed the lead) and those behind it.
     fn lead(&self, store: &dyn Store, committed: &dyn Fn(usize)) {
         let _hand_on = HandOn(self);
-        let group: Vec<Member> = {
+        let (mut answers, mut charges, mut keys) = (Vec::new(), Vec::new(), Vec::new());
+        {
             let mut queue = self.lock();
             let n = queue.waiting.len().min(self.max.max(1));
-            queue.waiting.drain(..n).collect()
-        };
-        let mut outcomes = Vec::with_capacity(group.len());
-        let kept = store.run(&mut |tx| {
-            outcomes.clear();
-            for m in &group {
-                // Any failure gives up the whole group (each member then runs alone); it is
-                // never retried as a group, since a stored key would fail it again.
-                let outcome = (m.job)(tx).map_err(|e| ServiceError::Internal(format!("group given up: {e}")))?;
-                outcomes.push(outcome);
+            for m in queue.waiting.drain(..n) {
+                answers.push(m.answer);
+                charges.push(m.creation.charge);
+                keys.push(m.creation.key);
             }
+        }
+        let group = answers;
+        let kept = store.run(&mut |tx| {
+            // Any failure gives up the whole group (each member then runs alone); it is never
+            // retried as a group, since a stored key would fail it again. The keys go first: a
+            // key already stored gives the group up before its charges are written.
+            let give_up = |e: crate::StoreError| ServiceError::Internal(format!("group given up: {e}"));
+            let stored = tx.insert_keys(&keys).map_err(give_up)?;
+            if stored < keys.len() {
+                return Err(ServiceError::Internal("group given up: an idempotency key is already stored".into()));
+            }
+            tx.insert_charges(&charges).map_err(give_up)?;
             Ok(())
         });
         match kept {
@@ -118,14 +128,14 @@ impl GroupCommit {
                 if group.len() > 1 {
                     committed(group.len());
                 }
-                for (m, outcome) in group.iter().zip(outcomes) {
-                    let _ = m.answer.send(Signal::Done(outcome));
+                for answer in &group {
+                    let _ = answer.send(Signal::Done);
                 }
             }
             Err(e) => {
                 tracing::debug!(error = %e, members = group.len(), "group commit given up; its requests run alone");
-                for m in &group {
-                    let _ = m.answer.send(Signal::Alone);
+                for answer in &group {
+                    let _ = answer.send(Signal::Alone);
                 }
             }
         }

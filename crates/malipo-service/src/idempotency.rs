@@ -3,9 +3,12 @@
 
 use malipo_idempotency::{Decision, Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse};
 
+use malipo_charges::Charge;
+
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::error::StoreError;
+use crate::group::Creation;
 use crate::ports::{read, write, Tx};
 
 /// The key of a state-changing request and what it is bound to.
@@ -67,36 +70,48 @@ impl Core {
                 }
                 Err(e) => return Err(e),
             };
-            store_key(tx, idem, now, render(&value))
+            let response = render(&value);
+            let record = IdempotencyRecord { fingerprint: idem.fingerprint.clone(), response: Some(response.clone()), created_at: now };
+            if tx.insert_key(&idem.scope, &idem.key, &record)? {
+                Ok(IdemOutcome { response, replayed: false })
+            } else {
+                // The key exists: undo this effect and answer from the stored record.
+                Err(StoreError::Retry.into())
+            }
         })
     }
 
-    /// Like [`Core::idempotent`], but the effect may share its transaction (and its commit) with
-    /// other requests arriving at the same moment (see [`crate::group`]). Whatever happens to a
-    /// group, the answer is the one [`Core::idempotent`] would give: a group is kept whole or not
-    /// at all, and a request whose group was not kept runs alone.
+    /// [`Core::idempotent`] for a new charge, whole before its transaction: it may share the
+    /// transaction (and its commit) with other creations arriving at the same moment (see
+    /// [`crate::group`]). Whatever happens to a group, the answer is the one
+    /// [`Core::idempotent`] would give: a group is kept whole or not at all, and a creation whose
+    /// group was not kept runs alone.
     ///
     /// # Errors
     /// As [`Core::idempotent`].
-    pub(crate) fn idempotent_grouped<T: 'static>(
+    pub(crate) fn create_charge(
         &self,
         idem: &Idem,
-        effect: impl Fn(&mut dyn Tx) -> Result<T, ServiceError> + Send + Sync + 'static,
-        render: impl Fn(&T) -> StoredResponse + Send + Sync + 'static,
+        charge: &Charge,
+        render: &dyn Fn(&Charge) -> StoredResponse,
     ) -> Result<IdemOutcome, ServiceError> {
-        let effect = std::sync::Arc::new(effect);
-        let render = std::sync::Arc::new(render);
         if self.group.enabled() {
-            let (effect, render, idem, now) = (effect.clone(), render.clone(), idem.clone(), self.now());
-            let job: crate::group::Job = Box::new(move |tx| {
-                let value = effect(tx)?;
-                Ok(store_key(tx, &idem, now, render(&value))?.response)
-            });
-            if let Some(response) = self.group.submit(self.store(), &|n| self.observer.group_committed(n), job) {
+            let response = render(charge);
+            let record =
+                IdempotencyRecord { fingerprint: idem.fingerprint.clone(), response: Some(response.clone()), created_at: self.now() };
+            let creation = Creation { charge: charge.clone(), key: (idem.scope.clone(), idem.key.clone(), record) };
+            if self.group.submit(self.store(), &|n| self.observer.group_committed(n), creation) {
                 return Ok(IdemOutcome { response, replayed: false });
             }
         }
-        self.idempotent(idem, |tx| effect(tx), &|v| render(v))
+        self.idempotent(
+            idem,
+            |tx| {
+                tx.insert_charge(charge)?;
+                Ok(charge.clone())
+            },
+            render,
+        )
     }
 
     /// The answer already stored for this key, if any: for use cases whose checks before the
@@ -109,18 +124,6 @@ impl Core {
             Some(existing) => decide(&existing, &idem.fingerprint).map(Some),
             None => Ok(None),
         }
-    }
-}
-
-/// Stores the key with the effect's response, as the answer of a first request; a key already
-/// stored (by a concurrent request) undoes the effect: the caller's transaction is retried and
-/// answers from the stored record.
-fn store_key(tx: &mut dyn Tx, idem: &Idem, now: malipo_core::Timestamp, response: StoredResponse) -> Result<IdemOutcome, ServiceError> {
-    let record = IdempotencyRecord { fingerprint: idem.fingerprint.clone(), response: Some(response.clone()), created_at: now };
-    if tx.insert_key(&idem.scope, &idem.key, &record)? {
-        Ok(IdemOutcome { response, replayed: false })
-    } else {
-        Err(StoreError::Retry.into())
     }
 }
 

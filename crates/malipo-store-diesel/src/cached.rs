@@ -88,6 +88,29 @@ macro_rules! written {
             }),
         }
     };
+    // The same, rows that conflict with a unique key left out (counted out of the rows written).
+    (rows $conn:expr, $table:expr, $rows:expr, on_conflict_do_nothing) => {
+        match $conn {
+            $crate::DbConnection::Pg(c) => $crate::cached::CachedDsl::cached(
+                diesel::insert_into($table)
+                    .values($rows)
+                    .on_conflict_do_nothing()
+                    .returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")),
+            )
+            .load::<i32>(c)
+            .map(|rows| rows.len()),
+            $crate::DbConnection::Sqlite(c) => $rows.iter().try_fold(0, |n, row| {
+                $crate::cached::CachedDsl::cached(
+                    diesel::insert_into($table)
+                        .values(row)
+                        .on_conflict_do_nothing()
+                        .returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")),
+                )
+                .load::<i32>(c)
+                .map(|rows| n + rows.len())
+            }),
+        }
+    };
     ($conn:expr, $stmt:expr) => {
         match $conn {
             $crate::DbConnection::Pg(c) => {

@@ -12,6 +12,12 @@ pub trait ChargeRepo {
     /// # Errors
     /// [`StoreError::Duplicate`] if the id exists.
     fn insert_charge(&mut self, charge: &Charge) -> Result<(), StoreError>;
+    /// Inserts charges together (one statement where the database allows it).
+    ///
+    /// # Errors
+    /// [`StoreError::Duplicate`] if an id exists; then none of them was inserted where the
+    /// adapter rolls back with the caller's transaction.
+    fn insert_charges(&mut self, charges: &[Charge]) -> Result<(), StoreError>;
     /// A charge of an organisation in a mode (another organisation's or mode's is `None`).
     ///
     /// # Errors

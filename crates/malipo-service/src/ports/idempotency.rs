@@ -19,6 +19,13 @@ pub trait IdempotencyRepo {
     /// # Errors
     /// Storage failures.
     fn insert_key(&mut self, scope: &KeyScope, key: &IdempotencyKey, record: &IdempotencyRecord) -> Result<bool, StoreError>;
+    /// [`IdempotencyRepo::insert_key`] for several keys together (one statement where the
+    /// database allows it); returns how many were stored. A key repeated in `keys` is stored
+    /// once.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn insert_keys(&mut self, keys: &[(KeyScope, IdempotencyKey, IdempotencyRecord)]) -> Result<usize, StoreError>;
     /// Deletes keys created before `before`; returns how many.
     ///
     /// # Errors

@@ -96,7 +96,7 @@ fn new_charge(reference: &str) -> NewCharge {
 /// Creates a charge on another thread.
 fn create(s: &Setup, reference: &str, idem: &Idem) -> JoinHandle<Result<IdemOutcome, ServiceError>> {
     let (platform, shop, new, idem) = (s.platform.clone(), s.shop.clone(), new_charge(reference), idem.clone());
-    std::thread::spawn(move || platform.charges().create(&shop, &new, &idem, id_body(|c: &Charge| c.id.to_string())))
+    std::thread::spawn(move || platform.charges().create(&shop, &new, &idem, &id_body(|c: &Charge| c.id.to_string())))
 }
 
 /// Lets the threads started so far reach the queue (they wait for the held transaction).
@@ -130,7 +130,7 @@ fn creations_arriving_while_a_transaction_runs_are_committed_together_and_each_a
         let charge = s.platform.charges().get(&s.shop, &body(answer)).unwrap();
         assert_eq!(charge.reference, *reference, "each request is answered with its own charge");
         // A retry replays the stored answer, as for a charge created alone.
-        let again = s.platform.charges().create(&s.shop, &new_charge(reference), key, id_body(|c: &Charge| c.id.to_string())).unwrap();
+        let again = s.platform.charges().create(&s.shop, &new_charge(reference), key, &id_body(|c: &Charge| c.id.to_string())).unwrap();
         assert_eq!((again.replayed, again.response), (true, answer.response.clone()));
         ids.push(body(answer));
     }

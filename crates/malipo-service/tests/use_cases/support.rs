@@ -109,8 +109,12 @@ impl World {
             reference: format!("ORDER-{}", next()),
             description: None,
         };
-        let outcome =
-            self.platform.charges().create(merchant, &new, &idem(merchant, "POST /partner/stk"), id_body(|c: &Charge| c.id.to_string()))?;
+        let outcome = self.platform.charges().create(
+            merchant,
+            &new,
+            &idem(merchant, "POST /partner/stk"),
+            &id_body(|c: &Charge| c.id.to_string()),
+        )?;
         let id = String::from_utf8(outcome.response.body).unwrap();
         Ok(self.platform.charges().get(merchant, &id).unwrap())
     }

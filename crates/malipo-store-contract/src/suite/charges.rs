@@ -18,6 +18,24 @@ fn ids(charges: &[Charge]) -> Vec<ChargeRef> {
     charges.iter().map(|c| c.id.clone()).collect()
 }
 
+/// `insert_charges` inserts charges together, each as `insert_charge` would; one whose id exists
+/// is refused with `Duplicate`, and in a transaction that then fails none of them is kept.
+pub fn insert_charges_inserts_together(store: &dyn Store) {
+    insert_platform(store, Mode::Test, KES);
+    let a = insert_merchant(store, "A", Mode::Test);
+    let payer = msisdn("254712000040");
+    let charges: Vec<Charge> = (0..3).map(|i| charge(&a.collection, &payer, 1_000 + i, at(i))).collect();
+    commit(store, |tx| Ok(tx.insert_charges(&charges)?));
+    for c in &charges {
+        assert_eq!(commit(store, |tx| Ok(tx.charge(&a.org.id, Mode::Test, &c.id)?)).as_ref(), Some(c));
+    }
+    let fresh = charge(&a.collection, &payer, 5_000, at(5));
+    let again = [fresh.clone(), charges[1].clone()];
+    assert_eq!(refused(store, |tx| Ok(tx.insert_charges(&again)?)), duplicate());
+    assert_eq!(commit(store, |tx| Ok(tx.charge(&a.org.id, Mode::Test, &fresh.id)?)), None, "nothing of the failed call kept");
+    commit(store, |tx| Ok(tx.insert_charges(&[])?));
+}
+
 /// Charges round trip (every field, optional ones set and unset) within their organisation and
 /// mode only; `lock_charge` finds one by id alone; a duplicate id is refused.
 pub fn charges_round_trip_scoped_by_org_and_mode(store: &dyn Store) {

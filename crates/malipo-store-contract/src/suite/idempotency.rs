@@ -10,6 +10,27 @@ fn record(fp: &str, status: u16, body: &[u8], t: i64) -> IdempotencyRecord {
     IdempotencyRecord { fingerprint: fingerprint(fp), response: Some(StoredResponse { status, body: body.to_vec() }), created_at: at(t) }
 }
 
+/// `insert_keys` stores the keys not stored yet and counts them: a key already stored keeps its
+/// first record, a key twice in one call is stored once (with the first of its records), and the
+/// rest are stored whole.
+pub fn insert_keys_stores_the_new_ones_and_counts_them(store: &dyn Store) {
+    let org = insert_org(store, "Duka", at(0));
+    let scope = key_scope(&org, Mode::Test, "POST /partner/stk");
+    let old = record("{\"amount\":\"1\"}", 200, b"old", 1);
+    assert!(commit(store, |tx| Ok(tx.insert_key(&scope, &idem_key("k-1"), &old)?)));
+    let batch: Vec<_> = [("k-1", "a"), ("k-2", "b"), ("k-3", "c"), ("k-2", "d")]
+        .iter()
+        .map(|(k, body)| (scope.clone(), idem_key(k), record("{}", 200, body.as_bytes(), 2)))
+        .collect();
+    assert_eq!(commit(store, |tx| Ok(tx.insert_keys(&batch)?)), 2, "k-2 and k-3");
+    let body =
+        |k: &str| commit(store, |tx| Ok(tx.idempotency_record(&scope, &idem_key(k))?)).expect("stored").response.expect("answered").body;
+    assert_eq!(body("k-1"), b"old", "the stored key keeps its record");
+    assert_eq!(body("k-2"), b"b", "the first of a repeated key's records");
+    assert_eq!(body("k-3"), b"c");
+    assert_eq!(commit(store, |tx| Ok(tx.insert_keys(&[])?)), 0);
+}
+
 /// `insert_key` stores a key with its record once and says `false` afterwards, leaving the first
 /// record; `idempotency_record` reads it back with the exact response bytes; keys are scoped by
 /// organisation, mode and operation.

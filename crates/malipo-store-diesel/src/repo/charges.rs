@@ -23,6 +23,15 @@ impl ChargeRepo for DieselTx<'_> {
         inserted(written!(&mut *self.conn, diesel::insert_into(charges::table).values(&row).on_conflict_do_nothing()))
     }
 
+    fn insert_charges(&mut self, charges: &[Charge]) -> Result<(), StoreError> {
+        let rows: Vec<ChargeRow> = charges.iter().map(ChargeRow::from).collect();
+        let inserted = written!(rows &mut *self.conn, charges::table, &rows, on_conflict_do_nothing).map_err(db_error)?;
+        if inserted < rows.len() {
+            return Err(StoreError::Duplicate);
+        }
+        Ok(())
+    }
+
     fn charge(&mut self, org_id: &OrgId, mode: Mode, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
         charges::table
             .filter(charges::id.eq(id.as_str()))

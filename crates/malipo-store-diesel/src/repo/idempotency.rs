@@ -24,20 +24,16 @@ impl IdempotencyRepo for DieselTx<'_> {
     }
 
     fn insert_key(&mut self, scope: &KeyScope, key: &IdempotencyKey, record: &IdempotencyRecord) -> Result<bool, StoreError> {
-        let row = KeyRow {
-            org_id: scope.org_id.as_str().to_owned(),
-            mode: scope.mode.as_str().to_owned(),
-            operation: scope.operation.clone(),
-            key: key.as_str().to_owned(),
-            fingerprint: record.fingerprint.as_str().to_owned(),
-            status: record.response.as_ref().map(|r| i32::from(r.status)),
-            response_body: record.response.as_ref().map(|r| r.body.clone()),
-            created_at: record.created_at.as_micros(),
-        };
+        let row = key_row(scope, key, record);
         // On PostgreSQL this waits for a concurrent uncommitted insert of the same key.
         let inserted = written!(&mut *self.conn, diesel::insert_into(idempotency_keys::table).values(&row).on_conflict_do_nothing())
             .map_err(db_error)?;
         Ok(inserted > 0)
+    }
+
+    fn insert_keys(&mut self, keys: &[(KeyScope, IdempotencyKey, IdempotencyRecord)]) -> Result<usize, StoreError> {
+        let rows: Vec<KeyRow> = keys.iter().map(|(scope, key, record)| key_row(scope, key, record)).collect();
+        written!(rows &mut *self.conn, idempotency_keys::table, &rows, on_conflict_do_nothing).map_err(db_error)
     }
 
     fn purge_keys(&mut self, before: Timestamp) -> Result<u64, StoreError> {
@@ -45,5 +41,18 @@ impl IdempotencyRepo for DieselTx<'_> {
             .execute(self.conn)
             .map_err(db_error)?;
         Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+    }
+}
+
+fn key_row(scope: &KeyScope, key: &IdempotencyKey, record: &IdempotencyRecord) -> KeyRow {
+    KeyRow {
+        org_id: scope.org_id.as_str().to_owned(),
+        mode: scope.mode.as_str().to_owned(),
+        operation: scope.operation.clone(),
+        key: key.as_str().to_owned(),
+        fingerprint: record.fingerprint.as_str().to_owned(),
+        status: record.response.as_ref().map(|r| i32::from(r.status)),
+        response_body: record.response.as_ref().map(|r| r.body.clone()),
+        created_at: record.created_at.as_micros(),
     }
 }

@@ -42,6 +42,10 @@ impl ChargeRepo for MemoryTx<'_> {
         Ok(())
     }
 
+    fn insert_charges(&mut self, charges: &[Charge]) -> Result<(), StoreError> {
+        charges.iter().try_for_each(|c| self.insert_charge(c))
+    }
+
     fn charge(&mut self, org_id: &OrgId, mode: Mode, id: &ChargeRef) -> Result<Option<Charge>, StoreError> {
         Ok(self.r().charges.get(id).filter(|c| &c.org_id == org_id && c.mode == mode).cloned())
     }

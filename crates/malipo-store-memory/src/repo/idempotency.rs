@@ -26,6 +26,16 @@ impl IdempotencyRepo for MemoryTx<'_> {
         Ok(true)
     }
 
+    fn insert_keys(&mut self, keys: &[(KeyScope, IdempotencyKey, IdempotencyRecord)]) -> Result<usize, StoreError> {
+        let mut stored = 0;
+        for (scope, key, record) in keys {
+            if self.insert_key(scope, key, record)? {
+                stored += 1;
+            }
+        }
+        Ok(stored)
+    }
+
     fn purge_keys(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         let s = self.w()?;
         let count = s.keys.len();

@@ -68,7 +68,7 @@ pub async fn create(
         })
     };
     idempotent(&req, principal, &state, "POST /partner/stk", input, new, |p, principal, new, idem| {
-        p.charges().create(principal, &new, idem, |c| render(&ChargeDto::from(c)))
+        p.charges().create(principal, &new, idem, &|c| render(&ChargeDto::from(c)))
     })
     .await
 }
