@@ -618,7 +618,13 @@ def main(argv):
         add(f"| {label}: webhook lag p99 < 1 s at {WEBHOOK_LAG_RATE} completions/s | {ms(p99)}{achieved} | {verdict(cmp(p99, '<', TARGET_LAG_P99_MS))} |")
     add("")
     token_runs = [load(out / f"token-flood-{b}.json") for b, _ in BACKENDS]
-    lines.extend(targets_section(summary, BACKENDS, pgbench_median, fraction, token_runs, load(out / "intake-10.json")))
+    # The servers of money out and of the transactions phase count too ("every phase").
+    other_rss = [(load(out / b / "rss-payouts.json") or {}).get("vmhwm_kib") for b, _ in BACKENDS]
+    for b, _ in BACKENDS:
+        t = load(out / f"transactions-{b}.json") or {}
+        other_rss += [t[k] * 1024 for k in ("rss_peak_before_mib", "rss_peak_after_mib") if t.get(k) is not None]
+    lines.extend(targets_section(summary, BACKENDS, pgbench_median, fraction, token_runs, load(out / "intake-10.json"),
+                                 [v for v in other_rss if v is not None]))
 
     add("## Results")
     add("")

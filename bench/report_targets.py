@@ -47,9 +47,10 @@ def _token(runs):
     return (max(p50s) if p50s else None), (max(slowdowns) if slowdowns else None)
 
 
-def targets_section(summary, labels, pgbench_median, creation_fraction, token_runs, intake_run):
+def targets_section(summary, labels, pgbench_median, creation_fraction, token_runs, intake_run, other_rss_kib=()):
     """Rows of the targets of throughput and hardening: `summary` is bench/report.py's per-backend
-    summary, `labels` its (backend, name) pairs."""
+    summary, `labels` its (backend, name) pairs, `other_rss_kib` the peak RSS of the servers of the
+    other phases (money out, transactions)."""
     lines = [
         "## Throughput and hardening targets",
         "",
@@ -103,6 +104,7 @@ def targets_section(summary, labels, pgbench_median, creation_fraction, token_ru
             rss += list(r["rss_kib"].values())
     if intake_run:
         rss.append(intake_run["rss_kib"])
+    rss += list(other_rss_kib)
     peak = max(rss) / 1024 if rss else None
     add(f"server peak RSS, every phase measured, ≤ {RSS_MIB} MiB", f"{_num(peak, 1)} MiB", peak, lambda v: v <= RSS_MIB)
     expired = (intake_run or {}).get("expired")
