@@ -3,21 +3,20 @@
 //! A request that finds no group being run leads one: it takes the requests queued behind it
 //! (itself first, at most [`crate::ServiceConfig::create_group_max`]), inserts their idempotency
 //! keys (with the responses already rendered) and their charges, each kind in one statement where
-//! the database allows it, commits once and answers each. Requests that arrive
-//! meanwhile queue; when the leader is done, the first of them leads the next group. Nobody
-//! waits on a timer: a request that finds nobody else runs at once, in a group of one, as it
-//! would without grouping. Under load the groups grow by themselves, and each request pays a
-//! share of one `BEGIN`/`COMMIT` (and of one turn of SQLite's writer) instead of a whole one.
-//! One group runs at a time per instance (per store): the groups, not more transactions, carry
-//! the load.
+//! the database allows it, commits once and answers each. Requests that arrive meanwhile queue;
+//! when the leader is done, the first of them leads the next group. Nobody waits on a timer: a
+//! request that finds nobody else runs at once, in a group of one, as it would without grouping.
+//! Under load the groups grow by themselves, and each request pays a share of one
+//! `BEGIN`/`COMMIT` (and of one turn of SQLite's writer) instead of a whole one. One group runs
+//! at a time per instance (per store): the groups, not more transactions, carry the load.
 //!
 //! A group is all or nothing. When any member fails (its idempotency key is already stored, by
 //! another request or by another member of the group; a constraint refuses a row; the database
 //! fails) or the commit fails, nothing of the group is kept and every member runs alone, the
 //! ordinary way ([`crate::core::Core`]'s `idempotent`), which settles repeats, refusals and
-//! errors as it always has. An answer is
-//! given only after the commit, so no member is told of a write that was not kept. A leader
-//! that panics hands the lead on (its members, finding their answer gone, run alone).
+//! errors as it always has. An answer is given only after the commit, so no member is told of a
+//! write that was not kept. A leader that panics hands the lead on (its members, finding their
+//! answer gone, run alone).
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Sender};

@@ -1,9 +1,8 @@
 //! Running an effect under an idempotency key: the key is claimed, the effect applied and the
 //! response stored in one transaction, so a retry is settled exactly once.
 
-use malipo_idempotency::{Decision, Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse};
-
 use malipo_charges::Charge;
+use malipo_idempotency::{Decision, Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse};
 
 use crate::core::Core;
 use crate::error::ServiceError;
