@@ -25,7 +25,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use malipo_charges::Charge;
 use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
 
-use crate::error::ServiceError;
+use crate::error::{ServiceError, StoreError};
 use crate::ports::Store;
 
 /// One member's write: a new charge, and its idempotency key with the response to store.
@@ -42,6 +42,9 @@ enum Signal {
     Alone,
     /// Lead the next group.
     Lead,
+    /// The database could not be reached: the request fails as it would alone (a member would
+    /// wait for a connection again).
+    Unavailable(StoreError),
 }
 
 struct Member {
@@ -76,7 +79,10 @@ impl GroupCommit {
     /// Writes `creation` with whatever other requests are waiting, on `store`; blocks until the
     /// group is committed or given up, and tells `committed` the size of each group committed.
     /// Whether the creation was committed (else the caller runs it alone).
-    pub(crate) fn submit(&self, store: &dyn Store, committed: &dyn Fn(usize), creation: Creation) -> bool {
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when the database could not be reached.
+    pub(crate) fn submit(&self, store: &dyn Store, committed: &dyn Fn(usize), creation: Creation) -> Result<bool, ServiceError> {
         let (answer, answers) = channel();
         let lead = {
             let mut queue = self.lock();
@@ -88,8 +94,9 @@ impl GroupCommit {
         }
         loop {
             match answers.recv() {
-                Ok(Signal::Done) => return true,
-                Ok(Signal::Alone) | Err(_) => return false,
+                Ok(Signal::Done) => return Ok(true),
+                Ok(Signal::Alone) | Err(_) => return Ok(false),
+                Ok(Signal::Unavailable(e)) => return Err(e.into()),
                 Ok(Signal::Lead) => self.lead(store, committed),
             }
         }
@@ -114,7 +121,10 @@ impl GroupCommit {
             // Any failure gives up the whole group (each member then runs alone); it is never
             // retried as a group, since a stored key would fail it again. The keys go first: a
             // key already stored gives the group up before its charges are written.
-            let give_up = |e: crate::StoreError| ServiceError::Internal(format!("group given up: {e}"));
+            let give_up = |e: StoreError| match e {
+                StoreError::Unavailable(_) => ServiceError::Store(e),
+                _ => ServiceError::Internal(format!("group given up: {e}")),
+            };
             let stored = tx.insert_keys(&keys).map_err(give_up)?;
             if stored < keys.len() {
                 return Err(ServiceError::Internal("group given up: an idempotency key is already stored".into()));
@@ -129,6 +139,11 @@ impl GroupCommit {
                 }
                 for answer in &group {
                     let _ = answer.send(Signal::Done);
+                }
+            }
+            Err(ServiceError::Store(e @ StoreError::Unavailable(_))) => {
+                for answer in &group {
+                    let _ = answer.send(Signal::Unavailable(e.clone()));
                 }
             }
             Err(e) => {

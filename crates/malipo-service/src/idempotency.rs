@@ -99,7 +99,7 @@ impl Core {
             let record =
                 IdempotencyRecord { fingerprint: idem.fingerprint.clone(), response: Some(response.clone()), created_at: self.now() };
             let creation = Creation { charge: charge.clone(), key: (idem.scope.clone(), idem.key.clone(), record) };
-            if self.group.submit(self.store(), &|n| self.observer.group_committed(n), creation) {
+            if self.group.submit(self.store(), &|n| self.observer.group_committed(n), creation)? {
                 return Ok(IdemOutcome { response, replayed: false });
             }
         }

@@ -178,3 +178,41 @@ fn with_grouping_off_every_creation_has_its_own_transaction() {
     assert_eq!(s.held.attempts.load(Ordering::SeqCst), 4);
     assert_eq!(s.groups.groups.load(Ordering::SeqCst), 0);
 }
+
+/// A store whose write transactions find no database.
+struct Down {
+    inner: Platform,
+    runs: AtomicUsize,
+}
+
+impl Store for Down {
+    fn run(&self, _: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        Err(malipo_service::StoreError::Unavailable("no connection".into()).into())
+    }
+
+    fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.inner.store().read(f)
+    }
+
+    fn query(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.inner.store().query(f)
+    }
+
+    fn ready(&self) -> Result<(), malipo_service::StoreError> {
+        self.inner.store().ready()
+    }
+}
+
+#[test]
+fn a_creation_while_the_database_is_down_fails_after_one_wait_for_it() {
+    // Alone, a creation waits once for a connection and fails `unavailable`; a group that cannot
+    // reach the database fails its members the same way rather than sending each to wait again.
+    let s = setup();
+    let down = Arc::new(Down { inner: s.world.platform.clone(), runs: AtomicUsize::new(0) });
+    let platform = s.world.platform.clone().with_store(down.clone());
+    let key = idem(&s.shop, "POST /partner/stk");
+    let failed = platform.charges().create(&s.shop, &new_charge("DOWN"), &key, &id_body(|c: &Charge| c.id.to_string())).unwrap_err();
+    assert!(matches!(failed, ServiceError::Store(malipo_service::StoreError::Unavailable(_))), "{failed:?}");
+    assert_eq!(down.runs.load(Ordering::SeqCst), 1, "one transaction tried, as alone");
+}
