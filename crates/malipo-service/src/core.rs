@@ -128,14 +128,17 @@ impl Core {
 
     /// The id of an organisation's account, if an earlier lookup cached it.
     pub(crate) fn cached_org_account_id(&self, org_id: &OrgId, mode: Mode, kind: AccountKind) -> Option<AccountId> {
-        let key = AccountKey::Org { org_id: org_id.clone(), mode, kind };
-        self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).get(&key).cloned()
+        self.cached_account_id(&AccountKey::Org { org_id: org_id.clone(), mode, kind })
+    }
+
+    fn cached_account_id(&self, key: &AccountKey) -> Option<AccountId> {
+        self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).get(key).cloned()
     }
 
     /// The id of the account `key` finds, cached once found (an account's id never changes).
     fn account_id(&self, tx: &mut dyn Tx, key: AccountKey) -> Result<Option<AccountId>, ServiceError> {
-        if let Some(id) = self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
-            return Ok(Some(id.clone()));
+        if let Some(id) = self.cached_account_id(&key) {
+            return Ok(Some(id));
         }
         let Some(account) = tx.find_account(&key)? else { return Ok(None) };
         self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).insert(key, account.id.clone());

@@ -69,42 +69,20 @@ impl<Q, Conn> RunQueryDsl<Conn> for Cached<Q> {}
 /// statements are prepared in process, without a round trip, but preparing one (parsing and
 /// planning it) costs more than running it (`docs/throughput.md`).
 macro_rules! written {
-    // An insert of a few rows into `$table`: one statement on PostgreSQL; on SQLite, which runs
-    // diesel's multi-row insert as one insert per row prepared anew (and has no `RETURNING` for
-    // it), one kept statement run per row.
-    (rows $conn:expr, $table:expr, $rows:expr) => {
+    // An insert of a few rows into `$table` (then, e.g., `on_conflict_do_nothing`, rows that
+    // conflict with a unique key left out and not counted): one statement on PostgreSQL; on
+    // SQLite, which runs diesel's multi-row insert as one insert per row prepared anew (and has
+    // no `RETURNING` for it), one kept statement run per row.
+    (rows $conn:expr, $table:expr, $rows:expr $(, $then:ident)*) => {
         match $conn {
             $crate::DbConnection::Pg(c) => $crate::cached::CachedDsl::cached(
-                diesel::insert_into($table).values($rows).returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")),
+                diesel::insert_into($table).values($rows)$(.$then())*.returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")),
             )
             .load::<i32>(c)
             .map(|rows| rows.len()),
             $crate::DbConnection::Sqlite(c) => $rows.iter().try_fold(0, |n, row| {
                 $crate::cached::CachedDsl::cached(
-                    diesel::insert_into($table).values(row).returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")),
-                )
-                .load::<i32>(c)
-                .map(|rows| n + rows.len())
-            }),
-        }
-    };
-    // The same, rows that conflict with a unique key left out (counted out of the rows written).
-    (rows $conn:expr, $table:expr, $rows:expr, on_conflict_do_nothing) => {
-        match $conn {
-            $crate::DbConnection::Pg(c) => $crate::cached::CachedDsl::cached(
-                diesel::insert_into($table)
-                    .values($rows)
-                    .on_conflict_do_nothing()
-                    .returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")),
-            )
-            .load::<i32>(c)
-            .map(|rows| rows.len()),
-            $crate::DbConnection::Sqlite(c) => $rows.iter().try_fold(0, |n, row| {
-                $crate::cached::CachedDsl::cached(
-                    diesel::insert_into($table)
-                        .values(row)
-                        .on_conflict_do_nothing()
-                        .returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")),
+                    diesel::insert_into($table).values(row)$(.$then())*.returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")),
                 )
                 .load::<i32>(c)
                 .map(|rows| n + rows.len())

@@ -17,15 +17,28 @@ use malipo_service::{Idem, IdemOutcome, NewCharge, Observer, Platform, ServiceCo
 use crate::support::{id_body, idem, number, World};
 
 /// Lets the first write transaction start only when told to; counts the attempts of every
-/// write transaction (a retried transaction counts once per attempt).
+/// write transaction (a retried transaction counts once per attempt) and the transactions begun.
+/// `down`: no transaction finds the database.
 struct Held {
     inner: Platform,
     attempts: AtomicUsize,
+    runs: AtomicUsize,
     first: Mutex<Option<Receiver<()>>>,
+    down: bool,
+}
+
+impl Held {
+    fn new(inner: Platform, first: Option<Receiver<()>>, down: bool) -> Self {
+        Held { inner, attempts: AtomicUsize::new(0), runs: AtomicUsize::new(0), first: Mutex::new(first), down }
+    }
 }
 
 impl Store for Held {
     fn run(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        if self.down {
+            return Err(malipo_service::StoreError::Unavailable("no connection".into()).into());
+        }
         let gate = self.first.lock().unwrap().take();
         if let Some(gate) = gate {
             gate.recv().unwrap();
@@ -83,7 +96,7 @@ fn setup_with(config: ServiceConfig) -> Setup {
     let shop = world.org(OrgKind::Merchant, Mode::Test);
     world.charge(&shop, &number("0001"), "10").unwrap();
     let (release, gate) = channel();
-    let held = Arc::new(Held { inner: world.platform.clone(), attempts: AtomicUsize::new(0), first: Mutex::new(Some(gate)) });
+    let held = Arc::new(Held::new(world.platform.clone(), Some(gate), false));
     let groups = Arc::new(Groups::default());
     let platform = world.platform.clone().with_store(held.clone()).with_observer(groups.clone());
     Setup { world, shop, platform, held, groups, release }
@@ -179,37 +192,12 @@ fn with_grouping_off_every_creation_has_its_own_transaction() {
     assert_eq!(s.groups.groups.load(Ordering::SeqCst), 0);
 }
 
-/// A store whose write transactions find no database.
-struct Down {
-    inner: Platform,
-    runs: AtomicUsize,
-}
-
-impl Store for Down {
-    fn run(&self, _: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
-        self.runs.fetch_add(1, Ordering::SeqCst);
-        Err(malipo_service::StoreError::Unavailable("no connection".into()).into())
-    }
-
-    fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
-        self.inner.store().read(f)
-    }
-
-    fn query(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
-        self.inner.store().query(f)
-    }
-
-    fn ready(&self) -> Result<(), malipo_service::StoreError> {
-        self.inner.store().ready()
-    }
-}
-
 #[test]
 fn a_creation_while_the_database_is_down_fails_after_one_wait_for_it() {
     // Alone, a creation waits once for a connection and fails `unavailable`; a group that cannot
     // reach the database fails its members the same way rather than sending each to wait again.
     let s = setup();
-    let down = Arc::new(Down { inner: s.world.platform.clone(), runs: AtomicUsize::new(0) });
+    let down = Arc::new(Held::new(s.world.platform.clone(), None, true));
     let platform = s.world.platform.clone().with_store(down.clone());
     let key = idem(&s.shop, "POST /partner/stk");
     let failed = platform.charges().create(&s.shop, &new_charge("DOWN"), &key, &id_body(|c: &Charge| c.id.to_string())).unwrap_err();
