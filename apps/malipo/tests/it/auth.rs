@@ -470,6 +470,15 @@ async fn failed_token_requests_are_limited_per_client_id_and_per_address(db: Db)
         .await
         .unwrap();
     let refused = strict(r, 429, "rate_limited", true).await;
+    // An address that goes on regardless has as many refusals answered at once as its limit
+    // (6: two above, four here); after that each refusal is held a second before its answer.
+    for _ in 0..4 {
+        strict(app.token_json(&wrong(&b)).await, 429, "rate_limited", true).await;
+    }
+    let started = std::time::Instant::now();
+    strict(app.token_json(&wrong(&b)).await, 429, "rate_limited", true).await;
+    let held = started.elapsed();
+    assert!(held >= malipo_http::failures::HOLD, "the seventh refusal was answered after {held:?}");
     // Bearer calls are not token requests: a token issued earlier still works from there.
     works(&app, &token).await;
     // The address's bucket refills one cell every 10 s; then one more failure is allowed.

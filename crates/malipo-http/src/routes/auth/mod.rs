@@ -126,7 +126,7 @@ fn client(req: &HttpRequest, p: &mut Params) -> Result<(String, String, ClientAu
 
 /// Runs a call that authenticates the client `id`, under the failure limits
 /// ([`crate::failures`]): an address with too many recent failures is refused (429) before the
-/// call, and a failure that is one too many for the client id or the address is answered 429
+/// call (held a while first when it goes on regardless), and a failure that is one too many for the client id or the address is answered 429
 /// rather than 401.
 async fn limited<T: Send + 'static>(
     req: &HttpRequest,
@@ -137,8 +137,11 @@ async fn limited<T: Send + 'static>(
 ) -> Result<T, ApiError> {
     let failures = state.rate_limits.token_failures();
     let addr = req.peer_addr().map(|a| a.ip());
-    if let Some(wait) = failures.refused(addr) {
-        return Err(ApiError::RateLimited(wait));
+    if let Some(refusal) = failures.refused(addr) {
+        if let Some((hold, _place)) = &refusal.hold {
+            actix_web::rt::time::sleep(*hold).await;
+        }
+        return Err(ApiError::RateLimited(refusal.wait));
     }
     let platform = state.platform.clone();
     let (id, result) = web::block(move || {
