@@ -12,6 +12,7 @@
 # 127.0.0.1:5432 (user postgres) and python3.
 set -euo pipefail
 export PGOPTIONS="-c client_min_messages=warning"
+export PGSSLMODE=${PGSSLMODE:-disable} # loopback without TLS, as bench/run.sh
 cd "$(dirname "$0")/.."
 
 OLD=${1:?old server binary} NEW=${2:?new server binary} ROUNDS=${3:-3}

@@ -12,6 +12,7 @@
 # PostgreSQL at 127.0.0.1:5432 (user postgres) and python3.
 set -euo pipefail
 export PGOPTIONS="-c client_min_messages=warning"
+export PGSSLMODE=${PGSSLMODE:-disable} # loopback without TLS, as bench/run.sh
 cd "$(dirname "$0")/.."
 
 BIN=${1:-target/release/malipo} ROUNDS=${2:-3}

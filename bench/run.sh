@@ -56,6 +56,9 @@ USSD_CUSTOMERS=${BENCH_USSD_CUSTOMERS:-50}
 USSD_CONCURRENCY=${BENCH_USSD_CONCURRENCY:-8}
 
 export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
+# Loopback connections without TLS (PGSSLMODE, read by libpq in pgbench, psql and the server
+# alike): TLS to a database on the same machine protects nothing and cost a quarter of the CPU.
+export PGSSLMODE=${PGSSLMODE:-disable}
 PG_DB=malipo_bench          # the server's database
 PG_SCRATCH_DB=malipo_pgbench # pgbench's tables (bench/pgbench_schema.sql)
 BENCH_WEBHOOK_KEY=$(head -c 32 /dev/urandom | base64)

@@ -29,6 +29,9 @@ BACKENDS=${BENCH_TX_BACKENDS:-postgres sqlite}
 ROWS=${BENCH_TX_ROWS:-1000000}
 PER_DAY=${BENCH_TX_PER_DAY:-100000}
 export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
+# Loopback connections without TLS (PGSSLMODE, read by libpq in pgbench, psql and the server
+# alike): TLS to a database on the same machine protects nothing and cost a quarter of the CPU.
+export PGSSLMODE=${PGSSLMODE:-disable}
 PG_DB=malipo_bench_transactions
 KEY=$(head -c 32 /dev/urandom | base64)
 SERVER_PID=
