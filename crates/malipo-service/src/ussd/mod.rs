@@ -58,6 +58,10 @@ const LOCKED: &str = "Your Malipo wallet is locked. Visit a Malipo agent to unlo
 /// a PIN that is not right.
 type Approval = Result<Result<ChargeState, String>, Outcome>;
 
+/// What a right PIN's approval did: the charge's state and failure reason, or why the prompt
+/// could not be answered.
+type Answered = Result<(ChargeState, Option<FailureReason>), String>;
+
 /// Which session an effect runs for.
 struct SessionAt<'a> {
     org_id: &'a OrgId,
@@ -135,7 +139,16 @@ impl<'a> Ussd<'a> {
         }
         let hops = split_hops(&req.text);
         let menu = Menu { countries: &self.core.countries, country, caller: &caller };
-        let (state, from, claimed) = match self.claim_session(principal, req, &menu, &hops)? {
+        let claim = match self.claim_session(principal, req, &menu, &hops, true) {
+            // The approval done in the claim failed past its PIN check (or could not finish the
+            // hop there): all of it rolled back; claim the hop and handle it apart.
+            Err(e) if is_processing_failure(&e) => {
+                tracing::warn!(error = %e, "handling a USSD hop in the transaction that claims it failed; handling it apart");
+                self.claim_session(principal, req, &menu, &hops, false)?
+            }
+            other => other?,
+        };
+        let (state, from, claimed) = match claim {
             Claim::Answer(screen) => return Ok(screen),
             Claim::Handle { state, from, session } => (state, from, session),
         };
@@ -174,13 +187,24 @@ impl<'a> Ussd<'a> {
 
     /// Finds or starts the session and claims it for this request's hops.
     /// Hops that need no effect but reads (the menu's navigation, the caller's pending prompts,
-    /// a recipient's name) are answered here, in the same transaction: the session row is
-    /// locked, read, moved on and written once. Hops that need more are claimed (the session
-    /// marked in progress) and handled by [`Ussd::handle`] afterwards.
-    fn claim_session(&self, principal: &Principal, req: &UssdRequest, menu: &Menu<'_>, hops: &[&str]) -> Result<Claim, ServiceError> {
+    /// a recipient's name), and with `approvals` the approval of a prompt with a PIN (see
+    /// [`InClaim`]), are answered here, in the same transaction: the session row is locked,
+    /// read, moved on and written once. Hops that need more are claimed (the session marked in
+    /// progress) and handled by [`Ussd::handle`] afterwards.
+    fn claim_session(
+        &self,
+        principal: &Principal,
+        req: &UssdRequest,
+        menu: &Menu<'_>,
+        hops: &[&str],
+        approvals: bool,
+    ) -> Result<Claim, ServiceError> {
         let (caller, hop_count) = (menu.caller, hops.len());
-        write(self.core.store(), |tx| {
+        let mut entered = Entered::new();
+        let claim = write(self.core.store(), |tx| {
+            entered.clear();
             let now = self.core.now();
+            let mut quiet = Quiet { approvals, now, entered: &mut entered };
             let Some(mut session) = tx.ussd_session(&principal.org_id, principal.mode, &req.session_id)? else {
                 if hop_count > 0 {
                     // Input for a session this platform never started (or long purged).
@@ -197,7 +221,7 @@ impl<'a> Ussd<'a> {
                     created_at: now,
                     updated_at: now,
                 };
-                if let Some(screen) = self.quietly(tx, menu, hops, None, 0, &session)? {
+                if let Some(screen) = self.quietly(tx, menu, hops, None, 0, &session, &mut quiet)? {
                     return Ok(Claim::Answer(screen));
                 }
                 tx.put_ussd_session(&session)?;
@@ -215,7 +239,7 @@ impl<'a> Ussd<'a> {
             if session.state.is_empty() && hop_count == 0 {
                 // A session whose first answer failed: start it again.
                 session.updated_at = now;
-                if let Some(screen) = self.quietly(tx, menu, hops, None, 0, &session)? {
+                if let Some(screen) = self.quietly(tx, menu, hops, None, 0, &session, &mut quiet)? {
                     return Ok(Claim::Answer(screen));
                 }
                 tx.put_ussd_session(&session)?;
@@ -236,7 +260,7 @@ impl<'a> Ussd<'a> {
             if state == State::Ended {
                 return Ok(Claim::Answer(Screen::end("Session ended.").render()));
             }
-            if let Some(screen) = self.quietly(tx, menu, hops, Some(state.clone()), seen, &session)? {
+            if let Some(screen) = self.quietly(tx, menu, hops, Some(state.clone()), seen, &session, &mut quiet)? {
                 return Ok(Claim::Answer(screen));
             }
             let before = session.clone();
@@ -244,11 +268,14 @@ impl<'a> Ussd<'a> {
             session.updated_at = now;
             tx.put_ussd_session(&session)?;
             Ok(Claim::Handle { state: Some(state), from: seen, session: Box::new(before) })
-        })
+        })?;
+        self.core.report(&entered);
+        Ok(claim)
     }
 
-    /// The answer to `hops` when they need no effect but reads, done on `tx`, with the session
-    /// (as it was) moved on and written; `None` when they need more.
+    /// The answer to `hops` when they need no effect but what [`InClaim`] does, done on `tx`,
+    /// with the session (as it was) moved on and written; `None` when they need more.
+    #[allow(clippy::too_many_arguments)]
     fn quietly(
         &self,
         tx: &mut dyn Tx,
@@ -257,9 +284,16 @@ impl<'a> Ussd<'a> {
         state: Option<State>,
         from: usize,
         session: &UssdSession,
+        quiet: &mut Quiet<'_>,
     ) -> Result<Option<String>, ServiceError> {
-        let mut reads = Reads { core: self.core, tx: &mut *tx, mode: session.mode, caller: menu.caller };
-        let Some((state, screen)) = handle_hops(menu, hops, state, from, &mut reads)? else {
+        let mut effects = InClaim {
+            reads: Reads { core: self.core, tx: &mut *tx, mode: session.mode, caller: menu.caller },
+            ussd: self,
+            country: menu.country,
+            quiet,
+            wrote: false,
+        };
+        let Some((state, screen)) = handle_hops(menu, hops, state, from, &mut effects)? else {
             return Ok(None);
         };
         let (done, rendered) = self.moved_on(session, &state, &screen, hops.len())?;
@@ -330,20 +364,7 @@ impl<'a> Ussd<'a> {
                         self.answer_prompt(mode, caller, &prompt, true)?
                     }
                 };
-                match answered {
-                    Ok(state) if state == ChargeState::Completed || state == ChargeState::Authorised => Outcome::Done(match prompt.kind {
-                        PromptKind::CashOut => {
-                            format!(
-                                "Withdrawal of {} at {} approved. Collect your cash from the agent.",
-                                money(amount(prompt.amount)),
-                                prompt.payee
-                            )
-                        }
-                        _ => format!("Payment of {} to {} approved.", money(amount(prompt.amount)), prompt.payee),
-                    }),
-                    Ok(state) => Outcome::Refused(format!("The payment could not be made ({state}).")),
-                    Err(msg) => Outcome::Refused(msg),
-                }
+                approved(country, &prompt, answered)
             }
             Effect::Decline { prompt } if prompt.kind == PromptKind::PaymentRequest => {
                 match RequestPayments(self.core).decline(mode, caller, &prompt.id)? {
@@ -451,34 +472,58 @@ impl<'a> Ussd<'a> {
     /// completion is left to the worker.
     fn approve_with_pin(&self, mode: Mode, caller: &Msisdn, prompt: &Prompt, pin: &str) -> Result<Option<Approval>, ServiceError> {
         let id = ChargeRef::from_trusted(prompt.id.clone());
-        let processing = Processing::new(self.core);
-        let together = Pins(self.core).check_pin_then(mode, caller, pin, &mut |tx, now, entered| {
-            let mut answered = self.answer_in(tx, mode, caller, &id, true, now, entered)?;
-            if let Ok(charge) = &mut answered {
-                if charge.state == ChargeState::Authorised {
-                    // The charge this transaction locked and authorised, completed without a second read.
-                    processing.steps_on(tx, charge, now, None, entered)?;
-                }
-            }
-            Ok(answered.map(|c| (c.state, c.failure_reason)))
-        });
-        let (check, answered) = match together {
-            Ok(Some(v)) => v,
-            Ok(None) => return Ok(None),
+        let together = Pins(self.core)
+            .check_pin_then(mode, caller, pin, &mut |tx, now, entered| self.approve_guarded(tx, mode, caller, &id, now, entered));
+        match together {
+            Ok(checked) => Ok(checked.map(approval)),
             Err(e) if is_processing_failure(&e) => {
                 tracing::warn!(charge = %id, error = %e, "approving and completing in one transaction failed; one after another");
-                return Ok(None);
+                Ok(None)
             }
-            Err(e) => return Err(e),
-        };
-        if let Err(o) = pin_outcome(check) {
-            return Ok(Some(Err(o)));
+            Err(e) => Err(e),
         }
-        Ok(Some(Ok(match answered {
-            Some(Ok((state, reason))) => answer_result(state, reason),
-            Some(Err(msg)) => Err(msg),
-            None => Err("This payment no longer exists.".to_owned()),
-        })))
+    }
+
+    /// [`Ussd::approve_with_pin`] on the caller's transaction: `None` for a PIN under an older
+    /// hash (nothing written). A failed completion is an error, after which the transaction must
+    /// not commit.
+    #[allow(clippy::too_many_arguments)]
+    fn approve_in(
+        &self,
+        tx: &mut dyn Tx,
+        mode: Mode,
+        caller: &Msisdn,
+        prompt: &Prompt,
+        pin: &str,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<Option<Approval>, ServiceError> {
+        let id = ChargeRef::from_trusted(prompt.id.clone());
+        let checked = Pins(self.core).check_pin_in(tx, mode, caller, pin, now, entered, &mut |tx, now, entered| {
+            self.approve_guarded(tx, mode, caller, &id, now, entered)
+        })?;
+        Ok(checked.map(approval))
+    }
+
+    /// What a right PIN guards: the approval of the prompt and, when authorised, the charge's
+    /// completion, on the same locked charge.
+    fn approve_guarded(
+        &self,
+        tx: &mut dyn Tx,
+        mode: Mode,
+        caller: &Msisdn,
+        id: &ChargeRef,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<Answered, ServiceError> {
+        let mut answered = self.answer_in(tx, mode, caller, id, true, now, entered)?;
+        if let Ok(charge) = &mut answered {
+            if charge.state == ChargeState::Authorised {
+                // The charge this transaction locked and authorised, completed without a second read.
+                Processing::new(self.core).steps_on(tx, charge, now, None, entered)?;
+            }
+        }
+        Ok(answered.map(|c| (c.state, c.failure_reason)))
     }
 
     /// Answers a pending prompt in the caller's transaction: `Ok(Err(msg))` when it can no
@@ -530,6 +575,31 @@ fn answer_result(state: ChargeState, reason: Option<FailureReason>) -> Result<Ch
     }
 }
 
+/// The approval's answer from the PIN check and what it guarded.
+fn approval((check, answered): (PinCheck, Option<Answered>)) -> Approval {
+    pin_outcome(check)?;
+    Ok(match answered {
+        Some(Ok((state, reason))) => answer_result(state, reason),
+        Some(Err(msg)) => Err(msg),
+        None => Err("This payment no longer exists.".to_owned()),
+    })
+}
+
+/// The screen's outcome of an approved (or refused) prompt.
+fn approved(country: &Country, prompt: &Prompt, answered: Result<ChargeState, String>) -> Outcome {
+    let money = |m| display_amount(country.currency, m);
+    match answered {
+        Ok(state) if state == ChargeState::Completed || state == ChargeState::Authorised => Outcome::Done(match prompt.kind {
+            PromptKind::CashOut => {
+                format!("Withdrawal of {} at {} approved. Collect your cash from the agent.", money(amount(prompt.amount)), prompt.payee)
+            }
+            _ => format!("Payment of {} to {} approved.", money(amount(prompt.amount)), prompt.payee),
+        }),
+        Ok(state) => Outcome::Refused(format!("The payment could not be made ({state}).")),
+        Err(msg) => Outcome::Refused(msg),
+    }
+}
+
 /// The screen of a PIN that is not right; `Ok(())` for a right one.
 fn pin_outcome(check: PinCheck) -> Result<(), Outcome> {
     match check {
@@ -544,6 +614,65 @@ fn pin_outcome(check: PinCheck) -> Result<(), Outcome> {
 
 fn amount(minor: i64) -> malipo_core::MinorUnit {
     malipo_core::MinorUnit::new(minor)
+}
+
+/// What the claim's transaction lends its hops' effects.
+struct Quiet<'e> {
+    /// Whether approvals with a PIN are done in the claim.
+    approvals: bool,
+    now: Timestamp,
+    /// The charge states entered, reported after the commit.
+    entered: &'e mut Entered,
+}
+
+/// The effects done in the transaction that claims the session: the reads, and (with
+/// `approvals`) the approval of a charge or cash-out with a PIN under a keyed hash, its PIN
+/// check, authorisation and completion, so that the PIN hop commits once and locks its session,
+/// wallet and charge once. It gives up on any other effect (the hop is then claimed and handled
+/// apart, by [`Live`]); after it has written, giving up is an error, which rolls the claim
+/// back so that the hop is handled apart from the start.
+struct InClaim<'a, 't, 'q, 'e> {
+    reads: Reads<'a, 't>,
+    ussd: &'a Ussd<'a>,
+    country: &'a Country,
+    quiet: &'q mut Quiet<'e>,
+    wrote: bool,
+}
+
+impl Effects for InClaim<'_, '_, '_, '_> {
+    fn caller(&mut self) -> Result<Caller, ServiceError> {
+        self.reads.caller()
+    }
+
+    fn effect(&mut self, effect: Effect, hops: &[&str]) -> Result<Option<Outcome>, ServiceError> {
+        match effect {
+            Effect::Approve { prompt, pin } if self.quiet.approvals && prompt.kind != PromptKind::PaymentRequest => {
+                let (mode, caller) = (self.reads.mode, self.reads.caller);
+                let Some(answer) = self.ussd.approve_in(self.reads.tx, mode, caller, &prompt, &pin, self.quiet.now, self.quiet.entered)?
+                else {
+                    return self.give_up();
+                };
+                self.wrote = true;
+                Ok(Some(match answer {
+                    Ok(answered) => approved(self.country, &prompt, answered),
+                    Err(outcome) => outcome,
+                }))
+            }
+            other => match self.reads.effect(other, hops)? {
+                Some(outcome) => Ok(Some(outcome)),
+                None => self.give_up(),
+            },
+        }
+    }
+}
+
+impl InClaim<'_, '_, '_, '_> {
+    fn give_up(&self) -> Result<Option<Outcome>, ServiceError> {
+        if self.wrote {
+            return Err(ServiceError::Internal("a USSD hop needs more after its approval; handling it apart".into()));
+        }
+        Ok(None)
+    }
 }
 
 /// The channel's own effects, each in its own transactions through the use cases.

@@ -105,28 +105,48 @@ impl Pins<'_> {
         let result = write(self.0.store(), |tx| {
             entered.clear();
             let now = self.0.now();
-            let Some(mut wallet) = tx.lock_wallet(mode, msisdn)? else {
-                return Ok(Some((PinCheck::NoWallet, None)));
-            };
-            if wallet.state == WalletState::Locked {
-                return Ok(Some((PinCheck::Locked, None)));
-            }
-            let Some(hash) = wallet.pin_hash.clone() else {
-                return Ok(Some((PinCheck::NoPin, None)));
-            };
-            if SecretHasher::needs_rehash(&hash) {
-                return Ok(None);
-            }
-            let right = self.0.hasher.verify(pin, Some(&hash));
-            let check = self.count(tx, &mut wallet, right, None, now, &mut entered)?;
-            if check != PinCheck::Right {
-                return Ok(Some((check, None)));
-            }
-            let value = then(tx, now, &mut entered)?;
-            Ok(Some((check, Some(value))))
+            self.check_pin_in(tx, mode, msisdn, pin, now, &mut entered, then)
         })?;
         self.0.report(&entered);
         Ok(result)
+    }
+
+    /// [`Pins::check_pin_then`] on the caller's transaction: locks the wallet, checks a PIN under
+    /// a keyed hash (`Ok(None)` for an older one, before anything is written) and, when it is
+    /// right, runs `then`.
+    ///
+    /// # Errors
+    /// Storage failures; `then`'s (the caller's transaction then must not commit).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn check_pin_in<T>(
+        &self,
+        tx: &mut dyn Tx,
+        mode: Mode,
+        msisdn: &Msisdn,
+        pin: &str,
+        now: Timestamp,
+        entered: &mut Entered,
+        then: &mut Guarded<'_, T>,
+    ) -> Result<Option<(PinCheck, Option<T>)>, ServiceError> {
+        let Some(mut wallet) = tx.lock_wallet(mode, msisdn)? else {
+            return Ok(Some((PinCheck::NoWallet, None)));
+        };
+        if wallet.state == WalletState::Locked {
+            return Ok(Some((PinCheck::Locked, None)));
+        }
+        let Some(hash) = wallet.pin_hash.clone() else {
+            return Ok(Some((PinCheck::NoPin, None)));
+        };
+        if SecretHasher::needs_rehash(&hash) {
+            return Ok(None);
+        }
+        let right = self.0.hasher.verify(pin, Some(&hash));
+        let check = self.count(tx, &mut wallet, right, None, now, entered)?;
+        if check != PinCheck::Right {
+            return Ok(Some((check, None)));
+        }
+        let value = then(tx, now, entered)?;
+        Ok(Some((check, Some(value))))
     }
 
     /// Counts a checked PIN on the locked wallet: a right one resets the count (and stores an

@@ -249,10 +249,10 @@ fn hops_that_only_read_are_answered_in_the_one_transaction_that_moves_the_sessio
     }
     // A repeat of the last request replays its screen.
     assert_eq!(writes("3*1*1").1, last);
-    // The PIN moves money: the session claimed; the PIN checked, the charge approved and
-    // completed in one transaction; the session written.
+    // The PIN moves money: the session locked, the PIN checked, the charge approved and
+    // completed, and the session moved on, all in the one transaction.
     let (count, screen) = writes(&format!("3*1*1*{PIN}"));
-    assert_eq!(count, 3, "the approval took {count} write transactions: {screen}");
+    assert_eq!(count, 1, "the approval took {count} write transactions: {screen}");
     assert!(screen.starts_with("END ") && screen.contains("approved"), "{screen}");
     assert_eq!(live.world.reload(&live.shop, &charge).state, ChargeState::Completed, "completed in the hop");
     assert_eq!(live.world.verified_ledger(None), vec![]);
@@ -284,5 +284,42 @@ fn an_approval_under_an_older_pin_hash_checks_it_first_and_completes() {
     assert_eq!(live.world.reload(&live.shop, &wrong).state, ChargeState::Completed);
     assert!(pin_hash().starts_with("$malipo-hmac-sha256$"), "{}", pin_hash());
     assert_eq!(platform.wallets().details(&live.operator, &n).unwrap().wallet.pin_attempts, 0, "the right PIN reset the count");
+    assert_eq!(live.world.verified_ledger(None), vec![]);
+}
+
+#[test]
+fn an_approval_whose_completion_fails_in_the_claim_is_undone_and_handled_apart() {
+    let live = Live::new();
+    let n = live.customer(&["5000"]);
+    // A copy of a charge as if for another ledger's account (a test merchant's collection
+    // account): its posting is refused, an error rather than an outcome, inside the claim's
+    // transaction. The charge itself is approved first, so the copy is the one prompt left.
+    let first = live.world.charge(&live.shop, &n, "100").unwrap();
+    let test_shop = live.world.org(OrgKind::Merchant, Mode::Test);
+    let elsewhere = live.world.platform.accounts().balance(&test_shop, malipo_ledger::AccountKind::Collection).unwrap().account.id;
+    let charge = Charge { id: malipo_core::ChargeRef::new(), reference: "ROGUE".into(), merchant_account: elsewhere, ..first.clone() };
+    malipo_service::write(live.world.platform.store(), |tx| Ok(tx.insert_charge(&charge)?)).unwrap();
+    for text in ["", "3", "3*1", "3*1*1", &format!("3*1*1*{PIN}")] {
+        live.world.dial(&live.gateway, "s-first", &n, text);
+    }
+    assert_eq!(live.world.reload(&live.shop, &first).state, ChargeState::Completed);
+    for text in ["", "3", "3*1", "3*1*1"] {
+        live.world.dial(&live.gateway, "s-refused", &n, text);
+    }
+    let screen = live.world.dial(&live.gateway, "s-refused", &n, &format!("3*1*1*{PIN}"));
+    // Undone, then handled apart as before the claim did approvals: the PIN checked, the
+    // charge authorised in one transaction, its completion refused in the next, which fails it
+    // with its hold released. The screen is the approval's (it was authorised).
+    assert!(screen.starts_with("END ") && screen.contains("approved"), "{screen}");
+    let c = live.world.reload(&live.shop, &charge);
+    assert_eq!(ended(&c), (ChargeState::Failed, Some(FailureReason::ProcessingError)));
+    let details = live.world.platform.wallets().details(&live.operator, &n).unwrap();
+    assert_eq!(details.wallet.pin_attempts, 0, "the right PIN counted as right");
+    assert_eq!((details.account.balance, details.account.held), (MinorUnit::new(490_000), MinorUnit::ZERO), "nothing moved, no hold left");
+    // A repeat of the PIN hop replays its screen and does nothing twice.
+    assert_eq!(live.world.dial(&live.gateway, "s-refused", &n, &format!("3*1*1*{PIN}")), screen);
+    live.world.advance(60);
+    while live.world.platform.processing().process_due(100).unwrap() > 0 {}
+    assert_eq!(ended(&live.world.reload(&live.shop, &charge)), (ChargeState::Failed, Some(FailureReason::ProcessingError)));
     assert_eq!(live.world.verified_ledger(None), vec![]);
 }
