@@ -3,10 +3,7 @@
 use std::net::TcpListener;
 
 /// jemalloc returns freed pages to the system on a decay timer; glibc's per-thread arenas kept
-/// fragmented memory from bursts of concurrent requests (see docs/performance.md). Its `malloc`
-/// is unprefixed (the crate's `unprefixed_malloc_on_supported_platforms`), so the C libraries
-/// (SQLite's page caches, libpq's results) allocate from it too: under glibc's arenas, SQLite's
-/// caches on the blocking threads took the money-out server's peak RSS from 88 to 97-103 MiB.
+/// fragmented memory from bursts of concurrent requests (see docs/performance.md).
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
