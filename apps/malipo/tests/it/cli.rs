@@ -62,7 +62,7 @@ fn command(dir: &Path, url: Option<&str>, args: &[&str]) -> Command {
             cmd.env_remove(name);
         }
     }
-    cmd.env("MALIPO_LOG", "error");
+    cmd.env("MALIPO_LOG", "error").env_remove("MALLOC_ARENA_MAX");
     if let Some(url) = url {
         cmd.env("MALIPO_DATABASE_URL", url);
         // A PostgreSQL deployment shares one key (client secrets are hashed under a key derived
@@ -582,6 +582,16 @@ async fn first_start_with_the_default_database_prints_the_demo_credential() {
         let mut server = blocking_server(dir.path(), None).await;
         let b = banner(&mut server);
         assert_credential_works(&b).await;
+        // The server started itself again with two glibc malloc arenas (see main.rs).
+        #[cfg(target_os = "linux")]
+        {
+            let environ = std::fs::read(format!("/proc/{}/environ", server.child.id())).unwrap();
+            assert!(
+                environ.split(|b| *b == 0).any(|v| v == b"MALLOC_ARENA_MAX=2"),
+                "serve runs with MALLOC_ARENA_MAX=2: {}",
+                String::from_utf8_lossy(&environ).replace('\0', " ")
+            );
+        }
         b
     };
     let data = dir.path().join("malipo-data");
