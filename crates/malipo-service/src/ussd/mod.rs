@@ -7,8 +7,7 @@
 //! cannot make an effect happen twice; a repeat after it finished replays the last screen.
 
 use malipo_auth::Principal;
-use malipo_charges::{Charge, ChargeEvent, ChargeState, FailureReason};
-use malipo_core::{ChargeRef, Mode, Msisdn, OrgId, Timestamp};
+use malipo_core::{Mode, Msisdn, OrgId};
 use malipo_countries::Country;
 use malipo_ussd::{
     clip, display_amount, split_hops, text_too_long, Caller, Effect, Menu, Outcome, Prompt, PromptKind, Screen, State, NAME_CHARS,
@@ -19,15 +18,17 @@ use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
 use crate::core::Core;
 use crate::error::{FieldError, ServiceError};
 use crate::idempotency::Idem;
-use crate::lifecycle::{Entered, Lifecycle};
+use crate::lifecycle::Entered;
 use crate::p2p::P2p;
 use crate::payment_requests::pay::RequestPayments;
 use crate::ports::{read, write, Tx, UssdSession};
-use crate::processing::{is_processing_failure, Processing};
-use crate::wallets::{PinCheck, Pins, Wallets};
+use crate::processing::is_processing_failure;
+use crate::wallets::{Pins, Wallets};
 
+mod approvals;
 mod hops;
 
+use self::approvals::{amount, approved, pin_outcome, Approvals, InClaim, Quiet};
 use self::hops::{caller_in, handle_hops, prompts_in, recipient_in, Effects, Reads};
 
 /// Sessions end after this long without a hop.
@@ -52,15 +53,6 @@ const EXPIRED: &str = "Your session has expired. Please dial again.";
 const BUSY: &str = "Your previous request is still being processed. Please dial again shortly.";
 const OUT_OF_STEP: &str = "Sorry, this session is out of step. Please dial again.";
 const TOO_LONG: &str = "Too much input. Please dial again.";
-const LOCKED: &str = "Your Malipo wallet is locked. Visit a Malipo agent to unlock it.";
-
-/// An approval's answer: the charge's state or why it could not be answered, or the screen of
-/// a PIN that is not right.
-type Approval = Result<Result<ChargeState, String>, Outcome>;
-
-/// What a right PIN's approval did: the charge's state and failure reason, or why the prompt
-/// could not be answered.
-type Answered = Result<(ChargeState, Option<FailureReason>), String>;
 
 /// Which session an effect runs for.
 struct SessionAt<'a> {
@@ -288,7 +280,7 @@ impl<'a> Ussd<'a> {
     ) -> Result<Option<String>, ServiceError> {
         let mut effects = InClaim {
             reads: Reads { core: self.core, tx: &mut *tx, mode: session.mode, caller: menu.caller },
-            ussd: self,
+            core: self.core,
             country: menu.country,
             quiet,
             wrote: false,
@@ -352,7 +344,7 @@ impl<'a> Ussd<'a> {
                     }
                     return self.pay_request(at, caller, country, &prompt, hop);
                 }
-                let answered = match self.approve_with_pin(mode, caller, &prompt, &pin)? {
+                let answered = match Approvals(self.core).approve_with_pin(mode, caller, &prompt, &pin)? {
                     Some(Ok(answered)) => answered,
                     Some(Err(o)) => return Ok(o),
                     // An older PIN hash, or a completion that failed with the approval: the
@@ -361,7 +353,7 @@ impl<'a> Ussd<'a> {
                         if let Err(o) = pin_gate(&pin)? {
                             return Ok(o);
                         }
-                        self.answer_prompt(mode, caller, &prompt, true)?
+                        Approvals(self.core).answer_prompt(mode, caller, &prompt, true)?
                     }
                 };
                 approved(country, &prompt, answered)
@@ -374,7 +366,7 @@ impl<'a> Ussd<'a> {
                     Err(msg) => Outcome::Refused(msg),
                 }
             }
-            Effect::Decline { prompt } => match self.answer_prompt(mode, caller, &prompt, false)? {
+            Effect::Decline { prompt } => match Approvals(self.core).answer_prompt(mode, caller, &prompt, false)? {
                 Ok(_) => Outcome::Done(format!("You declined {} to {}.", money(amount(prompt.amount)), prompt.payee)),
                 Err(msg) => Outcome::Refused(msg),
             },
@@ -431,247 +423,6 @@ impl<'a> Ussd<'a> {
             )),
             Err(why) => Outcome::Refused(why),
         })
-    }
-
-    /// The caller approves (with the right PIN already checked) or declines a pending prompt.
-    /// Approval authorises it, then completes it through the worker's own steps. `Ok(Err(msg))`
-    /// when the prompt can no longer be answered.
-    fn answer_prompt(
-        &self,
-        mode: Mode,
-        caller: &Msisdn,
-        prompt: &Prompt,
-        approve: bool,
-    ) -> Result<Result<ChargeState, String>, ServiceError> {
-        let id = ChargeRef::from_trusted(prompt.id.clone());
-        let mut entered = Entered::new();
-        let answered = write(self.core.store(), |tx| {
-            entered.clear();
-            let now = self.core.now();
-            Ok(self.answer_in(tx, mode, caller, &id, approve, now, &mut entered)?.map(|c| (c.state, c.failure_reason)))
-        })?;
-        self.core.report(&entered);
-        let (state, reason) = match answered {
-            Ok(v) => v,
-            Err(msg) => return Ok(Err(msg)),
-        };
-        if state == ChargeState::Authorised {
-            if let Err(e) = Processing::new(self.core).settle_now(&id) {
-                // The worker completes it after the lease: the approval stands.
-                tracing::warn!(charge = %id, error = %e, "completing an approved charge failed; the worker will retry");
-            }
-        }
-        Ok(answer_result(state, reason))
-    }
-
-    /// The PIN check, the approval and the completion of a charge or cash-out in one
-    /// transaction (one commit and one lock of the wallet where three were). `Some(Err(outcome))`
-    /// when the PIN is not right (counted as on every channel); `None` when this path does not
-    /// apply (a PIN under an older hash) or its completion failed, undoing the approval and the
-    /// check with it: the caller then takes them one transaction after another, where a failed
-    /// completion is left to the worker.
-    fn approve_with_pin(&self, mode: Mode, caller: &Msisdn, prompt: &Prompt, pin: &str) -> Result<Option<Approval>, ServiceError> {
-        let id = ChargeRef::from_trusted(prompt.id.clone());
-        let together = Pins(self.core)
-            .check_pin_then(mode, caller, pin, &mut |tx, now, entered| self.approve_guarded(tx, mode, caller, &id, now, entered));
-        match together {
-            Ok(checked) => Ok(checked.map(approval)),
-            Err(e) if is_processing_failure(&e) => {
-                tracing::warn!(charge = %id, error = %e, "approving and completing in one transaction failed; one after another");
-                Ok(None)
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// [`Ussd::approve_with_pin`] on the caller's transaction: `None` for a PIN under an older
-    /// hash (nothing written). A failed completion is an error, after which the transaction must
-    /// not commit.
-    #[allow(clippy::too_many_arguments)]
-    fn approve_in(
-        &self,
-        tx: &mut dyn Tx,
-        mode: Mode,
-        caller: &Msisdn,
-        prompt: &Prompt,
-        pin: &str,
-        now: Timestamp,
-        entered: &mut Entered,
-    ) -> Result<Option<Approval>, ServiceError> {
-        let id = ChargeRef::from_trusted(prompt.id.clone());
-        let checked = Pins(self.core).check_pin_in(tx, mode, caller, pin, now, entered, &mut |tx, now, entered| {
-            self.approve_guarded(tx, mode, caller, &id, now, entered)
-        })?;
-        Ok(checked.map(approval))
-    }
-
-    /// What a right PIN guards: the approval of the prompt and, when authorised, the charge's
-    /// completion, on the same locked charge.
-    fn approve_guarded(
-        &self,
-        tx: &mut dyn Tx,
-        mode: Mode,
-        caller: &Msisdn,
-        id: &ChargeRef,
-        now: Timestamp,
-        entered: &mut Entered,
-    ) -> Result<Answered, ServiceError> {
-        let mut answered = self.answer_in(tx, mode, caller, id, true, now, entered)?;
-        if let Ok(charge) = &mut answered {
-            if charge.state == ChargeState::Authorised {
-                // The charge this transaction locked and authorised, completed without a second read.
-                Processing::new(self.core).steps_on(tx, charge, now, None, entered)?;
-            }
-        }
-        Ok(answered.map(|c| (c.state, c.failure_reason)))
-    }
-
-    /// Answers a pending prompt in the caller's transaction: `Ok(Err(msg))` when it can no
-    /// longer be answered, else the charge as answered (locked by the transaction).
-    #[allow(clippy::too_many_arguments)]
-    fn answer_in(
-        &self,
-        tx: &mut dyn Tx,
-        mode: Mode,
-        caller: &Msisdn,
-        id: &ChargeRef,
-        approve: bool,
-        now: Timestamp,
-        entered: &mut Entered,
-    ) -> Result<Result<Charge, String>, ServiceError> {
-        let lifecycle = Lifecycle(self.core);
-        let Some(mut charge) = tx.lock_charge(id)? else {
-            return Ok(Err("This payment no longer exists.".to_owned()));
-        };
-        if charge.mode != mode || &charge.payer_msisdn != caller {
-            return Ok(Err("This payment no longer exists.".to_owned()));
-        }
-        if charge.state != ChargeState::Pending {
-            return Ok(Err("This payment is no longer waiting for your approval.".to_owned()));
-        }
-        if now >= charge.expires_at {
-            lifecycle.apply(tx, &mut charge, ChargeEvent::Expire, now, entered)?;
-            return Ok(Err("This payment request has expired.".to_owned()));
-        }
-        if approve {
-            lifecycle.authorise(tx, &mut charge, now, entered)?;
-        } else {
-            lifecycle.apply(tx, &mut charge, ChargeEvent::Decline, now, entered)?;
-        }
-        Ok(Ok(charge))
-    }
-}
-
-/// The answer to a prompt, from the state its charge reached.
-fn answer_result(state: ChargeState, reason: Option<FailureReason>) -> Result<ChargeState, String> {
-    if state == ChargeState::Authorised {
-        return Ok(ChargeState::Authorised);
-    }
-    match reason {
-        Some(FailureReason::InsufficientFunds) => Err("You do not have enough money for this payment.".to_owned()),
-        Some(FailureReason::LimitExceeded) => Err("This payment is above your wallet's limits.".to_owned()),
-        Some(FailureReason::WalletLocked) => Err(LOCKED.to_owned()),
-        _ => Ok(state),
-    }
-}
-
-/// The approval's answer from the PIN check and what it guarded.
-fn approval((check, answered): (PinCheck, Option<Answered>)) -> Approval {
-    pin_outcome(check)?;
-    Ok(match answered {
-        Some(Ok((state, reason))) => answer_result(state, reason),
-        Some(Err(msg)) => Err(msg),
-        None => Err("This payment no longer exists.".to_owned()),
-    })
-}
-
-/// The screen's outcome of an approved (or refused) prompt.
-fn approved(country: &Country, prompt: &Prompt, answered: Result<ChargeState, String>) -> Outcome {
-    let money = |m| display_amount(country.currency, m);
-    match answered {
-        Ok(state) if state == ChargeState::Completed || state == ChargeState::Authorised => Outcome::Done(match prompt.kind {
-            PromptKind::CashOut => {
-                format!("Withdrawal of {} at {} approved. Collect your cash from the agent.", money(amount(prompt.amount)), prompt.payee)
-            }
-            _ => format!("Payment of {} to {} approved.", money(amount(prompt.amount)), prompt.payee),
-        }),
-        Ok(state) => Outcome::Refused(format!("The payment could not be made ({state}).")),
-        Err(msg) => Outcome::Refused(msg),
-    }
-}
-
-/// The screen of a PIN that is not right; `Ok(())` for a right one.
-fn pin_outcome(check: PinCheck) -> Result<(), Outcome> {
-    match check {
-        PinCheck::Right => Ok(()),
-        PinCheck::Wrong { attempts_left } => Err(Outcome::WrongPin { attempts_left }),
-        PinCheck::LockedNow => Err(Outcome::Locked),
-        PinCheck::Locked => Err(Outcome::Refused(LOCKED.into())),
-        PinCheck::NoPin => Err(Outcome::Refused("Your Malipo wallet has no PIN yet. Visit a Malipo agent to set one.".into())),
-        PinCheck::NoWallet => Err(Outcome::Refused("This number has no Malipo wallet.".into())),
-    }
-}
-
-fn amount(minor: i64) -> malipo_core::MinorUnit {
-    malipo_core::MinorUnit::new(minor)
-}
-
-/// What the claim's transaction lends its hops' effects.
-struct Quiet<'e> {
-    /// Whether approvals with a PIN are done in the claim.
-    approvals: bool,
-    now: Timestamp,
-    /// The charge states entered, reported after the commit.
-    entered: &'e mut Entered,
-}
-
-/// The effects done in the transaction that claims the session: the reads, and (with
-/// `approvals`) the approval of a charge or cash-out with a PIN under a keyed hash, its PIN
-/// check, authorisation and completion, so that the PIN hop commits once and locks its session,
-/// wallet and charge once. It gives up on any other effect (the hop is then claimed and handled
-/// apart, by [`Live`]); after it has written, giving up is an error, which rolls the claim
-/// back so that the hop is handled apart from the start.
-struct InClaim<'a, 't, 'q, 'e> {
-    reads: Reads<'a, 't>,
-    ussd: &'a Ussd<'a>,
-    country: &'a Country,
-    quiet: &'q mut Quiet<'e>,
-    wrote: bool,
-}
-
-impl Effects for InClaim<'_, '_, '_, '_> {
-    fn caller(&mut self) -> Result<Caller, ServiceError> {
-        self.reads.caller()
-    }
-
-    fn effect(&mut self, effect: Effect, hops: &[&str]) -> Result<Option<Outcome>, ServiceError> {
-        match effect {
-            Effect::Approve { prompt, pin } if self.quiet.approvals && prompt.kind != PromptKind::PaymentRequest => {
-                let (mode, caller) = (self.reads.mode, self.reads.caller);
-                let Some(answer) = self.ussd.approve_in(self.reads.tx, mode, caller, &prompt, &pin, self.quiet.now, self.quiet.entered)?
-                else {
-                    return self.give_up();
-                };
-                self.wrote = true;
-                Ok(Some(match answer {
-                    Ok(answered) => approved(self.country, &prompt, answered),
-                    Err(outcome) => outcome,
-                }))
-            }
-            other => match self.reads.effect(other, hops)? {
-                Some(outcome) => Ok(Some(outcome)),
-                None => self.give_up(),
-            },
-        }
-    }
-}
-
-impl InClaim<'_, '_, '_, '_> {
-    fn give_up(&self) -> Result<Option<Outcome>, ServiceError> {
-        if self.wrote {
-            return Err(ServiceError::Internal("a USSD hop needs more after its approval; handling it apart".into()));
-        }
-        Ok(None)
     }
 }
 
