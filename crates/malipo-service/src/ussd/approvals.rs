@@ -12,7 +12,7 @@ use crate::core::Core;
 use crate::error::ServiceError;
 use crate::lifecycle::{Entered, Lifecycle};
 use crate::ports::{write, Tx};
-use crate::processing::{is_processing_failure, Processing};
+use crate::processing::Processing;
 use crate::wallets::{PinCheck, Pins};
 
 /// An approval's answer: the charge's state or why it could not be answered, or the screen of
@@ -60,35 +60,10 @@ impl Approvals<'_> {
         Ok(answer_result(state, reason))
     }
 
-    /// The PIN check, the approval and the completion of a charge or cash-out in one
-    /// transaction (one commit and one lock of the wallet where three were). `Some(Err(outcome))`
-    /// when the PIN is not right (counted as on every channel); `None` when this path does not
-    /// apply (a PIN under an older hash) or its completion failed, undoing the approval and the
-    /// check with it: the caller then takes them one transaction after another, where a failed
-    /// completion is left to the worker.
-    pub(super) fn approve_with_pin(
-        &self,
-        mode: Mode,
-        caller: &Msisdn,
-        prompt: &Prompt,
-        pin: &str,
-    ) -> Result<Option<Approval>, ServiceError> {
-        let id = ChargeRef::from_trusted(prompt.id.clone());
-        let together = Pins(self.0)
-            .check_pin_then(mode, caller, pin, &mut |tx, now, entered| self.approve_guarded(tx, mode, caller, &id, now, entered));
-        match together {
-            Ok(checked) => Ok(checked.map(approval)),
-            Err(e) if is_processing_failure(&e) => {
-                tracing::warn!(charge = %id, error = %e, "approving and completing in one transaction failed; one after another");
-                Ok(None)
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// [`Ussd::approve_with_pin`] on the caller's transaction: `None` for a PIN under an older
-    /// hash (nothing written). A failed completion is an error, after which the transaction must
-    /// not commit.
+    /// The PIN check, the approval and the completion of a charge or cash-out on the caller's
+    /// transaction, the wallet's row locked once. `Some(Err(outcome))` when the PIN is not right
+    /// (counted as on every channel); `None` for a PIN under an older hash (nothing written). A
+    /// failed completion is an error, after which the transaction must not commit.
     #[allow(clippy::too_many_arguments)]
     fn approve_in(
         &self,
@@ -231,7 +206,6 @@ pub(super) struct Quiet<'e> {
 /// back so that the hop is handled apart from the start.
 pub(super) struct InClaim<'a, 't, 'q, 'e> {
     pub(super) reads: Reads<'a, 't>,
-    pub(super) core: &'a Core,
     pub(super) country: &'a Country,
     pub(super) quiet: &'q mut Quiet<'e>,
     pub(super) wrote: bool,
@@ -246,8 +220,15 @@ impl Effects for InClaim<'_, '_, '_, '_> {
         match effect {
             Effect::Approve { prompt, pin } if self.quiet.approvals && prompt.kind != PromptKind::PaymentRequest => {
                 let (mode, caller) = (self.reads.mode, self.reads.caller);
-                let Some(answer) =
-                    Approvals(self.core).approve_in(self.reads.tx, mode, caller, &prompt, &pin, self.quiet.now, self.quiet.entered)?
+                let Some(answer) = Approvals(self.reads.core).approve_in(
+                    self.reads.tx,
+                    mode,
+                    caller,
+                    &prompt,
+                    &pin,
+                    self.quiet.now,
+                    self.quiet.entered,
+                )?
                 else {
                     return self.give_up();
                 };

@@ -280,7 +280,6 @@ impl<'a> Ussd<'a> {
     ) -> Result<Option<String>, ServiceError> {
         let mut effects = InClaim {
             reads: Reads { core: self.core, tx: &mut *tx, mode: session.mode, caller: menu.caller },
-            core: self.core,
             country: menu.country,
             quiet,
             wrote: false,
@@ -344,19 +343,13 @@ impl<'a> Ussd<'a> {
                     }
                     return self.pay_request(at, caller, country, &prompt, hop);
                 }
-                let answered = match Approvals(self.core).approve_with_pin(mode, caller, &prompt, &pin)? {
-                    Some(Ok(answered)) => answered,
-                    Some(Err(o)) => return Ok(o),
-                    // An older PIN hash, or a completion that failed with the approval: the
-                    // check, the approval and the completion one transaction after another.
-                    None => {
-                        if let Err(o) = pin_gate(&pin)? {
-                            return Ok(o);
-                        }
-                        Approvals(self.core).answer_prompt(mode, caller, &prompt, true)?
-                    }
-                };
-                approved(country, &prompt, answered)
+                // Reached only when the claim could not approve: a PIN under an older hash, or a
+                // completion that failed there. The check, the approval and the completion one
+                // transaction after another (a failed completion left to the worker).
+                if let Err(o) = pin_gate(&pin)? {
+                    return Ok(o);
+                }
+                approved(country, &prompt, Approvals(self.core).answer_prompt(mode, caller, &prompt, true)?)
             }
             Effect::Decline { prompt } if prompt.kind == PromptKind::PaymentRequest => {
                 match RequestPayments(self.core).decline(mode, caller, &prompt.id)? {

@@ -85,35 +85,11 @@ impl Pins<'_> {
         Err(StoreError::Retry.into())
     }
 
-    /// Checks a PIN as [`Pins::check_pin`] does and, when it is right, runs `then` in the same
-    /// transaction: one commit for the check and what it guards, the wallet's row locked once. A
-    /// keyed hash is checked inside the transaction (microseconds); an older Argon2id hash is not
-    /// (tens of milliseconds under the wallet's lock): `Ok(None)`, and the caller checks with
-    /// [`Pins::check_pin`] instead. An error of `then` fails the whole transaction (nothing
-    /// counted, nothing done) and is returned.
-    ///
-    /// # Errors
-    /// Storage failures; `then`'s.
-    pub(crate) fn check_pin_then<T>(
-        &self,
-        mode: Mode,
-        msisdn: &Msisdn,
-        pin: &str,
-        then: &mut Guarded<'_, T>,
-    ) -> Result<Option<(PinCheck, Option<T>)>, ServiceError> {
-        let mut entered = Entered::new();
-        let result = write(self.0.store(), |tx| {
-            entered.clear();
-            let now = self.0.now();
-            self.check_pin_in(tx, mode, msisdn, pin, now, &mut entered, then)
-        })?;
-        self.0.report(&entered);
-        Ok(result)
-    }
-
-    /// [`Pins::check_pin_then`] on the caller's transaction: locks the wallet, checks a PIN under
-    /// a keyed hash (`Ok(None)` for an older one, before anything is written) and, when it is
-    /// right, runs `then`.
+    /// Checks a PIN as [`Pins::check_pin`] does on the caller's transaction and, when it is right,
+    /// runs `then` in it: the wallet's row locked once for the check and what it guards. A keyed
+    /// hash is checked inside the transaction (microseconds); an older Argon2id hash is not (tens
+    /// of milliseconds under the wallet's lock): `Ok(None)` before anything is written, and the
+    /// caller checks with [`Pins::check_pin`] instead.
     ///
     /// # Errors
     /// Storage failures; `then`'s (the caller's transaction then must not commit).
