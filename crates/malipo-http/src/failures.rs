@@ -74,7 +74,6 @@ pub struct FailureLimits {
     /// Addresses refused, until when and how often since.
     refused: Mutex<HashMap<IpAddr, Refusing>>,
     failures: AtomicU64,
-    hold: Duration,
     held: AtomicUsize,
 }
 
@@ -133,16 +132,8 @@ impl FailureLimits {
             addresses: buckets(per_address),
             refused: Mutex::new(HashMap::new()),
             failures: AtomicU64::new(0),
-            hold: HOLD,
             held: AtomicUsize::new(0),
         }
-    }
-
-    /// With refusals held for `hold` instead of [`HOLD`] (zero: never held).
-    #[must_use]
-    pub fn with_hold(mut self, hold: Duration) -> Self {
-        self.hold = hold;
-        self
     }
 
     fn refusals(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, Refusing>> {
@@ -159,10 +150,7 @@ impl FailureLimits {
             refusing.answered = refusing.answered.saturating_add(1);
             (left, refusing.answered)
         };
-        let hold = (answered > self.per_address && !self.hold.is_zero())
-            .then(|| self.take_place())
-            .flatten()
-            .map(|place| (self.hold.min(left), place));
+        let hold = (answered > self.per_address).then(|| self.take_place()).flatten().map(|place| (HOLD.min(left), place));
         Some(Refusal { wait: seconds(left), hold })
     }
 
@@ -298,14 +286,6 @@ mod tests {
             let _ = limits.failed("cli_b", Some(HOME));
         }
         assert!(limits.refused(Some(HOME)).expect("refused").hold.is_none());
-        // A limits with holding off never holds.
-        let off = FailureLimits::new(1000, 1).with_hold(Duration::ZERO);
-        for _ in 0..2 {
-            let _ = off.failed("cli_a", Some(AWAY));
-        }
-        for _ in 0..10 {
-            assert!(off.refused(Some(AWAY)).expect("refused").hold.is_none());
-        }
     }
 
     #[test]
