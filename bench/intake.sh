@@ -44,7 +44,8 @@ run() { # gate seconds
   for _ in $(seq 1 100); do curl -sf "127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
   echo "== intake at full speed for ${SECS}s, MALIPO_MAX_BACKLOG_SECONDS=$gate" >&2
   ( for _ in $(seq 1 $((SECS + 5))); do
-      curl -s "127.0.0.1:$port/metrics" | awk '/^malipo_backlog_age_seconds\{work="charges"\}/ {a=$2} /^malipo_intake_refused\{work="charges"\}/ {r=$2} END {print a+0, r+0}'
+      curl -s "127.0.0.1:$port/metrics" | awk '/^malipo_backlog_age_seconds\{work="charges"\}/ {a=$2} /^malipo_intake_refused\{work="charges"\}/ {r=$2}
+        /^malipo_backlog_due_charges / {d=$2} /^malipo_backlog_predicted_wait_seconds / {p=$2} END {print a+0, r+0, d+0, p+0}'
       sleep 1
     done >"$WORK/samples.txt" ) &
   local sampler=$!
@@ -64,7 +65,8 @@ run() { # gate seconds
 import json, sys
 gate, load, samples, states, drained, rss, secs = sys.argv[1:]
 load = json.load(open(load))
-ages = [tuple(map(float, l.split())) for l in open(samples) if l.strip()]
+rows = [tuple(map(float, l.split())) for l in open(samples) if l.strip()]
+ages = [(r[0], r[1]) for r in rows]
 states = json.loads(states)
 created = sum(states.values())
 print(json.dumps({
@@ -74,6 +76,8 @@ print(json.dumps({
     "max_backlog_age_seconds": max((a for a, _ in ages), default=None),
     "refusing_samples": sum(1 for _, r in ages if r >= 1), "samples": len(ages),
     "drain_secs_after_load": float(drained), "rss_kib": int(rss),
+    # Each second: oldest due charge's wait (s), refusing (0/1), charges due within the bound, predicted wait (s).
+    "samples_series": [list(r) for r in rows],
 }))
 PY
   python3 - "$OUT/intake-$gate.json" <<'PY'

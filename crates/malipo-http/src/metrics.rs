@@ -95,7 +95,7 @@ pub fn metrics() -> Result<Metrics, String> {
     registry.register(Box::new(due.clone())).map_err(|e| e.to_string())?;
     let predicted = Gauge::new(
         "malipo_backlog_predicted_wait_seconds",
-        "Seconds the due charges would take to drain at the rate last measured while intake was refused (0 before any)",
+        "Seconds the due charges would take to drain at the rate last measured (an assumed one before any)",
     )
     .map_err(|e| e.to_string())?;
     registry.register(Box::new(predicted.clone())).map_err(|e| e.to_string())?;

@@ -21,6 +21,16 @@
 //! drain at the faster of the two, and opens once both that prediction and the oldest wait are
 //! back under half the bound.
 //!
+//! Between two measurements (a quarter of a second) an open gate would admit whatever arrives:
+//! at full speed this machine creates charges seven times faster than its workers finish them,
+//! so a quarter of a second of intake is nearly two seconds of their work, and the oldest wait
+//! went 30% past the bound. So each instance also counts the charges it admits after a
+//! measurement, and refuses the one that would make the measured count plus those take longer
+//! than the bound: the gate closes at the charge that crosses it, not at the next measurement.
+//! (Other instances' admissions are seen at the next measurement.) Before the workers' pace was
+//! ever measured (an instance that has just started), a rate is assumed
+//! ([`crate::drain::ASSUMED_RATE`]), or their pace while keeping up if higher.
+//!
 //! The two kinds share the workers, but only charges expire. So a charge backlog refuses both
 //! new charges and new payouts (more payouts would take the workers the charges need), while a
 //! payout backlog (a large approved batch, whose payouts queue on their one payout account)
@@ -51,8 +61,8 @@ pub struct BacklogReading {
     pub refusing_payouts: bool,
     /// Charges due now or within the bound (counted up to [`COUNT_CAP`]).
     pub charges_due: u64,
-    /// Seconds the due charges would take to drain at the last measured rate (0 until a rate
-    /// was measured, or when none is due).
+    /// Seconds the due charges would take to drain at the last measured rate (before any was
+    /// measured, the assumed one; 0 when none is due).
     pub predicted_seconds: f64,
 }
 
@@ -102,27 +112,39 @@ impl<'a> Backlog<'a> {
     /// Storage failures (the gate keeps its last state).
     pub fn measure(&self) -> Result<BacklogReading, ServiceError> {
         let now = self.core.now();
+        let gate = &self.core.backlog;
         let bound_seconds = self.core.config.max_backlog_seconds;
         let horizon = now.plus_seconds(bound_seconds.max(0));
+        // Reset before the read: a charge admitted from here on is counted again until the next
+        // measurement, even if this read sees it (erring towards refusing); one admitted before
+        // whose creation commits after the read is counted by neither (at most a creation
+        // group's worth).
+        gate.admitted.store(0, Ordering::Relaxed);
         let (charge, payout, due) = read(self.core.store(), |tx| {
             let due = if bound_seconds > 0 { tx.count_due_charges(horizon, COUNT_CAP)? } else { 0 };
             Ok((tx.oldest_due_charge(now)?, tx.oldest_due_payout(now)?, due))
         })?;
         let (charges, payouts) = (waited(now, charge), waited(now, payout));
-        let gate = &self.core.backlog;
         gate.payouts_micros.store(payouts, Ordering::Relaxed);
         let mut drain = gate.drain.lock().map_err(|_| ServiceError::Internal("backlog drain lock poisoned".into()))?;
+        // Refusing since the last measurement: it closed the gate, or a charge admitted since did
+        // (which closes it without measuring). The drain while refusing is measured from a
+        // measurement that found the gate closed, so a gate an admission closed starts a window now.
         let was_refusing = gate.refusing.load(Ordering::Relaxed);
+        let measured_refusing = drain.refusing_then && was_refusing;
         // The workers are behind when the oldest due charge has waited longer than a pass of
         // theirs takes: only then do their claims measure their pace rather than the arrivals.
         let behind = charges >= BEHIND_MICROS;
-        drain.observe(was_refusing, now, due, behind, gate.claimed.load(Ordering::Relaxed));
+        drain.observe(measured_refusing, now, due, behind, gate.claimed.load(Ordering::Relaxed));
         let predicted = drain.predicted(due);
+        gate.due.store(due, Ordering::Relaxed);
+        gate.rate_bits.store(drain.rate().to_bits(), Ordering::Relaxed);
         // The charges' pressure: the oldest wait, or the predicted one if that is longer.
-        let pressure = predicted.map_or(charges, |p| charges.max(micros(p)));
+        let pressure = charges.max(micros(predicted));
         gate.charges_micros.store(pressure, Ordering::Relaxed);
         let refusing = self.crossed(&gate.refusing, pressure);
-        if refusing && !was_refusing {
+        drain.refusing_then = refusing;
+        if refusing && !measured_refusing {
             // From now on nothing new comes in: the drain is measured from here.
             drain.start(now, due);
         }
@@ -131,7 +153,7 @@ impl<'a> Backlog<'a> {
         if gate.refusing.swap(refusing, Ordering::Relaxed) != refusing {
             tracing::warn!(
                 backlog_seconds = charges as f64 / 1e6,
-                predicted_seconds = predicted.unwrap_or(0.0),
+                predicted_seconds = predicted,
                 charges_due = due,
                 refusing,
                 "charge backlog crossed its bound"
@@ -146,7 +168,7 @@ impl<'a> Backlog<'a> {
             refusing,
             refusing_payouts: refusing || payouts_behind,
             charges_due: due,
-            predicted_seconds: predicted.unwrap_or(0.0),
+            predicted_seconds: predicted,
         })
     }
 
@@ -166,7 +188,9 @@ impl<'a> Backlog<'a> {
     }
 
     /// Admits new due work, or refuses it while its backlog (for a payout, either backlog) is
-    /// over its bound.
+    /// over its bound, or when a new charge would take it over (the due charges of the last
+    /// measurement and those admitted since, at the measured rate). Counts nothing: the check
+    /// made before a request costs anything ([`Backlog::take`] admits and counts).
     ///
     /// # Errors
     /// [`ServiceError::Busy`] with the seconds to wait.
@@ -175,6 +199,8 @@ impl<'a> Backlog<'a> {
         let mut age = None;
         if gate.refusing.load(Ordering::Relaxed) {
             age = Some(gate.charges_micros.load(Ordering::Relaxed));
+        } else if intake == Intake::Charge {
+            age = self.overflowing();
         }
         if intake == Intake::Payout && gate.refusing_payouts.load(Ordering::Relaxed) {
             age = age.max(Some(gate.payouts_micros.load(Ordering::Relaxed)));
@@ -185,5 +211,44 @@ impl<'a> Backlog<'a> {
         let half = self.core.config.max_backlog_seconds.saturating_mul(500_000);
         let excess = age.saturating_sub(half).max(0) / 1_000_000;
         Err(ServiceError::Busy { retry_after: excess.clamp(1, 30).unsigned_abs() })
+    }
+
+    /// [`Backlog::admit`], counting an admitted charge until the next measurement: what the
+    /// service does right before it creates due work.
+    ///
+    /// # Errors
+    /// As [`Backlog::admit`].
+    pub(crate) fn take(&self, intake: Intake) -> Result<(), ServiceError> {
+        self.admit(intake)?;
+        if intake == Intake::Charge {
+            self.core.backlog.admitted.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The predicted wait in microseconds, when one more charge would take the charges due at
+    /// the last measurement and those admitted since past the bound: the gate is then closed
+    /// until a measurement opens it (none before the first measurement).
+    fn overflowing(&self) -> Option<i64> {
+        let gate = &self.core.backlog;
+        let bound = self.core.config.max_backlog_seconds.saturating_mul(1_000_000);
+        let rate = f64::from_bits(gate.rate_bits.load(Ordering::Relaxed));
+        if bound <= 0 || rate <= 0.0 {
+            return None;
+        }
+        let due = gate.due.load(Ordering::Relaxed).saturating_add(gate.admitted.load(Ordering::Relaxed)).saturating_add(1);
+        let wait = micros(due as f64 / rate);
+        if wait <= bound {
+            return None;
+        }
+        gate.charges_micros.fetch_max(wait, Ordering::Relaxed);
+        if !gate.refusing.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                predicted_seconds = wait as f64 / 1e6,
+                charges_due = due,
+                "charges admitted since the last measurement crossed the backlog bound"
+            );
+        }
+        Some(wait)
     }
 }

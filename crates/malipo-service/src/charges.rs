@@ -102,7 +102,7 @@ impl<'a> Charges<'a> {
             )));
         }
         let fee = merchant_country.fee(FeeOperation::Charge, amount).min(amount);
-        Backlog::new(self.core).admit(Intake::Charge)?;
+        Backlog::new(self.core).take(Intake::Charge)?;
         let now = self.core.now();
         let next_action_at = Lifecycle(self.core).first_step_at(principal.mode, now);
         let charge = move |merchant_account| Charge {

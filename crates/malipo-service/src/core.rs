@@ -51,6 +51,12 @@ pub(crate) struct BacklogGate {
     pub(crate) drain: Mutex<crate::drain::Drain>,
     /// Charges this instance's workers have claimed since it started.
     pub(crate) claimed: AtomicU64,
+    /// Charges due now or within the bound at the last measurement.
+    pub(crate) due: AtomicU64,
+    /// Charges this instance admitted since the last measurement (which may not count them).
+    pub(crate) admitted: AtomicU64,
+    /// The drain rate of the last measurement, charges a second (`f64` bits).
+    pub(crate) rate_bits: AtomicU64,
 }
 
 /// Ids of organisations' accounts, which never change once opened: saves a lookup per charge.

@@ -140,7 +140,7 @@ impl<'a> BulkPayouts<'a> {
         render: &dyn Fn(&BulkPayout) -> StoredResponse,
     ) -> Result<IdemOutcome, ServiceError> {
         let id = BulkPayoutId::parse(id).map_err(|_| ServiceError::NotFound)?;
-        Backlog::new(self.core).admit(Intake::Payout)?;
+        Backlog::new(self.core).take(Intake::Payout)?;
         let now = self.core.now();
         self.core.idempotent(
             idem,

@@ -67,7 +67,7 @@ impl<'a> Payouts<'a> {
             return Err(ServiceError::Validation(errors));
         };
         check_currency(new.currency.as_deref(), country.currency)?;
-        Backlog::new(self.core).admit(Intake::Payout)?;
+        Backlog::new(self.core).take(Intake::Payout)?;
         let now = self.core.now();
         self.core.idempotent(
             idem,

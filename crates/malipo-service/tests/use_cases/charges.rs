@@ -226,7 +226,8 @@ fn once_the_drain_rate_is_measured_the_gate_closes_on_the_predicted_wait_before_
         world.charge(&shop, &number("0000"), "10.00").unwrap();
     }
     let reading = backlog.measure().unwrap();
-    assert_eq!((reading.charges_due, reading.predicted_seconds, reading.refusing), (40, 0.0, false), "no rate measured yet");
+    // No rate measured yet: 40 charges at the assumed 200 a second.
+    assert_eq!((reading.charges_due, reading.predicted_seconds, reading.refusing), (40, 0.2, false));
 
     // Nobody runs the workers: refused on the oldest wait (13 - 2 s). While refused, nothing new
     // comes in, so the count falls only as the workers finish: 10 charges a second.
@@ -245,27 +246,26 @@ fn once_the_drain_rate_is_measured_the_gate_closes_on_the_predicted_wait_before_
     let reading = backlog.measure().unwrap();
     assert_eq!((reading.charges_seconds, reading.charges_due, reading.refusing), (0.0, 0, false), "caught up");
 
-    // 101 new charges, none due yet (the sandbox decides 2 s after creation), would take 10.1 s
-    // at 10 a second: refused at once, though no charge has waited at all.
-    for _ in 0..101 {
+    // New charges, none due yet (the sandbox decides 2 s after creation): at 10 a second the bound
+    // holds 100, so the 101st, which would make 10.1 s of work, is refused at once, though no
+    // charge has waited at all and no measurement came between them.
+    for _ in 0..100 {
         world.charge(&shop, &number("0000"), "10.00").unwrap();
     }
-    let reading = backlog.measure().unwrap();
-    assert_eq!((reading.charges_seconds, reading.charges_due, reading.refusing), (0.0, 101, true));
-    assert!((reading.predicted_seconds - 10.1).abs() < 1e-9, "{reading:?}");
     match world.charge(&shop, &number("0000"), "10.00") {
         Err(ServiceError::Busy { retry_after }) => assert_eq!(retry_after, 5, "the excess of the predicted wait over half the bound"),
         other => panic!("expected Busy, got {other:?}"),
     }
+    let reading = backlog.measure().unwrap();
+    assert_eq!((reading.charges_seconds, reading.charges_due, reading.predicted_seconds, reading.refusing), (0.0, 100, 10.0, true));
     // Two seconds later the workers have finished 60: the count fell 30 a second (averaged with
     // the 10 before: 20). Their own claims measure no pace here (nothing had waited when their
-    // window began: they were not behind). At 20 a second the 41 left would take 2.05 s, under
+    // window began: they were not behind). At 20 a second the 40 left would take 2 s, under
     // half the bound: admitted again.
     world.advance(2);
     assert_eq!(processing.process_due(60).unwrap(), 60);
     let reading = backlog.measure().unwrap();
-    assert_eq!((reading.charges_due, reading.refusing), (41, false));
-    assert!((reading.predicted_seconds - 2.05).abs() < 1e-9, "{reading:?}");
+    assert_eq!((reading.charges_due, reading.predicted_seconds, reading.refusing), (40, 2.0, false));
     world.charge(&shop, &number("0000"), "10.00").unwrap();
     settle(&world);
     assert_eq!(world.verified_ledger(None), vec![]);
@@ -281,20 +281,26 @@ fn the_workers_measured_pace_closes_the_gate_on_a_burst_before_it_ever_closed_on
         world.charge(&shop, &number("0000"), "10.00").unwrap();
     }
     world.advance(3);
-    assert_eq!(backlog.measure().unwrap().predicted_seconds, 0.0, "no pace measured yet");
+    assert_eq!(backlog.measure().unwrap().predicted_seconds, 0.15, "no pace measured yet: 30 at the assumed 200 a second");
     // With charges due at both ends of a second, the workers claimed 10: their pace.
     assert_eq!(processing.process_due(10).unwrap(), 10);
     world.advance(1);
     let reading = backlog.measure().unwrap();
     assert_eq!((reading.charges_seconds, reading.charges_due, reading.predicted_seconds, reading.refusing), (2.0, 20, 2.0, false));
 
-    // 100 more at once: 120 at 10 a second is 12 s of work, refused while the oldest has waited
-    // only 2 s (the age alone would admit charges until one had waited 10 s).
-    for _ in 0..100 {
+    // At 10 a second the bound (10 s) holds 100 charges, closed while the oldest has waited only
+    // 2 s (the age alone would admit charges until one had waited 10 s): 80 more are admitted
+    // with no measurement between them, and the 81st, which would make 10.1 s, is refused.
+    for _ in 0..80 {
         world.charge(&shop, &number("0000"), "10.00").unwrap();
     }
+    match world.charge(&shop, &number("0000"), "10.00") {
+        Err(ServiceError::Busy { retry_after }) => assert_eq!(retry_after, 5, "the excess of 10.1 s over half the bound"),
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    // The next measurement counts the 100 and keeps the gate closed (over half the bound).
     let reading = backlog.measure().unwrap();
-    assert_eq!((reading.charges_seconds, reading.charges_due, reading.predicted_seconds, reading.refusing), (2.0, 120, 12.0, true));
+    assert_eq!((reading.charges_seconds, reading.charges_due, reading.predicted_seconds, reading.refusing), (2.0, 100, 10.0, true));
     assert!(matches!(world.charge(&shop, &number("0000"), "10.00"), Err(ServiceError::Busy { .. })));
 
     world.advance(2);
@@ -314,6 +320,21 @@ fn the_workers_measured_pace_closes_the_gate_on_a_burst_before_it_ever_closed_on
 }
 
 #[test]
+fn a_first_burst_is_refused_at_the_assumed_pace_before_any_pace_was_measured() {
+    let world = World::new();
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    // 2,001 charges at once, none due yet (the sandbox decides 2 s after creation) and no pace
+    // measured: at the assumed 200 a second they are 10.005 s of work, past the bound.
+    for _ in 0..2_001 {
+        world.charge(&shop, &number("0000"), "1.00").unwrap();
+    }
+    let reading = world.platform.backlog().measure().unwrap();
+    assert_eq!((reading.charges_seconds, reading.charges_due, reading.refusing), (0.0, 2_001, true), "{reading:?}");
+    assert!((reading.predicted_seconds - 10.005).abs() < 1e-9, "{reading:?}");
+    assert!(matches!(world.charge(&shop, &number("0000"), "1.00"), Err(ServiceError::Busy { .. })));
+}
+
+#[test]
 fn workers_that_keep_up_measure_no_pace_so_a_burst_is_not_refused_on_a_prediction() {
     let world = World::new();
     let shop = world.org(OrgKind::Merchant, Mode::Test);
@@ -328,12 +349,13 @@ fn workers_that_keep_up_measure_no_pace_so_a_burst_is_not_refused_on_a_predictio
         assert_eq!(processing.process_due(10).unwrap(), 1);
     }
     // A burst: 101 charges due within the bound. At the arrivals' rate they would take minutes,
-    // but no pace was measured, so nothing is refused until one has waited.
+    // but no pace was measured, so they are predicted at the assumed rate (200 a second), not
+    // refused.
     for _ in 0..101 {
         world.charge(&shop, &number("0000"), "10.00").unwrap();
     }
     let reading = backlog.measure().unwrap();
-    assert_eq!((reading.charges_due, reading.predicted_seconds, reading.refusing), (101, 0.0, false), "{reading:?}");
+    assert_eq!((reading.charges_due, reading.predicted_seconds, reading.refusing), (101, 0.505, false), "{reading:?}");
     world.charge(&shop, &number("0000"), "10.00").unwrap();
     world.advance(2);
     settle(&world);
