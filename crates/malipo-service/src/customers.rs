@@ -37,6 +37,16 @@ impl Customers<'_> {
     /// Opens and funds the test wallet of a number this transaction found without one (a
     /// concurrent first use makes the insert a duplicate, and the transaction is run again).
     fn open_test_wallet(&self, tx: &mut dyn Tx, msisdn: &Msisdn, now: Timestamp) -> Result<Wallet, ServiceError> {
+        let (wallet, funding) = self.open_unfunded_test_wallet(tx, msisdn, now)?;
+        // Every caller fails its transaction with a failed opening: no savepoint of its own.
+        tx.post_journal_whole(&funding)?;
+        Ok(wallet)
+    }
+
+    /// [`Customers::open_test_wallet`] without posting its funding: the journal is returned, for
+    /// the caller to post in this transaction before any debit of the wallet (with the debit's
+    /// own journal, in one write of their rows).
+    fn open_unfunded_test_wallet(&self, tx: &mut dyn Tx, msisdn: &Msisdn, now: Timestamp) -> Result<(Wallet, Journal), ServiceError> {
         let country =
             self.0.countries.for_msisdn(msisdn).map_err(|e| ServiceError::field("msisdn", "invalid_msisdn", format!("msisdn {e}")))?;
         let account = Account::open(None, Mode::Test, AccountKind::Wallet, country.currency, Some(msisdn.to_string()), now);
@@ -79,9 +89,7 @@ impl Customers<'_> {
             vec![JournalLine { account: funding, amount: amount.checked_neg()? }, JournalLine { account: account.id.clone(), amount }],
             now,
         )?;
-        // Every caller fails its transaction with a failed opening: no savepoint of its own.
-        tx.post_journal_whole(&journal)?;
-        Ok(wallet)
+        Ok((wallet, journal))
     }
 
     /// The payer's wallet for a debit, locked until the transaction ends, so that its state, its
@@ -105,6 +113,31 @@ impl Customers<'_> {
             // None found under the lock: opened here (no second read). A wallet inserted by this
             // transaction is invisible to others until it commits.
             Mode::Test => Ok(Some((self.open_test_wallet(tx, msisdn, now)?, true))),
+            Mode::Live => Ok(None),
+        }
+    }
+
+    /// [`Customers::payer_wallet`], a test wallet opened now returned with its funding journal
+    /// not yet posted (see [`Customers::open_unfunded_test_wallet`]): `Some` exactly when the
+    /// wallet was opened by this transaction.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub(crate) fn payer_wallet_unfunded(
+        &self,
+        tx: &mut dyn Tx,
+        mode: Mode,
+        msisdn: &Msisdn,
+        now: Timestamp,
+    ) -> Result<Option<(Wallet, Option<Journal>)>, ServiceError> {
+        if let Some(wallet) = tx.lock_wallet(mode, msisdn)? {
+            return Ok(Some((wallet, None)));
+        }
+        match mode {
+            Mode::Test => {
+                let (wallet, funding) = self.open_unfunded_test_wallet(tx, msisdn, now)?;
+                Ok(Some((wallet, Some(funding))))
+            }
             Mode::Live => Ok(None),
         }
     }

@@ -63,20 +63,25 @@ impl Events<'_> {
     /// # Errors
     /// Storage failures (which fail the caller's transaction).
     pub(crate) fn emit(&self, tx: &mut dyn Tx, new: NewEvent<'_>, now: Timestamp) -> Result<(), ServiceError> {
-        let event = Event {
-            id: EventId::new(),
-            org_id: new.org_id.clone(),
-            mode: new.mode,
-            kind: new.kind.to_owned(),
-            object_id: new.object_id.to_owned(),
-            data: new.data,
-            summary: new.summary,
-            created_at: now,
-        };
-        tx.insert_event(&event)?;
-        for endpoint in tx.list_endpoints(new.org_id, new.mode)? {
-            if endpoint.enabled && endpoint.events.matches(new.kind) {
-                tx.insert_delivery(&new_delivery(&event.id, &endpoint.id, now))?;
+        self.emit_all(tx, vec![event_of(new, now)], now)
+    }
+
+    /// Writes events (together: one statement where the store can) and one delivery per
+    /// enabled, subscribed endpoint for each.
+    ///
+    /// # Errors
+    /// Storage failures (which fail the caller's transaction).
+    pub(crate) fn emit_all(&self, tx: &mut dyn Tx, events: Vec<Event>, now: Timestamp) -> Result<(), ServiceError> {
+        match events.as_slice() {
+            [] => return Ok(()),
+            [one] => tx.insert_event(one)?,
+            all => tx.insert_events(all)?,
+        }
+        for event in &events {
+            for endpoint in tx.list_endpoints(&event.org_id, event.mode)? {
+                if endpoint.enabled && endpoint.events.matches(&event.kind) {
+                    tx.insert_delivery(&new_delivery(&event.id, &endpoint.id, now))?;
+                }
             }
         }
         Ok(())
@@ -87,18 +92,35 @@ impl Events<'_> {
     /// # Errors
     /// As [`Events::emit`].
     pub(crate) fn charge(&self, tx: &mut dyn Tx, charge: &Charge, now: Timestamp) -> Result<(), ServiceError> {
+        self.emit_all(tx, self.charge_event(charge, now).into_iter().collect(), now)
+    }
+
+    /// [`Events::charge`]'s event, not yet written: the charge as it is now, for an
+    /// [`Events::emit_all`] together with a later one.
+    pub(crate) fn charge_event(&self, charge: &Charge, now: Timestamp) -> Option<Event> {
         let renderer = &self.0.renderer;
         let (kind, (data, summary)) = match charge.kind {
-            ChargeKind::Charge => match charge_event_kind(charge.state) {
-                Some(kind) => (kind, renderer.charge(charge)),
-                None => return Ok(()),
-            },
+            ChargeKind::Charge => (charge_event_kind(charge.state)?, renderer.charge(charge)),
             // Of a cash-out's moves only its completion is an event (contract section 12).
             ChargeKind::CashOut if charge.state == ChargeState::Completed => ("cash_out.completed", renderer.cash_out(charge)),
-            ChargeKind::CashOut => return Ok(()),
+            ChargeKind::CashOut => return None,
         };
         let new = NewEvent { org_id: &charge.org_id, mode: charge.mode, kind, object_id: charge.id.as_str(), data, summary };
-        self.emit(tx, new, now)
+        Some(event_of(new, now))
+    }
+}
+
+/// A new event with a new id.
+fn event_of(new: NewEvent<'_>, now: Timestamp) -> Event {
+    Event {
+        id: EventId::new(),
+        org_id: new.org_id.clone(),
+        mode: new.mode,
+        kind: new.kind.to_owned(),
+        object_id: new.object_id.to_owned(),
+        data: new.data,
+        summary: new.summary,
+        created_at: now,
     }
 }
 

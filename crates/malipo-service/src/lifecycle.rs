@@ -5,6 +5,7 @@
 use malipo_charges::{Charge, ChargeEvent, ChargeKind, ChargeState, FailureReason};
 use malipo_core::{AccountId, MinorUnit, Mode, Timestamp};
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine, LedgerError};
+use malipo_webhooks::Event;
 
 use crate::core::Core;
 use crate::customers::Customers;
@@ -21,6 +22,37 @@ pub(crate) type Entered = Vec<ChargeState>;
 
 fn line(account: &AccountId, amount: MinorUnit) -> JournalLine {
     JournalLine { account: account.clone(), amount }
+}
+
+/// Applies `event` to the charge in memory (the caller stores it and writes its event).
+fn moved(charge: &mut Charge, event: ChargeEvent, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
+    charge.apply(event, now).map_err(|e| ServiceError::InvalidState(format!("the charge is {}; {e}", charge.state)))?;
+    entered.push(charge.state);
+    Ok(())
+}
+
+/// How an approval takes the payer's money.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Funds {
+    /// Reserved on the wallet (a hold), which tells insufficient funds apart as the charge's
+    /// failure: for a completion in a later transaction, or one that may fail.
+    Hold,
+    /// Paid at once: the completion follows in the same transaction, with no hold and release
+    /// (two statements fewer), the charge stored once and both events written together. The
+    /// posting checks the funds, so a refused one (insufficient funds included) fails the
+    /// transaction with the error; the caller must then not commit it, and approves again
+    /// with [`Funds::Hold`], which ends the charge as a hold would have.
+    PayNow,
+}
+
+/// What an approval leaves to the completion that follows it.
+struct Prior {
+    /// Whether the amount is held on the payer's wallet (to release).
+    held: bool,
+    /// The approval's event, to write with the completion's ([`Funds::PayNow`]).
+    authorised: Option<Event>,
+    /// The funding of a sandbox wallet opened by the approval, to post with the payment.
+    funding: Option<Journal>,
 }
 
 /// Moves charges through their states.
@@ -45,11 +77,9 @@ impl Lifecycle<'_> {
         now: Timestamp,
         entered: &mut Entered,
     ) -> Result<(), ServiceError> {
-        charge.apply(event, now).map_err(|e| ServiceError::InvalidState(format!("the charge is {}; {e}", charge.state)))?;
+        moved(charge, event, now, entered)?;
         tx.update_charge(charge)?;
-        Events(self.0).charge(tx, charge, now)?;
-        entered.push(charge.state);
-        Ok(())
+        Events(self.0).charge(tx, charge, now)
     }
 
     /// Waits for the customer until the charge expires.
@@ -60,21 +90,30 @@ impl Lifecycle<'_> {
         Ok(())
     }
 
-    /// The payer approved: reserve the amount on the wallet, or fail the charge with the reason.
-    /// The wallet's row is locked before its state and limits are read.
+    /// The payer approved: reserve the amount on the wallet (or, with [`Funds::PayNow`],
+    /// pay it at once), or fail the charge with the reason. The wallet's row is locked before
+    /// its state and limits are read.
     pub(crate) fn authorise(
         &self,
         tx: &mut dyn Tx,
         charge: &mut Charge,
         now: Timestamp,
         entered: &mut Entered,
+        funds: Funds,
     ) -> Result<(), ServiceError> {
         let fail = |r| ChargeEvent::PayerFailure(r);
-        let Some((wallet, opened_now)) = Customers(self.0).payer_wallet(tx, charge.mode, &charge.payer_msisdn, now)? else {
+        let customers = Customers(self.0);
+        // Paying now, a wallet opened now is funded by the payment's own posting (one write of
+        // both journals' rows), or before the charge fails, if it does.
+        let found = match funds {
+            Funds::Hold => customers.payer_wallet(tx, charge.mode, &charge.payer_msisdn, now)?.map(|(w, opened)| (w, opened, None)),
+            Funds::PayNow => customers.payer_wallet_unfunded(tx, charge.mode, &charge.payer_msisdn, now)?.map(|(w, f)| (w, f.is_some(), f)),
+        };
+        let Some((wallet, opened_now, funding)) = found else {
             return self.apply(tx, charge, fail(FailureReason::PayerNotFound), now, entered);
         };
         if wallet.state == WalletState::Locked {
-            return self.apply(tx, charge, fail(FailureReason::WalletLocked), now, entered);
+            return self.refuse(tx, charge, FailureReason::WalletLocked, now, entered, funding);
         }
         // A wallet opened in this transaction has used nothing today: no need to read its
         // postings (which would also hold the ledger's chain head, locked by its funding, longer).
@@ -86,7 +125,15 @@ impl Lifecycle<'_> {
             limits.check_debit(tx, &wallet, charge.amount, debit, now)?
         };
         if within_limits.is_err() {
-            return self.apply(tx, charge, fail(FailureReason::LimitExceeded), now, entered);
+            return self.refuse(tx, charge, FailureReason::LimitExceeded, now, entered, funding);
+        }
+        if funds == Funds::PayNow {
+            // The completion's posting checks the funds, under the lock its update takes.
+            charge.payer_account = Some(wallet.account_id);
+            charge.next_action_at = Some(now);
+            moved(charge, ChargeEvent::Approve, now, entered)?;
+            let authorised = Events(self.0).charge_event(charge, now);
+            return self.pay(tx, charge, now, entered, Prior { held: false, authorised, funding });
         }
         match tx.hold(&wallet.account_id, debit) {
             Ok(()) => {
@@ -105,6 +152,28 @@ impl Lifecycle<'_> {
     /// fee. A cash-out: the customer pays `amount + fee`, the agent's float gets `amount` and its
     /// commission, revenue the rest of the fee.
     pub(crate) fn complete(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
+        self.pay(tx, charge, now, entered, Prior { held: true, authorised: None, funding: None })
+    }
+
+    /// Fails an approved charge for the payer's `reason`, after posting the funding of a wallet
+    /// opened for it.
+    fn refuse(
+        &self,
+        tx: &mut dyn Tx,
+        charge: &mut Charge,
+        reason: FailureReason,
+        now: Timestamp,
+        entered: &mut Entered,
+        funding: Option<Journal>,
+    ) -> Result<(), ServiceError> {
+        if let Some(funding) = funding {
+            tx.post_journal_whole(&funding)?;
+        }
+        self.apply(tx, charge, ChargeEvent::PayerFailure(reason), now, entered)
+    }
+
+    /// [`Lifecycle::complete`], after what the approval left to it (`prior`).
+    fn pay(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered, prior: Prior) -> Result<(), ServiceError> {
         let payer = charge
             .payer_account
             .clone()
@@ -132,11 +201,19 @@ impl Lifecycle<'_> {
         // The charge first, the shared ledger rows last: the revenue account and the ledger's
         // audit-chain head are locked by every completion, so they are taken just before commit.
         charge.transaction_id = Some(journal.id.clone());
-        self.apply(tx, charge, ChargeEvent::Complete, now, entered)?;
-        tx.release(&payer, debit)?;
+        moved(charge, ChargeEvent::Complete, now, entered)?;
+        tx.update_charge(charge)?;
+        let events = Events(self.0);
+        events.emit_all(tx, prior.authorised.into_iter().chain(events.charge_event(charge, now)).collect(), now)?;
+        if prior.held {
+            tx.release(&payer, debit)?;
+        }
         // Every caller fails its transaction with a failed completion (the worker then advances
         // the charge step by step, in new transactions): no savepoint of its own.
-        tx.post_journal_whole(&journal)?;
+        match prior.funding {
+            Some(funding) => tx.post_journals_whole(&[&funding, &journal])?,
+            None => tx.post_journal_whole(&journal)?,
+        }
         Ok(())
     }
 

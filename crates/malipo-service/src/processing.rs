@@ -8,7 +8,7 @@ use malipo_core::{ChargeRef, Mode, Timestamp};
 use crate::core::Core;
 use crate::customers::Customers;
 use crate::error::{ServiceError, StoreError};
-use crate::lifecycle::{Entered, Lifecycle};
+use crate::lifecycle::{Entered, Funds, Lifecycle};
 use crate::limits::Limits;
 use crate::ports::{write, Tx, WalletState};
 
@@ -155,7 +155,9 @@ impl<'a> Processing<'a> {
         entered: &mut Entered,
     ) -> Result<(), ServiceError> {
         loop {
-            let (again, mut e) = self.step_locked(tx, charge, now, claim)?;
+            // Every step here ends with the caller's transaction: an approval pays at once, and a
+            // refused posting fails it (every caller then advances the charge step by step).
+            let (again, mut e) = self.step_locked(tx, charge, now, claim, Funds::PayNow)?;
             entered.append(&mut e);
             if !again {
                 return Ok(());
@@ -234,16 +236,18 @@ impl<'a> Processing<'a> {
         let Some(mut charge) = tx.lock_charge(id)? else {
             return Ok((false, vec![]));
         };
-        self.step_locked(tx, &mut charge, now, claim)
+        self.step_locked(tx, &mut charge, now, claim, Funds::Hold)
     }
 
-    /// [`Processing::step`] of a charge this transaction has locked.
+    /// [`Processing::step`] of a charge this transaction has locked; a sandbox approval takes
+    /// the payer's money as `funds` says.
     fn step_locked(
         &self,
         tx: &mut dyn Tx,
         charge: &mut Charge,
         now: Timestamp,
         claim: Option<Timestamp>,
+        funds: Funds,
     ) -> Result<(bool, Entered), ServiceError> {
         let ours = match claim {
             Some(lease) => charge.next_action_at == Some(lease),
@@ -258,7 +262,7 @@ impl<'a> Processing<'a> {
                 self.lifecycle().apply(tx, charge, ChargeEvent::Expire, now, &mut entered)?;
             }
             ChargeState::Pending => match charge.mode {
-                Mode::Test => self.sandbox_decide(tx, charge, now, &mut entered)?,
+                Mode::Test => self.sandbox_decide(tx, charge, now, &mut entered, funds)?,
                 Mode::Live => self.live_check(tx, charge, now, &mut entered)?,
             },
             ChargeState::Authorised => self.lifecycle().complete(tx, charge, now, &mut entered)?,
@@ -268,11 +272,18 @@ impl<'a> Processing<'a> {
         Ok((again, entered))
     }
 
-    fn sandbox_decide(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
+    fn sandbox_decide(
+        &self,
+        tx: &mut dyn Tx,
+        charge: &mut Charge,
+        now: Timestamp,
+        entered: &mut Entered,
+        funds: Funds,
+    ) -> Result<(), ServiceError> {
         let fail = |r| ChargeEvent::PayerFailure(r);
         let lifecycle = self.lifecycle();
         match SandboxOutcome::for_payer(&charge.payer_msisdn) {
-            SandboxOutcome::Approve => lifecycle.authorise(tx, charge, now, entered),
+            SandboxOutcome::Approve => lifecycle.authorise(tx, charge, now, entered, funds),
             SandboxOutcome::Decline => lifecycle.apply(tx, charge, ChargeEvent::Decline, now, entered),
             SandboxOutcome::Expire | SandboxOutcome::StayPending => lifecycle.park(tx, charge, now),
             SandboxOutcome::InsufficientFunds => lifecycle.apply(tx, charge, fail(FailureReason::InsufficientFunds), now, entered),

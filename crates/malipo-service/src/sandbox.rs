@@ -10,7 +10,7 @@ use crate::core::Core;
 use crate::customers::Customers;
 use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
-use crate::lifecycle::{Entered, Lifecycle};
+use crate::lifecycle::{Entered, Funds, Lifecycle};
 use crate::limits::{Limits, WalletDetails};
 use crate::ports::{Tx, WalletState};
 
@@ -112,7 +112,8 @@ impl<'a> Sandbox<'a> {
         }
         match action {
             SimulateAction::Approve => {
-                lifecycle.authorise(tx, charge, now, entered)?;
+                // Held: a payer without the funds ends the charge failed, not the request.
+                lifecycle.authorise(tx, charge, now, entered, Funds::Hold)?;
                 if charge.state == ChargeState::Authorised {
                     lifecycle.complete(tx, charge, now, entered)?;
                 }

@@ -59,6 +59,7 @@ macro_rules! __store_contract_cases {
                 ledger::post_journal_updates_balances_and_chains,
                 ledger::overdraft_is_refused_and_writes_nothing,
                 ledger::post_journal_whole_never_commits_a_refused_journal,
+                ledger::post_journals_whole_posts_each_in_turn,
                 ledger::issuance_may_go_negative,
                 ledger::unknown_account_is_refused,
                 ledger::currency_or_mode_mismatch_is_refused,

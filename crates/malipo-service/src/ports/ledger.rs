@@ -139,6 +139,14 @@ pub trait LedgerRepo {
     fn post_journal_whole(&mut self, journal: &Journal) -> Result<(), StoreError> {
         self.post_journal(journal)
     }
+    /// [`LedgerRepo::post_journal_whole`] of each journal in turn (the adapter may write their
+    /// rows together).
+    ///
+    /// # Errors
+    /// As [`LedgerRepo::post_journal_whole`].
+    fn post_journals_whole(&mut self, journals: &[&Journal]) -> Result<(), StoreError> {
+        journals.iter().try_for_each(|j| self.post_journal_whole(j))
+    }
     /// Sum of `amount - fee` of `authorised` charges (kind `charge`) whose merchant account is `account`.
     ///
     /// # Errors

@@ -12,6 +12,15 @@ pub trait OutboxRepo {
     /// # Errors
     /// [`StoreError::Duplicate`] if the id exists.
     fn insert_event(&mut self, event: &Event) -> Result<(), StoreError>;
+    /// Inserts several events, as [`OutboxRepo::insert_event`] of each in turn would (an
+    /// adapter may write them in one statement).
+    ///
+    /// # Errors
+    /// [`StoreError::Duplicate`] if an id exists: the caller's transaction must then fail, as
+    /// the others may have been inserted.
+    fn insert_events(&mut self, events: &[Event]) -> Result<(), StoreError> {
+        events.iter().try_for_each(|e| self.insert_event(e))
+    }
     /// An event of an organisation in a mode.
     ///
     /// # Errors

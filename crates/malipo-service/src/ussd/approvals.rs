@@ -10,7 +10,7 @@ use malipo_ussd::{display_amount, Caller, Effect, Outcome, Prompt, PromptKind};
 use super::hops::{Effects, Reads};
 use crate::core::Core;
 use crate::error::ServiceError;
-use crate::lifecycle::{Entered, Lifecycle};
+use crate::lifecycle::{Entered, Funds, Lifecycle};
 use crate::ports::{write, Tx};
 use crate::processing::Processing;
 use crate::wallets::{PinCheck, Pins};
@@ -44,7 +44,8 @@ impl Approvals<'_> {
         let answered = write(self.0.store(), |tx| {
             entered.clear();
             let now = self.0.now();
-            Ok(self.answer_in(tx, mode, caller, &id, approve, now, &mut entered)?.map(|c| (c.state, c.failure_reason)))
+            let answer = approve.then_some(Funds::Hold);
+            Ok(self.answer_in(tx, mode, caller, &id, answer, now, &mut entered)?.map(|c| (c.state, c.failure_reason)))
         })?;
         self.0.report(&entered);
         let (state, reason) = match answered {
@@ -93,7 +94,9 @@ impl Approvals<'_> {
         now: Timestamp,
         entered: &mut Entered,
     ) -> Result<Answered, ServiceError> {
-        let mut answered = self.answer_in(tx, mode, caller, id, true, now, entered)?;
+        // Paid at once: a refused posting fails the claim's transaction, and the channel then
+        // answers the prompt the older way, which tells insufficient funds apart.
+        let mut answered = self.answer_in(tx, mode, caller, id, Some(Funds::PayNow), now, entered)?;
         if let Ok(charge) = &mut answered {
             if charge.state == ChargeState::Authorised {
                 // The charge this transaction locked and authorised, completed without a second read.
@@ -103,8 +106,9 @@ impl Approvals<'_> {
         Ok(answered.map(|c| (c.state, c.failure_reason)))
     }
 
-    /// Answers a pending prompt in the caller's transaction: `Ok(Err(msg))` when it can no
-    /// longer be answered, else the charge as answered (locked by the transaction).
+    /// Answers a pending prompt in the caller's transaction: approved with `approve` (the way
+    /// the payer's money is taken), declined with `None`. `Ok(Err(msg))` when it can no longer
+    /// be answered, else the charge as answered (locked by the transaction).
     #[allow(clippy::too_many_arguments)]
     fn answer_in(
         &self,
@@ -112,7 +116,7 @@ impl Approvals<'_> {
         mode: Mode,
         caller: &Msisdn,
         id: &ChargeRef,
-        approve: bool,
+        approve: Option<Funds>,
         now: Timestamp,
         entered: &mut Entered,
     ) -> Result<Result<Charge, String>, ServiceError> {
@@ -130,8 +134,8 @@ impl Approvals<'_> {
             lifecycle.apply(tx, &mut charge, ChargeEvent::Expire, now, entered)?;
             return Ok(Err("This payment request has expired.".to_owned()));
         }
-        if approve {
-            lifecycle.authorise(tx, &mut charge, now, entered)?;
+        if let Some(funds) = approve {
+            lifecycle.authorise(tx, &mut charge, now, entered, funds)?;
         } else {
             lifecycle.apply(tx, &mut charge, ChargeEvent::Decline, now, entered)?;
         }

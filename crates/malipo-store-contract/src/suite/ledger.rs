@@ -145,6 +145,35 @@ pub fn post_journal_whole_never_commits_a_refused_journal(store: &dyn Store) {
     assert_ledger_sound(store);
 }
 
+/// `post_journals_whole` posts journals as `post_journal_whole` of each in turn: a wallet funded
+/// by the first and debited by the second has both postings with their running balances, in
+/// order; a transaction that fails with a refused journal among them keeps none of them.
+pub fn post_journals_whole_posts_each_in_turn(store: &dyn Store) {
+    let kes = insert_platform(store, Mode::Test, KES);
+    let m = insert_merchant(store, "Duka", Mode::Test);
+    let (w, _) = insert_wallet(store, Mode::Test, KES, &msisdn("254712000020"));
+    let funding = journal(Mode::Test, KES, JournalKind::SandboxFunding, &[(&kes.sandbox_funding.id, -1_000), (&w.id, 1_000)], at(1));
+    let payment = transfer(Mode::Test, KES, &w.id, &m.collection.id, 600, at(1));
+    commit(store, |tx| Ok(tx.post_journals_whole(&[&funding, &payment])?));
+    assert_eq!((balance(store, &w.id), balance(store, &m.collection.id), balance(store, &kes.sandbox_funding.id)), (400, 600, -1_000));
+    assert_eq!(journal_count(store), 2);
+    let lines: Vec<_> = window(store, &w.id, None, (None, None), 10)
+        .iter()
+        .map(|l| (l.posting.journal_id.clone(), l.posting.amount.get(), l.posting.balance_after.get()))
+        .collect();
+    assert_eq!(lines, vec![(funding.id.clone(), 1_000, 1_000), (payment.id.clone(), -600, 400)]);
+
+    // The second overdraws what the first funded: neither remains.
+    let (short, _) = insert_wallet(store, Mode::Test, KES, &msisdn("254712000021"));
+    let funding = journal(Mode::Test, KES, JournalKind::SandboxFunding, &[(&kes.sandbox_funding.id, -100), (&short.id, 100)], at(2));
+    let payment = transfer(Mode::Test, KES, &short.id, &m.collection.id, 101, at(2));
+    let err = refused(store, |tx| Ok(tx.post_journals_whole(&[&funding, &payment])?));
+    assert_eq!(err, ledger_error(LedgerError::InsufficientFunds(short.id.clone())));
+    assert_eq!((balance(store, &short.id), balance(store, &m.collection.id), balance(store, &kes.sandbox_funding.id)), (0, 600, -1_000));
+    assert_eq!(journal_count(store), 2, "neither journal is written");
+    assert_ledger_sound(store);
+}
+
 /// Issuance and sandbox funding accounts may go negative, and their holds never refuse.
 pub fn issuance_may_go_negative(store: &dyn Store) {
     let kes = insert_platform(store, Mode::Test, KES);

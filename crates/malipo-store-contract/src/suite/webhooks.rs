@@ -193,11 +193,10 @@ pub fn events_round_trip_scoped_by_org_and_mode(store: &dyn Store) {
         summary: Summary { amount: None, currency: Some("UGX".into()), state: None, reference: Some("R ✓".into()) },
         ..event(&a, Mode::Test, FAILED, at(3))
     };
+    // Two written together (`insert_events`), one alone: the same events.
     commit(store, |tx| {
-        for e in [&full, &bare, &partial] {
-            tx.insert_event(e)?;
-        }
-        Ok(())
+        tx.insert_events(&[full.clone(), bare.clone()])?;
+        Ok(tx.insert_event(&partial)?)
     });
     for e in [&full, &bare, &partial] {
         assert_eq!(get_event(store, &a.id, e.mode, &e.id).as_ref(), Some(e), "event {} round trips", e.id);
@@ -209,6 +208,10 @@ pub fn events_round_trip_scoped_by_org_and_mode(store: &dyn Store) {
 
     let again = Event { kind: FAILED.into(), ..full.clone() };
     assert_eq!(refused(store, |tx| Ok(tx.insert_event(&again)?)), duplicate());
+    // Together with a new one, a duplicate refuses the call, and its transaction writes neither.
+    let fresh = event(&a, Mode::Test, COMPLETED, at(5));
+    assert_eq!(refused(store, |tx| Ok(tx.insert_events(&[fresh.clone(), again.clone()])?)), duplicate());
+    assert_eq!(get_event(store, &a.id, Mode::Test, &fresh.id), None);
     assert_eq!(get_event(store, &a.id, Mode::Test, &full.id), Some(full));
     let orphan = Event { org_id: OrgId::new(), ..event(&a, Mode::Test, COMPLETED, at(4)) };
     assert!(is_other(&refused(store, |tx| Ok(tx.insert_event(&orphan)?))), "no such organisation");

@@ -199,6 +199,13 @@ impl LedgerRepo for DieselTx<'_> {
         posted
     }
 
+    fn post_journals_whole(&mut self, journals: &[&Journal]) -> Result<(), StoreError> {
+        journals.iter().try_for_each(|j| j.check_balanced())?;
+        let posted = posting::post_journals(self.conn, self.known, &mut self.learned, journals).map_err(StoreError::from);
+        self.poisoned |= posted.is_err();
+        posted
+    }
+
     fn pending_credits(&mut self, account: &AccountId) -> Result<MinorUnit, StoreError> {
         let rows: Vec<(i64, i64)> = charges::table
             .filter(charges::merchant_account.eq(account.as_str()))

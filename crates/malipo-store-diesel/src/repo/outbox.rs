@@ -36,6 +36,18 @@ impl OutboxRepo for DieselTx<'_> {
         inserted(written!(&mut *self.conn, diesel::insert_into(events::table).values(&row).on_conflict_do_nothing()))
     }
 
+    fn insert_events(&mut self, events: &[Event]) -> Result<(), StoreError> {
+        let rows: Vec<EventRow> = events.iter().map(EventRow::from).collect();
+        // A transaction's few events (a charge's approval and completion): a bounded number of
+        // statement shapes.
+        let written = written!(rows &mut *self.conn, events::table, &rows, on_conflict_do_nothing).map_err(db_error)?;
+        if written == rows.len() {
+            Ok(())
+        } else {
+            Err(StoreError::Duplicate)
+        }
+    }
+
     fn event(&mut self, org_id: &OrgId, mode: Mode, id: &EventId) -> Result<Option<Event>, StoreError> {
         events::table
             .filter(events::id.eq(id.as_str()))
