@@ -92,7 +92,8 @@ impl Lifecycle<'_> {
 
     /// The payer approved: reserve the amount on the wallet (or, with [`Funds::PayNow`],
     /// pay it at once), or fail the charge with the reason. The wallet's row is locked before
-    /// its state and limits are read.
+    /// its state and limits are read: `locked` is the payer's wallet if the caller's transaction
+    /// has locked it already (and holds it as it is).
     pub(crate) fn authorise(
         &self,
         tx: &mut dyn Tx,
@@ -100,14 +101,19 @@ impl Lifecycle<'_> {
         now: Timestamp,
         entered: &mut Entered,
         funds: Funds,
+        locked: Option<&Wallet>,
     ) -> Result<(), ServiceError> {
         let fail = |r| ChargeEvent::PayerFailure(r);
         let customers = Customers(self.0);
         // Paying now, a wallet opened now is funded by the payment's own posting (one write of
         // both journals' rows), or before the charge fails, if it does.
-        let found = match funds {
-            Funds::Hold => customers.payer_wallet(tx, charge.mode, &charge.payer_msisdn, now)?.map(|(w, opened)| (w, opened, None)),
-            Funds::PayNow => customers.payer_wallet_unfunded(tx, charge.mode, &charge.payer_msisdn, now)?.map(|(w, f)| (w, f.is_some(), f)),
+        let found = match (funds, locked.filter(|w| w.mode == charge.mode && w.msisdn == charge.payer_msisdn)) {
+            // The payer's wallet as the caller's transaction locked it (a PIN checked on it).
+            (_, Some(wallet)) => Some((wallet.clone(), false, None)),
+            (Funds::Hold, None) => customers.payer_wallet(tx, charge.mode, &charge.payer_msisdn, now)?.map(|(w, opened)| (w, opened, None)),
+            (Funds::PayNow, None) => {
+                customers.payer_wallet_unfunded(tx, charge.mode, &charge.payer_msisdn, now)?.map(|(w, f)| (w, f.is_some(), f))
+            }
         };
         let Some((wallet, opened_now, funding)) = found else {
             return self.apply(tx, charge, fail(FailureReason::PayerNotFound), now, entered);

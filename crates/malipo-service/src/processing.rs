@@ -283,7 +283,7 @@ impl<'a> Processing<'a> {
         let fail = |r| ChargeEvent::PayerFailure(r);
         let lifecycle = self.lifecycle();
         match SandboxOutcome::for_payer(&charge.payer_msisdn) {
-            SandboxOutcome::Approve => lifecycle.authorise(tx, charge, now, entered, funds),
+            SandboxOutcome::Approve => lifecycle.authorise(tx, charge, now, entered, funds, None),
             SandboxOutcome::Decline => lifecycle.apply(tx, charge, ChargeEvent::Decline, now, entered),
             SandboxOutcome::Expire | SandboxOutcome::StayPending => lifecycle.park(tx, charge, now),
             SandboxOutcome::InsufficientFunds => lifecycle.apply(tx, charge, fail(FailureReason::InsufficientFunds), now, entered),

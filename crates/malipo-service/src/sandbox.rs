@@ -113,7 +113,7 @@ impl<'a> Sandbox<'a> {
         match action {
             SimulateAction::Approve => {
                 // Held: a payer without the funds ends the charge failed, not the request.
-                lifecycle.authorise(tx, charge, now, entered, Funds::Hold)?;
+                lifecycle.authorise(tx, charge, now, entered, Funds::Hold, None)?;
                 if charge.state == ChargeState::Authorised {
                     lifecycle.complete(tx, charge, now, entered)?;
                 }

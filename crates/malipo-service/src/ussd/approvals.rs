@@ -11,7 +11,7 @@ use super::hops::{Effects, Reads};
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::lifecycle::{Entered, Funds, Lifecycle};
-use crate::ports::{write, Tx};
+use crate::ports::{write, Tx, Wallet};
 use crate::processing::Processing;
 use crate::wallets::{PinCheck, Pins};
 
@@ -44,7 +44,7 @@ impl Approvals<'_> {
         let answered = write(self.0.store(), |tx| {
             entered.clear();
             let now = self.0.now();
-            let answer = approve.then_some(Funds::Hold);
+            let answer = approve.then_some((Funds::Hold, None));
             Ok(self.answer_in(tx, mode, caller, &id, answer, now, &mut entered)?.map(|c| (c.state, c.failure_reason)))
         })?;
         self.0.report(&entered);
@@ -77,26 +77,27 @@ impl Approvals<'_> {
         entered: &mut Entered,
     ) -> Result<Option<Approval>, ServiceError> {
         let id = ChargeRef::from_trusted(prompt.id.clone());
-        let checked = Pins(self.0).check_pin_in(tx, mode, caller, pin, now, entered, &mut |tx, now, entered| {
-            self.approve_guarded(tx, mode, caller, &id, now, entered)
+        let checked = Pins(self.0).check_pin_in(tx, mode, caller, pin, now, entered, &mut |tx, wallet, now, entered| {
+            self.approve_guarded(tx, &id, wallet, now, entered)
         })?;
         Ok(checked.map(approval))
     }
 
     /// What a right PIN guards: the approval of the prompt and, when authorised, the charge's
-    /// completion, on the same locked charge.
+    /// completion, on the same locked charge, by the caller whose `wallet` the PIN was checked on.
     fn approve_guarded(
         &self,
         tx: &mut dyn Tx,
-        mode: Mode,
-        caller: &Msisdn,
         id: &ChargeRef,
+        wallet: &Wallet,
         now: Timestamp,
         entered: &mut Entered,
     ) -> Result<Answered, ServiceError> {
         // Paid at once: a refused posting fails the claim's transaction, and the channel then
-        // answers the prompt the older way, which tells insufficient funds apart.
-        let mut answered = self.answer_in(tx, mode, caller, id, Some(Funds::PayNow), now, entered)?;
+        // answers the prompt the older way, which tells insufficient funds apart. The wallet is
+        // the one the PIN was checked on, locked by this transaction.
+        let payer = Some((Funds::PayNow, Some(wallet)));
+        let mut answered = self.answer_in(tx, wallet.mode, &wallet.msisdn, id, payer, now, entered)?;
         if let Ok(charge) = &mut answered {
             if charge.state == ChargeState::Authorised {
                 // The charge this transaction locked and authorised, completed without a second read.
@@ -107,7 +108,8 @@ impl Approvals<'_> {
     }
 
     /// Answers a pending prompt in the caller's transaction: approved with `approve` (the way
-    /// the payer's money is taken), declined with `None`. `Ok(Err(msg))` when it can no longer
+    /// the payer's money is taken, and the payer's wallet if the transaction locked it
+    /// already), declined with `None`. `Ok(Err(msg))` when it can no longer
     /// be answered, else the charge as answered (locked by the transaction).
     #[allow(clippy::too_many_arguments)]
     fn answer_in(
@@ -116,7 +118,7 @@ impl Approvals<'_> {
         mode: Mode,
         caller: &Msisdn,
         id: &ChargeRef,
-        approve: Option<Funds>,
+        approve: Option<(Funds, Option<&Wallet>)>,
         now: Timestamp,
         entered: &mut Entered,
     ) -> Result<Result<Charge, String>, ServiceError> {
@@ -134,8 +136,8 @@ impl Approvals<'_> {
             lifecycle.apply(tx, &mut charge, ChargeEvent::Expire, now, entered)?;
             return Ok(Err("This payment request has expired.".to_owned()));
         }
-        if let Some(funds) = approve {
-            lifecycle.authorise(tx, &mut charge, now, entered, funds)?;
+        if let Some((funds, locked)) = approve {
+            lifecycle.authorise(tx, &mut charge, now, entered, funds, locked)?;
         } else {
             lifecycle.apply(tx, &mut charge, ChargeEvent::Decline, now, entered)?;
         }

@@ -31,7 +31,7 @@ pub enum PinCheck {
 }
 
 /// What a right PIN guards, done in the check's transaction at the check's time.
-pub(crate) type Guarded<'a, T> = dyn FnMut(&mut dyn Tx, Timestamp, &mut Entered) -> Result<T, ServiceError> + 'a;
+pub(crate) type Guarded<'a, T> = dyn FnMut(&mut dyn Tx, &Wallet, Timestamp, &mut Entered) -> Result<T, ServiceError> + 'a;
 
 /// Checks and replaces PINs.
 pub(crate) struct Pins<'a>(pub(crate) &'a Core);
@@ -121,7 +121,7 @@ impl Pins<'_> {
         if check != PinCheck::Right {
             return Ok(Some((check, None)));
         }
-        let value = then(tx, now, entered)?;
+        let value = then(tx, &wallet, now, entered)?;
         Ok(Some((check, Some(value))))
     }
 
