@@ -147,7 +147,8 @@ pub fn post_journal_whole_never_commits_a_refused_journal(store: &dyn Store) {
 
 /// `post_journals_whole` posts journals as `post_journal_whole` of each in turn: a wallet funded
 /// by the first and debited by the second has both postings with their running balances, in
-/// order; a transaction that fails with a refused journal among them keeps none of them.
+/// order; a transaction that fails with a refused journal among them keeps none of them; and each
+/// line is checked in its turn, not only their sum.
 pub fn post_journals_whole_posts_each_in_turn(store: &dyn Store) {
     let kes = insert_platform(store, Mode::Test, KES);
     let m = insert_merchant(store, "Duka", Mode::Test);
@@ -171,6 +172,14 @@ pub fn post_journals_whole_posts_each_in_turn(store: &dyn Store) {
     assert_eq!(err, ledger_error(LedgerError::InsufficientFunds(short.id.clone())));
     assert_eq!((balance(store, &short.id), balance(store, &m.collection.id), balance(store, &kes.sandbox_funding.id)), (0, 600, -1_000));
     assert_eq!(journal_count(store), 2, "neither journal is written");
+
+    // Checked line by line, in order: a debit before the credit that would cover it is refused,
+    // though the two together leave the wallet above zero.
+    let payment = transfer(Mode::Test, KES, &short.id, &m.collection.id, 50, at(3));
+    let funding = journal(Mode::Test, KES, JournalKind::SandboxFunding, &[(&kes.sandbox_funding.id, -100), (&short.id, 100)], at(3));
+    let err = refused(store, |tx| Ok(tx.post_journals_whole(&[&payment, &funding])?));
+    assert_eq!(err, ledger_error(LedgerError::InsufficientFunds(short.id.clone())));
+    assert_eq!((balance(store, &short.id), journal_count(store)), (0, 2));
     assert_ledger_sound(store);
 }
 

@@ -1,7 +1,7 @@
 //! Posting a journal: its accounts checked, its lines applied to their accounts' rows in one
 //! lock order (or left waiting on hot accounts), its postings and its own row written.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use diesel::dsl::sql;
 use diesel::prelude::*;
@@ -24,8 +24,9 @@ pub(crate) fn post_journal(conn: &mut DbConnection, known: &KnownAccounts, learn
 }
 
 /// Posts checked journals in order, as [`post_journal`] of each in turn would, with their own
-/// rows, their postings and their waiting lines each written by one statement for all of them
-/// (a sandbox payer's funding and its payment: three statements fewer).
+/// rows, their postings and their waiting lines each written by one statement for all of them,
+/// and an account's lines applied by one update (a sandbox payer's funding and its payment: four
+/// statements fewer).
 pub(crate) fn post_journals(
     conn: &mut DbConnection,
     known: &KnownAccounts,
@@ -52,9 +53,7 @@ pub(crate) fn post_journals(
     if !waiting.is_empty() {
         written!(rows &mut *conn, deferred_lines::table, &waiting)?;
     }
-    for (journal, (kinds, waits)) in journals.iter().zip(&lines) {
-        apply_lines(conn, journal, kinds, waits, &mut postings)?;
-    }
+    apply_lines(conn, journals, &lines, &mut postings)?;
     // A few lines: a bounded number of statement shapes.
     if !postings.is_empty() {
         written!(rows &mut *conn, postings::table, &postings)?;
@@ -62,8 +61,7 @@ pub(crate) fn post_journals(
     Ok(())
 }
 
-/// Applies a journal's lines to their accounts' rows (those that do not wait), and adds its
-/// postings and waiting lines to the ones to write.
+/// The kinds of a journal's accounts, and which of its lines wait.
 fn line_waits(
     conn: &mut DbConnection,
     known: &KnownAccounts,
@@ -82,81 +80,113 @@ fn line_waits(
     Ok((kinds, waits))
 }
 
+/// Applies the journals' lines that do not wait to their accounts' rows, and adds their
+/// postings (each journal's in line order) to the ones to write. An account's lines are applied
+/// by one update when their journals share a time (the journals a transaction posts together:
+/// a sandbox payer's funding and payment), checked as if line by line; else one update a line.
 fn apply_lines<'j>(
     conn: &mut DbConnection,
-    journal: &'j Journal,
-    kinds: &HashMap<String, AccountKind>,
-    waits: &[bool],
+    journals: &[&'j Journal],
+    lines: &[(HashMap<String, AccountKind>, Vec<bool>)],
     postings: &mut Vec<NewPosting<'j>>,
 ) -> Result<(), Fail> {
-    let mode = journal.mode.as_str();
-    let currency = journal.currency.as_str();
-    let kind_of = |account: &AccountId| kinds.get(account.as_str()).copied().ok_or_else(|| LedgerError::UnknownAccount(account.clone()));
-
-    // Lines in descending account order, so that concurrent postings lock accounts in one order
-    // (a stable sort keeps each account's own lines in journal order). Ids are time-ordered, so
-    // the platform's shared accounts (revenue, issuance, sandbox funding), opened first and
-    // touched by many journals, are locked last and held the shortest time.
-    let mut order: Vec<usize> = (0..journal.lines.len()).filter(|&i| !waits[i]).collect();
-    order.sort_by(|&a, &b| journal.lines[b].account.cmp(&journal.lines[a].account));
-    let mut balance_after = vec![0_i64; journal.lines.len()];
-    let mut posted_at = vec![0_i64; journal.lines.len()];
-    let now = journal.created_at.as_micros();
-
-    let mut applied: Vec<&AccountId> = Vec::new();
-    for i in order {
-        let line = &journal.lines[i];
-        // A debit checked on a hot account counts what waits on it: its waiting lines are
-        // applied first, under the lock this line takes anyway, and before any posting of this
-        // journal on it, so that its postings' balances run in order.
-        if kind_of(&line.account)?.defers_lines() && !applied.contains(&&line.account) {
-            deferred::apply(conn, line.account.as_str())?;
-            applied.push(&line.account);
-        }
-        let amount = line.amount.get();
-        // The rule of `Journal::apply_line`: same ledger, and an account that may not go
-        // negative never ends below what it holds.
-        let target = accounts::table
-            .filter(accounts::id.eq(line.account.as_str()))
-            .filter(accounts::mode.eq(mode))
-            .filter(accounts::currency.eq(currency))
-            .filter(accounts::allow_negative.or((accounts::balance + amount).ge(accounts::held)));
-        // The posting's time never goes back on an account (see `accounts.posted_at`).
-        let later = sql::<BigInt>("CASE WHEN accounts.posted_at > ")
-            .bind::<BigInt, _>(now)
-            .sql(" THEN accounts.posted_at ELSE ")
-            .bind::<BigInt, _>(now)
-            .sql(" END");
-        let set = (accounts::balance.eq(accounts::balance + amount), accounts::posted_at.eq(later));
-        let after: Option<(i64, i64)> = match &mut *conn {
-            DbConnection::Pg(c) => {
-                diesel::update(target).set(set).returning((accounts::balance, accounts::posted_at)).cached().get_result(c).optional()
+    // Every line that does not wait, as (journal, line), by account in journal and line order.
+    let mut by_account: BTreeMap<&AccountId, Vec<(usize, usize)>> = BTreeMap::new();
+    for (j, journal) in journals.iter().enumerate() {
+        for (i, line) in journal.lines.iter().enumerate() {
+            if !lines[j].1[i] {
+                by_account.entry(&line.account).or_default().push((j, i));
             }
-            DbConnection::Sqlite(c) => {
-                diesel::update(target).set(set).returning((accounts::balance, accounts::posted_at)).cached().get_result(c).optional()
-            }
-        }
-        .map_err(|e| account_error(e, &line.account))?;
-        match after {
-            Some((b, t)) => (balance_after[i], posted_at[i]) = (b, t),
-            None => return Err(refused_line(conn, journal, &line.account)?.into()),
         }
     }
-
-    for (i, line) in journal.lines.iter().enumerate() {
-        if !waits[i] {
-            postings.push(NewPosting {
-                journal_id: journal.id.as_str(),
-                line_no: line_no(i)?,
-                account_id: line.account.as_str(),
-                amount: line.amount.get(),
-                balance_after: balance_after[i],
-                created_at: posted_at[i],
-                fee: fee_of(journal, i),
-            });
+    // Each line's balance after it and its posting time.
+    let mut after: Vec<Vec<(i64, i64)>> = journals.iter().map(|j| vec![(0, 0); j.lines.len()]).collect();
+    // Accounts in descending order, so that concurrent postings lock accounts in one order. Ids
+    // are time-ordered, so the platform's shared accounts (revenue, issuance, sandbox funding),
+    // opened first and touched by many journals, are locked last and held the shortest time.
+    for (account, group) in by_account.iter().rev() {
+        let first = journals[group[0].0];
+        let kind = lines[group[0].0].0.get(account.as_str()).copied().ok_or_else(|| LedgerError::UnknownAccount((*account).clone()))?;
+        // A debit checked on a hot account counts what waits on it: its waiting lines are
+        // applied first, under the lock this update takes anyway, so that its postings'
+        // balances run in order.
+        if kind.defers_lines() {
+            deferred::apply(conn, account.as_str())?;
+        }
+        let one_time = group.iter().all(|&(j, _)| journals[j].created_at == first.created_at);
+        let runs: Vec<&[(usize, usize)]> = if one_time { vec![group.as_slice()] } else { group.chunks(1).collect() };
+        for run in runs {
+            let journal = journals[run[0].0];
+            let amounts: Vec<i64> = run.iter().map(|&(j, i)| journals[j].lines[i].amount.get()).collect();
+            // The lowest running total: no line may take the account below what it holds.
+            let (mut total, mut lowest) = (0_i64, i64::MAX);
+            for amount in &amounts {
+                total = total.checked_add(*amount).ok_or_else(|| StoreError::Other("journal amounts overflow".into()))?;
+                lowest = lowest.min(total);
+            }
+            match update_account(conn, journal, account, total, lowest)? {
+                Some((mut balance, posted_at)) => {
+                    for (k, &(j, i)) in run.iter().enumerate().rev() {
+                        after[j][i] = (balance, posted_at);
+                        balance -= amounts[k];
+                    }
+                }
+                None => return Err(refused_line(conn, journal, account)?.into()),
+            }
+        }
+    }
+    for (j, journal) in journals.iter().enumerate() {
+        for (i, line) in journal.lines.iter().enumerate() {
+            if !lines[j].1[i] {
+                postings.push(NewPosting {
+                    journal_id: journal.id.as_str(),
+                    line_no: line_no(i)?,
+                    account_id: line.account.as_str(),
+                    amount: line.amount.get(),
+                    balance_after: after[j][i].0,
+                    created_at: after[j][i].1,
+                    fee: fee_of(journal, i),
+                });
+            }
         }
     }
     Ok(())
+}
+
+/// Adds `total` to an account's balance, if it is of the journal's ledger and may go negative or
+/// stays at or above what it holds with `lowest` added (the rule of `Journal::apply_line`, for
+/// each line of a run whose lowest running total is `lowest`). Returns the balance and the
+/// posting time after it, or `None` when refused.
+fn update_account(
+    conn: &mut DbConnection,
+    journal: &Journal,
+    account: &AccountId,
+    total: i64,
+    lowest: i64,
+) -> Result<Option<(i64, i64)>, Fail> {
+    let now = journal.created_at.as_micros();
+    let target = accounts::table
+        .filter(accounts::id.eq(account.as_str()))
+        .filter(accounts::mode.eq(journal.mode.as_str()))
+        .filter(accounts::currency.eq(journal.currency.as_str()))
+        .filter(accounts::allow_negative.or((accounts::balance + lowest).ge(accounts::held)));
+    // The posting's time never goes back on an account (see `accounts.posted_at`).
+    let later = sql::<BigInt>("CASE WHEN accounts.posted_at > ")
+        .bind::<BigInt, _>(now)
+        .sql(" THEN accounts.posted_at ELSE ")
+        .bind::<BigInt, _>(now)
+        .sql(" END");
+    let set = (accounts::balance.eq(accounts::balance + total), accounts::posted_at.eq(later));
+    let after: Option<(i64, i64)> = match &mut *conn {
+        DbConnection::Pg(c) => {
+            diesel::update(target).set(set).returning((accounts::balance, accounts::posted_at)).cached().get_result(c).optional()
+        }
+        DbConnection::Sqlite(c) => {
+            diesel::update(target).set(set).returning((accounts::balance, accounts::posted_at)).cached().get_result(c).optional()
+        }
+    }
+    .map_err(|e| account_error(e, account))?;
+    Ok(after)
 }
 
 /// A line's fee: a journal's fee of an account goes on the first line of that account.
