@@ -15,6 +15,7 @@ use crate::harness::{msisdn, ok, raw_at, session_id, Cast, Db, TestApp};
 
 crate::on_both!(
     two_approvals_whose_sum_exceeds_the_daily_limit_pass_at_most_once,
+    two_approvals_whose_sum_exceeds_the_balance_pay_at_most_once,
     an_approval_racing_an_operator_lock_is_either_before_it_or_refused,
     an_approval_racing_a_p2p_send_over_the_daily_limit_passes_at_most_once,
     wrong_pins_at_once_are_each_counted_and_lock_the_wallet,
@@ -87,6 +88,50 @@ async fn daily_limit_round(app: &TestApp, cast: &Cast, round: usize) {
     let w = cast.wallet(app, &n).await;
     assert_eq!(w.raw("balance"), "7000.00", "round {round}: the wallet paid 4,000.00 once more");
     assert_eq!(raw_at(&w.text, &["limits", "daily_used"]), "8000.00", "round {round}: {}", w.text);
+}
+
+/// An approval pays at once in the transaction of its PIN hop, its posting checking the funds
+/// under the wallet's row lock; the one refused there is answered as a hold would have been.
+async fn two_approvals_whose_sum_exceeds_the_balance_pay_at_most_once(db: Db) {
+    let app = TestApp::shared(db);
+    let cast = Cast::new(app, malipo_core::Mode::Live, "1000000").await;
+    join_all((0..ROUNDS).map(|round| balance_round(app, &cast, round))).await;
+    app.assert_ledger_ok().await;
+}
+
+async fn balance_round(app: &TestApp, cast: &Cast, round: usize) {
+    // 5,000.00 in the wallet; two payments of 3,000.00, each within the tier's limits.
+    let n = msisdn("7000");
+    cast.open_wallet(app, &n, false).await;
+    cast.set_pin(app, &n, PIN).await;
+    cast.cash_in(app, &n, "5000").await;
+    let first = cast.charge(app, &n, "3000").await;
+    let second = cast.charge(app, &n, "3000").await;
+    let a_inputs = ["3", "1", "1", PIN];
+    let b_inputs = ["3", "2", "1", PIN];
+    let a = dial_to_last(app, cast, &n, &a_inputs).await;
+    let b = dial_to_last(app, cast, &n, &b_inputs).await;
+    let (x, y) = tokio::join!(last_hop(app, cast, &a, &n, &a_inputs), last_hop(app, cast, &b, &n, &b_inputs));
+    let approved = [&x, &y].iter().filter(|s| s.contains("approved")).count();
+    assert_eq!(approved, 1, "round {round}: exactly one of two approvals fits the balance: {x:?} / {y:?}");
+    assert!([&x, &y].iter().any(|s| s.contains("enough money")), "round {round}: {x:?} / {y:?}");
+    let mut completed = 0;
+    for r in [&first, &second] {
+        let c = app.wait_state_any(&cast.merchant_token, &format!("/partner/charges/{r}"), WAIT).await;
+        match c["state"].as_str().unwrap() {
+            "completed" => completed += 1,
+            "failed" => assert_eq!(c["failure_reason"], "insufficient_funds", "round {round}: {c}"),
+            other => panic!("round {round}: charge ended {other}: {c}"),
+        }
+    }
+    assert_eq!(completed, 1, "round {round}: one payment completes");
+    assert_eq!(cast.wallet(app, &n).await.raw("balance"), "2000.00", "round {round}: the wallet paid 3,000.00 once");
+    // Nothing stays reserved by the refused approval: the rest of the balance can be paid.
+    let rest = cast.charge(app, &n, "2000").await;
+    let s = cast.dial(app, &n, &["3", "1", "1", PIN]).await;
+    assert!(s[4].contains("approved"), "round {round}: {s:?}");
+    app.wait_for(&cast.merchant_token, &rest, "completed", WAIT).await;
+    assert_eq!(cast.wallet(app, &n).await.raw("balance"), "0.00", "round {round}");
 }
 
 async fn an_approval_racing_an_operator_lock_is_either_before_it_or_refused(db: Db) {
