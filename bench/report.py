@@ -158,6 +158,8 @@ def lifecycle_cell(r):
         text += f"; server clock {num(r['lifecycle_per_sec_server_clock'])}/s"
     if r.get("timed_out"):
         text += "; **timed out**"
+    if len(r.get("rounds_per_sec") or []) > 1:
+        text += f"; median of {len(r['rounds_per_sec'])} rounds: " + ", ".join(f"{num(v)}/s" for v in r["rounds_per_sec"])
     return text + ")"
 
 
@@ -805,7 +807,8 @@ def main(argv):
         "then (PostgreSQL) `ANALYZE`. Then `malipo-loadgen lifecycle` creates "
         f"{num(meta.get('lifecycle_count'))} charges ({conc} at a time, round-robin over 1 or 20 dedicated merchants) "
         "and polls until none is pending or authorised; the rate is completed charges over the time from the first "
-        "creation to that observation. The server-clock figure uses the charges' own `created_at`/`completed_at`."
+        "creation to that observation, in rounds of 1 and 20 merchants alternating (`BENCH_LIFECYCLE_ROUNDS`, 3); "
+        "each figure is its median round. The server-clock figure uses the charges' own `created_at`/`completed_at`."
     )
     add(
         "- Creation server (approval delay one hour, TTL two hours), so that no background work competes with the "
