@@ -20,7 +20,10 @@ LOADGEN=${BENCH_LOADGEN:-target/release/malipo-loadgen}
 COUNT=${BENCH_LIFECYCLE_COUNT:-3000}
 KEY=$(python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())')
 WORK=$(mktemp -d)
-trap 'kill "${PID:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+# Each round runs in a command substitution (a subshell), so its server's pid comes back in a
+# file: an unset $PID here made `kill 0`, which stopped this script's whole process group (and a
+# pipe reading its output) at exit.
+trap '[[ -s $WORK/server.pid ]] && kill "$(cat "$WORK/server.pid")" 2>/dev/null; rm -rf "$WORK"' EXIT
 
 # shellcheck source=bench/lifecycle-round.sh
 source bench/lifecycle-round.sh

@@ -5,7 +5,8 @@
 # Starts BINARY on DATABASE_URL with the sandbox approving at once, creates MERCHANTS merchants,
 # runs $WARMUP charges (then ANALYZE on PostgreSQL) and measures $COUNT charges spread over them with
 # $LOADGEN, and stops the server. Needs $WORK (a scratch directory), $KEY (a webhook key), $LOADGEN
-# and $COUNT; $WARMUP defaults to 1,000; leaves the server's pid in $PID for the caller's exit trap.
+# and $COUNT; $WARMUP defaults to 1,000; leaves the server's pid in $WORK/server.pid for the
+# caller's exit trap (the round runs in a subshell, so a variable would not reach it).
 lifecycle_round() {
     local bin=$1 url=$2 merchants=$3 port
     local WARMUP=${WARMUP:-1000}
@@ -14,6 +15,7 @@ lifecycle_round() {
         MALIPO_SANDBOX_APPROVAL_DELAY_MS=0 MALIPO_CHARGE_TTL_SECONDS=600 MALIPO_LOG=warn MALIPO_WEBHOOK_KEY="$KEY")
     env "${env[@]}" "$bin" serve >"$WORK/server.log" 2>&1 &
     PID=$!
+    echo "$PID" >"$WORK/server.pid"
     for _ in $(seq 300); do
         curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
         sleep 0.1
