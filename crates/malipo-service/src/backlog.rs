@@ -18,8 +18,9 @@
 //! charges are due (their capacity), and, once the gate has been closed, from how fast the count
 //! fell while nothing new was admitted (the whole database's drain, whatever the number of
 //! instances). The charge gate closes as soon as the count would take longer than the bound to
-//! drain at the faster of the two, and opens once both that prediction and the oldest wait are
-//! back under half the bound.
+//! drain at that rate (the fall while refusing once measured: it is what a closed gate waits for;
+//! the workers' pace before), and opens once both that prediction and the oldest wait are back
+//! under half the bound.
 //!
 //! Between two measurements (a quarter of a second) an open gate would admit whatever arrives:
 //! at full speed this machine creates charges seven times faster than its workers finish them,

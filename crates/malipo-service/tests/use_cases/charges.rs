@@ -320,6 +320,47 @@ fn the_workers_measured_pace_closes_the_gate_on_a_burst_before_it_ever_closed_on
 }
 
 #[test]
+fn behind_a_closed_gate_the_drain_measured_while_refusing_sets_the_pace() {
+    let world = World::new();
+    let shop = world.org(OrgKind::Merchant, Mode::Test);
+    let backlog = world.platform.backlog();
+    let processing = world.platform.processing();
+    for _ in 0..30 {
+        world.charge(&shop, &number("0000"), "10.00").unwrap();
+    }
+    world.advance(3);
+    backlog.measure().unwrap();
+    assert_eq!(processing.process_due(10).unwrap(), 10);
+    world.advance(1);
+    assert_eq!(backlog.measure().unwrap().predicted_seconds, 2.0, "the workers' pace: 10 a second");
+    // 80 more fill the bound at that pace; the next closes the gate.
+    for _ in 0..80 {
+        world.charge(&shop, &number("0000"), "10.00").unwrap();
+    }
+    assert!(matches!(world.charge(&shop, &number("0000"), "10.00"), Err(ServiceError::Busy { .. })));
+    assert!(backlog.measure().unwrap().refusing);
+    // Behind the closed gate the count falls 5 a second (the workers' own pace, averaged, would
+    // say 7.5): the drain measured while refusing is what the rest will take, 95 / 5 = 19 s.
+    assert_eq!(processing.process_due(5).unwrap(), 5);
+    world.advance(1);
+    let reading = backlog.measure().unwrap();
+    assert_eq!((reading.charges_due, reading.predicted_seconds, reading.refusing), (95, 19.0, true));
+    // Two seconds that empty the count say only that the drain was at least 47.5 a second: left
+    // out (averaged in, the estimate would be 26.25), the pace stays 5 a second.
+    world.advance(2);
+    settle(&world);
+    assert!(!backlog.measure().unwrap().refusing, "caught up");
+    for _ in 0..40 {
+        world.charge(&shop, &number("0000"), "10.00").unwrap();
+    }
+    let reading = backlog.measure().unwrap();
+    assert_eq!((reading.predicted_seconds, reading.refusing), (8.0, false), "under the bound, and the gate was open");
+    world.advance(2);
+    settle(&world);
+    assert_eq!(world.verified_ledger(None), vec![]);
+}
+
+#[test]
 fn a_first_burst_is_refused_at_the_assumed_pace_before_any_pace_was_measured() {
     let world = World::new();
     let shop = world.org(OrgKind::Merchant, Mode::Test);
