@@ -106,15 +106,15 @@ impl Customers<'_> {
         msisdn: &Msisdn,
         now: Timestamp,
     ) -> Result<Option<(Wallet, bool)>, ServiceError> {
-        if let Some(wallet) = tx.lock_wallet(mode, msisdn)? {
-            return Ok(Some((wallet, false)));
+        let Some((wallet, funding)) = self.payer_wallet_unfunded(tx, mode, msisdn, now)? else {
+            return Ok(None);
+        };
+        let opened = funding.is_some();
+        if let Some(funding) = funding {
+            // Every caller fails its transaction with a failed opening: no savepoint of its own.
+            tx.post_journal_whole(&funding)?;
         }
-        match mode {
-            // None found under the lock: opened here (no second read). A wallet inserted by this
-            // transaction is invisible to others until it commits.
-            Mode::Test => Ok(Some((self.open_test_wallet(tx, msisdn, now)?, true))),
-            Mode::Live => Ok(None),
-        }
+        Ok(Some((wallet, opened)))
     }
 
     /// [`Customers::payer_wallet`], a test wallet opened now returned with its funding journal
@@ -134,6 +134,8 @@ impl Customers<'_> {
             return Ok(Some((wallet, None)));
         }
         match mode {
+            // None found under the lock: opened here (no second read). A wallet inserted by this
+            // transaction is invisible to others until it commits.
             Mode::Test => {
                 let (wallet, funding) = self.open_unfunded_test_wallet(tx, msisdn, now)?;
                 Ok(Some((wallet, Some(funding))))

@@ -104,20 +104,23 @@ impl Lifecycle<'_> {
         locked: Option<&Wallet>,
     ) -> Result<(), ServiceError> {
         let fail = |r| ChargeEvent::PayerFailure(r);
-        let customers = Customers(self.0);
         // Paying now, a wallet opened now is funded by the payment's own posting (one write of
         // both journals' rows), or before the charge fails, if it does.
-        let found = match (funds, locked.filter(|w| w.mode == charge.mode && w.msisdn == charge.payer_msisdn)) {
+        let found = match locked.filter(|w| w.mode == charge.mode && w.msisdn == charge.payer_msisdn) {
             // The payer's wallet as the caller's transaction locked it (a PIN checked on it).
-            (_, Some(wallet)) => Some((wallet.clone(), false, None)),
-            (Funds::Hold, None) => customers.payer_wallet(tx, charge.mode, &charge.payer_msisdn, now)?.map(|(w, opened)| (w, opened, None)),
-            (Funds::PayNow, None) => {
-                customers.payer_wallet_unfunded(tx, charge.mode, &charge.payer_msisdn, now)?.map(|(w, f)| (w, f.is_some(), f))
-            }
+            Some(wallet) => Some((wallet.clone(), None)),
+            None => Customers(self.0).payer_wallet_unfunded(tx, charge.mode, &charge.payer_msisdn, now)?,
         };
-        let Some((wallet, opened_now, funding)) = found else {
+        let Some((wallet, mut funding)) = found else {
             return self.apply(tx, charge, fail(FailureReason::PayerNotFound), now, entered);
         };
+        let opened_now = funding.is_some();
+        if funds == Funds::Hold {
+            // The hold checks the funds: the wallet's test money is posted first.
+            if let Some(funding) = funding.take() {
+                tx.post_journal_whole(&funding)?;
+            }
+        }
         if wallet.state == WalletState::Locked {
             return self.refuse(tx, charge, FailureReason::WalletLocked, now, entered, funding);
         }

@@ -57,6 +57,33 @@ async fn last_hop(app: &TestApp, cast: &Cast, sid: &str, n: &str, inputs: &[&str
     app.ussd_hop(&cast.gateway, sid, n, &inputs.join("*")).await
 }
 
+/// Two charges of `amount` to `n`, approved in two sessions whose PIN hops reach the server
+/// together: exactly one is approved and completes, the other fails for `rule` (what it broke,
+/// and the failure reason). Returns the two last screens.
+async fn two_approvals_at_once(app: &TestApp, cast: &Cast, n: &str, amount: &str, rule: (&str, &str), round: usize) -> (String, String) {
+    let (what, reason) = rule;
+    let first = cast.charge(app, n, amount).await;
+    let second = cast.charge(app, n, amount).await;
+    let a_inputs = ["3", "1", "1", PIN];
+    let b_inputs = ["3", "2", "1", PIN];
+    let a = dial_to_last(app, cast, n, &a_inputs).await;
+    let b = dial_to_last(app, cast, n, &b_inputs).await;
+    let (x, y) = tokio::join!(last_hop(app, cast, &a, n, &a_inputs), last_hop(app, cast, &b, n, &b_inputs));
+    let approved = [&x, &y].iter().filter(|s| s.contains("approved")).count();
+    assert_eq!(approved, 1, "round {round}: exactly one of two approvals fits {what}: {x:?} / {y:?}");
+    let mut completed = 0;
+    for r in [&first, &second] {
+        let c = app.wait_state_any(&cast.merchant_token, &format!("/partner/charges/{r}"), WAIT).await;
+        match c["state"].as_str().unwrap() {
+            "completed" => completed += 1,
+            "failed" => assert_eq!(c["failure_reason"], reason, "round {round}: {c}"),
+            other => panic!("round {round}: charge ended {other}: {c}"),
+        }
+    }
+    assert_eq!(completed, 1, "round {round}: one payment completes");
+    (x, y)
+}
+
 async fn two_approvals_whose_sum_exceeds_the_daily_limit_pass_at_most_once(db: Db) {
     let app = TestApp::shared(db);
     let cast = Cast::new(app, malipo_core::Mode::Live, "1000000").await;
@@ -66,25 +93,7 @@ async fn two_approvals_whose_sum_exceeds_the_daily_limit_pass_at_most_once(db: D
 
 async fn daily_limit_round(app: &TestApp, cast: &Cast, round: usize) {
     let n = customer_with_4000_used(app, cast, "6000").await;
-    let first = cast.charge(app, &n, "4000").await;
-    let second = cast.charge(app, &n, "4000").await;
-    let a_inputs = ["3", "1", "1", PIN];
-    let b_inputs = ["3", "2", "1", PIN];
-    let a = dial_to_last(app, cast, &n, &a_inputs).await;
-    let b = dial_to_last(app, cast, &n, &b_inputs).await;
-    let (x, y) = tokio::join!(last_hop(app, cast, &a, &n, &a_inputs), last_hop(app, cast, &b, &n, &b_inputs));
-    let approved = [&x, &y].iter().filter(|s| s.contains("approved")).count();
-    assert_eq!(approved, 1, "round {round}: exactly one of two approvals fits the daily limit: {x:?} / {y:?}");
-    let mut completed = 0;
-    for r in [&first, &second] {
-        let c = app.wait_state_any(&cast.merchant_token, &format!("/partner/charges/{r}"), WAIT).await;
-        match c["state"].as_str().unwrap() {
-            "completed" => completed += 1,
-            "failed" => assert_eq!(c["failure_reason"], "limit_exceeded", "round {round}: {c}"),
-            other => panic!("round {round}: charge ended {other}: {c}"),
-        }
-    }
-    assert_eq!(completed, 1, "round {round}: one payment completes");
+    two_approvals_at_once(app, cast, &n, "4000", ("the daily limit", "limit_exceeded"), round).await;
     let w = cast.wallet(app, &n).await;
     assert_eq!(w.raw("balance"), "7000.00", "round {round}: the wallet paid 4,000.00 once more");
     assert_eq!(raw_at(&w.text, &["limits", "daily_used"]), "8000.00", "round {round}: {}", w.text);
@@ -105,26 +114,8 @@ async fn balance_round(app: &TestApp, cast: &Cast, round: usize) {
     cast.open_wallet(app, &n, false).await;
     cast.set_pin(app, &n, PIN).await;
     cast.cash_in(app, &n, "5000").await;
-    let first = cast.charge(app, &n, "3000").await;
-    let second = cast.charge(app, &n, "3000").await;
-    let a_inputs = ["3", "1", "1", PIN];
-    let b_inputs = ["3", "2", "1", PIN];
-    let a = dial_to_last(app, cast, &n, &a_inputs).await;
-    let b = dial_to_last(app, cast, &n, &b_inputs).await;
-    let (x, y) = tokio::join!(last_hop(app, cast, &a, &n, &a_inputs), last_hop(app, cast, &b, &n, &b_inputs));
-    let approved = [&x, &y].iter().filter(|s| s.contains("approved")).count();
-    assert_eq!(approved, 1, "round {round}: exactly one of two approvals fits the balance: {x:?} / {y:?}");
+    let (x, y) = two_approvals_at_once(app, cast, &n, "3000", ("the balance", "insufficient_funds"), round).await;
     assert!([&x, &y].iter().any(|s| s.contains("enough money")), "round {round}: {x:?} / {y:?}");
-    let mut completed = 0;
-    for r in [&first, &second] {
-        let c = app.wait_state_any(&cast.merchant_token, &format!("/partner/charges/{r}"), WAIT).await;
-        match c["state"].as_str().unwrap() {
-            "completed" => completed += 1,
-            "failed" => assert_eq!(c["failure_reason"], "insufficient_funds", "round {round}: {c}"),
-            other => panic!("round {round}: charge ended {other}: {c}"),
-        }
-    }
-    assert_eq!(completed, 1, "round {round}: one payment completes");
     assert_eq!(cast.wallet(app, &n).await.raw("balance"), "2000.00", "round {round}: the wallet paid 3,000.00 once");
     // Nothing stays reserved by the refused approval: the rest of the balance can be paid.
     let rest = cast.charge(app, &n, "2000").await;

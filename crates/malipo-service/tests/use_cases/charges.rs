@@ -276,31 +276,7 @@ fn the_workers_measured_pace_closes_the_gate_on_a_burst_before_it_ever_closed_on
     let world = World::new();
     let shop = world.org(OrgKind::Merchant, Mode::Test);
     let backlog = world.platform.backlog();
-    let processing = world.platform.processing();
-    for _ in 0..30 {
-        world.charge(&shop, &number("0000"), "10.00").unwrap();
-    }
-    world.advance(3);
-    assert_eq!(backlog.measure().unwrap().predicted_seconds, 0.15, "no pace measured yet: 30 at the assumed 200 a second");
-    // With charges due at both ends of a second, the workers claimed 10: their pace.
-    assert_eq!(processing.process_due(10).unwrap(), 10);
-    world.advance(1);
-    let reading = backlog.measure().unwrap();
-    assert_eq!((reading.charges_seconds, reading.charges_due, reading.predicted_seconds, reading.refusing), (2.0, 20, 2.0, false));
-
-    // At 10 a second the bound (10 s) holds 100 charges, closed while the oldest has waited only
-    // 2 s (the age alone would admit charges until one had waited 10 s): 80 more are admitted
-    // with no measurement between them, and the 81st, which would make 10.1 s, is refused.
-    for _ in 0..80 {
-        world.charge(&shop, &number("0000"), "10.00").unwrap();
-    }
-    match world.charge(&shop, &number("0000"), "10.00") {
-        Err(ServiceError::Busy { retry_after }) => assert_eq!(retry_after, 5, "the excess of 10.1 s over half the bound"),
-        other => panic!("expected Busy, got {other:?}"),
-    }
-    // The next measurement counts the 100 and keeps the gate closed (over half the bound).
-    let reading = backlog.measure().unwrap();
-    assert_eq!((reading.charges_seconds, reading.charges_due, reading.predicted_seconds, reading.refusing), (2.0, 100, 10.0, true));
+    close_the_gate_at_ten_a_second(&world, &shop);
     assert!(matches!(world.charge(&shop, &number("0000"), "10.00"), Err(ServiceError::Busy { .. })));
 
     world.advance(2);
@@ -319,26 +295,45 @@ fn the_workers_measured_pace_closes_the_gate_on_a_burst_before_it_ever_closed_on
     assert_eq!(world.verified_ledger(None), vec![]);
 }
 
+/// 30 charges, then the workers' pace measured at 10 a second, then 80 more, which fill the bound
+/// at that pace: the 81st is refused with no measurement between them, and the next measurement
+/// counts the 100 and keeps the gate closed.
+fn close_the_gate_at_ten_a_second(world: &World, shop: &Principal) {
+    let backlog = world.platform.backlog();
+    let processing = world.platform.processing();
+    for _ in 0..30 {
+        world.charge(shop, &number("0000"), "10.00").unwrap();
+    }
+    world.advance(3);
+    assert_eq!(backlog.measure().unwrap().predicted_seconds, 0.15, "no pace measured yet: 30 at the assumed 200 a second");
+    // With charges due at both ends of a second, the workers claimed 10: their pace.
+    assert_eq!(processing.process_due(10).unwrap(), 10);
+    world.advance(1);
+    let reading = backlog.measure().unwrap();
+    assert_eq!((reading.charges_seconds, reading.charges_due, reading.predicted_seconds, reading.refusing), (2.0, 20, 2.0, false));
+
+    // At 10 a second the bound (10 s) holds 100 charges, closed while the oldest has waited only
+    // 2 s (the age alone would admit charges until one had waited 10 s): 80 more are admitted
+    // with no measurement between them, and the 81st, which would make 10.1 s, is refused.
+    for _ in 0..80 {
+        world.charge(shop, &number("0000"), "10.00").unwrap();
+    }
+    match world.charge(shop, &number("0000"), "10.00") {
+        Err(ServiceError::Busy { retry_after }) => assert_eq!(retry_after, 5, "the excess of 10.1 s over half the bound"),
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    // The next measurement counts the 100 and keeps the gate closed (over half the bound).
+    let reading = backlog.measure().unwrap();
+    assert_eq!((reading.charges_seconds, reading.charges_due, reading.predicted_seconds, reading.refusing), (2.0, 100, 10.0, true));
+}
+
 #[test]
 fn behind_a_closed_gate_the_drain_measured_while_refusing_sets_the_pace() {
     let world = World::new();
     let shop = world.org(OrgKind::Merchant, Mode::Test);
     let backlog = world.platform.backlog();
     let processing = world.platform.processing();
-    for _ in 0..30 {
-        world.charge(&shop, &number("0000"), "10.00").unwrap();
-    }
-    world.advance(3);
-    backlog.measure().unwrap();
-    assert_eq!(processing.process_due(10).unwrap(), 10);
-    world.advance(1);
-    assert_eq!(backlog.measure().unwrap().predicted_seconds, 2.0, "the workers' pace: 10 a second");
-    // 80 more fill the bound at that pace; the next closes the gate.
-    for _ in 0..80 {
-        world.charge(&shop, &number("0000"), "10.00").unwrap();
-    }
-    assert!(matches!(world.charge(&shop, &number("0000"), "10.00"), Err(ServiceError::Busy { .. })));
-    assert!(backlog.measure().unwrap().refusing);
+    close_the_gate_at_ten_a_second(&world, &shop);
     // Behind the closed gate the count falls 5 a second (the workers' own pace, averaged, would
     // say 7.5): the drain measured while refusing is what the rest will take, 95 / 5 = 19 s.
     assert_eq!(processing.process_due(5).unwrap(), 5);
