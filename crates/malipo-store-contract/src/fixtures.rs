@@ -328,6 +328,16 @@ pub fn query<T>(store: &dyn Store, f: impl FnMut(&mut dyn Tx) -> Result<T, Servi
     }
 }
 
+/// Runs `f` outside any transaction ([`Store::query`]: each statement commits on its own);
+/// panics when it fails.
+#[track_caller]
+pub fn autocommit<T>(store: &dyn Store, f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> T {
+    match malipo_service::query(store, f) {
+        Ok(v) => v,
+        Err(e) => panic!("statements outside a transaction failed: {e:?}"),
+    }
+}
+
 /// Runs `f` as a write transaction that must fail, and returns its error.
 #[track_caller]
 pub fn refused<T: Debug>(store: &dyn Store, f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> ServiceError {

@@ -82,6 +82,7 @@ macro_rules! __store_contract_cases {
                 wallets::duplicate_wallet_is_refused,
                 wallets::wallet_constraints,
                 ussd::ussd_sessions_put_get_purge,
+                ussd::ussd_sessions_swap_only_over_what_was_seen,
                 charges::charges_round_trip_scoped_by_org_and_mode,
                 charges::insert_charges_inserts_together,
                 charges::update_charge_persists_every_mutable_field,

@@ -121,7 +121,9 @@ impl Store for MemoryStore {
     }
 
     fn query(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
-        self.read(f)
+        // Statements outside a transaction may write (a compare-and-swap of a USSD session): here
+        // they run as one write transaction, which is at least as strong.
+        self.run(f)
     }
 
     fn ready(&self) -> Result<(), StoreError> {

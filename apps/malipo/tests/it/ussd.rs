@@ -26,6 +26,7 @@ crate::on_both!(
     a_long_list_of_approvals_fits_one_screen,
     pay_merchant_with_an_unknown_pay_code,
     a_send_whose_session_update_was_lost_is_not_sent_twice,
+    a_menu_hop_racing_the_next_never_moves_the_session_back,
 );
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -461,4 +462,25 @@ async fn a_send_whose_session_update_was_lost_is_not_sent_twice(db: Db) {
     let p2p = statement(app, &cast, &from).await.iter().filter(|l| raw_member(l, "type") == "\"p2p\"").count();
     assert_eq!(p2p, 1);
     app.assert_ledger_ok().await;
+}
+
+/// Menu hops are answered outside a transaction and written by compare-and-swap: "3" and "3*1"
+/// sent at once (a gateway's late retry racing the next step) leave the session two inputs on,
+/// however they interleave; a blind write of the slower "3" would set it back to one.
+async fn a_menu_hop_racing_the_next_never_moves_the_session_back(db: Db) {
+    let app = TestApp::shared(db);
+    let cast = Cast::live(app).await;
+    let n = cast.customer(app, "5033", PIN, "1000").await;
+    cast.charge(app, &n, "250").await;
+    for round in 0..20 {
+        let sid = session_id();
+        assert_eq!(app.ussd_hop(&cast.gateway, &sid, &n, "").await, MAIN);
+        let (list, prompt) = tokio::join!(app.ussd_hop(&cast.gateway, &sid, &n, "3"), app.ussd_hop(&cast.gateway, &sid, &n, "3*1"));
+        assert!(prompt.starts_with("CON Pay KES 250.00 to "), "round {round}: {prompt:?}");
+        assert!(list.starts_with("CON Approve payments\n1. ") || list.contains("out of step"), "round {round}: {list:?}");
+        let stored = session_row(app, &cast, &sid).await;
+        assert_eq!((stored.hops, stored.last_screen.as_str()), (2, prompt.as_str()), "round {round}");
+        let next = app.ussd_hop(&cast.gateway, &sid, &n, "3*1*1").await;
+        assert_eq!(next, "CON Enter PIN to approve:", "round {round}");
+    }
 }

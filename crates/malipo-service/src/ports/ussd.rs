@@ -36,6 +36,19 @@ pub trait UssdRepo {
     /// # Errors
     /// Storage failures.
     fn ussd_session(&mut self, org_id: &OrgId, mode: Mode, session_id: &str) -> Result<Option<UssdSession>, StoreError>;
+    /// A USSD session as last committed, without locking it (for [`UssdRepo::swap_ussd_session`]
+    /// outside a transaction).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn peek_ussd_session(&mut self, org_id: &OrgId, mode: Mode, session_id: &str) -> Result<Option<UssdSession>, StoreError>;
+    /// Writes `next` over the session `seen` (same key) only if the stored one is still `seen`:
+    /// the same hops, update time and last screen; with `seen` `None`, inserts `next` only if
+    /// its key is free. Answers whether it wrote: a compare-and-swap, one statement.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn swap_ussd_session(&mut self, seen: Option<&UssdSession>, next: &UssdSession) -> Result<bool, StoreError>;
     /// Inserts or overwrites a USSD session.
     ///
     /// # Errors

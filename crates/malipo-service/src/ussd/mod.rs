@@ -2,12 +2,15 @@
 //! `malipo-ussd`, with the model's effects carried out here over the same use cases as every
 //! other channel (one PIN attempt counter, the same limits, the same charge state machine).
 //!
-//! A session row is claimed before its new hops are handled (its `last_screen` emptied, the
-//! in-progress mark), so a gateway that repeats a request while the first is still running
-//! cannot make an effect happen twice; a repeat after it finished replays the last screen.
+//! Hops that only move through the menu or read are answered without a transaction: the
+//! session read as committed and written back by compare-and-swap ([`Ussd::navigate`]); when
+//! another request moved it in between, or the hops need more, the locked path below handles
+//! them. There a session row is claimed before its new hops are handled (its `last_screen`
+//! emptied, the in-progress mark), so a gateway that repeats a request while the first is still
+//! running cannot make an effect happen twice; a repeat after it finished replays the last screen.
 
 use malipo_auth::Principal;
-use malipo_core::{Mode, Msisdn, OrgId};
+use malipo_core::{Mode, Msisdn, OrgId, Timestamp};
 use malipo_countries::Country;
 use malipo_ussd::{
     clip, display_amount, split_hops, text_too_long, Caller, Effect, Menu, Outcome, Prompt, PromptKind, Screen, State, NAME_CHARS,
@@ -21,7 +24,7 @@ use crate::idempotency::Idem;
 use crate::lifecycle::Entered;
 use crate::p2p::P2p;
 use crate::payment_requests::pay::RequestPayments;
-use crate::ports::{read, write, Tx, UssdSession};
+use crate::ports::{query, read, write, Tx, UssdSession};
 use crate::processing::is_processing_failure;
 use crate::wallets::{Pins, Wallets};
 
@@ -83,6 +86,60 @@ enum Claim {
     Handle { state: Option<State>, from: usize, session: Box<UssdSession> },
 }
 
+/// Where a stored session stands for a request of `hop_count` inputs.
+enum Standing {
+    /// Answer this, nothing done: a repeat, a request out of step, an expired or ended session.
+    Answer(String),
+    /// The session's first answer failed: start it again.
+    Restart,
+    /// Handle the hops from `seen` on, from `state`.
+    Go { state: State, seen: usize },
+}
+
+fn standing(session: &UssdSession, caller: &Msisdn, now: Timestamp, hop_count: usize) -> Result<Standing, ServiceError> {
+    let answer = |text: &str| Ok(Standing::Answer(Screen::end(text).render()));
+    if &session.msisdn != caller {
+        return answer(OUT_OF_STEP);
+    }
+    if now > session.updated_at.plus_seconds(SESSION_TIMEOUT_SECONDS) {
+        return answer(EXPIRED);
+    }
+    let seen = usize::try_from(session.hops).unwrap_or(usize::MAX);
+    if session.state.is_empty() && hop_count == 0 {
+        return Ok(Standing::Restart);
+    }
+    if session.last_screen.is_empty() {
+        return answer(BUSY);
+    }
+    if hop_count == seen {
+        // The gateway repeated its last request: the same answer, nothing done twice.
+        return Ok(Standing::Answer(session.last_screen.clone()));
+    }
+    if hop_count < seen {
+        return answer(OUT_OF_STEP);
+    }
+    let state: State = serde_json::from_str(&session.state).map_err(|e| ServiceError::Internal(format!("stored USSD state: {e}")))?;
+    if state == State::Ended {
+        return answer("Session ended.");
+    }
+    Ok(Standing::Go { state, seen })
+}
+
+/// A session of `caller` starting now, before its first answer.
+fn new_session(principal: &Principal, req: &UssdRequest, caller: &Msisdn, now: Timestamp) -> UssdSession {
+    UssdSession {
+        org_id: principal.org_id.clone(),
+        mode: principal.mode,
+        session_id: req.session_id.clone(),
+        msisdn: caller.clone(),
+        state: String::new(),
+        hops: 0,
+        last_screen: String::new(),
+        created_at: now,
+        updated_at: now,
+    }
+}
+
 fn check_request(req: &UssdRequest) -> Result<(), ServiceError> {
     let mut errors = Vec::new();
     let visible = |s: &str| s.bytes().all(|b| b.is_ascii_graphic());
@@ -131,6 +188,9 @@ impl<'a> Ussd<'a> {
         }
         let hops = split_hops(&req.text);
         let menu = Menu { countries: &self.core.countries, country, caller: &caller };
+        if let Some(screen) = self.navigate(principal, req, &menu, &hops)? {
+            return Ok(screen);
+        }
         let claim = match self.claim_session(principal, req, &menu, &hops, true) {
             // The approval done in the claim failed past its PIN check (or could not finish the
             // hop there): all of it rolled back; claim the hop and handle it apart.
@@ -202,17 +262,7 @@ impl<'a> Ussd<'a> {
                     // Input for a session this platform never started (or long purged).
                     return Ok(Claim::Answer(Screen::end(EXPIRED).render()));
                 }
-                let session = UssdSession {
-                    org_id: principal.org_id.clone(),
-                    mode: principal.mode,
-                    session_id: req.session_id.clone(),
-                    msisdn: caller.clone(),
-                    state: String::new(),
-                    hops: 0,
-                    last_screen: String::new(),
-                    created_at: now,
-                    updated_at: now,
-                };
+                let session = new_session(principal, req, caller, now);
                 if let Some(screen) = self.quietly(tx, menu, hops, None, 0, &session, &mut quiet)? {
                     return Ok(Claim::Answer(screen));
                 }
@@ -221,37 +271,19 @@ impl<'a> Ussd<'a> {
                 // the gateway's retry (no hops) then starts it afresh, see below.
                 return Ok(Claim::Handle { state: None, from: 0, session: Box::new(session) });
             };
-            if &session.msisdn != caller {
-                return Ok(Claim::Answer(Screen::end(OUT_OF_STEP).render()));
-            }
-            if now > session.updated_at.plus_seconds(SESSION_TIMEOUT_SECONDS) {
-                return Ok(Claim::Answer(Screen::end(EXPIRED).render()));
-            }
-            let seen = usize::try_from(session.hops).unwrap_or(usize::MAX);
-            if session.state.is_empty() && hop_count == 0 {
-                // A session whose first answer failed: start it again.
-                session.updated_at = now;
-                if let Some(screen) = self.quietly(tx, menu, hops, None, 0, &session, &mut quiet)? {
-                    return Ok(Claim::Answer(screen));
+            let (state, seen) = match standing(&session, caller, now, hop_count)? {
+                Standing::Answer(screen) => return Ok(Claim::Answer(screen)),
+                Standing::Restart => {
+                    // A session whose first answer failed: start it again.
+                    session.updated_at = now;
+                    if let Some(screen) = self.quietly(tx, menu, hops, None, 0, &session, &mut quiet)? {
+                        return Ok(Claim::Answer(screen));
+                    }
+                    tx.put_ussd_session(&session)?;
+                    return Ok(Claim::Handle { state: None, from: 0, session: Box::new(session) });
                 }
-                tx.put_ussd_session(&session)?;
-                return Ok(Claim::Handle { state: None, from: 0, session: Box::new(session) });
-            }
-            if session.last_screen.is_empty() {
-                return Ok(Claim::Answer(Screen::end(BUSY).render()));
-            }
-            if hop_count == seen {
-                // The gateway repeated its last request: the same answer, nothing done twice.
-                return Ok(Claim::Answer(session.last_screen.clone()));
-            }
-            if hop_count < seen {
-                return Ok(Claim::Answer(Screen::end(OUT_OF_STEP).render()));
-            }
-            let state: State =
-                serde_json::from_str(&session.state).map_err(|e| ServiceError::Internal(format!("stored USSD state: {e}")))?;
-            if state == State::Ended {
-                return Ok(Claim::Answer(Screen::end("Session ended.").render()));
-            }
+                Standing::Go { state, seen } => (state, seen),
+            };
             if let Some(screen) = self.quietly(tx, menu, hops, Some(state.clone()), seen, &session, &mut quiet)? {
                 return Ok(Claim::Answer(screen));
             }
@@ -263,6 +295,34 @@ impl<'a> Ussd<'a> {
         })?;
         self.core.report(&entered);
         Ok(claim)
+    }
+
+    /// Answers hops that only move through the menu or read (and the repeats and refusals
+    /// [`standing`] answers) without a transaction: the session as last committed, the reads
+    /// each on its own, and the session moved on in one compare-and-swap that writes only if no
+    /// other request moved it meanwhile. `None`: [`Ussd::claim_session`] must handle them (an
+    /// effect, a PIN, a restart, or another request of the session in between), on the locked
+    /// session as before.
+    fn navigate(&self, principal: &Principal, req: &UssdRequest, menu: &Menu<'_>, hops: &[&str]) -> Result<Option<String>, ServiceError> {
+        let hop_count = hops.len();
+        query(self.core.store(), |tx| {
+            let now = self.core.now();
+            let (seen, state, from) = match tx.peek_ussd_session(&principal.org_id, principal.mode, &req.session_id)? {
+                // As on the locked path: input for a session this platform never started.
+                None if hop_count > 0 => return Ok(Some(Screen::end(EXPIRED).render())),
+                None => (None, None, 0),
+                Some(session) => match standing(&session, menu.caller, now, hop_count)? {
+                    Standing::Answer(screen) => return Ok(Some(screen)),
+                    Standing::Restart => return Ok(None),
+                    Standing::Go { state, seen } => (Some(session), Some(state), seen),
+                },
+            };
+            let mut reads = Reads { core: self.core, tx: &mut *tx, mode: principal.mode, caller: menu.caller };
+            let Some((state, screen)) = handle_hops(menu, hops, state, from, &mut reads)? else { return Ok(None) };
+            let base = seen.clone().unwrap_or_else(|| new_session(principal, req, menu.caller, now));
+            let (next, rendered) = self.moved_on(&base, &state, &screen, hop_count)?;
+            Ok(tx.swap_ussd_session(seen.as_ref(), &next)?.then_some(rendered))
+        })
     }
 
     /// The answer to `hops` when they need no effect but what [`InClaim`] does, done on `tx`,

@@ -10,6 +10,24 @@ impl UssdRepo for MemoryTx<'_> {
         Ok(self.r().ussd_sessions.get(&(org_id.clone(), mode, session_id.to_owned())).cloned())
     }
 
+    fn peek_ussd_session(&mut self, org_id: &OrgId, mode: Mode, session_id: &str) -> Result<Option<UssdSession>, StoreError> {
+        self.ussd_session(org_id, mode, session_id)
+    }
+
+    fn swap_ussd_session(&mut self, seen: Option<&UssdSession>, next: &UssdSession) -> Result<bool, StoreError> {
+        let key = (next.org_id.clone(), next.mode, next.session_id.clone());
+        let stored = self.r().ussd_sessions.get(&key).map(|s| (s.hops, s.updated_at, s.last_screen.clone()));
+        let free = match (seen, stored) {
+            (None, None) => true,
+            (Some(seen), Some(stored)) => stored == (seen.hops, seen.updated_at, seen.last_screen.clone()),
+            _ => false,
+        };
+        if free {
+            self.put_ussd_session(next)?;
+        }
+        Ok(free)
+    }
+
     fn put_ussd_session(&mut self, session: &UssdSession) -> Result<(), StoreError> {
         let s = self.w()?;
         foreign_key(s.orgs.contains_key(&session.org_id), "the USSD session's organisation")?;
