@@ -307,7 +307,10 @@ impl<'a> Ussd<'a> {
         let hop_count = hops.len();
         query(self.core.store(), |tx| {
             let now = self.core.now();
-            let (seen, state, from) = match tx.peek_ussd_session(&principal.org_id, principal.mode, &req.session_id)? {
+            // A first request starts a session without reading it first: if one exists (a
+            // repeat, or a restart), the insert finds its key taken and the locked path answers.
+            let peeked = if hop_count == 0 { None } else { tx.peek_ussd_session(&principal.org_id, principal.mode, &req.session_id)? };
+            let (seen, state, from) = match peeked {
                 // As on the locked path: input for a session this platform never started.
                 None if hop_count > 0 => return Ok(Some(Screen::end(EXPIRED).render())),
                 None => (None, None, 0),
