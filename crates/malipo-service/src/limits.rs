@@ -57,11 +57,15 @@ impl<'a> Limits<'a> {
         tx.account(&wallet.account_id)?.ok_or_else(|| ServiceError::Internal("wallet without account".into()))
     }
 
-    /// What left the wallet on the country's current local day: posted debits plus reservations.
-    fn daily_used(&self, tx: &mut dyn Tx, wallet: &Wallet, account: &Account, now: Timestamp) -> Result<MinorUnit, ServiceError> {
+    /// The wallet's account and what left the wallet on the country's current local day: posted
+    /// debits plus reservations (one read).
+    fn account_and_daily_used(&self, tx: &mut dyn Tx, wallet: &Wallet, now: Timestamp) -> Result<(Account, MinorUnit), ServiceError> {
         let (day_start, _) = self.country(wallet)?.local_day(now);
-        let posted = tx.debits_since(&wallet.account_id, day_start)?;
-        Ok(posted.checked_add(account.held)?)
+        let (account, posted) = tx
+            .account_with_debits_since(&wallet.account_id, day_start)?
+            .ok_or_else(|| ServiceError::Internal("wallet without account".into()))?;
+        let used = posted.checked_add(account.held)?;
+        Ok((account, used))
     }
 
     /// Whether the wallet may send `amount` with `debit` leaving it in all (amount plus any fee
@@ -77,8 +81,7 @@ impl<'a> Limits<'a> {
         debit: MinorUnit,
         now: Timestamp,
     ) -> Result<Result<(), LimitBreach>, ServiceError> {
-        let account = Self::account(tx, wallet)?;
-        let used = self.daily_used(tx, wallet, &account, now)?;
+        let (_, used) = self.account_and_daily_used(tx, wallet, now)?;
         Ok(self.tier(wallet)?.check_debit(amount, debit, used))
     }
 
@@ -116,9 +119,8 @@ impl<'a> Limits<'a> {
     /// # Errors
     /// Storage failures; [`ServiceError::Internal`] for a wallet without account or tier.
     pub(crate) fn details(&self, tx: &mut dyn Tx, wallet: &Wallet, now: Timestamp) -> Result<WalletDetails, ServiceError> {
-        let account = Self::account(tx, wallet)?;
+        let (account, daily_used) = self.account_and_daily_used(tx, wallet, now)?;
         let tier = self.tier(wallet)?.clone();
-        let daily_used = self.daily_used(tx, wallet, &account, now)?;
         Ok(WalletDetails { wallet: wallet.clone(), account, tier, daily_used })
     }
 }

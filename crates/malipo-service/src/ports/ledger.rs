@@ -152,13 +152,14 @@ pub trait LedgerRepo {
     /// # Errors
     /// Storage failures.
     fn pending_credits(&mut self, account: &AccountId) -> Result<MinorUnit, StoreError>;
-    /// Total of the account's debits (negative postings, as a positive amount) posted at or after
-    /// `since`, leaving out `sandbox_funding` journals (the sandbox setting a test balance is not
-    /// the customer moving money).
+    /// The account (as [`LedgerRepo::account`] reads it) and the total of its debits (negative
+    /// postings, as a positive amount) posted at or after `since`, leaving out `sandbox_funding`
+    /// journals (the sandbox setting a test balance is not the customer moving money): what a
+    /// wallet's limits are checked on, read in one statement.
     ///
     /// # Errors
     /// Storage failures.
-    fn debits_since(&mut self, account: &AccountId, since: Timestamp) -> Result<MinorUnit, StoreError>;
+    fn account_with_debits_since(&mut self, id: &AccountId, since: Timestamp) -> Result<Option<(Account, MinorUnit)>, StoreError>;
     /// The account's postings that `query` selects: in ledger order (`seq` ascending) or newest
     /// first, each with its journal's kind and source and the fee recorded on it. An account's
     /// postings are in time order too: a posting is never stamped earlier than the one before

@@ -361,7 +361,7 @@ fn window(
     query(store, |tx| Ok(tx.account_postings(&q)?))
 }
 
-/// `debits_since` sums what left an account from a moment on; `account_postings` pages an
+/// `account_with_debits_since` reads an account with what left it from a moment on; `account_postings` pages an
 /// account's postings oldest first with a cursor that later postings never disturb.
 pub fn account_debits_and_statement(store: &dyn Store) {
     let kes = insert_platform(store, Mode::Test, KES);
@@ -373,11 +373,17 @@ pub fn account_debits_and_statement(store: &dyn Store) {
     post(store, transfer(Mode::Test, KES, &kes.issuance.id, &other.id, 5_000, at(25)));
     let second = post(store, transfer(Mode::Test, KES, &w.id, &other.id, 2_500, at(30)));
     let sandbox = post(store, journal(Mode::Test, KES, JournalKind::SandboxFunding, &[(&w.id, -100), (&kes.issuance.id, 100)], at(30)));
-    let debits = |since: i64| query(store, |tx| Ok(tx.debits_since(&w.id, at(since))?)).get();
+    let debits = |since: i64| {
+        let (account, debited) = query(store, |tx| Ok(tx.account_with_debits_since(&w.id, at(since))?)).expect("the wallet's account");
+        assert_eq!(Some(account), query(store, |tx| Ok(tx.account(&w.id)?)), "the account as `account` reads it");
+        debited.get()
+    };
     assert_eq!(debits(0), 3_500, "credits are not debits, nor is the sandbox setting a balance");
     assert_eq!(debits(20), 3_500, "the bound is inclusive");
     assert_eq!(debits(21), 2_500);
     assert_eq!(debits(31), 0);
+    let unknown = AccountId::new();
+    assert_eq!(query(store, |tx| Ok(tx.account_with_debits_since(&unknown, at(0))?)), None);
 
     let page = |after: Option<i64>, limit: usize| window(store, &w.id, after, (None, None), limit);
     let all = page(None, 10);

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use diesel::dsl::sql;
 use diesel::prelude::*;
-use diesel::sql_types::Bool;
+use diesel::sql_types::{BigInt, Bool, Text};
 use malipo_charges::ChargeKind;
 use malipo_core::{AccountId, MinorUnit, Mode, OrgId, Timestamp, TransactionId};
 use malipo_ledger::{
@@ -221,21 +221,28 @@ impl LedgerRepo for DieselTx<'_> {
         Ok(total)
     }
 
-    fn debits_since(&mut self, account: &AccountId, since: Timestamp) -> Result<MinorUnit, StoreError> {
-        let amounts: Vec<i64> = postings::table
-            .inner_join(journals::table)
-            .filter(postings::account_id.eq(account.as_str()))
-            .filter(postings::amount.lt(0))
-            .filter(postings::created_at.ge(since.as_micros()))
-            .filter(journals::kind.ne(JournalKind::SandboxFunding.as_str()))
-            .select(postings::amount)
-            .load(self.conn)
+    fn account_with_debits_since(&mut self, id: &AccountId, since: Timestamp) -> Result<Option<(Account, MinorUnit)>, StoreError> {
+        // The debits as a column of the account's row: one statement (a correlated sum over
+        // the account's postings from `since` on, by the index on account and time).
+        let debits = sql::<BigInt>(
+            "CAST(COALESCE(-(SELECT SUM(p.amount) FROM postings p INNER JOIN journals j ON j.id = p.journal_id \
+             WHERE p.account_id = accounts.id AND p.amount < 0 AND p.created_at >= ",
+        )
+        .bind::<BigInt, _>(since.as_micros())
+        .sql(" AND j.kind <> ")
+        .bind::<Text, _>(JournalKind::SandboxFunding.as_str())
+        .sql("), 0) AS BIGINT)");
+        let row: Option<(AccountRow, i64, i64)> = accounts::table
+            .find(id.as_str())
+            .select((AccountRow::as_select(), deferred::waiting_sum(), debits))
+            .limit(1)
+            .cached()
+            .get_result(self.conn)
+            .optional()
             .map_err(db_error)?;
-        let mut total = MinorUnit::ZERO;
-        for a in amounts {
-            total = total.checked_sub(MinorUnit::new(a)).map_err(|_| StoreError::Ledger(LedgerError::Overflow))?;
-        }
-        Ok(total)
+        let Some((row, waiting, debited)) = row else { return Ok(None) };
+        let account = one_with_waiting(Some((row, waiting)))?.ok_or_else(|| StoreError::Other("account row vanished".into()))?;
+        Ok(Some((account, MinorUnit::new(debited))))
     }
 
     fn account_postings(&mut self, q: &PostingQuery) -> Result<Vec<StatementLine>, StoreError> {

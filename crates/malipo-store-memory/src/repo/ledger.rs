@@ -145,14 +145,15 @@ impl LedgerRepo for MemoryTx<'_> {
         Ok(sum)
     }
 
-    fn debits_since(&mut self, account: &AccountId, since: Timestamp) -> Result<MinorUnit, StoreError> {
+    fn account_with_debits_since(&mut self, id: &AccountId, since: Timestamp) -> Result<Option<(Account, MinorUnit)>, StoreError> {
+        let Some(account) = self.account(id)? else { return Ok(None) };
         let mut sum = MinorUnit::ZERO;
         for p in &self.r().postings {
-            if &p.account == account && p.amount.get() < 0 && p.created_at >= since && p.kind != JournalKind::SandboxFunding {
+            if &p.account == id && p.amount.get() < 0 && p.created_at >= since && p.kind != JournalKind::SandboxFunding {
                 sum = sum.checked_sub(p.amount).map_err(LedgerError::from)?;
             }
         }
-        Ok(sum)
+        Ok(Some((account, sum)))
     }
 
     fn account_postings(&mut self, q: &PostingQuery) -> Result<Vec<StatementLine>, StoreError> {
