@@ -63,9 +63,9 @@ pub use payouts::worker::PayoutProcessing;
 pub use payouts::{NewPayout, Payouts};
 pub use platform::Platform;
 pub use ports::{
-    query, read, write, AccountKey, AuthRepo, BulkRepo, ChainRepo, ChargeRepo, EndpointRepo, EventRenderer, IdempotencyRepo, LedgerRepo,
-    NoRenderer, OutboxRepo, PaymentRequestRepo, PayoutRepo, PostingQuery, ReversalRepo, Savepoint, StatementLine, Store, TokenRecord, Tx,
-    UnsealedStats, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender,
+    autocommit, query, read, write, AccountKey, AuthRepo, BulkRepo, ChainRepo, ChargeRepo, EndpointRepo, EventRenderer, IdempotencyRepo,
+    LedgerRepo, NoRenderer, OutboxRepo, PaymentRequestRepo, PayoutRepo, PostingQuery, ReversalRepo, Savepoint, StatementLine, Store,
+    TokenRecord, Tx, UnsealedStats, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender,
 };
 pub use processing::Processing;
 pub use reversals::{NewReversal, Reversals};

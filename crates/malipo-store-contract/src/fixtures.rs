@@ -328,11 +328,11 @@ pub fn query<T>(store: &dyn Store, f: impl FnMut(&mut dyn Tx) -> Result<T, Servi
     }
 }
 
-/// Runs `f` outside any transaction ([`Store::query`]: each statement commits on its own);
+/// Runs `f` outside any transaction ([`Store::autocommit`]: each statement commits on its own);
 /// panics when it fails.
 #[track_caller]
 pub fn autocommit<T>(store: &dyn Store, f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> T {
-    match malipo_service::query(store, f) {
+    match malipo_service::autocommit(store, f) {
         Ok(v) => v,
         Err(e) => panic!("statements outside a transaction failed: {e:?}"),
     }

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
-use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager, TransactionManagerStatus};
+use diesel::connection::{SimpleConnection, TransactionManager};
 use diesel::prelude::*;
 use diesel::r2d2::{HandleError, ManageConnection, Pool, PooledConnection, R2D2Connection};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
@@ -38,12 +38,14 @@ mod repo;
 mod rows;
 mod schema;
 mod tx;
+mod txn;
 
 #[cfg(feature = "testing")]
 pub mod testing;
 
 use crate::error::db_error;
 use crate::tx::{DieselTx, KnownAccounts};
+use crate::txn::{backoff, begin, finish_failed, mark_broken, must_roll_back, rollback};
 
 const PG_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
 const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
@@ -410,6 +412,42 @@ impl DieselStore {
         }
     }
 
+    /// Runs `f` on a pooled connection outside any explicit transaction; with `Access::Write`,
+    /// in turn with the writers where they take turns (SQLite's writer lock, taken before the
+    /// connection as in [`DieselStore::attempt`]), since a statement of `f` may write.
+    fn outside(&self, access: Access, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        let mut attempt = 1;
+        loop {
+            let writing = match (&self.writer, access) {
+                (Some(lock), Access::Write) => match lock.try_lock_for(WRITER_WAIT) {
+                    Some(guard) => Some(guard),
+                    None if attempt < MAX_ATTEMPTS => {
+                        attempt += 1;
+                        continue;
+                    }
+                    None => return Err(StoreError::Retry.into()),
+                },
+                _ => None,
+            };
+            let mut pooled = self.connection()?;
+            let result = f(&mut DieselTx::new(&mut pooled, &self.known));
+            if matches!(result, Err(ServiceError::Store(StoreError::Unavailable(_)))) {
+                // A connection that died while idle in the pool: the pool discards it.
+                mark_broken(&mut pooled);
+            }
+            drop(pooled);
+            drop(writing);
+            match result {
+                Err(ServiceError::Store(StoreError::Unavailable(_))) if attempt < MAX_ATTEMPTS => attempt += 1,
+                Err(ServiceError::Store(StoreError::Retry)) if attempt < MAX_ATTEMPTS => {
+                    std::thread::sleep(backoff(attempt));
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// A pooled connection with a transaction begun on it. Connections that died while idle in
     /// the pool (a restarted server) are discarded and the next one is tried.
     fn begin(&self, access: Access) -> Result<PooledConnection<Manager>, StoreError> {
@@ -481,67 +519,6 @@ impl DieselStore {
     }
 }
 
-/// Starts a transaction: PostgreSQL `READ COMMITTED` for writers and a read-only
-/// `REPEATABLE READ` snapshot for readers; SQLite `BEGIN IMMEDIATE` (take the write lock now)
-/// for writers and a deferred `BEGIN` for readers.
-fn begin(conn: &mut DbConnection, access: Access) -> QueryResult<()> {
-    match (conn, access) {
-        (DbConnection::Pg(c), Access::Write) => AnsiTransactionManager::begin_transaction_sql(c, "BEGIN ISOLATION LEVEL READ COMMITTED"),
-        (DbConnection::Pg(c), Access::Read) => {
-            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        }
-        (DbConnection::Sqlite(c), Access::Write) => AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE"),
-        (DbConnection::Sqlite(c), Access::Read) => AnsiTransactionManager::begin_transaction_sql(c, "BEGIN"),
-    }
-}
-
-/// Rolls back after a failure; a connection that failed as unreachable is not reused.
-fn finish_failed(conn: &mut DbConnection, error: &StoreError) {
-    if matches!(error, StoreError::Unavailable(_)) {
-        mark_broken(conn);
-    } else {
-        rollback(conn);
-    }
-}
-
-fn rollback(conn: &mut DbConnection) {
-    let in_transaction = <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn)
-        .transaction_depth()
-        .is_ok_and(|d| d.is_some());
-    if in_transaction {
-        if let Err(e) = <DbConnection as Connection>::TransactionManager::rollback_transaction(conn) {
-            // diesel marks the transaction manager broken, so the pool discards the connection.
-            tracing::warn!(error = %e, "rollback failed");
-        }
-    }
-}
-
-/// Whether the transaction can only be rolled back (a statement failed and PostgreSQL aborted
-/// it, or the connection is broken).
-fn must_roll_back(conn: &mut DbConnection) -> bool {
-    match <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn) {
-        TransactionManagerStatus::Valid(status) => {
-            status.in_transaction.as_ref().is_some_and(|t| t.requires_rollback_maybe_up_to_top_level)
-        }
-        TransactionManagerStatus::InError => true,
-    }
-}
-
-/// Makes the pool discard this connection when it is returned.
-fn mark_broken(conn: &mut DbConnection) {
-    <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn).set_in_error();
-}
-
-/// A short randomised pause before attempt `attempt + 1`: 1–2 ms doubling up to 64–128 ms.
-fn backoff(attempt: u32) -> Duration {
-    use std::hash::{BuildHasher, Hasher};
-    let base_micros = 1000_u64 << attempt.min(6);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(attempt);
-    let jitter = h.finish() % base_micros;
-    Duration::from_micros(base_micros + jitter)
-}
-
 impl Store for DieselStore {
     fn run(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         self.transact(Access::Write, f)
@@ -552,22 +529,11 @@ impl Store for DieselStore {
     }
 
     fn query(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
-        let mut attempt = 1;
-        loop {
-            let mut pooled = self.connection()?;
-            match f(&mut DieselTx::new(&mut pooled, &self.known)) {
-                // A connection that died while idle in the pool: discard it and try another.
-                Err(ServiceError::Store(StoreError::Unavailable(_))) if attempt < MAX_ATTEMPTS => {
-                    mark_broken(&mut pooled);
-                    attempt += 1;
-                }
-                Err(ServiceError::Store(StoreError::Retry)) if attempt < MAX_ATTEMPTS => {
-                    std::thread::sleep(backoff(attempt));
-                    attempt += 1;
-                }
-                other => return other,
-            }
-        }
+        self.outside(Access::Read, f)
+    }
+
+    fn autocommit(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.outside(Access::Write, f)
     }
 
     fn ready(&self) -> Result<(), StoreError> {

@@ -143,6 +143,10 @@ impl Store for TestDatabase {
         self.store.query(f)
     }
 
+    fn autocommit(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.store.autocommit(f)
+    }
+
     fn ready(&self) -> Result<(), StoreError> {
         self.store.ready()
     }

@@ -14,7 +14,7 @@ use malipo_charges::{Charge, ChargeKind, ChargeState};
 use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
 use malipo_idempotency::{Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse};
 use malipo_ledger::{verify, Account, AccountKind, Journal, JournalKind, JournalLine};
-use malipo_service::{read, write, ServiceError, Store, StoreError, Tx};
+use malipo_service::{autocommit, query, read, write, ServiceError, Store, StoreError, Tx};
 use malipo_store_diesel::testing::TestDatabase;
 use malipo_store_diesel::{Backend, DieselStore};
 use malipo_webhooks::{Delivery, Endpoint, Event};
@@ -593,8 +593,8 @@ fn dead_pooled_connections_are_replaced() {
 
 /// SQLite's writers of one process queue on one lock per database file, shared by every store
 /// opened on it (the server's API and background pools), however its path is spelled; held for
-/// the write transaction only, whether it commits or fails; never taken by readers, nor on
-/// PostgreSQL.
+/// the write transaction only, whether it commits or fails, and for statements outside a
+/// transaction that may write; never taken by readers, nor on PostgreSQL.
 #[test]
 fn sqlite_writers_of_one_process_share_one_lock_per_file() {
     let db = TestDatabase::sqlite();
@@ -623,6 +623,17 @@ fn sqlite_writers_of_one_process_share_one_lock_per_file() {
         Ok(())
     })
     .unwrap();
+    query(&db.store, |_| {
+        assert!(!other.sqlite_writer_busy(), "nor single reads outside a transaction");
+        Ok(())
+    })
+    .unwrap();
+    autocommit(&db.store, |_| {
+        assert!(other.sqlite_writer_busy(), "statements that may write outside a transaction take their turn");
+        Ok(())
+    })
+    .unwrap();
+    assert!(!other.sqlite_writer_busy(), "released after them");
     // Both stores still write (the lock was given back both times).
     fixture(&other);
     let pg = TestDatabase::postgres();

@@ -121,8 +121,12 @@ impl Store for MemoryStore {
     }
 
     fn query(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
-        // Statements outside a transaction may write (a compare-and-swap of a USSD session): here
-        // they run as one write transaction, which is at least as strong.
+        self.read(f)
+    }
+
+    fn autocommit(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        // Statements that may write, outside a transaction: here one write transaction, which is
+        // at least as strong.
         self.run(f)
     }
 

@@ -120,6 +120,15 @@ pub trait Store: Send + Sync {
     /// As [`Store::run`].
     fn query(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError>;
 
+    /// Runs `f` outside any explicit transaction like [`Store::query`], for a few statements of
+    /// which some write (a compare-and-swap that needs no transaction): each commits on its own.
+    /// Where the store lets one writer at a time (SQLite), `f` takes its turn with the
+    /// transactions of [`Store::run`], so that its writes never wait on the database's own lock.
+    ///
+    /// # Errors
+    /// As [`Store::run`].
+    fn autocommit(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError>;
+
     /// Whether the database answers and has every migration applied.
     ///
     /// # Errors
@@ -138,6 +147,20 @@ pub fn write<T>(store: &dyn Store, mut f: impl FnMut(&mut dyn Tx) -> Result<T, S
         Ok(())
     })?;
     out.ok_or_else(|| ServiceError::Internal("transaction produced no value".into()))
+}
+
+/// Runs `f` without an explicit transaction, its statements of which some write each
+/// committing on its own ([`Store::autocommit`]), and returns its value.
+///
+/// # Errors
+/// As [`Store::autocommit`].
+pub fn autocommit<T>(store: &dyn Store, mut f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> Result<T, ServiceError> {
+    let mut out = None;
+    store.autocommit(&mut |tx| {
+        out = Some(f(tx)?);
+        Ok(())
+    })?;
+    out.ok_or_else(|| ServiceError::Internal("statements produced no value".into()))
 }
 
 /// Runs `f` without an explicit transaction (single-statement reads) and returns its value.

@@ -24,7 +24,7 @@ use crate::idempotency::Idem;
 use crate::lifecycle::Entered;
 use crate::p2p::P2p;
 use crate::payment_requests::pay::RequestPayments;
-use crate::ports::{query, read, write, Tx, UssdSession};
+use crate::ports::{autocommit, read, write, Tx, UssdSession};
 use crate::processing::is_processing_failure;
 use crate::wallets::{Pins, Wallets};
 
@@ -305,7 +305,7 @@ impl<'a> Ussd<'a> {
     /// session as before.
     fn navigate(&self, principal: &Principal, req: &UssdRequest, menu: &Menu<'_>, hops: &[&str]) -> Result<Option<String>, ServiceError> {
         let hop_count = hops.len();
-        query(self.core.store(), |tx| {
+        autocommit(self.core.store(), |tx| {
             let now = self.core.now();
             // A first request starts a session without reading it first: if one exists (a
             // repeat, or a restart), the insert finds its key taken and the locked path answers.

@@ -57,6 +57,10 @@ impl Store for Held {
         self.inner.store().query(f)
     }
 
+    fn autocommit(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.inner.store().autocommit(f)
+    }
+
     fn ready(&self) -> Result<(), malipo_service::StoreError> {
         self.inner.store().ready()
     }

@@ -202,8 +202,8 @@ fn older_argon2id_hashes_verify_once_and_are_replaced_by_keyed_ones() {
     assert_eq!(platform.wallets().details(&live.operator, &n).unwrap().wallet.pin_attempts, 0, "the right PIN reset the count");
 }
 
-/// A store that counts the write transactions it runs and its runs of statements outside a
-/// transaction (on the store of the platform it wraps).
+/// A store that counts the write transactions it runs and its runs of statements that may write
+/// outside a transaction (on the store of the platform it wraps).
 struct Counting {
     inner: malipo_service::Platform,
     writes: std::sync::atomic::AtomicUsize,
@@ -221,8 +221,12 @@ impl malipo_service::Store for Counting {
     }
 
     fn query(&self, f: &mut dyn FnMut(&mut dyn malipo_service::Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
-        self.outside.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.store().query(f)
+    }
+
+    fn autocommit(&self, f: &mut dyn FnMut(&mut dyn malipo_service::Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.outside.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.store().autocommit(f)
     }
 
     fn ready(&self) -> Result<(), malipo_service::StoreError> {
