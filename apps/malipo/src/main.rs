@@ -78,3 +78,22 @@ fn redact(url: &str) -> String {
         _ => url.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    /// jemalloc is built with the options `.cargo/config.toml` gives it (small thread caches,
+    /// pages returned from a background thread after a second) and runs with them. Fails when
+    /// the workspace's build configuration is lost.
+    #[test]
+    fn jemalloc_is_built_with_the_workspace_options() {
+        let built = tikv_jemalloc_ctl::config::malloc_conf::read().unwrap();
+        // The crate reads the C string with its terminating NUL.
+        assert_eq!(built.trim_end_matches(char::from(0)), "background_thread:true,dirty_decay_ms:1000,tcache_max:1024");
+        if std::env::var_os("_RJEM_MALLOC_CONF").is_none() {
+            assert!(tikv_jemalloc_ctl::opt::background_thread::read().unwrap());
+            assert_eq!(tikv_jemalloc_ctl::opt::tcache_max::read().unwrap(), 1024);
+        }
+    }
+}
