@@ -241,8 +241,7 @@ impl LedgerRepo for DieselTx<'_> {
             .optional()
             .map_err(db_error)?;
         let Some((row, waiting, debited)) = row else { return Ok(None) };
-        let account = one_with_waiting(Some((row, waiting)))?.ok_or_else(|| StoreError::Other("account row vanished".into()))?;
-        Ok(Some((account, MinorUnit::new(debited))))
+        Ok(one_with_waiting(Some((row, waiting)))?.map(|account| (account, MinorUnit::new(debited))))
     }
 
     fn account_postings(&mut self, q: &PostingQuery) -> Result<Vec<StatementLine>, StoreError> {
