@@ -107,10 +107,10 @@ pub struct ServeArgs {
     #[arg(long, env = "MALIPO_PAYOUT_SETTLE_CHUNK", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub payout_settle_chunk: Option<u16>,
     /// Due charges the worker advances in one transaction, with a savepoint each only when one
-    /// of them fails (default: 64 on
-    /// SQLite, where each commit is a file sync of the one writer; 1 on PostgreSQL, where a longer
-    /// transaction holds the rows every charge shares, a merchant's collection account and the
-    /// sandbox's funding, against the other workers).
+    /// of them fails (default: 64 on SQLite, where each commit is a file sync of the one
+    /// writer; 16 on PostgreSQL, where the chunk's journals are posted together at its end, so
+    /// that a merchant's collection account is updated once a chunk and held only from that
+    /// update to the commit).
     #[arg(long, env = "MALIPO_CHARGE_SETTLE_CHUNK", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub charge_settle_chunk: Option<u16>,
     /// Charge creations arriving at the same moment that may share one write transaction and

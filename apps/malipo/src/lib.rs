@@ -91,7 +91,7 @@ fn assemble(settings: &Settings, key: webhook_key::KeySource, clock: Arc<dyn Clo
         sandbox_approval_delay_ms: settings.sandbox_approval_delay_ms,
         worker_lease_seconds: settings.worker_lease_seconds,
         payout_settle_chunk: settings.payout_settle_chunk.unwrap_or(if settings.database_url.starts_with("postgres") { 1 } else { 8 }),
-        charge_settle_chunk: settings.charge_settle_chunk.unwrap_or(if settings.database_url.starts_with("postgres") { 1 } else { 64 }),
+        charge_settle_chunk: settings.charge_settle_chunk.unwrap_or(if settings.database_url.starts_with("postgres") { 16 } else { 64 }),
         max_backlog_seconds: settings.max_backlog_seconds,
         create_group_max: settings.create_group_max,
     };

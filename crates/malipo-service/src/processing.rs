@@ -75,12 +75,17 @@ impl<'a> Processing<'a> {
 
     /// Advances the claimed charges in one transaction as far as each can go now. First all of
     /// them without savepoints (a step that fails is rare, and a savepoint per charge costs two
-    /// round trips on PostgreSQL and a copy of every page it touches on SQLite); if any fails, that
+    /// round trips on PostgreSQL and a copy of every page it touches on SQLite), their journals
+    /// queued and posted together (`LedgerRepo::queue_postings`); if any fails, that
     /// transaction is rolled back and the chunk runs again with a savepoint per charge. Returns the
     /// charges to advance alone (their savepoint failed, a refused posting included).
     fn advance_together(&self, ids: &[ChargeRef], lease: Timestamp) -> Result<Vec<ChargeRef>, ServiceError> {
         let now = self.core.now();
         let all = write(self.core.store(), |tx| {
+            // A refused posting fails this transaction whichever call finds it: the chunk's
+            // journals may be posted together (each account's lines by one update: the
+            // merchant's collection account once for the chunk, not once a charge).
+            tx.queue_postings();
             let mut entered: Entered = vec![];
             for id in ids {
                 self.steps(tx, id, now, Some(lease), &mut entered)?;

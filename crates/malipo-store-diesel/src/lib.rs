@@ -430,7 +430,8 @@ impl DieselStore {
                 _ => None,
             };
             let mut pooled = self.connection()?;
-            let result = f(&mut DieselTx::new(&mut pooled, &self.known));
+            let mut tx = DieselTx::new(&mut pooled, &self.known);
+            let result = f(&mut tx).and_then(|()| Ok(tx.post_queued()?));
             if matches!(result, Err(ServiceError::Store(StoreError::Unavailable(_)))) {
                 // A connection that died while idle in the pool: the pool discards it.
                 mark_broken(&mut pooled);
@@ -478,7 +479,8 @@ impl DieselStore {
         let mut pooled = self.begin(access)?;
         let conn: &mut DbConnection = &mut pooled;
         let mut tx = DieselTx::new(conn, &self.known);
-        let result = f(&mut tx);
+        // Journals queued by the closure are posted before the commit (or fail it).
+        let result = f(&mut tx).and_then(|()| Ok(tx.post_queued()?));
         let poisoned = tx.poisoned;
         let learned = std::mem::take(&mut tx.learned);
         match result {

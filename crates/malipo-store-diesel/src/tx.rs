@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use diesel::prelude::*;
 use malipo_core::{Currency, Mode};
-use malipo_ledger::AccountKind;
+use malipo_ledger::{AccountKind, Journal};
 use malipo_service::StoreError;
 use malipo_webhooks::Endpoint;
 use parking_lot::RwLock;
@@ -90,11 +90,14 @@ pub(crate) struct DieselTx<'c> {
     /// transaction, e.g. a charge authorised and completed, reads them once); forgotten when
     /// the transaction writes an endpoint.
     pub(crate) endpoints: HashMap<(String, Mode), Vec<Endpoint>>,
+    /// Journals posted whole and not yet written, when the transaction queues them
+    /// (`LedgerRepo::queue_postings`); `None` when it posts at once.
+    pub(crate) queued: Option<Vec<Journal>>,
 }
 
 impl<'c> DieselTx<'c> {
     pub(crate) fn new(conn: &'c mut DbConnection, known: &'c KnownAccounts) -> Self {
-        DieselTx { conn, poisoned: false, known, learned: Learned::new(), endpoints: HashMap::new() }
+        DieselTx { conn, poisoned: false, known, learned: Learned::new(), endpoints: HashMap::new(), queued: None }
     }
 
     /// What is known of the account `id`, by the store or by this transaction.

@@ -97,7 +97,10 @@ impl Store for MemoryStore {
         let mut attempt = 1;
         loop {
             let mut draft = state.clone();
-            match f(&mut MemoryTx::new(&mut draft, false)) {
+            let mut tx = MemoryTx::new(&mut draft, false);
+            // Journals queued by the closure are applied before the commit (or fail it).
+            let done = f(&mut tx).and_then(|()| Ok(tx.post_queued()?));
+            match done {
                 Ok(()) => {
                     *state = draft;
                     return Ok(());

@@ -1,7 +1,8 @@
 //! One transaction over the in-memory tables; each feature's repository is implemented on it in
 //! `repo/<feature>.rs`, with the rules a database's constraints enforce.
 
-use malipo_service::StoreError;
+use malipo_ledger::Journal;
+use malipo_service::{LedgerRepo, StoreError};
 
 use crate::state::State;
 
@@ -10,12 +11,25 @@ use crate::state::State;
 pub(crate) struct MemoryTx<'a> {
     pub(crate) state: &'a mut State,
     read_only: bool,
+    /// Journals posted whole and not yet applied, when the transaction queues them
+    /// (`LedgerRepo::queue_postings`), as the SQL adapters do; `None` when it posts at once.
+    pub(crate) queued: Option<Vec<Journal>>,
 }
 
 impl<'a> MemoryTx<'a> {
     /// A transaction over `state`.
     pub(crate) fn new(state: &'a mut State, read_only: bool) -> Self {
-        MemoryTx { state, read_only }
+        MemoryTx { state, read_only, queued: None }
+    }
+
+    /// Applies the queued journals in order: before every read of the ledger, every savepoint
+    /// and the commit, as the SQL adapters post theirs (a refusal fails the transaction).
+    pub(crate) fn post_queued(&mut self) -> Result<(), StoreError> {
+        let journals = match self.queued.as_mut() {
+            Some(queue) if !queue.is_empty() => std::mem::take(queue),
+            _ => return Ok(()),
+        };
+        journals.iter().try_for_each(|j| self.post_journal(j))
     }
 
     /// Whether writes are refused.
