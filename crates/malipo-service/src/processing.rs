@@ -76,7 +76,7 @@ impl<'a> Processing<'a> {
     /// Advances the claimed charges in one transaction as far as each can go now. First all of
     /// them without savepoints (a step that fails is rare, and a savepoint per charge costs two
     /// round trips on PostgreSQL and a copy of every page it touches on SQLite), their journals
-    /// queued and posted together (`LedgerRepo::queue_postings`); if any fails, that
+    /// and events queued and written together (`WriteQueue::queue_writes`); if any fails, that
     /// transaction is rolled back and the chunk runs again with a savepoint per charge. Returns the
     /// charges to advance alone (their savepoint failed, a refused posting included).
     fn advance_together(&self, ids: &[ChargeRef], lease: Timestamp) -> Result<Vec<ChargeRef>, ServiceError> {
@@ -85,8 +85,10 @@ impl<'a> Processing<'a> {
             // A refused posting fails this transaction whichever call finds it: the chunk's
             // journals may be posted together (each account's lines by one update: the
             // merchant's collection account once for the chunk, not once a charge).
-            tx.queue_postings();
+            tx.queue_writes();
             let mut entered: Entered = vec![];
+            // Each locked and read as it comes: a step may change another charge of the chunk
+            // (a PIN lockout declines the payer's other prompts).
             for id in ids {
                 self.steps(tx, id, now, Some(lease), &mut entered)?;
             }

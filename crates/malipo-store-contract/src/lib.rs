@@ -62,6 +62,7 @@ macro_rules! __store_contract_cases {
                 ledger::post_journals_whole_posts_each_in_turn,
                 queued::queued_journals_are_seen_by_reads_and_committed_in_order,
                 queued::queued_journals_refused_fail_the_commit_and_survive_a_failed_savepoint,
+                queued::queued_events_are_seen_by_reads_and_a_duplicate_fails_the_commit,
                 ledger::issuance_may_go_negative,
                 ledger::unknown_account_is_refused,
                 ledger::currency_or_mode_mismatch_is_refused,

@@ -431,7 +431,7 @@ impl DieselStore {
             };
             let mut pooled = self.connection()?;
             let mut tx = DieselTx::new(&mut pooled, &self.known);
-            let result = f(&mut tx).and_then(|()| Ok(tx.post_queued()?));
+            let result = f(&mut tx).and_then(|()| Ok(tx.flush_queued()?));
             if matches!(result, Err(ServiceError::Store(StoreError::Unavailable(_)))) {
                 // A connection that died while idle in the pool: the pool discards it.
                 mark_broken(&mut pooled);
@@ -479,8 +479,8 @@ impl DieselStore {
         let mut pooled = self.begin(access)?;
         let conn: &mut DbConnection = &mut pooled;
         let mut tx = DieselTx::new(conn, &self.known);
-        // Journals queued by the closure are posted before the commit (or fail it).
-        let result = f(&mut tx).and_then(|()| Ok(tx.post_queued()?));
+        // Writes queued by the closure are made before the commit (or fail it).
+        let result = f(&mut tx).and_then(|()| Ok(tx.flush_queued()?));
         let poisoned = tx.poisoned;
         let learned = std::mem::take(&mut tx.learned);
         match result {

@@ -7,7 +7,7 @@ use diesel::prelude::*;
 use malipo_core::{Currency, Mode};
 use malipo_ledger::{AccountKind, Journal};
 use malipo_service::StoreError;
-use malipo_webhooks::Endpoint;
+use malipo_webhooks::{Endpoint, Event};
 use parking_lot::RwLock;
 
 use crate::error::db_error;
@@ -90,9 +90,18 @@ pub(crate) struct DieselTx<'c> {
     /// transaction, e.g. a charge authorised and completed, reads them once); forgotten when
     /// the transaction writes an endpoint.
     pub(crate) endpoints: HashMap<(String, Mode), Vec<Endpoint>>,
-    /// Journals posted whole and not yet written, when the transaction queues them
-    /// (`LedgerRepo::queue_postings`); `None` when it posts at once.
-    pub(crate) queued: Option<Vec<Journal>>,
+    /// Journals posted whole and events inserted, not yet written, when the transaction
+    /// queues them (`WriteQueue::queue_writes`, `repo/queue.rs`); `None` when it writes at once.
+    pub(crate) queued: Option<Queued>,
+}
+
+/// What a transaction that queues its writes holds back (`repo/queue.rs`).
+#[derive(Default)]
+pub(crate) struct Queued {
+    /// Journals posted whole, in order.
+    pub(crate) journals: Vec<Journal>,
+    /// Events inserted, in order.
+    pub(crate) events: Vec<Event>,
 }
 
 impl<'c> DieselTx<'c> {

@@ -98,8 +98,8 @@ impl Store for MemoryStore {
         loop {
             let mut draft = state.clone();
             let mut tx = MemoryTx::new(&mut draft, false);
-            // Journals queued by the closure are applied before the commit (or fail it).
-            let done = f(&mut tx).and_then(|()| Ok(tx.post_queued()?));
+            // Writes queued by the closure are applied before the commit (or fail it).
+            let done = f(&mut tx).and_then(|()| Ok(tx.flush_queued()?));
             match done {
                 Ok(()) => {
                     *state = draft;

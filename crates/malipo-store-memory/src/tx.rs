@@ -2,7 +2,8 @@
 //! `repo/<feature>.rs`, with the rules a database's constraints enforce.
 
 use malipo_ledger::Journal;
-use malipo_service::{LedgerRepo, StoreError};
+use malipo_service::StoreError;
+use malipo_webhooks::Event;
 
 use crate::state::State;
 
@@ -11,25 +12,25 @@ use crate::state::State;
 pub(crate) struct MemoryTx<'a> {
     pub(crate) state: &'a mut State,
     read_only: bool,
-    /// Journals posted whole and not yet applied, when the transaction queues them
-    /// (`LedgerRepo::queue_postings`), as the SQL adapters do; `None` when it posts at once.
-    pub(crate) queued: Option<Vec<Journal>>,
+    /// Journals posted whole and events inserted, not yet applied, when the transaction queues
+    /// them (`WriteQueue::queue_writes`, `repo/queue.rs`), as the SQL adapters do; `None` when
+    /// it writes at once.
+    pub(crate) queued: Option<Queued>,
+}
+
+/// What a transaction that queues its writes holds back.
+#[derive(Default)]
+pub(crate) struct Queued {
+    /// Journals posted whole, in order.
+    pub(crate) journals: Vec<Journal>,
+    /// Events inserted, in order.
+    pub(crate) events: Vec<Event>,
 }
 
 impl<'a> MemoryTx<'a> {
     /// A transaction over `state`.
     pub(crate) fn new(state: &'a mut State, read_only: bool) -> Self {
         MemoryTx { state, read_only, queued: None }
-    }
-
-    /// Applies the queued journals in order: before every read of the ledger, every savepoint
-    /// and the commit, as the SQL adapters post theirs (a refusal fails the transaction).
-    pub(crate) fn post_queued(&mut self) -> Result<(), StoreError> {
-        let journals = match self.queued.as_mut() {
-            Some(queue) if !queue.is_empty() => std::mem::take(queue),
-            _ => return Ok(()),
-        };
-        journals.iter().try_for_each(|j| self.post_journal(j))
     }
 
     /// Whether writes are refused.

@@ -147,16 +147,6 @@ pub trait LedgerRepo {
     fn post_journals_whole(&mut self, journals: &[&Journal]) -> Result<(), StoreError> {
         journals.iter().try_for_each(|j| self.post_journal_whole(j))
     }
-    /// From now on, this transaction may queue the journals it posts whole
-    /// ([`LedgerRepo::post_journal_whole`], [`LedgerRepo::post_journals_whole`]) and post them
-    /// together, each account's lines by one update where their journals share a time. The
-    /// queue is posted before any other call of this trait, of
-    /// [`super::ChainRepo`] or [`super::ReversalRepo`], before a savepoint, and at the latest
-    /// before the commit: every read sees what was posted, and nothing posted is lost. A refused
-    /// line then fails the call that posts the queue (or the commit), not the posting call: only
-    /// for a caller whose transaction fails as a whole on a refused posting anyway (a chunk of
-    /// charges, then advanced charge by charge). An adapter may post at once (the default).
-    fn queue_postings(&mut self) {}
     /// Sum of `amount - fee` of `authorised` charges (kind `charge`) whose merchant account is `account`.
     ///
     /// # Errors

@@ -58,6 +58,23 @@ pub trait Savepoint {
     fn savepoint(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError>;
 }
 
+/// Writes a transaction may hold back and send together, part of the one transaction handle
+/// [`Tx`].
+pub trait WriteQueue {
+    /// From now on, this transaction may queue the journals it posts whole
+    /// ([`LedgerRepo::post_journal_whole`], [`LedgerRepo::post_journals_whole`]) and the events
+    /// it inserts ([`OutboxRepo::insert_event`], [`OutboxRepo::insert_events`]), and write
+    /// them together: a journal's lines on one account with the others' that share its time by
+    /// one update, the events by one insert. What is queued is written before any other call of
+    /// [`LedgerRepo`], [`ChainRepo`] or [`ReversalRepo`] (journals) or of [`OutboxRepo`]
+    /// (events), before a savepoint, and at the latest before the commit: every read sees it,
+    /// and nothing is lost. A refused line or a duplicate event then fails the call that writes
+    /// the queue (or the commit), not the call that queued it: only for a caller whose
+    /// transaction fails as a whole on such an error anyway (a chunk of charges, then advanced
+    /// charge by charge). An adapter may write at once (the default).
+    fn queue_writes(&mut self) {}
+}
+
 /// One database transaction: every feature's repository on the same connection. Methods take
 /// `&mut self`; every method returns [`StoreError`]; reads of absent rows return `Ok(None)`.
 pub trait Tx:
@@ -75,6 +92,7 @@ pub trait Tx:
     + ReversalRepo
     + PaymentRequestRepo
     + Savepoint
+    + WriteQueue
 {
 }
 
@@ -93,6 +111,7 @@ impl<T> Tx for T where
         + ReversalRepo
         + PaymentRequestRepo
         + Savepoint
+        + WriteQueue
         + ?Sized
 {
 }

@@ -1,5 +1,6 @@
-//! Journals queued by a transaction (`LedgerRepo::queue_postings`): posted together, seen by
-//! every read, never lost, never undone by a savepoint, and a refusal fails the commit.
+//! Writes queued by a transaction (`WriteQueue::queue_writes`): journals and events written
+//! together, seen by every read, never lost, never undone by a savepoint, and a refusal fails
+//! the commit.
 
 use malipo_core::{AccountId, MinorUnit, Mode};
 use malipo_ledger::{JournalKind, LedgerError};
@@ -30,7 +31,7 @@ pub fn queued_journals_are_seen_by_reads_and_committed_in_order(store: &dyn Stor
     let fund_b = journal(Mode::Test, KES, JournalKind::SandboxFunding, &[(&kes.sandbox_funding.id, -500), (&b.id, 500)], at(1));
     let pay_b = transfer(Mode::Test, KES, &b.id, &m.collection.id, 200, at(1));
     let (merchant_seen, a_debited) = commit(store, |tx| {
-        tx.queue_postings();
+        tx.queue_writes();
         tx.post_journals_whole(&[&fund_a, &pay_a])?;
         tx.post_journals_whole(&[&fund_b, &pay_b])?;
         let merchant = tx.account(&m.collection.id)?.expect("the collection account").balance.get();
@@ -50,7 +51,7 @@ pub fn queued_journals_are_seen_by_reads_and_committed_in_order(store: &dyn Stor
     // Queued and never read: the commit posts them.
     let pay = transfer(Mode::Test, KES, &a.id, &b.id, 100, at(2));
     commit(store, |tx| {
-        tx.queue_postings();
+        tx.queue_writes();
         Ok(tx.post_journal_whole(&pay)?)
     });
     assert_eq!((balance(store, &a.id), balance(store, &b.id), journal_count(store)), (300, 400, 5));
@@ -68,7 +69,7 @@ pub fn queued_journals_refused_fail_the_commit_and_survive_a_failed_savepoint(st
     let fine = transfer(Mode::Test, KES, &w.id, &m.collection.id, 40, at(1));
     let over = transfer(Mode::Test, KES, &w.id, &m.collection.id, 61, at(1));
     let err = refused(store, |tx| {
-        tx.queue_postings();
+        tx.queue_writes();
         tx.post_journals_whole(&[&fund, &fine])?;
         tx.post_journal_whole(&over)?;
         Ok(())
@@ -77,7 +78,7 @@ pub fn queued_journals_refused_fail_the_commit_and_survive_a_failed_savepoint(st
     assert_eq!((balance(store, &w.id), balance(store, &m.collection.id), journal_count(store)), (0, 0, 0), "nothing written");
 
     commit(store, |tx| {
-        tx.queue_postings();
+        tx.queue_writes();
         tx.post_journals_whole(&[&fund, &fine])?;
         let mut seen = None;
         let inner = tx.savepoint(&mut |tx| {
@@ -93,4 +94,35 @@ pub fn queued_journals_refused_fail_the_commit_and_survive_a_failed_savepoint(st
     });
     assert_eq!((balance(store, &w.id), balance(store, &m.collection.id), journal_count(store)), (60, 40, 2));
     assert_ledger_sound(store);
+}
+
+/// Events inserted by a transaction that queues them: a read in the transaction sees them, a
+/// delivery of one may be inserted (its foreign key finds the event), and the commit keeps them;
+/// a duplicate id fails the commit, with nothing of that transaction written.
+pub fn queued_events_are_seen_by_reads_and_a_duplicate_fails_the_commit(store: &dyn Store) {
+    let org = insert_org(store, "Duka", at(0));
+    let hook = insert_endpoint(store, endpoint(&org, Mode::Test, at(0)));
+    let first = event(&org, Mode::Test, "charge.authorised", at(1));
+    let second = event(&org, Mode::Test, "charge.completed", at(1));
+    let sent = delivery(&second, &hook, at(1));
+    let seen = commit(store, |tx| {
+        tx.queue_writes();
+        tx.insert_events(&[first.clone(), second.clone()])?;
+        let seen = tx.event(&org.id, Mode::Test, &first.id)?;
+        tx.insert_delivery(&sent)?;
+        Ok(seen)
+    });
+    assert_eq!(seen.as_ref(), Some(&first), "a read in the transaction sees what it queued");
+    assert_eq!(query(store, |tx| Ok(tx.event(&org.id, Mode::Test, &second.id)?)), Some(second.clone()));
+    assert_eq!(query(store, |tx| Ok(tx.deliveries_of_event(&second.id)?)), vec![sent.clone()]);
+
+    let third = event(&org, Mode::Test, "charge.failed", at(2));
+    let err = refused(store, |tx| {
+        tx.queue_writes();
+        tx.insert_event(&third)?;
+        tx.insert_event(&first)?;
+        Ok(())
+    });
+    assert_eq!(err, duplicate());
+    assert_eq!(query(store, |tx| Ok(tx.event(&org.id, Mode::Test, &third.id)?)), None, "nothing of that transaction written");
 }

@@ -18,12 +18,12 @@ use crate::DbConnection;
 
 impl ChainRepo for DieselTx<'_> {
     fn seal_pending(&mut self, limit: usize) -> Result<usize, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         seal_pending(self.conn, limit).map_err(StoreError::from)
     }
 
     fn unsealed_stats(&mut self) -> Result<UnsealedStats, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let (count, oldest): (i64, Option<i64>) = journals::table
             .filter(journals::seq.is_null())
             .select((count_star(), min(journals::created_at)))

@@ -78,22 +78,6 @@ fn system_kind() -> diesel::expression::SqlLiteral<Bool> {
     sql::<Bool>("accounts.kind IN ('revenue', 'issuance', 'sandbox_funding')")
 }
 
-impl DieselTx<'_> {
-    /// Posts the queued journals (`LedgerRepo::queue_postings`) together, as
-    /// `post_journals_whole` would have posted them one call at a time: a refusal poisons the
-    /// transaction. Called before every read of the ledger, every savepoint and the commit.
-    pub(crate) fn post_queued(&mut self) -> Result<(), StoreError> {
-        let journals = match self.queued.as_mut() {
-            Some(queue) if !queue.is_empty() => std::mem::take(queue),
-            _ => return Ok(()),
-        };
-        let refs: Vec<&Journal> = journals.iter().collect();
-        let posted = posting::post_journals(self.conn, self.known, &mut self.learned, &refs).map_err(StoreError::from);
-        self.poisoned |= posted.is_err();
-        posted
-    }
-}
-
 impl LedgerRepo for DieselTx<'_> {
     fn insert_account(&mut self, account: &Account) -> Result<(), StoreError> {
         let row = AccountRow::from(account);
@@ -103,7 +87,7 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn account(&mut self, id: &AccountId) -> Result<Option<Account>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let row = accounts::table
             .find(id.as_str())
             .select((AccountRow::as_select(), deferred::waiting_sum()))
@@ -116,7 +100,7 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn find_account(&mut self, key: &AccountKey) -> Result<Option<Account>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let found = match key {
             AccountKey::Org { org_id, mode, kind } => accounts::table
                 .filter(accounts::org_id.eq(org_id.as_str()))
@@ -143,7 +127,7 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn org_accounts(&mut self, org_id: &OrgId, mode: Mode) -> Result<Vec<Account>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let rows = accounts::table
             .filter(accounts::org_id.eq(org_id.as_str()))
             .filter(accounts::mode.eq(mode.as_str()))
@@ -156,7 +140,7 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn hold(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let amt = amount.get();
         let hold = |conn: &mut DbConnection| {
             written!(
@@ -184,7 +168,7 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn release(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let amt = amount.get();
         let updated = written!(
             &mut *self.conn,
@@ -203,7 +187,7 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn post_journal(&mut self, journal: &Journal) -> Result<(), StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         journal.check_balanced()?;
         // In a savepoint: a refused line undoes the lines before it, and the caller's
         // transaction stays usable (e.g. to record the failure).
@@ -216,8 +200,7 @@ impl LedgerRepo for DieselTx<'_> {
 
     fn post_journal_whole(&mut self, journal: &Journal) -> Result<(), StoreError> {
         journal.check_balanced()?;
-        if let Some(queue) = self.queued.as_mut() {
-            queue.push(journal.clone());
+        if self.queue_journals(&[journal])? {
             return Ok(());
         }
         let posted = posting::post_journal(self.conn, self.known, &mut self.learned, journal).map_err(StoreError::from);
@@ -227,8 +210,7 @@ impl LedgerRepo for DieselTx<'_> {
 
     fn post_journals_whole(&mut self, journals: &[&Journal]) -> Result<(), StoreError> {
         journals.iter().try_for_each(|j| j.check_balanced())?;
-        if let Some(queue) = self.queued.as_mut() {
-            queue.extend(journals.iter().map(|j| (*j).clone()));
+        if self.queue_journals(journals)? {
             return Ok(());
         }
         let posted = posting::post_journals(self.conn, self.known, &mut self.learned, journals).map_err(StoreError::from);
@@ -237,7 +219,7 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn pending_credits(&mut self, account: &AccountId) -> Result<MinorUnit, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let rows: Vec<(i64, i64)> = charges::table
             .filter(charges::merchant_account.eq(account.as_str()))
             .filter(sql::<Bool>("charges.state = 'authorised'"))
@@ -253,7 +235,7 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn account_with_debits_since(&mut self, id: &AccountId, since: Timestamp) -> Result<Option<(Account, MinorUnit)>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         // The debits as a column of the account's row: one statement (a correlated sum over
         // the account's postings from `since` on, by the index on account and time).
         let debits = sql::<BigInt>(
@@ -277,7 +259,7 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn account_postings(&mut self, q: &PostingQuery) -> Result<Vec<StatementLine>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let mut query = postings::table.inner_join(journals::table).filter(postings::account_id.eq(q.account.as_str())).into_boxed();
         if let Some(from) = q.from {
             query = query.filter(postings::created_at.ge(from.as_micros()));
@@ -304,7 +286,7 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn journal_postings(&mut self, journal: &TransactionId, accounts: &[AccountId]) -> Result<Vec<StatementLine>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let ids: Vec<&str> = accounts.iter().map(AccountId::as_str).collect();
         let rows: Vec<StatementRow> = postings::table
             .inner_join(journals::table)
@@ -318,7 +300,7 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn last_posting_before(&mut self, account: &AccountId, at: Timestamp) -> Result<Option<StatementLine>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let row: Option<StatementRow> = postings::table
             .inner_join(journals::table)
             .filter(postings::account_id.eq(account.as_str()))
@@ -332,27 +314,23 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn ledger_snapshot(&mut self, mode: Option<Mode>) -> Result<LedgerSnapshot, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         ledger_snapshot(self.conn, mode).map_err(StoreError::from)
     }
 
     fn ledger_part(&mut self, ids: &[AccountId]) -> Result<LedgerSnapshot, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         ledger_part(self.conn, ids).map_err(StoreError::from)
     }
 
     fn waiting_accounts(&mut self, limit: usize) -> Result<Vec<AccountId>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         deferred::waiting_accounts(self.conn, limit).map_err(StoreError::from)
     }
 
     fn apply_waiting(&mut self, account: &AccountId) -> Result<usize, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         deferred::apply(self.conn, account.as_str()).map_err(StoreError::from)
-    }
-
-    fn queue_postings(&mut self) {
-        self.queued.get_or_insert_with(Vec::new);
     }
 }
 

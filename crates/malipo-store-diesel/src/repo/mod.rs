@@ -11,6 +11,7 @@ mod outbox;
 mod payment_requests;
 mod payouts;
 mod posting;
+mod queue;
 mod reversals;
 mod savepoint;
 mod ussd;

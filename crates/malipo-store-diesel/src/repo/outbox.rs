@@ -32,23 +32,22 @@ const DUE_DELIVERIES: DueRows = DueRows { table: "deliveries", id: "id", due: "n
 
 impl OutboxRepo for DieselTx<'_> {
     fn insert_event(&mut self, event: &Event) -> Result<(), StoreError> {
+        if self.queue_events(std::slice::from_ref(event))? {
+            return Ok(());
+        }
         let row = EventRow::from(event);
         inserted(written!(&mut *self.conn, diesel::insert_into(events::table).values(&row).on_conflict_do_nothing()))
     }
 
     fn insert_events(&mut self, events: &[Event]) -> Result<(), StoreError> {
-        let rows: Vec<EventRow> = events.iter().map(EventRow::from).collect();
-        // A transaction's few events (a charge's approval and completion): a bounded number of
-        // statement shapes.
-        let written = written!(rows &mut *self.conn, events::table, &rows, on_conflict_do_nothing).map_err(db_error)?;
-        if written == rows.len() {
-            Ok(())
-        } else {
-            Err(StoreError::Duplicate)
+        if self.queue_events(events)? {
+            return Ok(());
         }
+        insert_event_rows(self.conn, events)
     }
 
     fn event(&mut self, org_id: &OrgId, mode: Mode, id: &EventId) -> Result<Option<Event>, StoreError> {
+        self.flush_events()?;
         events::table
             .filter(events::id.eq(id.as_str()))
             .filter(events::org_id.eq(org_id.as_str()))
@@ -69,6 +68,7 @@ impl OutboxRepo for DieselTx<'_> {
         after: Option<&EventId>,
         limit: usize,
     ) -> Result<Vec<Event>, StoreError> {
+        self.flush_events()?;
         let mut query = events::table.filter(events::org_id.eq(org_id.as_str())).filter(events::mode.eq(mode.as_str())).into_boxed();
         if let Some(kind) = kind {
             query = query.filter(events::kind.eq(kind));
@@ -88,11 +88,13 @@ impl OutboxRepo for DieselTx<'_> {
     }
 
     fn insert_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError> {
+        self.flush_events()?;
         let row = DeliveryRow::try_from(delivery)?;
         inserted(written!(&mut *self.conn, diesel::insert_into(deliveries::table).values(&row).on_conflict_do_nothing()))
     }
 
     fn lock_deliveries(&mut self, ids: &[String]) -> Result<Vec<Delivery>, StoreError> {
+        self.flush_events()?;
         let mut ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         ids.sort_unstable();
         ids.dedup();
@@ -113,6 +115,7 @@ impl OutboxRepo for DieselTx<'_> {
     }
 
     fn events_by_id(&mut self, ids: &[EventId]) -> Result<Vec<Event>, StoreError> {
+        self.flush_events()?;
         let mut ids: Vec<&str> = ids.iter().map(EventId::as_str).collect();
         ids.sort_unstable();
         ids.dedup();
@@ -132,6 +135,7 @@ impl OutboxRepo for DieselTx<'_> {
     }
 
     fn update_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError> {
+        self.flush_events()?;
         let row = DeliveryRow::try_from(delivery)?;
         let updated = written!(
             &mut *self.conn,
@@ -150,6 +154,7 @@ impl OutboxRepo for DieselTx<'_> {
     }
 
     fn update_deliveries(&mut self, deliveries: &[Delivery]) -> Result<(), StoreError> {
+        self.flush_events()?;
         let distinct = || deliveries.iter().map(|d| d.id.as_str()).collect::<std::collections::HashSet<_>>().len() == deliveries.len();
         let c = match &mut *self.conn {
             DbConnection::Pg(c) if distinct() => c,
@@ -168,10 +173,12 @@ impl OutboxRepo for DieselTx<'_> {
     }
 
     fn claim_due_deliveries(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.flush_events()?;
         DUE_DELIVERIES.claim(self.conn, now, lease_until, limit)
     }
 
     fn deliveries_of_event(&mut self, event_id: &EventId) -> Result<Vec<Delivery>, StoreError> {
+        self.flush_events()?;
         deliveries::table
             .filter(deliveries::event_id.eq(event_id.as_str()))
             .order((deliveries::created_at.asc(), deliveries::id.asc()))
@@ -184,6 +191,7 @@ impl OutboxRepo for DieselTx<'_> {
     }
 
     fn pending_deliveries_of_endpoint(&mut self, endpoint_id: &EndpointId) -> Result<Vec<Delivery>, StoreError> {
+        self.flush_events()?;
         deliveries::table
             .filter(deliveries::endpoint_id.eq(endpoint_id.as_str()))
             .filter(pending_delivery())
@@ -197,6 +205,7 @@ impl OutboxRepo for DieselTx<'_> {
     }
 
     fn insert_attempts(&mut self, attempts: &[Attempt]) -> Result<(), StoreError> {
+        self.flush_events()?;
         let rows = attempts.iter().map(AttemptRow::try_from).collect::<Result<Vec<_>, _>>()?;
         let insert = |conn: &mut DbConnection, chunk: &[AttemptRow]| {
             per_backend!(conn, |c| diesel::insert_into(delivery_attempts::table).values(chunk).execute(c)).map(|_| ())
@@ -210,6 +219,7 @@ impl OutboxRepo for DieselTx<'_> {
     }
 
     fn attempts_of_event(&mut self, event_id: &EventId) -> Result<Vec<Attempt>, StoreError> {
+        self.flush_events()?;
         delivery_attempts::table
             .filter(delivery_attempts::event_id.eq(event_id.as_str()))
             .order(delivery_attempts::id.asc())
@@ -222,6 +232,7 @@ impl OutboxRepo for DieselTx<'_> {
     }
 
     fn purge_events(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        self.flush_events()?;
         // A chunk of events at a time: their attempts, then their deliveries, then the events
         // (the foreign keys allow no other order).
         let mut purged: u64 = 0;
@@ -282,4 +293,16 @@ fn update_rows(conn: &mut diesel::PgConnection, rows: &[DeliveryRow]) -> QueryRe
             .bind::<BigInt, _>(row.updated_at);
     }
     query.execute(conn)
+}
+
+/// Inserts events (a few: a bounded number of statement shapes); [`StoreError::Duplicate`]
+/// when an id exists.
+pub(crate) fn insert_event_rows(conn: &mut DbConnection, events: &[Event]) -> Result<(), StoreError> {
+    let rows: Vec<EventRow> = events.iter().map(EventRow::from).collect();
+    let written = written!(rows &mut *conn, events::table, &rows, on_conflict_do_nothing).map_err(db_error)?;
+    if written == rows.len() {
+        Ok(())
+    } else {
+        Err(StoreError::Duplicate)
+    }
 }

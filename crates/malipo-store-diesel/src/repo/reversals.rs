@@ -17,13 +17,13 @@ use crate::DbConnection;
 
 impl ReversalRepo for DieselTx<'_> {
     fn insert_reversal(&mut self, reversal: &Reversal) -> Result<(), StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let row = ReversalRow::from(reversal);
         inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(reversals::table).values(&row).on_conflict_do_nothing().execute(c)))
     }
 
     fn reversal(&mut self, org_id: &OrgId, mode: Mode, id: &ReversalId) -> Result<Option<Reversal>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         reversals::table
             .filter(reversals::id.eq(id.as_str()))
             .filter(reversals::org_id.eq(org_id.as_str()))
@@ -43,7 +43,7 @@ impl ReversalRepo for DieselTx<'_> {
         before: Option<&ReversalId>,
         limit: usize,
     ) -> Result<Vec<Reversal>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let mut query =
             reversals::table.filter(reversals::org_id.eq(org_id.as_str())).filter(reversals::mode.eq(mode.as_str())).into_boxed();
         if let Some(before) = before {
@@ -61,7 +61,7 @@ impl ReversalRepo for DieselTx<'_> {
     }
 
     fn journal_source(&mut self, mode: Mode, id: &TransactionId) -> Result<Option<(JournalKind, String)>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let found: Option<(String, String)> = journals::table
             .filter(journals::id.eq(id.as_str()))
             .filter(journals::mode.eq(mode.as_str()))

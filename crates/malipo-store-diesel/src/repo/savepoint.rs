@@ -21,7 +21,7 @@ impl From<diesel::result::Error> for Ended {
 impl Savepoint for DieselTx<'_> {
     fn savepoint(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         // What this transaction queued goes before the savepoint, which could undo it.
-        self.post_queued()?;
+        self.flush_queued()?;
         let mut poisoned = false;
         let mut learned = None;
         let known = self.known;

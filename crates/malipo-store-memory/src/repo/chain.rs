@@ -9,7 +9,7 @@ use crate::tx::MemoryTx;
 
 impl ChainRepo for MemoryTx<'_> {
     fn seal_pending(&mut self, limit: usize) -> Result<usize, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let s = self.w()?;
         // Ledger by ledger, each in (created_at, id) order, as the SQL adapters read them.
         let mut pending: Vec<usize> = s.journals.iter().enumerate().filter(|(_, cj)| cj.link.is_none()).map(|(i, _)| i).collect();
@@ -32,7 +32,7 @@ impl ChainRepo for MemoryTx<'_> {
     }
 
     fn unsealed_stats(&mut self) -> Result<UnsealedStats, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let unsealed = self.r().journals.iter().filter(|cj| cj.link.is_none());
         let (count, oldest) = unsealed.fold((0_u64, None), |(n, oldest), cj| {
             let t = cj.journal.created_at;

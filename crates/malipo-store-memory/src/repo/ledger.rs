@@ -47,12 +47,12 @@ impl LedgerRepo for MemoryTx<'_> {
     }
 
     fn account(&mut self, id: &AccountId) -> Result<Option<Account>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         Ok(self.r().accounts.get(id).cloned())
     }
 
     fn find_account(&mut self, key: &AccountKey) -> Result<Option<Account>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let s = self.r();
         let id = match key {
             AccountKey::Org { org_id, mode, kind } => s.org_account_index.get(&(org_id.clone(), *mode, *kind)),
@@ -62,7 +62,7 @@ impl LedgerRepo for MemoryTx<'_> {
     }
 
     fn org_accounts(&mut self, org_id: &OrgId, mode: Mode) -> Result<Vec<Account>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let mut accounts: Vec<Account> =
             self.r().accounts.values().filter(|a| a.org_id.as_ref() == Some(org_id) && a.mode == mode).cloned().collect();
         accounts.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
@@ -70,7 +70,7 @@ impl LedgerRepo for MemoryTx<'_> {
     }
 
     fn hold(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let s = self.w()?;
         let acc = s.accounts.get_mut(account).ok_or_else(|| LedgerError::UnknownAccount(account.clone()))?;
         hold(acc, amount)?;
@@ -78,7 +78,7 @@ impl LedgerRepo for MemoryTx<'_> {
     }
 
     fn release(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let s = self.w()?;
         let acc = s.accounts.get_mut(account).ok_or_else(|| LedgerError::UnknownAccount(account.clone()))?;
         release(acc, amount)?;
@@ -86,7 +86,7 @@ impl LedgerRepo for MemoryTx<'_> {
     }
 
     fn post_journal(&mut self, journal: &Journal) -> Result<(), StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let s = self.w()?;
         journal.check_balanced()?;
         if s.journal_ids.contains(&journal.id) {
@@ -142,7 +142,7 @@ impl LedgerRepo for MemoryTx<'_> {
     }
 
     fn pending_credits(&mut self, account: &AccountId) -> Result<MinorUnit, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let mut sum = MinorUnit::ZERO;
         for c in self.r().charges.values() {
             if c.kind == ChargeKind::Charge && c.state == ChargeState::Authorised && &c.merchant_account == account {
@@ -153,7 +153,7 @@ impl LedgerRepo for MemoryTx<'_> {
     }
 
     fn account_with_debits_since(&mut self, id: &AccountId, since: Timestamp) -> Result<Option<(Account, MinorUnit)>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let Some(account) = self.account(id)? else { return Ok(None) };
         let mut sum = MinorUnit::ZERO;
         for p in &self.r().postings {
@@ -165,7 +165,7 @@ impl LedgerRepo for MemoryTx<'_> {
     }
 
     fn account_postings(&mut self, q: &PostingQuery) -> Result<Vec<StatementLine>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         // A posting's place in posting order (from 1) plays the role of the SQL tables' serial id.
         let selected = |(i, p): &(usize, &Posting)| {
             let seq = i64::try_from(i + 1).unwrap_or(i64::MAX);
@@ -187,7 +187,7 @@ impl LedgerRepo for MemoryTx<'_> {
     }
 
     fn journal_postings(&mut self, journal: &TransactionId, accounts: &[AccountId]) -> Result<Vec<StatementLine>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         Ok(self
             .r()
             .postings
@@ -199,7 +199,7 @@ impl LedgerRepo for MemoryTx<'_> {
     }
 
     fn last_posting_before(&mut self, account: &AccountId, at: Timestamp) -> Result<Option<StatementLine>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let postings = &self.r().postings;
         Ok(postings
             .iter()
@@ -210,7 +210,7 @@ impl LedgerRepo for MemoryTx<'_> {
     }
 
     fn ledger_snapshot(&mut self, mode: Option<Mode>) -> Result<LedgerSnapshot, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let s = self.r();
         let in_mode = |m: Mode| mode.is_none_or(|wanted| wanted == m);
         let mut lines: BTreeMap<_, Vec<JournalLine>> = BTreeMap::new();
@@ -232,7 +232,7 @@ impl LedgerRepo for MemoryTx<'_> {
     }
 
     fn ledger_part(&mut self, ids: &[AccountId]) -> Result<LedgerSnapshot, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let s = self.r();
         let wanted: BTreeSet<&AccountId> = ids.iter().collect();
         let touching: BTreeSet<&TransactionId> = s.postings.iter().filter(|p| wanted.contains(&p.account)).map(|p| &p.journal_id).collect();
@@ -257,12 +257,12 @@ impl LedgerRepo for MemoryTx<'_> {
     // Posting here holds the one store-wide lock for its whole transaction, so no account's row
     // is shared by concurrent journals: every line is posted at once and none waits.
     fn waiting_accounts(&mut self, _limit: usize) -> Result<Vec<AccountId>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         Ok(Vec::new())
     }
 
     fn apply_waiting(&mut self, account: &AccountId) -> Result<usize, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         match self.r().accounts.get(account) {
             Some(_) => Ok(0),
             None => Err(LedgerError::UnknownAccount(account.clone()).into()),
@@ -271,16 +271,12 @@ impl LedgerRepo for MemoryTx<'_> {
 
     fn post_journal_whole(&mut self, journal: &Journal) -> Result<(), StoreError> {
         match self.queued.as_mut() {
-            Some(queue) => {
+            Some(queued) => {
                 journal.check_balanced()?;
-                queue.push(journal.clone());
+                queued.journals.push(journal.clone());
                 Ok(())
             }
             None => self.post_journal(journal),
         }
-    }
-
-    fn queue_postings(&mut self) {
-        self.queued.get_or_insert_with(Vec::new);
     }
 }

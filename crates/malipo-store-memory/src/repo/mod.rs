@@ -9,6 +9,7 @@ mod ledger;
 mod outbox;
 mod payment_requests;
 mod payouts;
+mod queue;
 mod reversals;
 mod savepoint;
 mod ussd;

@@ -28,16 +28,15 @@ fn by_creation(a: &Delivery, b: &Delivery) -> std::cmp::Ordering {
 
 impl OutboxRepo for MemoryTx<'_> {
     fn insert_event(&mut self, event: &Event) -> Result<(), StoreError> {
-        let s = self.w()?;
-        if s.events.contains_key(&event.id) {
-            return Err(StoreError::Duplicate);
+        if let Some(queued) = self.queued.as_mut() {
+            queued.events.push(event.clone());
+            return Ok(());
         }
-        foreign_key(s.orgs.contains_key(&event.org_id), "the event's organisation")?;
-        s.events.insert(event.id.clone(), event.clone());
-        Ok(())
+        self.insert_event_now(event)
     }
 
     fn event(&mut self, org_id: &OrgId, mode: Mode, id: &EventId) -> Result<Option<Event>, StoreError> {
+        self.flush_events()?;
         Ok(self.r().events.get(id).filter(|e| &e.org_id == org_id && e.mode == mode).cloned())
     }
 
@@ -49,6 +48,7 @@ impl OutboxRepo for MemoryTx<'_> {
         after: Option<&EventId>,
         limit: usize,
     ) -> Result<Vec<Event>, StoreError> {
+        self.flush_events()?;
         let s = self.r();
         let above = match after {
             Some(a) => s.events.range::<EventId, _>((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)),
@@ -63,6 +63,7 @@ impl OutboxRepo for MemoryTx<'_> {
     }
 
     fn insert_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError> {
+        self.flush_events()?;
         let s = self.w()?;
         if s.deliveries.contains_key(&delivery.id) {
             return Err(StoreError::Duplicate);
@@ -75,6 +76,7 @@ impl OutboxRepo for MemoryTx<'_> {
     }
 
     fn lock_deliveries(&mut self, ids: &[String]) -> Result<Vec<Delivery>, StoreError> {
+        self.flush_events()?;
         // The whole store is locked for the transaction already.
         let wanted: BTreeSet<&String> = ids.iter().collect();
         let s = self.r();
@@ -82,12 +84,14 @@ impl OutboxRepo for MemoryTx<'_> {
     }
 
     fn events_by_id(&mut self, ids: &[EventId]) -> Result<Vec<Event>, StoreError> {
+        self.flush_events()?;
         let wanted: BTreeSet<&EventId> = ids.iter().collect();
         let s = self.r();
         Ok(wanted.into_iter().filter_map(|id| s.events.get(id).cloned()).collect())
     }
 
     fn update_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError> {
+        self.flush_events()?;
         let s = self.w()?;
         let Some(stored) = s.deliveries.get_mut(&delivery.id) else {
             return Err(StoreError::Other(format!("no delivery {} to update", delivery.id)));
@@ -105,6 +109,7 @@ impl OutboxRepo for MemoryTx<'_> {
     }
 
     fn claim_due_deliveries(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.flush_events()?;
         let s = self.w()?;
         let mut due: Vec<(Timestamp, String)> = s
             .deliveries
@@ -125,12 +130,14 @@ impl OutboxRepo for MemoryTx<'_> {
     }
 
     fn deliveries_of_event(&mut self, event_id: &EventId) -> Result<Vec<Delivery>, StoreError> {
+        self.flush_events()?;
         let mut found: Vec<Delivery> = self.r().deliveries.values().filter(|d| &d.event_id == event_id).cloned().collect();
         found.sort_by(by_creation);
         Ok(found)
     }
 
     fn pending_deliveries_of_endpoint(&mut self, endpoint_id: &EndpointId) -> Result<Vec<Delivery>, StoreError> {
+        self.flush_events()?;
         let mut found: Vec<Delivery> =
             self.r().deliveries.values().filter(|d| &d.endpoint_id == endpoint_id && d.state == DeliveryState::Pending).cloned().collect();
         found.sort_by(by_creation);
@@ -138,6 +145,7 @@ impl OutboxRepo for MemoryTx<'_> {
     }
 
     fn insert_attempts(&mut self, attempts: &[Attempt]) -> Result<(), StoreError> {
+        self.flush_events()?;
         let s = self.w()?;
         for attempt in attempts {
             foreign_key(s.deliveries.contains_key(&attempt.delivery_id), "the attempt's delivery")?;
@@ -148,10 +156,12 @@ impl OutboxRepo for MemoryTx<'_> {
     }
 
     fn attempts_of_event(&mut self, event_id: &EventId) -> Result<Vec<Attempt>, StoreError> {
+        self.flush_events()?;
         Ok(self.r().attempts.iter().filter(|a| &a.event_id == event_id).cloned().collect())
     }
 
     fn purge_events(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        self.flush_events()?;
         let s = self.w()?;
         let old: BTreeSet<EventId> = s.events.values().filter(|e| e.created_at < before).map(|e| e.id.clone()).collect();
         if old.is_empty() {
@@ -162,5 +172,18 @@ impl OutboxRepo for MemoryTx<'_> {
         s.deliveries.retain(|id, _| !old_deliveries.contains(id));
         s.events.retain(|id, _| !old.contains(id));
         Ok(u64::try_from(old.len()).unwrap_or(u64::MAX))
+    }
+}
+
+impl MemoryTx<'_> {
+    /// Inserts an event now (`insert_event` when nothing is queued, and the queue's flush).
+    pub(crate) fn insert_event_now(&mut self, event: &Event) -> Result<(), StoreError> {
+        let s = self.w()?;
+        if s.events.contains_key(&event.id) {
+            return Err(StoreError::Duplicate);
+        }
+        foreign_key(s.orgs.contains_key(&event.org_id), "the event's organisation")?;
+        s.events.insert(event.id.clone(), event.clone());
+        Ok(())
     }
 }

@@ -9,7 +9,7 @@ use crate::tx::{check, foreign_key, MemoryTx};
 
 impl ReversalRepo for MemoryTx<'_> {
     fn insert_reversal(&mut self, reversal: &Reversal) -> Result<(), StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let s = self.w()?;
         if s.reversals.contains_key(&reversal.id) || s.reversal_transactions.contains(&reversal.transaction_id) {
             return Err(StoreError::Duplicate);
@@ -27,7 +27,7 @@ impl ReversalRepo for MemoryTx<'_> {
     }
 
     fn reversal(&mut self, org_id: &OrgId, mode: Mode, id: &ReversalId) -> Result<Option<Reversal>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         Ok(self.r().reversals.get(id).filter(|r| &r.org_id == org_id && r.mode == mode).cloned())
     }
 
@@ -38,7 +38,7 @@ impl ReversalRepo for MemoryTx<'_> {
         before: Option<&ReversalId>,
         limit: usize,
     ) -> Result<Vec<Reversal>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         let s = self.r();
         let below = match before {
             Some(b) => s.reversals.range::<ReversalId, _>(..b),
@@ -48,7 +48,7 @@ impl ReversalRepo for MemoryTx<'_> {
     }
 
     fn journal_source(&mut self, mode: Mode, id: &TransactionId) -> Result<Option<(JournalKind, String)>, StoreError> {
-        self.post_queued()?;
+        self.flush_journals()?;
         Ok(self.r().journals.iter().map(|cj| &cj.journal).find(|j| &j.id == id && j.mode == mode).map(|j| (j.kind, j.source_ref.clone())))
     }
 }

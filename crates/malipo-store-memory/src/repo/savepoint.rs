@@ -7,7 +7,7 @@ use crate::tx::MemoryTx;
 impl Savepoint for MemoryTx<'_> {
     fn savepoint(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         // What this transaction queued goes before the savepoint, which could undo it.
-        self.post_queued()?;
+        self.flush_queued()?;
         let mut draft = self.state.clone();
         f(&mut MemoryTx::new(&mut draft, self.read_only()))?;
         *self.state = draft;

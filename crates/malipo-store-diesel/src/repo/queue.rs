@@ -1,0 +1,77 @@
+//! [`WriteQueue`] on the transaction's connection: journals posted whole and events held back
+//! and written together (a chunk of charges: one insert of its journals, one of their postings,
+//! one update per account, one insert of its events), before any read that could see them, any
+//! savepoint and the commit.
+
+use malipo_ledger::Journal;
+use malipo_service::{StoreError, WriteQueue};
+use malipo_webhooks::Event;
+
+use crate::repo::outbox::insert_event_rows;
+use crate::repo::posting;
+use crate::tx::{DieselTx, Queued};
+
+/// At most this many journals or events wait: the statements that write them take a bounded
+/// number of shapes (each row count is a statement kept prepared per connection) and bind
+/// parameters.
+const MAX_QUEUED: usize = 32;
+
+impl WriteQueue for DieselTx<'_> {
+    fn queue_writes(&mut self) {
+        self.queued.get_or_insert_with(Queued::default);
+    }
+}
+
+impl DieselTx<'_> {
+    /// Queues `journals` if the transaction queues its writes (`true`), posting the queue once
+    /// it is full; `false` when the caller must post them at once.
+    pub(crate) fn queue_journals(&mut self, journals: &[&Journal]) -> Result<bool, StoreError> {
+        let Some(queued) = self.queued.as_mut() else { return Ok(false) };
+        queued.journals.extend(journals.iter().map(|j| (*j).clone()));
+        if queued.journals.len() >= MAX_QUEUED {
+            self.flush_journals()?;
+        }
+        Ok(true)
+    }
+
+    /// Queues `events` as [`DieselTx::queue_journals`] queues journals.
+    pub(crate) fn queue_events(&mut self, events: &[Event]) -> Result<bool, StoreError> {
+        let Some(queued) = self.queued.as_mut() else { return Ok(false) };
+        queued.events.extend_from_slice(events);
+        if queued.events.len() >= MAX_QUEUED {
+            self.flush_events()?;
+        }
+        Ok(true)
+    }
+
+    /// Writes everything queued: before a savepoint and before the commit.
+    pub(crate) fn flush_queued(&mut self) -> Result<(), StoreError> {
+        self.flush_events()?;
+        self.flush_journals()
+    }
+
+    /// Posts the queued journals together, as `post_journals_whole` would have posted them
+    /// call by call: a refusal poisons the transaction. Before every other ledger call.
+    pub(crate) fn flush_journals(&mut self) -> Result<(), StoreError> {
+        let journals = match self.queued.as_mut() {
+            Some(queued) if !queued.journals.is_empty() => std::mem::take(&mut queued.journals),
+            _ => return Ok(()),
+        };
+        let refs: Vec<&Journal> = journals.iter().collect();
+        let posted = posting::post_journals(self.conn, self.known, &mut self.learned, &refs).map_err(StoreError::from);
+        self.poisoned |= posted.is_err();
+        posted
+    }
+
+    /// Inserts the queued events in one statement: a duplicate poisons the transaction. Before
+    /// every other outbox call.
+    pub(crate) fn flush_events(&mut self) -> Result<(), StoreError> {
+        let events = match self.queued.as_mut() {
+            Some(queued) if !queued.events.is_empty() => std::mem::take(&mut queued.events),
+            _ => return Ok(()),
+        };
+        let inserted = insert_event_rows(self.conn, &events);
+        self.poisoned |= inserted.is_err();
+        inserted
+    }
+}
