@@ -77,32 +77,46 @@ impl<'a> Processing<'a> {
     /// them without savepoints (a step that fails is rare, and a savepoint per charge costs two
     /// round trips on PostgreSQL and a copy of every page it touches on SQLite), their journals
     /// and events queued and written together (`WriteQueue::queue_writes`); if any fails, that
-    /// transaction is rolled back and the chunk runs again with a savepoint per charge. Returns the
-    /// charges to advance alone (their savepoint failed, a refused posting included).
+    /// transaction is rolled back and those charges run again with a savepoint each. A live
+    /// charge ends its transaction: its customer's USSD PIN hop waits for its lock, which a
+    /// transaction of sandbox charges would hold until the last of them (a live charge's step
+    /// is a check or an expiry, with nothing to write together). Returns the charges to advance
+    /// alone (their savepoint failed, a refused posting included).
     fn advance_together(&self, ids: &[ChargeRef], lease: Timestamp) -> Result<Vec<ChargeRef>, ServiceError> {
-        let now = self.core.now();
-        let all = write(self.core.store(), |tx| {
-            // A refused posting fails this transaction whichever call finds it: the chunk's
-            // journals may be posted together (each account's lines by one update: the
-            // merchant's collection account once for the chunk, not once a charge).
-            tx.queue_writes();
-            let mut entered: Entered = vec![];
-            // Each locked and read as it comes: a step may change another charge of the chunk
-            // (a PIN lockout declines the payer's other prompts).
-            for id in ids {
-                self.steps(tx, id, now, Some(lease), &mut entered)?;
+        let mut alone = vec![];
+        let mut rest = ids;
+        while !rest.is_empty() {
+            let now = self.core.now();
+            let mut taken: usize = 0;
+            let all = write(self.core.store(), |tx| {
+                // A refused posting fails this transaction whichever call finds it: the chunk's
+                // journals may be posted together (each account's lines by one update: the
+                // merchant's collection account once for the chunk, not once a charge).
+                tx.queue_writes();
+                let mut entered: Entered = vec![];
+                taken = 0;
+                // Each locked and read as it comes: a step may change another charge of the
+                // chunk (a PIN lockout declines the payer's other prompts).
+                for id in rest {
+                    taken = taken.saturating_add(1);
+                    if self.steps(tx, id, now, Some(lease), &mut entered)? == Some(Mode::Live) {
+                        break;
+                    }
+                }
+                Ok(entered)
+            });
+            let (part, next) = rest.split_at(taken.clamp(1, rest.len()));
+            match all {
+                Ok(entered) => self.core.report(&entered),
+                Err(e @ ServiceError::Store(StoreError::Unavailable(_))) => return Err(e),
+                Err(e) => {
+                    tracing::debug!(charges = part.len(), error = %e, "a charge of the chunk failed; advancing each in a savepoint");
+                    alone.extend(self.advance_in_savepoints(part, lease)?);
+                }
             }
-            Ok(entered)
-        });
-        match all {
-            Ok(entered) => {
-                self.core.report(&entered);
-                return Ok(vec![]);
-            }
-            Err(e @ ServiceError::Store(StoreError::Unavailable(_))) => return Err(e),
-            Err(e) => tracing::debug!(charges = ids.len(), error = %e, "a charge of the chunk failed; advancing each in a savepoint"),
+            rest = next;
         }
-        self.advance_in_savepoints(ids, lease)
+        Ok(alone)
     }
 
     /// [`Processing::advance_together`] with a savepoint per charge, so that each ends as it
@@ -116,7 +130,7 @@ impl<'a> Processing<'a> {
                 let mut mine: Entered = vec![];
                 let steps = tx.savepoint(&mut |tx| {
                     mine.clear();
-                    self.steps(tx, id, now, Some(lease), &mut mine)
+                    self.steps(tx, id, now, Some(lease), &mut mine).map(drop)
                 });
                 match steps {
                     Ok(()) => entered.append(&mut mine),
@@ -135,7 +149,8 @@ impl<'a> Processing<'a> {
         Ok(left)
     }
 
-    /// Every step of one charge that is due now, in the caller's transaction.
+    /// Every step of one charge that is due now, in the caller's transaction. Returns the
+    /// charge's mode (`None`: no such charge).
     pub(crate) fn steps(
         &self,
         tx: &mut dyn Tx,
@@ -143,12 +158,13 @@ impl<'a> Processing<'a> {
         now: Timestamp,
         claim: Option<Timestamp>,
         entered: &mut Entered,
-    ) -> Result<(), ServiceError> {
+    ) -> Result<Option<Mode>, ServiceError> {
         // Locked once: each step writes the whole charge back, so the row stays what `charge` holds.
         let Some(mut charge) = tx.lock_charge(id)? else {
-            return Ok(());
+            return Ok(None);
         };
-        self.steps_on(tx, &mut charge, now, claim, entered)
+        self.steps_on(tx, &mut charge, now, claim, entered)?;
+        Ok(Some(charge.mode))
     }
 
     /// [`Processing::steps`] of a charge the caller's transaction has locked (and holds as the

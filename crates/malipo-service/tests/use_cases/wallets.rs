@@ -273,6 +273,35 @@ fn hops_that_only_read_take_no_transaction_and_the_approval_one() {
 }
 
 #[test]
+fn a_live_charge_ends_its_chunk_while_sandbox_charges_share_one() {
+    // The worker's chunk (8 here) holds every charge it has locked until it commits; a live
+    // charge's lock is what its customer's PIN hop waits for, so a live charge ends the chunk's
+    // transaction, while sandbox charges share one.
+    let mut live = Live::new();
+    let sandbox_shop = live.world.org(OrgKind::Merchant, Mode::Test);
+    let counting = std::sync::Arc::new(Counting {
+        inner: live.world.platform.clone(),
+        writes: std::sync::atomic::AtomicUsize::new(0),
+        outside: std::sync::atomic::AtomicUsize::new(0),
+    });
+    live.world.platform = live.world.platform.clone().with_store(counting.clone());
+    let worker_writes = |live: &Live| {
+        live.world.advance(3);
+        let before = counting.writes.load(std::sync::atomic::Ordering::SeqCst);
+        let claimed = live.world.platform.processing().process_due(64).unwrap();
+        (claimed, counting.writes.load(std::sync::atomic::Ordering::SeqCst) - before)
+    };
+    let sandbox: Vec<_> = (0..3).map(|_| live.world.charge(&sandbox_shop, &number("0000"), "100").unwrap()).collect();
+    assert_eq!(worker_writes(&live), (3, 2), "the claim, then one transaction for the three sandbox charges");
+    assert!(sandbox.iter().all(|c| live.world.reload(&sandbox_shop, c).state == ChargeState::Completed));
+    let payers: Vec<String> = (0..3).map(|_| live.customer(&["5000"])).collect();
+    let checked: Vec<_> = payers.iter().map(|n| live.world.charge(&live.shop, n, "100").unwrap()).collect();
+    assert_eq!(worker_writes(&live), (3, 4), "the claim, then a transaction for each live charge's check");
+    assert!(checked.iter().all(|c| live.world.reload(&live.shop, c).state == ChargeState::Pending));
+    assert_eq!(live.world.verified_ledger(None), vec![]);
+}
+
+#[test]
 fn an_approval_under_an_older_pin_hash_checks_it_first_and_completes() {
     let live = Live::new();
     let n = live.customer(&["5000"]);
