@@ -64,8 +64,8 @@ pub use payouts::{NewPayout, Payouts};
 pub use platform::Platform;
 pub use ports::{
     autocommit, query, read, write, AccountKey, AuthRepo, BulkRepo, ChainRepo, ChargeRepo, EndpointRepo, EventRenderer, IdempotencyRepo,
-    LedgerRepo, NoRenderer, OutboxRepo, PaymentRequestRepo, PayoutRepo, PostingQuery, ReversalRepo, Savepoint, StatementLine, Store,
-    TokenRecord, Tx, UnsealedStats, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender, WriteQueue,
+    LedgerRepo, NoRenderer, OutboxRepo, PaymentRequestRepo, PayoutRepo, PostingQuery, QueuedWrites, ReversalRepo, Savepoint, StatementLine,
+    Store, TokenRecord, Tx, UnsealedStats, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender, WriteQueue,
 };
 pub use processing::Processing;
 pub use reversals::{NewReversal, Reversals};

@@ -5,9 +5,9 @@ use std::collections::HashMap;
 
 use diesel::prelude::*;
 use malipo_core::{Currency, Mode};
-use malipo_ledger::{AccountKind, Journal};
-use malipo_service::StoreError;
-use malipo_webhooks::{Endpoint, Event};
+use malipo_ledger::AccountKind;
+use malipo_service::{QueuedWrites, StoreError};
+use malipo_webhooks::Endpoint;
 use parking_lot::RwLock;
 
 use crate::error::db_error;
@@ -92,16 +92,7 @@ pub(crate) struct DieselTx<'c> {
     pub(crate) endpoints: HashMap<(String, Mode), Vec<Endpoint>>,
     /// Journals posted whole and events inserted, not yet written, when the transaction
     /// queues them (`WriteQueue::queue_writes`, `repo/queue.rs`); `None` when it writes at once.
-    pub(crate) queued: Option<Queued>,
-}
-
-/// What a transaction that queues its writes holds back (`repo/queue.rs`).
-#[derive(Default)]
-pub(crate) struct Queued {
-    /// Journals posted whole, in order.
-    pub(crate) journals: Vec<Journal>,
-    /// Events inserted, in order.
-    pub(crate) events: Vec<Event>,
+    pub(crate) queued: Option<QueuedWrites>,
 }
 
 impl<'c> DieselTx<'c> {

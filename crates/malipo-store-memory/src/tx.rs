@@ -1,9 +1,7 @@
 //! One transaction over the in-memory tables; each feature's repository is implemented on it in
 //! `repo/<feature>.rs`, with the rules a database's constraints enforce.
 
-use malipo_ledger::Journal;
-use malipo_service::StoreError;
-use malipo_webhooks::Event;
+use malipo_service::{QueuedWrites, StoreError};
 
 use crate::state::State;
 
@@ -15,16 +13,7 @@ pub(crate) struct MemoryTx<'a> {
     /// Journals posted whole and events inserted, not yet applied, when the transaction queues
     /// them (`WriteQueue::queue_writes`, `repo/queue.rs`), as the SQL adapters do; `None` when
     /// it writes at once.
-    pub(crate) queued: Option<Queued>,
-}
-
-/// What a transaction that queues its writes holds back.
-#[derive(Default)]
-pub(crate) struct Queued {
-    /// Journals posted whole, in order.
-    pub(crate) journals: Vec<Journal>,
-    /// Events inserted, in order.
-    pub(crate) events: Vec<Event>,
+    pub(crate) queued: Option<QueuedWrites>,
 }
 
 impl<'a> MemoryTx<'a> {

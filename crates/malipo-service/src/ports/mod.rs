@@ -43,6 +43,9 @@ pub use sender::{DeliveryJob, SendOutcome, WebhookSender};
 pub use ussd::{UssdRepo, UssdSession};
 pub use wallets::{Wallet, WalletRepo, WalletState};
 
+use malipo_ledger::Journal;
+use malipo_webhooks::Event;
+
 use crate::error::{ServiceError, StoreError};
 
 /// Savepoints, part of the one transaction handle [`Tx`]: runs a closure inside the transaction
@@ -73,6 +76,38 @@ pub trait WriteQueue {
     /// transaction fails as a whole on such an error anyway (a chunk of charges, then advanced
     /// charge by charge). An adapter may write at once (the default).
     fn queue_writes(&mut self) {}
+}
+
+/// What a transaction that queues its writes ([`WriteQueue`]) holds back: adapters keep one
+/// while queueing (`None` while writing at once).
+#[derive(Debug, Default)]
+pub struct QueuedWrites {
+    journals: Vec<Journal>,
+    events: Vec<Event>,
+}
+
+impl QueuedWrites {
+    /// Adds journals after those waiting; returns how many wait.
+    pub fn add_journals<'j>(&mut self, journals: impl IntoIterator<Item = &'j Journal>) -> usize {
+        self.journals.extend(journals.into_iter().cloned());
+        self.journals.len()
+    }
+
+    /// Adds events after those waiting; returns how many wait.
+    pub fn add_events(&mut self, events: &[Event]) -> usize {
+        self.events.extend_from_slice(events);
+        self.events.len()
+    }
+
+    /// The journals waiting in `queued`, in order, leaving none.
+    pub fn take_journals(queued: &mut Option<Self>) -> Vec<Journal> {
+        queued.as_mut().map(|q| std::mem::take(&mut q.journals)).unwrap_or_default()
+    }
+
+    /// The events waiting in `queued`, in order, leaving none.
+    pub fn take_events(queued: &mut Option<Self>) -> Vec<Event> {
+        queued.as_mut().map(|q| std::mem::take(&mut q.events)).unwrap_or_default()
+    }
 }
 
 /// One database transaction: every feature's repository on the same connection. Methods take

@@ -210,6 +210,19 @@ struct Counting {
     outside: std::sync::atomic::AtomicUsize,
 }
 
+impl Counting {
+    /// Puts a counting store in front of the world's, and returns it.
+    fn install(live: &mut Live) -> std::sync::Arc<Counting> {
+        let counting = std::sync::Arc::new(Counting {
+            inner: live.world.platform.clone(),
+            writes: std::sync::atomic::AtomicUsize::new(0),
+            outside: std::sync::atomic::AtomicUsize::new(0),
+        });
+        live.world.platform = live.world.platform.clone().with_store(counting.clone());
+        counting
+    }
+}
+
 impl malipo_service::Store for Counting {
     fn run(&self, f: &mut dyn FnMut(&mut dyn malipo_service::Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         self.writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -239,12 +252,7 @@ fn hops_that_only_read_take_no_transaction_and_the_approval_one() {
     let mut live = Live::new();
     let n = live.customer(&["5000"]);
     let charge = live.world.charge(&live.shop, &n, "100").unwrap();
-    let counting = std::sync::Arc::new(Counting {
-        inner: live.world.platform.clone(),
-        writes: std::sync::atomic::AtomicUsize::new(0),
-        outside: std::sync::atomic::AtomicUsize::new(0),
-    });
-    live.world.platform = live.world.platform.clone().with_store(counting.clone());
+    let counting = Counting::install(&mut live);
     let counts = |text: &str| {
         let load = |c: &std::sync::atomic::AtomicUsize| c.load(std::sync::atomic::Ordering::SeqCst);
         let before = (load(&counting.writes), load(&counting.outside));
@@ -279,12 +287,7 @@ fn a_live_charge_ends_its_chunk_while_sandbox_charges_share_one() {
     // transaction, while sandbox charges share one.
     let mut live = Live::new();
     let sandbox_shop = live.world.org(OrgKind::Merchant, Mode::Test);
-    let counting = std::sync::Arc::new(Counting {
-        inner: live.world.platform.clone(),
-        writes: std::sync::atomic::AtomicUsize::new(0),
-        outside: std::sync::atomic::AtomicUsize::new(0),
-    });
-    live.world.platform = live.world.platform.clone().with_store(counting.clone());
+    let counting = Counting::install(&mut live);
     let worker_writes = |live: &Live| {
         live.world.advance(3);
         let before = counting.writes.load(std::sync::atomic::Ordering::SeqCst);

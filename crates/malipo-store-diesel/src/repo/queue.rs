@@ -4,12 +4,12 @@
 //! savepoint and the commit.
 
 use malipo_ledger::Journal;
-use malipo_service::{StoreError, WriteQueue};
+use malipo_service::{QueuedWrites, StoreError, WriteQueue};
 use malipo_webhooks::Event;
 
 use crate::repo::outbox::insert_event_rows;
 use crate::repo::posting;
-use crate::tx::{DieselTx, Queued};
+use crate::tx::DieselTx;
 
 /// At most this many journals or events wait: the statements that write them take a bounded
 /// number of shapes (each row count is a statement kept prepared per connection) and bind
@@ -18,7 +18,7 @@ const MAX_QUEUED: usize = 32;
 
 impl WriteQueue for DieselTx<'_> {
     fn queue_writes(&mut self) {
-        self.queued.get_or_insert_with(Queued::default);
+        self.queued.get_or_insert_with(QueuedWrites::default);
     }
 }
 
@@ -27,8 +27,7 @@ impl DieselTx<'_> {
     /// it is full; `false` when the caller must post them at once.
     pub(crate) fn queue_journals(&mut self, journals: &[&Journal]) -> Result<bool, StoreError> {
         let Some(queued) = self.queued.as_mut() else { return Ok(false) };
-        queued.journals.extend(journals.iter().map(|j| (*j).clone()));
-        if queued.journals.len() >= MAX_QUEUED {
+        if queued.add_journals(journals.iter().copied()) >= MAX_QUEUED {
             self.flush_journals()?;
         }
         Ok(true)
@@ -37,8 +36,7 @@ impl DieselTx<'_> {
     /// Queues `events` as [`DieselTx::queue_journals`] queues journals.
     pub(crate) fn queue_events(&mut self, events: &[Event]) -> Result<bool, StoreError> {
         let Some(queued) = self.queued.as_mut() else { return Ok(false) };
-        queued.events.extend_from_slice(events);
-        if queued.events.len() >= MAX_QUEUED {
+        if queued.add_events(events) >= MAX_QUEUED {
             self.flush_events()?;
         }
         Ok(true)
@@ -53,10 +51,10 @@ impl DieselTx<'_> {
     /// Posts the queued journals together, as `post_journals_whole` would have posted them
     /// call by call: a refusal poisons the transaction. Before every other ledger call.
     pub(crate) fn flush_journals(&mut self) -> Result<(), StoreError> {
-        let journals = match self.queued.as_mut() {
-            Some(queued) if !queued.journals.is_empty() => std::mem::take(&mut queued.journals),
-            _ => return Ok(()),
-        };
+        let journals = QueuedWrites::take_journals(&mut self.queued);
+        if journals.is_empty() {
+            return Ok(());
+        }
         let refs: Vec<&Journal> = journals.iter().collect();
         let posted = posting::post_journals(self.conn, self.known, &mut self.learned, &refs).map_err(StoreError::from);
         self.poisoned |= posted.is_err();
@@ -66,10 +64,10 @@ impl DieselTx<'_> {
     /// Inserts the queued events in one statement: a duplicate poisons the transaction. Before
     /// every other outbox call.
     pub(crate) fn flush_events(&mut self) -> Result<(), StoreError> {
-        let events = match self.queued.as_mut() {
-            Some(queued) if !queued.events.is_empty() => std::mem::take(&mut queued.events),
-            _ => return Ok(()),
-        };
+        let events = QueuedWrites::take_events(&mut self.queued);
+        if events.is_empty() {
+            return Ok(());
+        }
         let inserted = insert_event_rows(self.conn, &events);
         self.poisoned |= inserted.is_err();
         inserted

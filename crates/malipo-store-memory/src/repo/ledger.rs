@@ -273,7 +273,7 @@ impl LedgerRepo for MemoryTx<'_> {
         match self.queued.as_mut() {
             Some(queued) => {
                 journal.check_balanced()?;
-                queued.journals.push(journal.clone());
+                queued.add_journals([journal]);
                 Ok(())
             }
             None => self.post_journal(journal),

@@ -29,7 +29,7 @@ fn by_creation(a: &Delivery, b: &Delivery) -> std::cmp::Ordering {
 impl OutboxRepo for MemoryTx<'_> {
     fn insert_event(&mut self, event: &Event) -> Result<(), StoreError> {
         if let Some(queued) = self.queued.as_mut() {
-            queued.events.push(event.clone());
+            queued.add_events(std::slice::from_ref(event));
             return Ok(());
         }
         self.insert_event_now(event)

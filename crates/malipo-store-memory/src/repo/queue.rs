@@ -2,13 +2,13 @@
 //! savepoint or the commit, as the SQL adapters hold them (there to write them together; here
 //! so that the service's callers meet a refusal where those adapters report it).
 
-use malipo_service::{LedgerRepo, StoreError, WriteQueue};
+use malipo_service::{LedgerRepo, QueuedWrites, StoreError, WriteQueue};
 
-use crate::tx::{MemoryTx, Queued};
+use crate::tx::MemoryTx;
 
 impl WriteQueue for MemoryTx<'_> {
     fn queue_writes(&mut self) {
-        self.queued.get_or_insert_with(Queued::default);
+        self.queued.get_or_insert_with(QueuedWrites::default);
     }
 }
 
@@ -21,19 +21,11 @@ impl MemoryTx<'_> {
 
     /// Posts the queued journals in order: before every other ledger call.
     pub(crate) fn flush_journals(&mut self) -> Result<(), StoreError> {
-        let journals = match self.queued.as_mut() {
-            Some(queued) if !queued.journals.is_empty() => std::mem::take(&mut queued.journals),
-            _ => return Ok(()),
-        };
-        journals.iter().try_for_each(|j| self.post_journal(j))
+        QueuedWrites::take_journals(&mut self.queued).iter().try_for_each(|j| self.post_journal(j))
     }
 
     /// Inserts the queued events in order: before every other outbox call.
     pub(crate) fn flush_events(&mut self) -> Result<(), StoreError> {
-        let events = match self.queued.as_mut() {
-            Some(queued) if !queued.events.is_empty() => std::mem::take(&mut queued.events),
-            _ => return Ok(()),
-        };
-        events.iter().try_for_each(|e| self.insert_event_now(e))
+        QueuedWrites::take_events(&mut self.queued).iter().try_for_each(|e| self.insert_event_now(e))
     }
 }
