@@ -442,6 +442,49 @@ fn concurrent_postings_keep_the_ledger_sound(db: &TestDatabase) {
     assert_eq!(total, 4_000, "transfers between wallets create and destroy nothing");
 }
 
+/// Transactions that queue their journals (`WriteQueue::queue_writes`, as the worker's chunks
+/// do) race to debit one wallet that holds enough for only some of them: the funds are checked
+/// where the queue is posted, by the account's guarded update under its row lock, so exactly as
+/// many commit as the balance covers, every other one is refused `InsufficientFunds` with nothing
+/// written, and the ledger stays sound.
+fn racing_queued_debits_of_one_wallet_take_only_what_it_holds(db: &TestDatabase) {
+    let f = fixture(db);
+    let threads = 8;
+    let barrier = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (store, barrier) = (db.store.clone(), Arc::clone(&barrier));
+            let (wallet, collection) = (f.wallet.id.clone(), f.collection.id.clone());
+            std::thread::spawn(move || {
+                let (first, second) = (journal(&wallet, &collection, 1_500), journal(&wallet, &collection, 1_500));
+                barrier.wait();
+                write(&store, |tx| {
+                    tx.queue_writes();
+                    tx.post_journals_whole(&[&first])?;
+                    tx.post_journal_whole(&second)?;
+                    // Queued, not yet posted: the others run into the same moment.
+                    std::thread::sleep(Duration::from_millis(20));
+                    Ok(())
+                })
+            })
+        })
+        .collect();
+    let mut committed = 0;
+    for handle in handles {
+        match handle.join().unwrap() {
+            Ok(()) => committed += 1,
+            Err(ServiceError::Store(StoreError::Ledger(malipo_ledger::LedgerError::InsufficientFunds(id)))) => {
+                assert_eq!(id, f.wallet.id);
+            }
+            Err(e) => panic!("unexpected failure: {e:?}"),
+        }
+    }
+    assert_eq!(committed, 3, "10,000 covers three debits of 3,000");
+    let balance = |id: &AccountId| read(db, |tx| Ok(tx.account(id)?)).unwrap().unwrap().balance.get();
+    assert_eq!((balance(&f.wallet.id), balance(&f.collection.id)), (1_000, 9_000));
+    ledger_is_sound(db);
+}
+
 /// A closure that goes on after a failed statement and returns `Ok`: PostgreSQL has aborted the
 /// transaction (and would turn COMMIT into a silent ROLLBACK), so the run fails and nothing is
 /// written; SQLite only undid the failed statement, so the rest commits.
@@ -495,6 +538,7 @@ malipo_store_diesel::on_both_backends!(
     racing_claims_of_one_key_yield_one_winner,
     conflicting_transactions_are_retried,
     concurrent_postings_keep_the_ledger_sound,
+    racing_queued_debits_of_one_wallet_take_only_what_it_holds,
     a_swallowed_database_error,
     migrations_are_applied_once_and_ready_reports_them,
 );
