@@ -2,7 +2,7 @@
 
 use malipo_auth::Principal;
 use malipo_charges::{Charge, ChargeFilter, ChargeKind, ChargeState};
-use malipo_core::{ChargeRef, Currency, MinorUnit};
+use malipo_core::{ChargeRef, Currency, MinorUnit, Mode};
 use malipo_countries::FeeOperation;
 use malipo_idempotency::StoredResponse;
 use malipo_ledger::AccountKind;
@@ -13,7 +13,7 @@ use crate::error::{FieldError, ServiceError};
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::lifecycle::Lifecycle;
 use crate::page::{bad_cursor, Page};
-use crate::ports::read;
+use crate::ports::{query, read};
 use crate::validate::{check_amount, check_optional_text, check_reference};
 
 /// The fields of `POST /partner/stk` as received (amount as its exact decimal text).
@@ -104,7 +104,14 @@ impl<'a> Charges<'a> {
         let fee = merchant_country.fee(FeeOperation::Charge, amount).min(amount);
         Backlog::new(self.core).take(Intake::Charge)?;
         let now = self.core.now();
-        let next_action_at = Lifecycle(self.core).first_step_at(principal.mode, now);
+        let expires_at = now.plus_seconds(self.core.config.charge_ttl_seconds);
+        // A live prompt whose payer can pay waits for the customer from the start (parked until
+        // it expires): the worker's check would find the same a moment later, at the cost of a
+        // transaction of its own. Any other is checked by the worker at once and fails there.
+        let lifecycle = Lifecycle(self.core);
+        let can_pay = principal.mode == Mode::Live
+            && query(self.core.store(), |tx| lifecycle.live_refusal(tx, principal.mode, &payer, (amount, amount), now))?.is_none();
+        let next_action_at = if can_pay { expires_at } else { lifecycle.first_step_at(principal.mode, now) };
         let charge = move |merchant_account| Charge {
             id: ChargeRef::new(),
             kind: ChargeKind::Charge,
@@ -125,7 +132,7 @@ impl<'a> Charges<'a> {
             payer_account: None,
             created_at: now,
             updated_at: now,
-            expires_at: now.plus_seconds(self.core.config.charge_ttl_seconds),
+            expires_at,
             completed_at: None,
             next_action_at: Some(next_action_at),
         };

@@ -62,6 +62,13 @@ pub(crate) struct BacklogGate {
 /// Ids of organisations' accounts, which never change once opened: saves a lookup per charge.
 type AccountIds = Mutex<HashMap<AccountKey, AccountId>>;
 
+/// Organisations' names, which never change (no use case renames one): saves a lookup per
+/// payment listed on a USSD screen.
+type OrgNames = Mutex<HashMap<OrgId, String>>;
+
+/// Names kept at most; the cache starts again when full (a lookup each, then).
+const ORG_NAMES_KEPT: usize = 10_000;
+
 /// Everything the use cases share.
 #[derive(Clone)]
 pub(crate) struct Core {
@@ -78,6 +85,7 @@ pub(crate) struct Core {
     /// This instance's grouped writes on `store` (replaced with the store).
     pub(crate) group: Arc<GroupCommit>,
     account_ids: Arc<AccountIds>,
+    org_names: Arc<OrgNames>,
 }
 
 impl Core {
@@ -102,6 +110,7 @@ impl Core {
             backlog: Arc::default(),
             group,
             account_ids: Arc::default(),
+            org_names: Arc::default(),
         }
     }
 
@@ -149,6 +158,24 @@ impl Core {
         let Some(account) = tx.find_account(&key)? else { return Ok(None) };
         self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).insert(key, account.id.clone());
         Ok(Some(account.id))
+    }
+
+    /// The name of an organisation shown to customers ("Merchant" when it is gone), cached once
+    /// read.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub(crate) fn payee_name(&self, tx: &mut dyn Tx, org_id: &OrgId) -> Result<String, ServiceError> {
+        if let Some(name) = self.org_names.lock().unwrap_or_else(PoisonError::into_inner).get(org_id) {
+            return Ok(name.clone());
+        }
+        let Some(org) = tx.org(org_id)? else { return Ok("Merchant".to_owned()) };
+        let mut names = self.org_names.lock().unwrap_or_else(PoisonError::into_inner);
+        if names.len() >= ORG_NAMES_KEPT {
+            names.clear();
+        }
+        names.insert(org_id.clone(), org.name.clone());
+        Ok(org.name)
     }
 
     /// The platform's account of a kind (revenue, issuance, sandbox funding) in a mode and currency.

@@ -3,7 +3,7 @@
 //! operator's lock. Each move is stored and its event written in the caller's transaction.
 
 use malipo_charges::{Charge, ChargeEvent, ChargeKind, ChargeState, FailureReason};
-use malipo_core::{AccountId, MinorUnit, Mode, Timestamp};
+use malipo_core::{AccountId, MinorUnit, Mode, Msisdn, Timestamp};
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine, LedgerError};
 use malipo_webhooks::Event;
 
@@ -80,6 +80,27 @@ impl Lifecycle<'_> {
         moved(charge, event, now, entered)?;
         tx.update_charge(charge)?;
         Events(self.0).charge(tx, charge, now)
+    }
+
+    /// Why a live payer cannot pay `amount` (leaving `debit` in all) at all: no wallet, a locked
+    /// one, or over a limit; `None` when the prompt can wait for the customer. A read for
+    /// failing fast, not a guard: the approval checks all of it again on the locked wallet.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub(crate) fn live_refusal(
+        &self,
+        tx: &mut dyn Tx,
+        mode: Mode,
+        payer: &Msisdn,
+        (amount, debit): (MinorUnit, MinorUnit),
+        now: Timestamp,
+    ) -> Result<Option<FailureReason>, ServiceError> {
+        Ok(match tx.wallet(mode, payer)? {
+            None => Some(FailureReason::PayerNotFound),
+            Some(w) if w.state == WalletState::Locked => Some(FailureReason::WalletLocked),
+            Some(w) => Limits(self.0).check_debit(tx, &w, amount, debit, now)?.is_err().then_some(FailureReason::LimitExceeded),
+        })
     }
 
     /// Waits for the customer until the charge expires.

@@ -9,7 +9,6 @@ use crate::core::Core;
 use crate::customers::Customers;
 use crate::error::{ServiceError, StoreError};
 use crate::lifecycle::{Entered, Funds, Lifecycle};
-use crate::limits::Limits;
 use crate::ports::{write, Tx, WalletState};
 
 /// The charge worker's use cases.
@@ -326,19 +325,13 @@ impl<'a> Processing<'a> {
     }
 
     /// Live mode: fail at once when the payer cannot pay at all (no wallet, locked, over a
-    /// limit); otherwise wait for the customer.
+    /// limit); otherwise wait for the customer. Creation parks a charge whose payer could pay
+    /// then, so this runs for the others (and for cash-outs).
     fn live_check(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
-        let fail = |r| ChargeEvent::PayerFailure(r);
         let lifecycle = self.lifecycle();
-        match tx.wallet(charge.mode, &charge.payer_msisdn)? {
-            None => lifecycle.apply(tx, charge, fail(FailureReason::PayerNotFound), now, entered),
-            Some(w) if w.state == WalletState::Locked => lifecycle.apply(tx, charge, fail(FailureReason::WalletLocked), now, entered),
-            Some(w) => {
-                if Limits(self.core).check_debit(tx, &w, charge.amount, charge.payer_debit()?, now)?.is_err() {
-                    return lifecycle.apply(tx, charge, fail(FailureReason::LimitExceeded), now, entered);
-                }
-                lifecycle.park(tx, charge, now)
-            }
+        match lifecycle.live_refusal(tx, charge.mode, &charge.payer_msisdn, (charge.amount, charge.payer_debit()?), now)? {
+            Some(reason) => lifecycle.apply(tx, charge, ChargeEvent::PayerFailure(reason), now, entered),
+            None => lifecycle.park(tx, charge, now),
         }
     }
 

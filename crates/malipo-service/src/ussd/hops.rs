@@ -92,14 +92,25 @@ pub(crate) struct Reads<'a, 't> {
     pub(crate) tx: &'t mut dyn Tx,
     pub(crate) mode: Mode,
     pub(crate) caller: &'a Msisdn,
+    /// Whether the hops asked for anything (a read included), rather than only moving through
+    /// the menu.
+    pub(crate) asked: bool,
+}
+
+impl<'a, 't> Reads<'a, 't> {
+    pub(crate) fn new(core: &'a Core, tx: &'t mut dyn Tx, mode: Mode, caller: &'a Msisdn) -> Self {
+        Reads { core, tx, mode, caller, asked: false }
+    }
 }
 
 impl Effects for Reads<'_, '_> {
     fn caller(&mut self) -> Result<Caller, ServiceError> {
+        self.asked = true;
         caller_in(self.tx, self.mode, self.caller)
     }
 
     fn effect(&mut self, effect: Effect, _hops: &[&str]) -> Result<Option<Outcome>, ServiceError> {
+        self.asked = true;
         Ok(match effect {
             Effect::LoadApprovals => Some(Outcome::Approvals(prompts_in(self.core, self.tx, self.mode, self.caller)?)),
             Effect::LookupRecipient { to } => Some(recipient_in(self.tx, self.mode, &to)?),
@@ -147,7 +158,7 @@ pub(crate) fn prompts_in(core: &Core, tx: &mut dyn Tx, mode: Mode, caller: &Msis
         if now >= c.expires_at {
             continue;
         }
-        let payee = tx.org(&c.org_id)?.map_or_else(|| "Merchant".to_owned(), |o| o.name);
+        let payee = core.payee_name(tx, &c.org_id)?;
         let (kind, fee) = match c.kind {
             ChargeKind::Charge => (PromptKind::Charge, 0),
             ChargeKind::CashOut => (PromptKind::CashOut, c.fee.get()),

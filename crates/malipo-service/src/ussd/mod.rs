@@ -37,6 +37,12 @@ use self::hops::{caller_in, handle_hops, prompts_in, recipient_in, Effects, Read
 /// Sessions end after this long without a hop.
 pub const SESSION_TIMEOUT_SECONDS: i64 = 180;
 
+/// A hop that only moves through the menu (nothing read, nothing done, more input expected) is
+/// answered without writing the session when the session was written at most this long ago: the
+/// next hop that needs the session handles it again from the stored state, which the menu does
+/// alike. Its inactivity is then counted from the stored hop, with this much allowance.
+pub const QUIET_HOP_SECONDS: i64 = 30;
+
 /// The fields of an Africa's Talking USSD callback.
 #[derive(Clone, Debug, Default)]
 pub struct UssdRequest {
@@ -101,10 +107,13 @@ fn standing(session: &UssdSession, caller: &Msisdn, now: Timestamp, hop_count: u
     if &session.msisdn != caller {
         return answer(OUT_OF_STEP);
     }
-    if now > session.updated_at.plus_seconds(SESSION_TIMEOUT_SECONDS) {
+    let seen = usize::try_from(session.hops).unwrap_or(usize::MAX);
+    // Hops between the stored one and this request's last were answered without writing the
+    // session (or came at once), at most QUIET_HOP_SECONDS after it.
+    let allowance = if hop_count > seen.saturating_add(1) { QUIET_HOP_SECONDS } else { 0 };
+    if now > session.updated_at.plus_seconds(SESSION_TIMEOUT_SECONDS).plus_seconds(allowance) {
         return answer(EXPIRED);
     }
-    let seen = usize::try_from(session.hops).unwrap_or(usize::MAX);
     if session.state.is_empty() && hop_count == 0 {
         return Ok(Standing::Restart);
     }
@@ -320,8 +329,14 @@ impl<'a> Ussd<'a> {
                     Standing::Go { state, seen } => (Some(session), Some(state), seen),
                 },
             };
-            let mut reads = Reads { core: self.core, tx: &mut *tx, mode: principal.mode, caller: menu.caller };
+            let mut reads = Reads::new(self.core, &mut *tx, principal.mode, menu.caller);
             let Some((state, screen)) = handle_hops(menu, hops, state, from, &mut reads)? else { return Ok(None) };
+            if let Some(stored) = &seen {
+                if !reads.asked && !screen.end && now <= stored.updated_at.plus_seconds(QUIET_HOP_SECONDS) {
+                    // Only moved through the menu: the stored session leads here again.
+                    return Ok(Some(screen.render()));
+                }
+            }
             let base = seen.clone().unwrap_or_else(|| new_session(principal, req, menu.caller, now));
             let (next, rendered) = self.moved_on(&base, &state, &screen, hop_count)?;
             Ok(tx.swap_ussd_session(seen.as_ref(), &next)?.then_some(rendered))
@@ -341,12 +356,8 @@ impl<'a> Ussd<'a> {
         session: &UssdSession,
         quiet: &mut Quiet<'_>,
     ) -> Result<Option<String>, ServiceError> {
-        let mut effects = InClaim {
-            reads: Reads { core: self.core, tx: &mut *tx, mode: session.mode, caller: menu.caller },
-            country: menu.country,
-            quiet,
-            wrote: false,
-        };
+        let mut effects =
+            InClaim { reads: Reads::new(self.core, &mut *tx, session.mode, menu.caller), country: menu.country, quiet, wrote: false };
         let Some((state, screen)) = handle_hops(menu, hops, state, from, &mut effects)? else {
             return Ok(None);
         };

@@ -297,10 +297,41 @@ fn a_live_charge_ends_its_chunk_while_sandbox_charges_share_one() {
     let sandbox: Vec<_> = (0..3).map(|_| live.world.charge(&sandbox_shop, &number("0000"), "100").unwrap()).collect();
     assert_eq!(worker_writes(&live), (3, 2), "the claim, then one transaction for the three sandbox charges");
     assert!(sandbox.iter().all(|c| live.world.reload(&sandbox_shop, c).state == ChargeState::Completed));
-    let payers: Vec<String> = (0..3).map(|_| live.customer(&["5000"])).collect();
-    let checked: Vec<_> = payers.iter().map(|n| live.world.charge(&live.shop, n, "100").unwrap()).collect();
+    // Live prompts to numbers without a wallet: the worker's check fails each, one transaction
+    // each (a live prompt whose payer can pay is parked at creation, see below).
+    let checked: Vec<_> = (0..3).map(|_| live.world.charge(&live.shop, &number("0000"), "100").unwrap()).collect();
     assert_eq!(worker_writes(&live), (3, 4), "the claim, then a transaction for each live charge's check");
-    assert!(checked.iter().all(|c| live.world.reload(&live.shop, c).state == ChargeState::Pending));
+    assert!(checked.iter().all(|c| ended(&live.world.reload(&live.shop, c)) == (ChargeState::Failed, Some(FailureReason::PayerNotFound))));
+    assert_eq!(live.world.verified_ledger(None), vec![]);
+}
+
+#[test]
+fn a_live_prompt_whose_payer_can_pay_waits_from_creation_and_the_others_fail_at_once() {
+    let live = Live::new();
+    let able = live.customer(&["5000"]);
+    let locked = live.customer(&["5000"]);
+    let wallets = live.world.platform.wallets();
+    wallets.lock(&live.operator, &locked, "suspected fraud", &idem(&live.operator, "POST /wallets/lock"), &ignored).unwrap();
+    let waiting = live.world.charge(&live.shop, &able, "100").unwrap();
+    let over = live.world.charge(&live.shop, &able, "5000.01").unwrap();
+    let refused = live.world.charge(&live.shop, &locked, "100").unwrap();
+    let nobody = live.world.charge(&live.shop, &number("0000"), "100").unwrap();
+    // Every prompt is pending when created; the one its payer can pay is not due until it expires.
+    for c in [&waiting, &over, &refused, &nobody] {
+        assert_eq!(c.state, ChargeState::Pending);
+    }
+    assert_eq!(live.world.reload(&live.shop, &waiting).next_action_at, Some(waiting.expires_at));
+    assert_eq!(live.world.platform.processing().process_due(100).unwrap(), 3, "only the three that cannot be paid are due");
+    assert_eq!(ended(&live.world.reload(&live.shop, &waiting)), (ChargeState::Pending, None));
+    assert_eq!(ended(&live.world.reload(&live.shop, &over)), (ChargeState::Failed, Some(FailureReason::LimitExceeded)));
+    assert_eq!(ended(&live.world.reload(&live.shop, &refused)), (ChargeState::Failed, Some(FailureReason::WalletLocked)));
+    assert_eq!(ended(&live.world.reload(&live.shop, &nobody)), (ChargeState::Failed, Some(FailureReason::PayerNotFound)));
+    // Unanswered, it expires at its time to live.
+    live.world.advance(89);
+    assert_eq!(live.world.platform.processing().process_due(100).unwrap(), 0);
+    live.world.advance(1);
+    while live.world.platform.processing().process_due(100).unwrap() > 0 {}
+    assert_eq!(ended(&live.world.reload(&live.shop, &waiting)), (ChargeState::Expired, Some(FailureReason::Expired)));
     assert_eq!(live.world.verified_ledger(None), vec![]);
 }
 
@@ -368,4 +399,67 @@ fn an_approval_whose_completion_fails_in_the_claim_is_undone_and_handled_apart()
     while live.world.platform.processing().process_due(100).unwrap() > 0 {}
     assert_eq!(ended(&live.world.reload(&live.shop, &charge)), (ChargeState::Failed, Some(FailureReason::ProcessingError)));
     assert_eq!(live.world.verified_ledger(None), vec![]);
+}
+
+/// The stored USSD session of the cast's gateway: (inputs it holds, its last screen).
+fn stored_session(live: &Live, session: &str) -> (u32, String) {
+    let (org, mode) = (live.gateway.org_id.clone(), live.gateway.mode);
+    let s = malipo_service::read(live.world.platform.store(), |tx| Ok(tx.ussd_session(&org, mode, session)?)).unwrap().unwrap();
+    (s.hops, s.last_screen)
+}
+
+#[test]
+fn menu_hops_that_only_move_are_not_written_and_the_next_hop_handles_them_again() {
+    let live = Live::new();
+    let n = live.customer(&["5000"]);
+    let charge = live.world.charge(&live.shop, &n, "100").unwrap();
+    live.world.dial(&live.gateway, "s-quiet", &n, "");
+    let list = live.world.dial(&live.gateway, "s-quiet", &n, "3");
+    assert_eq!(stored_session(&live, "s-quiet"), (1, list.clone()), "the pending prompts are read, so the list is stored");
+    let prompt = live.world.dial(&live.gateway, "s-quiet", &n, "3*1");
+    assert!(prompt.starts_with("CON Pay KES 100.00"), "{prompt}");
+    assert_eq!(live.world.dial(&live.gateway, "s-quiet", &n, "3*1"), prompt, "a repeat answers alike");
+    assert_eq!(live.world.dial(&live.gateway, "s-quiet", &n, "3*1*1"), "CON Enter PIN to approve:");
+    assert_eq!(stored_session(&live, "s-quiet"), (1, list), "moving through the menu wrote nothing");
+    let done = live.world.dial(&live.gateway, "s-quiet", &n, &format!("3*1*1*{PIN}"));
+    assert!(done.starts_with("END ") && done.contains("approved"), "{done}");
+    assert_eq!(stored_session(&live, "s-quiet"), (4, done));
+    assert_eq!(ended(&live.world.reload(&live.shop, &charge)), (ChargeState::Completed, None));
+    // A hop that only moves, long after the stored one, is written: its time counts.
+    let m = live.customer(&["5000"]);
+    live.world.charge(&live.shop, &m, "100").unwrap();
+    live.world.dial(&live.gateway, "s-late", &m, "");
+    live.world.dial(&live.gateway, "s-late", &m, "3");
+    live.world.advance(31);
+    let prompt = live.world.dial(&live.gateway, "s-late", &m, "3*1");
+    assert_eq!(stored_session(&live, "s-late"), (2, prompt));
+    assert_eq!(live.world.verified_ledger(None), vec![]);
+}
+
+#[test]
+fn a_session_expires_after_180_seconds_without_a_hop_counting_hops_not_written() {
+    let live = Live::new();
+    let n = live.customer(&["5000"]);
+    live.world.charge(&live.shop, &n, "100").unwrap();
+    let expired = "END Your session has expired. Please dial again.";
+    // Hops not written (the prompt, 20 s after the list) still count as activity: 179 s after
+    // the last of them the session goes on, though 199 s passed since the stored hop.
+    live.world.dial(&live.gateway, "s-active", &n, "");
+    live.world.dial(&live.gateway, "s-active", &n, "3");
+    live.world.advance(20);
+    live.world.dial(&live.gateway, "s-active", &n, "3*1");
+    live.world.advance(179);
+    assert_eq!(live.world.dial(&live.gateway, "s-active", &n, "3*1*1"), "CON Enter PIN to approve:");
+    // 181 s after the last hop (written), it has expired.
+    live.world.dial(&live.gateway, "s-idle", &n, "");
+    live.world.dial(&live.gateway, "s-idle", &n, "3");
+    live.world.advance(181);
+    assert_eq!(live.world.dial(&live.gateway, "s-idle", &n, "3*1"), expired);
+    // And 211 s after a hop stored with one not written 1 s after it: past the allowance.
+    live.world.dial(&live.gateway, "s-gone", &n, "");
+    live.world.dial(&live.gateway, "s-gone", &n, "3");
+    live.world.advance(1);
+    live.world.dial(&live.gateway, "s-gone", &n, "3*1");
+    live.world.advance(211);
+    assert_eq!(live.world.dial(&live.gateway, "s-gone", &n, "3*1*1"), expired);
 }
