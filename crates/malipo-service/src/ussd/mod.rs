@@ -24,7 +24,7 @@ use crate::idempotency::Idem;
 use crate::lifecycle::Entered;
 use crate::p2p::P2p;
 use crate::payment_requests::pay::RequestPayments;
-use crate::ports::{autocommit, read, write, Tx, UssdSession};
+use crate::ports::{autocommit, query, read, write, Tx, UssdSession};
 use crate::processing::is_processing_failure;
 use crate::wallets::{Pins, Wallets};
 
@@ -90,6 +90,16 @@ enum Claim {
     /// Handle the hops from `from` on, starting in `state` (`None`: a new session); `session`
     /// is the row as it was before the claim.
     Handle { state: Option<State>, from: usize, session: Box<UssdSession> },
+}
+
+/// What [`Ussd::navigate`] found to do with a request's hops.
+enum Moved {
+    /// Answer this; nothing to write.
+    Answer(String),
+    /// The locked path must handle them.
+    Locked,
+    /// Answer `rendered` if the session, still `seen` (`None`: not yet started), becomes `next`.
+    Swap { seen: Option<Box<UssdSession>>, next: Box<UssdSession>, rendered: String },
 }
 
 /// Where a stored session stands for a request of `hop_count` inputs.
@@ -307,39 +317,47 @@ impl<'a> Ussd<'a> {
     }
 
     /// Answers hops that only move through the menu or read (and the repeats and refusals
-    /// [`standing`] answers) without a transaction: the session as last committed, the reads
-    /// each on its own, and the session moved on in one compare-and-swap that writes only if no
-    /// other request moved it meanwhile. `None`: [`Ussd::claim_session`] must handle them (an
-    /// effect, a PIN, a restart, or another request of the session in between), on the locked
-    /// session as before.
+    /// [`standing`] answers) without a transaction: the session as last committed and the reads,
+    /// each on its own, then the session moved on in one compare-and-swap that writes only if no
+    /// other request moved it meanwhile (the only statement that takes SQLite's writer turn; none
+    /// for a hop that only moves, see [`QUIET_HOP_SECONDS`]). `None`: [`Ussd::claim_session`]
+    /// must handle them (an effect, a PIN, a restart, or another request of the session in
+    /// between), on the locked session as before.
     fn navigate(&self, principal: &Principal, req: &UssdRequest, menu: &Menu<'_>, hops: &[&str]) -> Result<Option<String>, ServiceError> {
         let hop_count = hops.len();
-        autocommit(self.core.store(), |tx| {
+        let moved = query(self.core.store(), |tx| {
             let now = self.core.now();
             // A first request starts a session without reading it first: if one exists (a
             // repeat, or a restart), the insert finds its key taken and the locked path answers.
             let peeked = if hop_count == 0 { None } else { tx.peek_ussd_session(&principal.org_id, principal.mode, &req.session_id)? };
             let (seen, state, from) = match peeked {
                 // As on the locked path: input for a session this platform never started.
-                None if hop_count > 0 => return Ok(Some(Screen::end(EXPIRED).render())),
+                None if hop_count > 0 => return Ok(Moved::Answer(Screen::end(EXPIRED).render())),
                 None => (None, None, 0),
                 Some(session) => match standing(&session, menu.caller, now, hop_count)? {
-                    Standing::Answer(screen) => return Ok(Some(screen)),
-                    Standing::Restart => return Ok(None),
+                    Standing::Answer(screen) => return Ok(Moved::Answer(screen)),
+                    Standing::Restart => return Ok(Moved::Locked),
                     Standing::Go { state, seen } => (Some(session), Some(state), seen),
                 },
             };
             let mut reads = Reads::new(self.core, &mut *tx, principal.mode, menu.caller);
-            let Some((state, screen)) = handle_hops(menu, hops, state, from, &mut reads)? else { return Ok(None) };
+            let Some((state, screen)) = handle_hops(menu, hops, state, from, &mut reads)? else { return Ok(Moved::Locked) };
             if let Some(stored) = &seen {
                 if !reads.asked && !screen.end && now <= stored.updated_at.plus_seconds(QUIET_HOP_SECONDS) {
                     // Only moved through the menu: the stored session leads here again.
-                    return Ok(Some(screen.render()));
+                    return Ok(Moved::Answer(screen.render()));
                 }
             }
             let base = seen.clone().unwrap_or_else(|| new_session(principal, req, menu.caller, now));
             let (next, rendered) = self.moved_on(&base, &state, &screen, hop_count)?;
-            Ok(tx.swap_ussd_session(seen.as_ref(), &next)?.then_some(rendered))
+            Ok(Moved::Swap { seen: seen.map(Box::new), next: Box::new(next), rendered })
+        })?;
+        Ok(match moved {
+            Moved::Answer(screen) => Some(screen),
+            Moved::Locked => None,
+            Moved::Swap { seen, next, rendered } => {
+                autocommit(self.core.store(), |tx| Ok(tx.swap_ussd_session(seen.as_deref(), &next)?))?.then_some(rendered)
+            }
         })
     }
 
