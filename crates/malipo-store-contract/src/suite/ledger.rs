@@ -384,6 +384,15 @@ pub fn account_debits_and_statement(store: &dyn Store) {
     assert_eq!(debits(31), 0);
     let unknown = AccountId::new();
     assert_eq!(query(store, |tx| Ok(tx.account_with_debits_since(&unknown, at(0))?)), None);
+    // A live wallet's debits all count (live mode has no sandbox funding).
+    let live = insert_platform(store, Mode::Live, KES);
+    let shop = insert_merchant(store, "Duka halisi", Mode::Live);
+    let (lw, _) = insert_wallet(store, Mode::Live, KES, &msisdn("254712000016"));
+    post(store, transfer(Mode::Live, KES, &live.issuance.id, &lw.id, 10_000, at(10)));
+    post(store, transfer(Mode::Live, KES, &lw.id, &shop.collection.id, 1_200, at(20)));
+    post(store, transfer(Mode::Live, KES, &lw.id, &shop.collection.id, 300, at(40)));
+    let live_debits = |since: i64| query(store, |tx| Ok(tx.account_with_debits_since(&lw.id, at(since))?)).map(|(_, d)| d.get());
+    assert_eq!((live_debits(0), live_debits(21), live_debits(41)), (Some(1_500), Some(300), Some(0)));
 
     let page = |after: Option<i64>, limit: usize| window(store, &w.id, after, (None, None), limit);
     let all = page(None, 10);

@@ -1,0 +1,2 @@
+-- Undoes up.sql.
+DROP INDEX postings_account_debits_idx;
