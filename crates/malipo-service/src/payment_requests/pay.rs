@@ -76,7 +76,7 @@ impl RequestPayments<'_> {
             if let Err(e) = request.payable(now) {
                 return Ok(Err(unpayable(e)));
             }
-            Ok(Ok(prompt(tx, &request)?))
+            Ok(Ok(prompt(self.0, tx, &request)?))
         })
     }
 
@@ -89,7 +89,7 @@ impl RequestPayments<'_> {
         let mut prompts = Vec::new();
         for request in tx.open_payment_requests_for_payer(mode, payer)? {
             if request.payable(now).is_ok() {
-                prompts.push(prompt(tx, &request)?);
+                prompts.push(prompt(self.0, tx, &request)?);
             }
         }
         Ok(prompts)
@@ -190,8 +190,8 @@ impl RequestPayments<'_> {
 
 /// A request as the caller sees it: the merchant's display name (its organisation's name,
 /// nothing more), the amount, and no fee (the merchant pays it out of the amount).
-fn prompt(tx: &mut dyn Tx, request: &PaymentRequest) -> Result<Prompt, ServiceError> {
-    let payee = tx.org(&request.org_id)?.map_or_else(|| "Merchant".to_owned(), |o| o.name);
+fn prompt(core: &Core, tx: &mut dyn Tx, request: &PaymentRequest) -> Result<Prompt, ServiceError> {
+    let payee = core.payee_name(tx, &request.org_id)?;
     Ok(Prompt { id: request.id.to_string(), kind: PromptKind::PaymentRequest, payee, amount: request.amount.get(), fee: 0 })
 }
 
