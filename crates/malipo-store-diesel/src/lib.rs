@@ -14,13 +14,14 @@
 //!   every pool of the process on that file) before `BEGIN IMMEDIATE`: a writer is woken as the
 //!   one before it finishes, instead of polling SQLite's file lock in sleeps of 1 to 100 ms (its
 //!   busy handler). Other processes on the file (the CLI) still wait in the busy handler.
+//! - SQLite's log is copied into the database file by one thread per file (`sqlite_file`), not
+//!   by the commit that filled it, inside the writers' turn.
 //!
 //! Queries are written once with the diesel DSL for both backends; they branch on the
 //! connection's variant only where the SQL differs (`ON CONFLICT`, `RETURNING`, row locks).
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock, Weak};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use diesel::connection::{SimpleConnection, TransactionManager};
@@ -28,7 +29,6 @@ use diesel::prelude::*;
 use diesel::r2d2::{HandleError, ManageConnection, Pool, PooledConnection, R2D2Connection};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 use malipo_service::{ServiceError, Store, StoreError, Tx};
-use parking_lot::Mutex;
 
 mod cached;
 mod claim;
@@ -37,6 +37,7 @@ mod literal;
 mod repo;
 mod rows;
 mod schema;
+mod sqlite_file;
 mod tx;
 mod txn;
 
@@ -44,6 +45,7 @@ mod txn;
 pub mod testing;
 
 use crate::error::db_error;
+use crate::sqlite_file::{SqliteFile, SQLITE_CHECKPOINT_PRAGMAS};
 use crate::tx::{DieselTx, KnownAccounts};
 use crate::txn::{backoff, begin, finish_failed, mark_broken, must_roll_back, rollback};
 
@@ -147,6 +149,8 @@ impl Target {
 #[derive(Debug)]
 struct Manager {
     target: Target,
+    /// SQLite: the file's checkpointer copies the log, not the connections' commits.
+    checkpointed: bool,
 }
 
 impl ManageConnection for Manager {
@@ -164,6 +168,9 @@ impl ManageConnection for Manager {
                 let path = path.to_string_lossy();
                 let mut conn = diesel::SqliteConnection::establish(&path).map_err(diesel::r2d2::Error::ConnectionError)?;
                 conn.batch_execute(SQLITE_PRAGMAS).map_err(diesel::r2d2::Error::QueryError)?;
+                if self.checkpointed {
+                    conn.batch_execute(SQLITE_CHECKPOINT_PRAGMAS).map_err(diesel::r2d2::Error::QueryError)?;
+                }
                 Ok(DbConnection::Sqlite(conn))
             }
             Target::Closed(_) => {
@@ -204,28 +211,11 @@ enum Access {
 pub struct DieselStore {
     pool: Pool<Manager>,
     backend: Backend,
-    /// SQLite: the writer lock of the database file, held for each write transaction.
-    writer: Option<Arc<Mutex<()>>>,
+    /// SQLite: the database file as the process's stores share it (its writer lock, held for
+    /// each write transaction, and its checkpointer).
+    sqlite: Option<Arc<SqliteFile>>,
     /// Accounts' ledgers and kinds seen so far (shared by clones).
     known: Arc<KnownAccounts>,
-}
-
-/// The writer lock of a SQLite database file, one per file in the process (every store opened
-/// on it shares it: the server's API and background pools). Kept while a store holds it.
-fn sqlite_writer(path: &Path) -> Arc<Mutex<()>> {
-    static WRITERS: OnceLock<Mutex<HashMap<PathBuf, Weak<Mutex<()>>>>> = OnceLock::new();
-    if path.as_os_str() == ":memory:" {
-        return Arc::new(Mutex::new(()));
-    }
-    let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut writers = WRITERS.get_or_init(Mutex::default).lock();
-    if let Some(lock) = writers.get(&key).and_then(Weak::upgrade) {
-        return lock;
-    }
-    writers.retain(|_, lock| lock.strong_count() > 0);
-    let lock = Arc::new(Mutex::new(()));
-    writers.insert(key, Arc::downgrade(&lock));
-    lock
 }
 
 impl std::fmt::Debug for DieselStore {
@@ -260,15 +250,16 @@ impl DieselStore {
                     .map_err(|e| StoreError::Unavailable(format!("cannot create directory {}: {e}", parent.display())))?;
             }
         }
-        let manager = Manager { target };
+        let probe = Manager { target, checkpointed: false };
         // Open one connection first so that an unreachable database fails at once, with the
         // driver's own message, rather than after the pool's checkout timeout.
-        drop(manager.connect().map_err(|e| StoreError::Unavailable(e.to_string()))?);
+        drop(probe.connect().map_err(|e| StoreError::Unavailable(e.to_string()))?);
         // After that first connection, so that the file exists and its path is canonical.
-        let writer = match &manager.target {
-            Target::Sqlite(path) => Some(sqlite_writer(path)),
+        let sqlite = match &probe.target {
+            Target::Sqlite(path) => Some(SqliteFile::open(path)),
             _ => None,
         };
+        let manager = Manager { target: probe.target, checkpointed: sqlite.as_ref().is_some_and(|f| f.checkpoints()) };
         let mut builder = Pool::builder()
             .max_size(size.max(1))
             .min_idle(Some(1))
@@ -281,7 +272,7 @@ impl DieselStore {
             builder = builder.idle_timeout(None).max_lifetime(None);
         }
         let pool = builder.build(manager).map_err(|e| StoreError::Unavailable(e.to_string()))?;
-        Ok(DieselStore { pool, backend, writer, known: Arc::default() })
+        Ok(DieselStore { pool, backend, sqlite, known: Arc::default() })
     }
 
     /// A store that refuses every connection (used to drop a test database's pool first).
@@ -292,8 +283,8 @@ impl DieselStore {
             .min_idle(Some(0))
             .connection_timeout(Duration::from_millis(10))
             .error_handler(Box::new(diesel::r2d2::NopErrorHandler))
-            .build_unchecked(Manager { target: Target::Closed(backend) });
-        DieselStore { pool, backend, writer: None, known: Arc::default() }
+            .build_unchecked(Manager { target: Target::Closed(backend), checkpointed: false });
+        DieselStore { pool, backend, sqlite: None, known: Arc::default() }
     }
 
     /// Which database this store talks to.
@@ -386,7 +377,7 @@ impl DieselStore {
     /// now (always false on PostgreSQL). For tests of the lock's sharing.
     #[cfg(feature = "testing")]
     pub fn sqlite_writer_busy(&self) -> bool {
-        self.writer.as_ref().is_some_and(|lock| lock.is_locked())
+        self.sqlite.as_ref().is_some_and(|file| file.writer.is_locked())
     }
 
     fn connection(&self) -> Result<PooledConnection<Manager>, StoreError> {
@@ -418,8 +409,8 @@ impl DieselStore {
     fn outside(&self, access: Access, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         let mut attempt = 1;
         loop {
-            let writing = match (&self.writer, access) {
-                (Some(lock), Access::Write) => match lock.try_lock_for(WRITER_WAIT) {
+            let writing = match (&self.sqlite, access) {
+                (Some(file), Access::Write) => match file.writer.try_lock_for(WRITER_WAIT) {
                     Some(guard) => Some(guard),
                     None if attempt < MAX_ATTEMPTS => {
                         attempt += 1;
@@ -472,8 +463,8 @@ impl DieselStore {
         // Taken before the connection (a queued writer holds none of the pool's) and released
         // after it is back in the pool (locals drop in reverse order). Waiting as long as
         // SQLite's busy timeout ends as its busy error does: a transient conflict.
-        let _writing = match (&self.writer, access) {
-            (Some(lock), Access::Write) => Some(lock.try_lock_for(WRITER_WAIT).ok_or(StoreError::Retry)?),
+        let _writing = match (&self.sqlite, access) {
+            (Some(file), Access::Write) => Some(file.writer.try_lock_for(WRITER_WAIT).ok_or(StoreError::Retry)?),
             _ => None,
         };
         let mut pooled = self.begin(access)?;

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
@@ -734,4 +735,57 @@ fn an_unreachable_postgres_is_unavailable() {
     assert!(matches!(result, Err(StoreError::Unavailable(_))), "{result:?}");
     let db = TestDatabase::postgres();
     assert_eq!((db.store.backend(), db.store.backend().as_str()), (Backend::Postgres, "postgres"));
+}
+
+/// SQLite's log is copied into the database file by the file's checkpointer, not by the commit
+/// that filled it inside the writers' turn (`sqlite_file.rs`): what is written reaches the
+/// database file while the store is open, and the log
+/// starts again from its beginning (its file stays far shorter than what was written) while
+/// readers keep reading, which checkpoints made only beside the writers never achieve.
+#[test]
+fn sqlite_log_is_checkpointed_off_the_writers_turn_and_kept_short() {
+    let db = TestDatabase::sqlite();
+    let f = fixture(&db);
+    let path = db.url.strip_prefix("sqlite://").unwrap().to_owned();
+    let len = |p: &str| std::fs::metadata(p).map_or(0, |m| m.len());
+    let start = len(&path);
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (store, stop, account) = (db.store.clone(), stop.clone(), f.wallet.id.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    read(&store, |tx| Ok(tx.account(&account)?)).unwrap();
+                }
+            })
+        })
+        .collect();
+    // 30 MiB in 3,000 commits of an event of 10 KiB.
+    const WRITTEN: u64 = 3_000 * 10_240;
+    for i in 0..3_000 {
+        let event = Event {
+            id: malipo_core::EventId::new(),
+            org_id: f.org.id.clone(),
+            mode: Mode::Test,
+            kind: "charge.completed".into(),
+            object_id: format!("ch_{i}"),
+            data: vec![b'x'; 10_240],
+            summary: Default::default(),
+            created_at: at(i),
+        };
+        commit(&db, |tx| Ok(tx.insert_event(&event)?));
+        // About 20 MB of log a second, as 1,000 charge creations a second write.
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for reader in readers {
+        reader.join().unwrap();
+    }
+    // Two passes of the checkpointer.
+    std::thread::sleep(Duration::from_millis(250));
+    let (file, log) = (len(&path), len(&format!("{path}-wal")));
+    assert!(file >= start + WRITTEN, "the database file holds what was written while open: {start} -> {file} bytes");
+    // The log holds some 24 KiB a commit (the event's pages and its indexes'): 72 MiB without a
+    // start from the beginning; the checkpointer waits for readers past 16 MiB.
+    assert!(log < 32 << 20, "the log started again from its beginning: {log} bytes for {WRITTEN} written");
 }
