@@ -31,19 +31,19 @@ use parking_lot::Mutex;
 
 /// How often the checkpointer copies the log into the database file. At 1,000 writes a second
 /// of about eight pages each, the log holds about 3 MiB between passes.
-pub(crate) const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 
 /// The log's length in pages from which a pass ends with a checkpoint in the writers' turn
 /// (SQLite's own `wal_autocheckpoint` default).
-pub(crate) const RESTART_FRAMES: i32 = 1000;
+const RESTART_FRAMES: i32 = 1000;
 
 /// The log's length in pages from which the checkpoint in the writers' turn waits for readers
 /// (16 MiB of 4 KiB pages).
-pub(crate) const MAX_FRAMES: i32 = 4 * RESTART_FRAMES;
+const MAX_FRAMES: i32 = 4 * RESTART_FRAMES;
 
 /// How long a `RESTART` checkpoint waits for readers, holding the writers' turn: the
 /// checkpointer's busy timeout (a long read, such as an export, must not stop every writer).
-pub(crate) const RESTART_WAIT_MS: u32 = 20;
+const RESTART_WAIT_MS: u32 = 20;
 
 /// Set on the pool's connections (after `journal_mode=WAL`): no checkpoint inside a commit; the
 /// log file cut back to 64 MiB when it starts again from its beginning.
@@ -122,7 +122,7 @@ impl Checkpointer {
     }
 }
 
-/// What `PRAGMA wal_checkpoint` answers: the log's length and how much of it is copied, in pages.
+/// Of what `PRAGMA wal_checkpoint` answers, the log's length in pages.
 #[derive(QueryableByName)]
 struct Checkpointed {
     #[diesel(sql_type = Integer)]
