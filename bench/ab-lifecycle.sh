@@ -5,10 +5,11 @@
 #
 # For each backend (SQLite, then PostgreSQL) it alternates OLD, NEW, OLD, NEW, ... ROUNDS times
 # (default 3), each round on a fresh database with the sandbox approving at once, and measures
-# created -> completed for 3,000 charges of one merchant with target/release/malipo-loadgen.
+# created -> completed for 3,000 charges with target/release/malipo-loadgen.
 # Prints each round and the medians with the NEW/OLD ratio, so a regression is measured on the
 # same machine at the same time rather than against an older run's figures.
-# BENCH_AB_BACKENDS (default "sqlite postgres") picks the backends. Needs PostgreSQL at
+# BENCH_AB_BACKENDS (default "sqlite postgres") picks the backends, BENCH_AB_MERCHANTS (default 1)
+# how many merchants the charges are spread over. Needs PostgreSQL at
 # 127.0.0.1:5432 (user postgres) and python3.
 set -euo pipefail
 export PGOPTIONS="-c client_min_messages=warning"
@@ -41,7 +42,7 @@ for backend in ${BENCH_AB_BACKENDS:-sqlite postgres}; do
             fi
             bin=$OLD
             [[ $which == new ]] && bin=$NEW
-            rate=$(lifecycle_round "$bin" "$url" 1)
+            rate=$(lifecycle_round "$bin" "$url" "${BENCH_AB_MERCHANTS:-1}")
             echo "$backend round $i $which: $rate/s"
             if [[ $which == old ]]; then old+=("$rate"); else new+=("$rate"); fi
             [[ $backend == postgres ]] && psql -X -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db"

@@ -600,6 +600,54 @@ fn a_charges_writes_stay_prepared_on_postgres() {
     ledger_is_sound(&store);
 }
 
+/// Two transactions that queue their journals, as the worker's chunks do, each crediting two
+/// merchants' collection accounts in opposite orders with a read of another account (a chunk's
+/// next payer) in between, and both past that read before either commits: the queued journals
+/// are written at the commit, their accounts locked in the posting's one order, so one waits
+/// for the other and both commit at their first attempt. Written at the read instead, each
+/// held its first account and waited for the other's: PostgreSQL found a deadlock after a
+/// second and one ran again.
+#[test]
+fn queued_journals_lock_their_accounts_at_commit_in_one_order() {
+    let db = TestDatabase::postgres();
+    let f = fixture(&db);
+    let org = Organisation { id: OrgId::new(), name: "Soko".into(), ..f.org.clone() };
+    let other = Account::open(Some(org.id.clone()), Mode::Test, AccountKind::Collection, Currency::KES, None, at(0));
+    commit(&db, |tx| {
+        tx.insert_org(&org)?;
+        Ok(tx.insert_account(&other)?)
+    });
+    let both_read = Arc::new(Barrier::new(2));
+    let orders = [(f.collection.id.clone(), other.id.clone()), (other.id.clone(), f.collection.id.clone())];
+    let threads: Vec<_> = orders
+        .into_iter()
+        .map(|(first, second)| {
+            let (store, barrier) = (db.store.clone(), Arc::clone(&both_read));
+            let (issuance, payer) = (f.issuance.id.clone(), f.wallet.id.clone());
+            std::thread::spawn(move || {
+                let mut attempts = 0;
+                write(&store, |tx| {
+                    attempts += 1;
+                    tx.queue_writes();
+                    tx.post_journal_whole(&journal(&issuance, &first, 100))?;
+                    assert_eq!(tx.account(&payer)?.map(|a| a.balance), Some(MinorUnit::new(10_000)));
+                    if attempts == 1 {
+                        barrier.wait();
+                    }
+                    tx.post_journal_whole(&journal(&issuance, &second, 100))?;
+                    Ok(())
+                })
+                .map(|()| attempts)
+            })
+        })
+        .collect();
+    let attempts: Vec<u32> = threads.into_iter().map(|t| t.join().unwrap().unwrap()).collect();
+    assert_eq!(attempts, vec![1, 1], "no transaction ran again");
+    let balance = |id: &AccountId| read(&db, |tx| Ok(tx.account(id)?)).unwrap().unwrap().balance.get();
+    assert_eq!((balance(&f.collection.id), balance(&other.id)), (200, 200));
+    ledger_is_sound(&db);
+}
+
 /// Pooled connections that the server ended (a restart) are discarded on checkout, invisibly.
 #[test]
 fn dead_pooled_connections_are_replaced() {

@@ -43,6 +43,7 @@ pub use sender::{DeliveryJob, SendOutcome, WebhookSender};
 pub use ussd::{UssdRepo, UssdSession};
 pub use wallets::{Wallet, WalletRepo, WalletState};
 
+use malipo_core::AccountId;
 use malipo_ledger::Journal;
 use malipo_webhooks::Event;
 
@@ -70,8 +71,13 @@ pub trait WriteQueue {
     /// them together: a journal's lines on one account with the others' that share its time by
     /// one update, the events by one insert. What is queued is written before any other call of
     /// [`LedgerRepo`], [`ChainRepo`] or [`ReversalRepo`] (journals) or of [`OutboxRepo`]
-    /// (events), before a savepoint, and at the latest before the commit: every read sees it,
-    /// and nothing is lost. A refused line or a duplicate event then fails the call that writes
+    /// (events), except the calls on one account that no queued journal touches
+    /// ([`LedgerRepo::account`], [`LedgerRepo::account_with_debits_since`],
+    /// [`LedgerRepo::hold`], [`LedgerRepo::release`]), before a savepoint, and at the latest
+    /// before the commit: every read sees it, and nothing is lost. So a transaction that queues
+    /// its journals and reads only other accounts in between writes them together at its end,
+    /// and locks their accounts in the posting's one order (descending id), not in the order it
+    /// queued them: two such transactions do not deadlock on those accounts. A refused line or a duplicate event then fails the call that writes
     /// the queue (or the commit), not the call that queued it: only for a caller whose
     /// transaction fails as a whole on such an error anyway (a chunk of charges, then advanced
     /// charge by charge). An adapter may write at once (the default).
@@ -97,6 +103,11 @@ impl QueuedWrites {
     pub fn add_events(&mut self, events: &[Event]) -> usize {
         self.events.extend_from_slice(events);
         self.events.len()
+    }
+
+    /// Whether a waiting journal has a line on `account`.
+    pub fn touches(queued: &Option<Self>, account: &AccountId) -> bool {
+        queued.as_ref().is_some_and(|q| q.journals.iter().any(|j| j.lines.iter().any(|l| &l.account == account)))
     }
 
     /// The journals waiting in `queued`, in order, leaving none.

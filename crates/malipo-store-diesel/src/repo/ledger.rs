@@ -87,7 +87,7 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn account(&mut self, id: &AccountId) -> Result<Option<Account>, StoreError> {
-        self.flush_journals()?;
+        self.flush_journals_on(id)?;
         let row = accounts::table
             .find(id.as_str())
             .select((AccountRow::as_select(), deferred::waiting_sum()))
@@ -140,7 +140,7 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn hold(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
-        self.flush_journals()?;
+        self.flush_journals_on(account)?;
         let amt = amount.get();
         let hold = |conn: &mut DbConnection| {
             written!(
@@ -168,7 +168,7 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn release(&mut self, account: &AccountId, amount: MinorUnit) -> Result<(), StoreError> {
-        self.flush_journals()?;
+        self.flush_journals_on(account)?;
         let amt = amount.get();
         let updated = written!(
             &mut *self.conn,
@@ -235,7 +235,7 @@ impl LedgerRepo for DieselTx<'_> {
     }
 
     fn account_with_debits_since(&mut self, id: &AccountId, since: Timestamp) -> Result<Option<(Account, MinorUnit)>, StoreError> {
-        self.flush_journals()?;
+        self.flush_journals_on(id)?;
         // The debits as a column of the account's row: one statement (a correlated sum over
         // the account's debits from `since` on, by the covering index of debits). Sandbox
         // funding (a test wallet's balance set lower) is not spending; live accounts have none,

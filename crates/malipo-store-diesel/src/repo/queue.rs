@@ -3,6 +3,7 @@
 //! one update per account, one insert of its events), before any read that could see them, any
 //! savepoint and the commit.
 
+use malipo_core::AccountId;
 use malipo_ledger::Journal;
 use malipo_service::{QueuedWrites, StoreError, WriteQueue};
 use malipo_webhooks::Event;
@@ -13,7 +14,9 @@ use crate::tx::DieselTx;
 
 /// At most this many journals or events wait: the statements that write them take a bounded
 /// number of shapes (each row count is a statement kept prepared per connection) and bind
-/// parameters.
+/// parameters. A PostgreSQL chunk of 16 charges queues at most 32 journals (a payment and a new
+/// wallet's funding each), so it writes them once, the last charge's included, and locks their
+/// accounts in one order.
 const MAX_QUEUED: usize = 32;
 
 impl WriteQueue for DieselTx<'_> {
@@ -59,6 +62,16 @@ impl DieselTx<'_> {
         let posted = posting::post_journals(self.conn, self.known, &mut self.learned, &refs).map_err(StoreError::from);
         self.poisoned |= posted.is_err();
         posted
+    }
+
+    /// Posts the queued journals if one of them has a line on `account`: before a call on that
+    /// one account (its row, its postings, its holds). A call on another account leaves them
+    /// queued, so that the commit locks every account of the queue in the posting's order.
+    pub(crate) fn flush_journals_on(&mut self, account: &AccountId) -> Result<(), StoreError> {
+        if QueuedWrites::touches(&self.queued, account) {
+            self.flush_journals()?;
+        }
+        Ok(())
     }
 
     /// Inserts the queued events in one statement: a duplicate poisons the transaction. Before
