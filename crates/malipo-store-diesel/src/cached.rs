@@ -61,6 +61,50 @@ impl<Q: Query> Query for Cached<Q> {
 
 impl<Q, Conn> RunQueryDsl<Conn> for Cached<Q> {}
 
+/// A statement never kept prepared: planned with its values at every execution. For a
+/// background batch's reads of tables that grow from empty (the sealer's): on PostgreSQL a
+/// statement kept prepared switches to a generic plan after five executions, made with the
+/// statistics of that moment, and keeps it until the table is analyzed again; planned on an
+/// empty table, that plan is a sequential scan, which a batch then pays on every pass as the
+/// table grows (`docs/throughput.md`). Planning a batch's few statements costs little.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Planned<Q>(Q);
+
+/// `.planned()` on any statement.
+pub(crate) trait PlannedDsl: Sized {
+    /// Marks this statement as planned with its values at every execution (never kept).
+    fn planned(self) -> Planned<Self> {
+        Planned(self)
+    }
+}
+
+impl<T> PlannedDsl for T {}
+
+impl<Q, DB> QueryFragment<DB> for Planned<Q>
+where
+    DB: Backend,
+    Q: QueryFragment<DB>,
+{
+    fn walk_ast<'b>(&'b self, pass: AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        self.0.walk_ast(pass)
+    }
+
+    fn is_safe_to_cache_prepared(&self, _backend: &DB) -> QueryResult<bool> {
+        Ok(false)
+    }
+}
+
+impl<Q> QueryId for Planned<Q> {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<Q: Query> Query for Planned<Q> {
+    type SqlType = Q::SqlType;
+}
+
+impl<Q, Conn> RunQueryDsl<Conn> for Planned<Q> {}
+
 /// Runs an `INSERT`, `UPDATE` or `DELETE` on either backend and returns how many rows it wrote,
 /// keeping it prepared. Diesel asks a statement whether it may be kept only when the statement
 /// is loaded (passed by value); an executed statement is passed by reference, and a reference

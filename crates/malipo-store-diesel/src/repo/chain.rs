@@ -8,7 +8,7 @@ use malipo_core::Timestamp;
 use malipo_ledger::{ChainLink, GENESIS_HASH};
 use malipo_service::{ChainRepo, StoreError, UnsealedStats};
 
-use crate::cached::written;
+use crate::cached::{written, PlannedDsl};
 use crate::error::{db_error, Fail};
 use crate::repo::ledger::{chained, lines_of};
 use crate::rows::JournalRow;
@@ -27,20 +27,23 @@ impl ChainRepo for DieselTx<'_> {
         let (count, oldest): (i64, Option<i64>) = journals::table
             .filter(journals::seq.is_null())
             .select((count_star(), min(journals::created_at)))
-            .first(self.conn)
+            .planned()
+            .get_result(self.conn)
             .map_err(db_error)?;
         Ok(UnsealedStats { count: u64::try_from(count).unwrap_or(0), oldest: oldest.map(Timestamp::from_micros) })
     }
 }
 
 /// Seals at most `limit` journals, ledger by ledger in one order (so that sealers of several
-/// instances lock ledger heads in one order and never deadlock).
+/// instances lock ledger heads in one order and never deadlock). Its reads of the unsealed
+/// journals and their lines are planned on every pass (`Planned`): the tables grow from empty.
 fn seal_pending(conn: &mut DbConnection, limit: usize) -> Result<usize, Fail> {
     let ledgers: Vec<(String, String)> = journals::table
         .filter(journals::seq.is_null())
         .select((journals::mode, journals::currency))
         .distinct()
         .order((journals::mode.asc(), journals::currency.asc()))
+        .planned()
         .load(conn)?;
     let mut sealed = 0_usize;
     for (mode, currency) in ledgers {
@@ -65,6 +68,7 @@ fn seal_ledger(conn: &mut DbConnection, mode: &str, currency: &str, limit: usize
         .order((journals::created_at.asc(), journals::id.asc()))
         .limit(limit_i64(limit))
         .select(JournalRow::as_select())
+        .planned()
         .load(conn)?;
     if rows.is_empty() {
         return Ok(0);

@@ -12,7 +12,7 @@ use malipo_core::{AccountId, MinorUnit};
 use malipo_ledger::{Account, LedgerError};
 use malipo_service::StoreError;
 
-use crate::cached::written;
+use crate::cached::{written, PlannedDsl};
 use crate::error::Fail;
 use crate::rows::{AccountRow, DeferredLineRow, NewPosting};
 use crate::schema::{accounts, deferred_lines, postings};
@@ -135,7 +135,7 @@ pub(crate) fn all_lines_of(conn: &mut DbConnection, journal_ids: &[&str]) -> Res
             deferred_lines::amount,
             deferred_lines::fee,
         ));
-        lines.extend(per_backend!(&mut *conn, |c| posted.union_all(waiting).load::<WaitingLine>(c))?);
+        lines.extend(per_backend!(&mut *conn, |c| posted.union_all(waiting).planned().load::<WaitingLine>(c))?);
     }
     Ok(lines)
 }
