@@ -1,4 +1,5 @@
-//! Prepared statements kept for statements diesel would prepare anew on every call.
+//! Prepared statements kept for statements diesel would prepare anew on every call (and a few
+//! never kept, [`Planned`]).
 //!
 //! Diesel keeps a connection's prepared statements only for queries it can prove take one
 //! shape; it never keeps an `UPDATE` (its `SET` list may vary), an `INSERT` with a `DEFAULT`
@@ -20,46 +21,13 @@ use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::QueryResult;
 use diesel::RunQueryDsl;
 
-/// A statement kept prepared by its SQL text (see the module documentation).
+/// A statement that says whether diesel may keep it prepared (`KEPT`), whatever diesel would
+/// find by walking it: [`Cached`] or [`Planned`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Cached<Q>(Q);
+pub(crate) struct Prepared<Q, const KEPT: bool>(Q);
 
-/// `.cached()` on any statement.
-pub(crate) trait CachedDsl: Sized {
-    /// Marks this statement as safe to keep prepared: its SQL takes only a few shapes.
-    fn cached(self) -> Cached<Self> {
-        Cached(self)
-    }
-}
-
-impl<T> CachedDsl for T {}
-
-impl<Q, DB> QueryFragment<DB> for Cached<Q>
-where
-    DB: Backend,
-    Q: QueryFragment<DB>,
-{
-    fn walk_ast<'b>(&'b self, pass: AstPass<'_, 'b, DB>) -> QueryResult<()> {
-        self.0.walk_ast(pass)
-    }
-
-    fn is_safe_to_cache_prepared(&self, _backend: &DB) -> QueryResult<bool> {
-        Ok(true)
-    }
-}
-
-/// No static id: the cache keys the statement by its SQL text (and bind types), so each shape
-/// is its own statement.
-impl<Q> QueryId for Cached<Q> {
-    type QueryId = ();
-    const HAS_STATIC_QUERY_ID: bool = false;
-}
-
-impl<Q: Query> Query for Cached<Q> {
-    type SqlType = Q::SqlType;
-}
-
-impl<Q, Conn> RunQueryDsl<Conn> for Cached<Q> {}
+/// A statement kept prepared by its SQL text (see the module documentation).
+pub(crate) type Cached<Q> = Prepared<Q, true>;
 
 /// A statement never kept prepared: planned with its values at every execution. For a
 /// background batch's reads of tables that grow from empty (the sealer's): on PostgreSQL a
@@ -67,20 +35,29 @@ impl<Q, Conn> RunQueryDsl<Conn> for Cached<Q> {}
 /// statistics of that moment, and keeps it until the table is analyzed again; planned on an
 /// empty table, that plan is a sequential scan, which a batch then pays on every pass as the
 /// table grows (`docs/throughput.md`). Planning a batch's few statements costs little.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Planned<Q>(Q);
+pub(crate) type Planned<Q> = Prepared<Q, false>;
+
+/// `.cached()` on any statement.
+pub(crate) trait CachedDsl: Sized {
+    /// Marks this statement as safe to keep prepared: its SQL takes only a few shapes.
+    fn cached(self) -> Cached<Self> {
+        Prepared(self)
+    }
+}
+
+impl<T> CachedDsl for T {}
 
 /// `.planned()` on any statement.
 pub(crate) trait PlannedDsl: Sized {
     /// Marks this statement as planned with its values at every execution (never kept).
     fn planned(self) -> Planned<Self> {
-        Planned(self)
+        Prepared(self)
     }
 }
 
 impl<T> PlannedDsl for T {}
 
-impl<Q, DB> QueryFragment<DB> for Planned<Q>
+impl<Q, DB, const KEPT: bool> QueryFragment<DB> for Prepared<Q, KEPT>
 where
     DB: Backend,
     Q: QueryFragment<DB>,
@@ -90,20 +67,22 @@ where
     }
 
     fn is_safe_to_cache_prepared(&self, _backend: &DB) -> QueryResult<bool> {
-        Ok(false)
+        Ok(KEPT)
     }
 }
 
-impl<Q> QueryId for Planned<Q> {
+/// No static id: a kept statement is keyed by its SQL text (and bind types), so each shape is
+/// its own statement.
+impl<Q, const KEPT: bool> QueryId for Prepared<Q, KEPT> {
     type QueryId = ();
     const HAS_STATIC_QUERY_ID: bool = false;
 }
 
-impl<Q: Query> Query for Planned<Q> {
+impl<Q: Query, const KEPT: bool> Query for Prepared<Q, KEPT> {
     type SqlType = Q::SqlType;
 }
 
-impl<Q, Conn> RunQueryDsl<Conn> for Planned<Q> {}
+impl<Q, Conn, const KEPT: bool> RunQueryDsl<Conn> for Prepared<Q, KEPT> {}
 
 /// Runs an `INSERT`, `UPDATE` or `DELETE` on either backend and returns how many rows it wrote,
 /// keeping it prepared. Diesel asks a statement whether it may be kept only when the statement

@@ -77,8 +77,9 @@ pub trait WriteQueue {
     /// before the commit: every read sees it, and nothing is lost. So a transaction that queues
     /// its journals and reads only other accounts in between writes them together at its end,
     /// and locks their accounts in the posting's one order (descending id), not in the order it
-    /// queued them: two such transactions do not deadlock on those accounts. A refused line or a duplicate event then fails the call that writes
-    /// the queue (or the commit), not the call that queued it: only for a caller whose
+    /// queued them: two such transactions do not deadlock on those accounts. A refused line or
+    /// a duplicate event then fails the call that writes the queue (or the commit), not the
+    /// call that queued it: only for a caller whose
     /// transaction fails as a whole on such an error anyway (a chunk of charges, then advanced
     /// charge by charge). An adapter may write at once (the default).
     fn queue_writes(&mut self) {}
