@@ -22,8 +22,10 @@ pub struct Settings {
     /// A worker's claim on a charge or payout lapses after this many seconds, so that another
     /// instance takes over the work of one that died.
     pub worker_lease_seconds: i64,
-    /// Payouts settled in one transaction (default: 8 on SQLite, 1 on PostgreSQL).
+    /// Payouts settled in one transaction (default: 8 on SQLite, 16 on PostgreSQL).
     pub payout_settle_chunk: Option<usize>,
+    /// Worker loops that settle payouts at the same time.
+    pub payout_lanes: usize,
     /// Due charges advanced in one transaction (default: 64 on SQLite, 1 on PostgreSQL).
     pub charge_settle_chunk: Option<usize>,
     /// Charge creations arriving together that may share one write transaction (1: none share).
@@ -102,10 +104,15 @@ pub struct ServeArgs {
     #[arg(long, env = "MALIPO_WORKER_LEASE_SECONDS", default_value_t = 30, value_parser = clap::value_parser!(i64).range(1..=3600))]
     pub worker_lease_seconds: i64,
     /// Payouts the worker settles in one transaction (default: 8 on SQLite, where each commit is a
-    /// file sync of the one writer; 1 on PostgreSQL, where a longer transaction holds the payout
-    /// account's row against concurrent payouts).
+    /// file sync of the one writer; 16 on PostgreSQL, where the rows the chunk's payouts share,
+    /// their batch and payout account, are written once at its end and held only from there to
+    /// the commit).
     #[arg(long, env = "MALIPO_PAYOUT_SETTLE_CHUNK", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub payout_settle_chunk: Option<u16>,
+    /// Worker loops of an instance that settle payouts at the same time: a lane settles payouts
+    /// as fast as the database lets it, so each lane takes about a core from the API's requests.
+    #[arg(long, env = "MALIPO_PAYOUT_LANES", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub payout_lanes: u16,
     /// Due charges the worker advances in one transaction, with a savepoint each only when one
     /// of them fails (default: 64 on SQLite, where each commit is a file sync of the one
     /// writer; 16 on PostgreSQL, where the chunk's journals are posted together at its end, so
@@ -192,6 +199,7 @@ impl Settings {
             sandbox_approval_delay_ms: serve.sandbox_approval_delay_ms,
             worker_lease_seconds: serve.worker_lease_seconds,
             payout_settle_chunk: serve.payout_settle_chunk.map(usize::from),
+            payout_lanes: usize::from(serve.payout_lanes),
             charge_settle_chunk: serve.charge_settle_chunk.map(usize::from),
             create_group_max: usize::from(serve.create_group_max),
             max_backlog_seconds: serve.max_backlog_seconds,

@@ -90,7 +90,7 @@ fn assemble(settings: &Settings, key: webhook_key::KeySource, clock: Arc<dyn Clo
         charge_ttl_seconds: settings.charge_ttl_seconds,
         sandbox_approval_delay_ms: settings.sandbox_approval_delay_ms,
         worker_lease_seconds: settings.worker_lease_seconds,
-        payout_settle_chunk: settings.payout_settle_chunk.unwrap_or(if settings.database_url.starts_with("postgres") { 1 } else { 8 }),
+        payout_settle_chunk: settings.payout_settle_chunk.unwrap_or(if settings.database_url.starts_with("postgres") { 16 } else { 8 }),
         charge_settle_chunk: settings.charge_settle_chunk.unwrap_or(if settings.database_url.starts_with("postgres") { 16 } else { 64 }),
         max_backlog_seconds: settings.max_backlog_seconds,
         create_group_max: settings.create_group_max,
@@ -167,7 +167,7 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     let handle = server.handle();
     let (stop_tx, stop_rx) = watch::channel(false);
     let background = background_platform(settings, &platform)?;
-    let mut workers = worker::spawn(background.clone(), settings.workers, seal_gauges, stop_rx.clone());
+    let mut workers = worker::spawn(background.clone(), (settings.workers, settings.payout_lanes), seal_gauges, stop_rx.clone());
     workers.push(tokio::spawn(worker::monitor_backlog(background.clone(), metrics.backlog, stop_rx.clone())));
     // An instance with no webhook sends queues deliveries for the others to send.
     if settings.webhook_concurrency > 0 {

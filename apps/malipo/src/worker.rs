@@ -4,11 +4,12 @@
 //! All state is in the database; any number of instances may run these. Webhook sending is in
 //! [`crate::delivery`].
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use malipo_http::{BacklogMetrics, SealGauges};
 use malipo_service::{write, Platform, ServiceError, SEAL_BATCH};
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 
 /// Charges (and payouts) claimed per batch.
@@ -25,15 +26,22 @@ const APPLY_ACCOUNTS: usize = 64;
 const KEY_RETENTION_SECONDS: i64 = 48 * 3600;
 
 /// Spawns `n` work loops, each taking turns at due charges, due payouts and payment requests past
-/// their expiry (none when `n` is 0: another instance, or a test, advances them), one sealer
-/// loop (setting `gauges` after each pass) and one housekeeping loop; each stops claiming once
-/// `stop` is true.
-pub fn spawn(platform: Platform, n: usize, gauges: SealGauges, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+/// their expiry (none when `n` is 0: another instance, or a test, advances them), of which at
+/// most `payout_lanes` settle payouts at a time (a loop that finds every lane taken goes on with
+/// the rest); one sealer loop (setting `gauges` after each pass) and one housekeeping loop; each
+/// stops claiming once `stop` is true.
+pub fn spawn(
+    platform: Platform,
+    (n, payout_lanes): (usize, usize),
+    gauges: SealGauges,
+    stop: watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    let lanes = Arc::new(Semaphore::new(payout_lanes));
     let mut handles: Vec<JoinHandle<()>> = (0..n)
         .map(|i| {
             let platform = platform.clone();
             let stop = stop.clone();
-            tokio::spawn(charge_loop(i, platform, stop))
+            tokio::spawn(charge_loop(i, platform, Arc::clone(&lanes), stop))
         })
         .collect();
     handles.push(tokio::spawn(sealer(platform.clone(), gauges, stop.clone())));
@@ -96,17 +104,19 @@ async fn sealer(platform: Platform, gauges: SealGauges, mut stop: watch::Receive
     tracing::debug!("sealer stopped");
 }
 
-async fn charge_loop(i: usize, platform: Platform, mut stop: watch::Receiver<bool>) {
+async fn charge_loop(i: usize, platform: Platform, payout_lanes: Arc<Semaphore>, mut stop: watch::Receiver<bool>) {
     // Payouts and payment requests are claimed again at once while they keep finding work, and
     // otherwise after an idle pause, so that a loop busy with charges does not poll them (three
-    // statements each) on every pass.
+    // statements each) on every pass. Payouts only in a free lane: without one, this pass skips
+    // them and the next tries again.
     let mut other_due = [Instant::now(); 2];
     while !*stop.borrow() {
         let p = platform.clone();
         let poll = other_due.map(|due| due <= Instant::now());
+        let lanes = Arc::clone(&payout_lanes);
         let claimed = match tokio::task::spawn_blocking(move || {
             let charges = p.processing().process_due(BATCH);
-            let payouts = poll[0].then(|| p.payout_processing().process_due(BATCH));
+            let payouts = poll[0].then(|| lanes.try_acquire_owned().ok()).flatten().map(|_lane| p.payout_processing().process_due(BATCH));
             let requests = poll[1].then(|| p.payment_requests().expire_due(BATCH));
             (charges, [payouts, requests])
         })

@@ -5,7 +5,7 @@ use std::time::Duration;
 use malipo_core::Mode;
 use serde_json::{json, Value};
 
-use crate::harness::{key, msisdn, ok, problem_strict, strict, Answer, Creds, Db, TestApp};
+use crate::harness::{key, msisdn, ok, problem_strict, strict, Answer, Creds, Db, Options, TestApp};
 
 crate::on_both!(
     a_batch_is_approved_by_a_checker_and_each_item_settles_alone,
@@ -212,4 +212,152 @@ async fn a_rejected_batch_pays_nothing(db: Db) {
     assert!(items.json["data"].as_array().unwrap().iter().all(|p| p["state"] == "failed" && p["failure_reason"] == "bulk_payout_rejected"));
     let b = ok(app.get_answer(&maker, "/partner/balance?account=payout").await, "balance");
     assert_eq!(b.raw("available"), "100.00");
+}
+
+/// The backend's process id of a connection.
+fn backend_pid(c: &mut diesel::PgConnection) -> i32 {
+    use diesel::RunQueryDsl;
+    diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>("pg_backend_pid()")).get_result(c).unwrap()
+}
+
+/// Waits until some backend waits for a lock that the backend `holder` holds (sleeping on the
+/// runtime, whose tasks include the server's worker loops).
+async fn wait_until_blocked_by(probe: &mut diesel::PgConnection, holder: i32) {
+    use diesel::RunQueryDsl;
+    let started = std::time::Instant::now();
+    loop {
+        let waiting: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(&format!(
+            "(SELECT count(*) FROM pg_stat_activity WHERE {holder} = ANY (pg_blocking_pids(pid)))"
+        )))
+        .get_result(probe)
+        .unwrap();
+        if waiting > 0 {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "nothing waited for backend {holder}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A chunk of a batch's items (PostgreSQL, where rows are locked one by one) decides each item on
+/// its own rows first and takes the rows every item shares, the batch's and the payout account's,
+/// only at its end: while the chunk waits for its second payee's wallet, another transaction
+/// can still lock both (a payout being created reserves on that account; before, the chunk held
+/// them from its first item on, and every item of the batch and every payout of the organisation
+/// queued behind its whole chunk).
+#[actix_web::test]
+async fn a_chunk_of_items_takes_the_batch_and_the_payout_account_only_at_its_end() {
+    use diesel::connection::SimpleConnection;
+    use diesel::Connection;
+
+    let database = malipo_store_diesel::testing::TestDatabase::postgres();
+    let mut settings = crate::harness::settings(&database.url, &Options::default());
+    (settings.workers, settings.payout_settle_chunk) = (0, Some(8));
+    let app = TestApp::on(database, settings).await;
+    let (c, maker, checker) = maker_and_checker(&app, "1000").await;
+    let payees = [msisdn("0000"), msisdn("0000"), msisdn("0000")];
+    for payee in &payees {
+        let w = app.sandbox_wallet(&maker, &json!({"msisdn": payee, "balance": "0"})).await;
+        assert_eq!(w.status(), 200, "{:?}", w.text().await);
+    }
+    let items = payees.iter().enumerate().map(|(i, p)| item(p, "10.00", &format!("EMP-{i}"))).collect();
+    let id = ok(upload(&app, &maker, items).await, "upload").json["batch_id"].as_str().unwrap().to_owned();
+    ok(Answer::of(app.post(&checker, &format!("/bulk-payouts/{id}/approve"), &json!({}), Some(&key())).await).await, "approve");
+    // The worker takes the items in id order (all due at the approval): the payees in that order.
+    let listed = ok(app.get_answer(&maker, &format!("/bulk-payouts/{id}/items")).await, "items").json;
+    let mut order: Vec<(String, String)> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["payout_ref"].as_str().unwrap().to_owned(), p["payee_msisdn"].as_str().unwrap().to_owned()))
+        .collect();
+    order.sort();
+
+    // Each payee's wallet held by a transaction of its own.
+    let url = app.db.url.clone();
+    let mut holders: Vec<(diesel::PgConnection, i32)> = order
+        .iter()
+        .map(|(_, payee)| {
+            let mut conn = diesel::PgConnection::establish(&url).unwrap();
+            conn.batch_execute(&format!("BEGIN; SELECT 1 FROM wallets WHERE mode = 'test' AND msisdn = '{payee}' FOR UPDATE")).unwrap();
+            let pid = backend_pid(&mut conn);
+            (conn, pid)
+        })
+        .collect();
+    let p = app.platform.clone();
+    let worker = tokio::task::spawn_blocking(move || p.payout_processing().process_due(100).unwrap());
+    let mut probe = diesel::PgConnection::establish(&url).unwrap();
+    // The chunk waits for the first payee; let it have that one, so it settles the first item
+    // and then waits for the second payee.
+    wait_until_blocked_by(&mut probe, holders[0].1).await;
+    holders[0].0.batch_execute("COMMIT").unwrap();
+    wait_until_blocked_by(&mut probe, holders[1].1).await;
+    let shared = probe.batch_execute(&format!(
+        "BEGIN; \
+         SELECT 1 FROM bulk_payouts WHERE id = '{id}' FOR UPDATE NOWAIT; \
+         SELECT 1 FROM accounts WHERE org_id = '{org}' AND mode = 'test' AND kind = 'payout' FOR UPDATE NOWAIT; \
+         ROLLBACK",
+        org = c.org_id
+    ));
+    for (conn, _) in &mut holders[1..] {
+        conn.batch_execute("COMMIT").unwrap();
+    }
+    assert_eq!(worker.await.unwrap(), 3, "the three items claimed");
+    assert!(shared.is_ok(), "the batch or the payout account was held by the chunk before its end: {shared:?}");
+    let done = app.get_json(&maker, &format!("/bulk-payouts/{id}")).await;
+    assert_eq!((done["state"].as_str(), &done["counts"]), (Some("completed"), &json!({"pending": 0, "completed": 3, "failed": 0})));
+    app.assert_ledger_ok().await;
+}
+
+/// At most `MALIPO_PAYOUT_LANES` worker loops settle payouts at a time (one here, of four loops):
+/// while the lane's first chunk waits for a payee's wallet, the other loops settle none of the
+/// batch's other items, though more are due than the lane claimed (64 of 100).
+#[actix_web::test]
+async fn one_payout_lane_settles_payouts_while_the_other_loops_do_not() {
+    use diesel::connection::SimpleConnection;
+    use diesel::Connection;
+
+    let database = malipo_store_diesel::testing::TestDatabase::postgres();
+    let mut settings = crate::harness::settings(&database.url, &Options::default());
+    (settings.workers, settings.payout_lanes) = (4, 1);
+    let app = TestApp::on(database, settings).await;
+    let (_, maker, checker) = maker_and_checker(&app, "10000").await;
+    let payees: Vec<String> = (0..100).map(|_| msisdn("0000")).collect();
+    let items = payees.iter().enumerate().map(|(i, p)| item(p, "10.00", &format!("EMP-{i}"))).collect();
+    let id = ok(upload(&app, &maker, items).await, "upload").json["batch_id"].as_str().unwrap().to_owned();
+    let mut all = vec![];
+    let mut cursor = String::new();
+    loop {
+        let page = ok(app.get_answer(&maker, &format!("/bulk-payouts/{id}/items?limit=100{cursor}")).await, "items").json;
+        all.extend(
+            page["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| (p["payout_ref"].as_str().unwrap().to_owned(), p["payee_msisdn"].as_str().unwrap().to_owned())),
+        );
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = format!("&cursor={next}"),
+            None => break,
+        }
+    }
+    all.sort();
+    // The first item the lane takes (ids in order, all due at the approval) waits for its payee.
+    let first = &all[0].1;
+    let w = app.sandbox_wallet(&maker, &json!({"msisdn": first, "balance": "0"})).await;
+    assert_eq!(w.status(), 200);
+    let mut holder = diesel::PgConnection::establish(&app.db.url).unwrap();
+    holder.batch_execute(&format!("BEGIN; SELECT 1 FROM wallets WHERE mode = 'test' AND msisdn = '{first}' FOR UPDATE")).unwrap();
+    let pid = backend_pid(&mut holder);
+    ok(Answer::of(app.post(&checker, &format!("/bulk-payouts/{id}/approve"), &json!({}), Some(&key())).await).await, "approve");
+    let mut probe = diesel::PgConnection::establish(&app.db.url).unwrap();
+    wait_until_blocked_by(&mut probe, pid).await;
+    // Time for the other loops to claim and settle the 36 items the lane did not claim, if they could.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let meanwhile = app.get_json(&maker, &format!("/bulk-payouts/{id}")).await;
+    holder.batch_execute("COMMIT").unwrap();
+    assert_eq!(meanwhile["counts"], json!({"pending": 100, "completed": 0, "failed": 0}), "settled outside the one lane");
+    let done = wait_batch(&app, &maker, &id, "completed").await;
+    assert_eq!(done["counts"], json!({"pending": 0, "completed": 100, "failed": 0}));
+    app.assert_ledger_ok().await;
 }

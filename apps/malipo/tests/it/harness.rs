@@ -127,6 +127,7 @@ pub fn settings(url: &str, o: &Options) -> Settings {
         charge_ttl_seconds: o.charge_ttl_seconds,
         worker_lease_seconds: 30,
         payout_settle_chunk: None,
+        payout_lanes: 1,
         charge_settle_chunk: None,
         create_group_max: o.create_group_max,
         // Under a manual clock no worker runs while time jumps, so due work is always behind.

@@ -80,8 +80,8 @@ pub trait WriteQueue {
     /// queued them: two such transactions do not deadlock on those accounts. A refused line or
     /// a duplicate event then fails the call that writes the queue (or the commit), not the
     /// call that queued it: only for a caller whose
-    /// transaction fails as a whole on such an error anyway (a chunk of charges, then advanced
-    /// charge by charge). An adapter may write at once (the default).
+    /// transaction fails as a whole on such an error anyway (a chunk of charges or payouts, then
+    /// advanced one by one). An adapter may write at once (the default).
     fn queue_writes(&mut self) {}
 }
 

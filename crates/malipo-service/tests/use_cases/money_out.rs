@@ -375,3 +375,123 @@ fn a_payout_that_errors_fails_alone_and_its_chunk_is_still_paid() {
     assert_eq!((account.balance, account.held), (MinorUnit::new(100_000 - 30_000 - 1_000), MinorUnit::ZERO));
     clean_ledger(&world);
 }
+
+/// Renders a payout event as `reference|state|failure|available` and a batch's as its state and
+/// counts, so that two worlds' events compare.
+fn recording_renderer() -> Arc<MockEventRenderer> {
+    let mut renderer = MockEventRenderer::new();
+    renderer.expect_payout().returning(|p, available| {
+        let reason = p.failure_reason.map(|r| r.as_str()).unwrap_or("-");
+        (format!("{}|{}|{reason}|{}", p.reference, p.state.as_str(), available.get()).into_bytes(), Summary::default())
+    });
+    renderer.expect_bulk_payout().returning(|b| (format!("batch|{}|{:?}", b.state.as_str(), b.counts).into_bytes(), Summary::default()));
+    Arc::new(renderer)
+}
+
+/// What one world's payouts ended with: each payout's (reference, state, failure reason), the
+/// batch's state and counts, the payout account's balance and reservations, and the events'
+/// bodies (sorted).
+type Ends = (Vec<(String, PayoutState, Option<PayoutFailure>)>, (BatchState, BatchCounts), (MinorUnit, MinorUnit), Vec<String>);
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..proptest::prelude::ProptestConfig::default() })]
+
+    /// Payouts settled together (a chunk of 2 to 8 in one transaction: decided one by one, their
+    /// batch, reservations and journals written once at the chunk's end) end exactly as payouts
+    /// settled one at a time: the same states and failure reasons, the same batch counts and
+    /// payout account, a sound ledger, and every `payout.*` event carries the payout account's
+    /// available balance just after that payout in the order the worker took them (ids, all due
+    /// at once), as one at a time would. Live payouts, single and a batch's items mixed in the
+    /// chunks: to three tier-0 wallets (at most 5,000.00 a payout and 20,000.00 held, so a
+    /// payout may breach the balance limit only with an earlier one to the same payee paid, and
+    /// payees repeat within chunks), to a number without a wallet and to a locked wallet; and
+    /// some fail as errors rather than outcomes (a payout stored as if reserved on an account
+    /// that holds nothing), which rolls their transaction back to be settled one at a time.
+    #[test]
+    fn payouts_settled_in_chunks_end_as_payouts_settled_alone(
+        picks in proptest::collection::vec((0u8..5, 1u32..5_001, proptest::bool::ANY, proptest::bool::weighted(0.1)), 1..24),
+        chunk in 2usize..9,
+    ) {
+        let config = |chunk| malipo_service::ServiceConfig { payout_settle_chunk: chunk, ..malipo_service::ServiceConfig::default() };
+        let run = |world: &World| -> Ends {
+            let payroll = funded(world, OrgKind::Corporate, Mode::Live, "200000.00");
+            let checker = world.colleague(&payroll, "bulk:approve");
+            let operator = world.org(OrgKind::Operator, Mode::Live);
+            let wallets = world.platform.wallets();
+            let payee = |p: u8| format!("25471200{p}000");
+            // Payees 0 to 2 hold tier-0 wallets, 3 has none, 4's is locked.
+            for p in [0, 1, 2, 4] {
+                let new = malipo_service::NewWallet { msisdn: payee(p), first_name: "Amina".into(), last_name: "Otieno".into(), ..malipo_service::NewWallet::default() };
+                wallets.open(&operator, &new, &idem(&operator, "POST /wallets"), &crate::support::ignored).unwrap();
+            }
+            wallets.lock(&operator, &payee(4), "Reported stolen", &idem(&operator, "POST /wallets/lock"), &crate::support::ignored).unwrap();
+            let collection = world.platform.accounts().balance(&payroll, AccountKind::Collection).unwrap().account.id;
+            let mut items = vec![];
+            for (i, (p, amount, in_batch, rogue)) in picks.iter().enumerate() {
+                let (payee, amount, reference) = (payee(*p), format!("{amount}.00"), format!("P{i:02}"));
+                if *in_batch {
+                    items.push(RawItem { payee_msisdn: payee, amount, reference, narration: None });
+                    continue;
+                }
+                let new = NewPayout { payee_msisdn: payee, amount, reference, ..NewPayout::default() };
+                let out = world.platform.payouts().create(&payroll, &new, &idem(&payroll, "POST /payouts"), &id_body(|p: &Payout| p.id.to_string())).unwrap();
+                let p = world.platform.payouts().get(&payroll, &String::from_utf8(out.response.body).unwrap()).unwrap();
+                if *rogue {
+                    // Reserved on the collection account, which holds nothing: its release is refused.
+                    let r = Payout { id: malipo_core::PayoutRef::new(), reference: format!("R{i:02}"), payout_account: collection.clone(), ..p };
+                    malipo_service::write(world.platform.store(), |tx| Ok(tx.insert_payouts(std::slice::from_ref(&r))?)).unwrap();
+                }
+            }
+            items.push(RawItem { payee_msisdn: payee(3), amount: "1.00".into(), reference: "LAST".into(), narration: None });
+            let batch = bulk(world, &payroll, BulkInput::Items(items)).unwrap();
+            approve(world, &checker, &batch).unwrap();
+            let before = payout_account(world, &payroll).available();
+            settle(world);
+
+            let mut all = vec![];
+            let mut cursor = None;
+            loop {
+                let page = world.platform.payouts().list(&payroll, &PayoutFilter::default(), cursor.as_deref(), 100).unwrap();
+                all.extend(page.data);
+                match page.next_cursor {
+                    Some(next) => cursor = Some(next),
+                    None => break,
+                }
+            }
+            // In the order the worker took them, each payout's event carries the payout
+            // account's available balance after it: a failed payout frees its reservation.
+            all.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
+            let mut available = before;
+            let mut expected = vec![];
+            for p in all.iter().filter(|p| p.payout_account != collection) {
+                if p.state == PayoutState::Failed {
+                    available = available.checked_add(p.debit().unwrap()).unwrap();
+                }
+                let reason = p.failure_reason.map(|r| r.as_str()).unwrap_or("-");
+                expected.push(format!("{}|{}|{reason}|{}", p.reference, p.state.as_str(), available.get()));
+            }
+            let events = world.platform.webhooks().events(&payroll, Some("payout.failed"), None, 100).unwrap().data.into_iter()
+                .chain(world.platform.webhooks().events(&payroll, Some("payout.completed"), None, 100).unwrap().data);
+            let mut seen: Vec<String> = events.map(|e| String::from_utf8(e.data).unwrap()).filter(|d| !d.starts_with('R')).collect();
+            seen.sort();
+            expected.sort();
+            assert_eq!(seen, expected, "each payout's event has the available balance just after it");
+            let completed = world.platform.webhooks().events(&payroll, Some("bulk_payout.completed"), None, 10).unwrap().data;
+            let mut ends: Vec<_> = all.iter().map(|p| (p.reference.clone(), p.state, p.failure_reason)).collect();
+            ends.sort_by(|a, b| a.0.cmp(&b.0));
+            let done = world.platform.bulk_payouts().get(&payroll, batch.id.as_str()).unwrap();
+            let account = payout_account(world, &payroll);
+            let mut bodies: Vec<String> = completed.into_iter().map(|e| String::from_utf8(e.data).unwrap()).collect();
+            bodies.extend(seen.into_iter().map(|s| s.rsplit_once('|').unwrap().0.to_owned()));
+            (ends, (done.state, done.counts), (account.balance, account.held), bodies)
+        };
+        let alone = World::assemble(recording_renderer(), config(1));
+        let chunked = World::assemble(recording_renderer(), config(chunk));
+        let a = run(&alone);
+        let b = run(&chunked);
+        proptest::prop_assert_eq!(&a, &b);
+        proptest::prop_assert_eq!(a.1.0, BatchState::Completed);
+        proptest::prop_assert_eq!(alone.verified_ledger(None), vec![]);
+        proptest::prop_assert_eq!(chunked.verified_ledger(None), vec![]);
+    }
+}

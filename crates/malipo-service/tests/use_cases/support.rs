@@ -44,7 +44,8 @@ impl World {
         Self::assemble(Arc::new(NoRenderer), config)
     }
 
-    fn assemble(renderer: Arc<dyn EventRenderer>, config: ServiceConfig) -> Self {
+    /// A world whose events are rendered by `renderer`, with these tunables.
+    pub(crate) fn assemble(renderer: Arc<dyn EventRenderer>, config: ServiceConfig) -> Self {
         let micros = Arc::new(AtomicI64::new(START * 1_000_000));
         let mut clock = MockClock::new();
         let read = Arc::clone(&micros);
