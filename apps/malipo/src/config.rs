@@ -26,7 +26,7 @@ pub struct Settings {
     pub payout_settle_chunk: Option<usize>,
     /// Worker loops that settle payouts at the same time.
     pub payout_lanes: usize,
-    /// Due charges advanced in one transaction (default: 64 on SQLite, 1 on PostgreSQL).
+    /// Due charges advanced in one transaction (default: 64 on SQLite, 16 on PostgreSQL).
     pub charge_settle_chunk: Option<usize>,
     /// Charge creations arriving together that may share one write transaction (1: none share).
     pub create_group_max: usize,
