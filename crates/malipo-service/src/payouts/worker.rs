@@ -57,35 +57,36 @@ impl<'a> PayoutProcessing<'a> {
         let now = self.core.now();
         let lease = now.plus_seconds(self.core.config.worker_lease_seconds);
         let ids = write(self.core.store(), |tx| Ok(tx.claim_due_payouts(now, lease, limit)?))?;
-        for chunk in ids.chunks(self.core.config.payout_settle_chunk.max(1)) {
-            let mut rest = chunk;
-            while !rest.is_empty() {
-                let now = self.core.now();
-                let failed = match write(self.core.store(), |tx| self.settle_in(tx, rest, lease, now)) {
-                    Ok(taken) => {
-                        rest = rest.get(taken.max(1)..).unwrap_or_default();
-                        continue;
-                    }
+        let chunk = self.core.config.payout_settle_chunk.max(1);
+        let mut rest = ids.as_slice();
+        while !rest.is_empty() {
+            let part = rest.get(..chunk).unwrap_or(rest);
+            let now = self.core.now();
+            let failed = match write(self.core.store(), |tx| self.settle_in(tx, part, lease, now)) {
+                Ok(taken) => {
+                    rest = rest.get(taken.max(1)..).unwrap_or_default();
+                    continue;
+                }
+                Err(e @ ServiceError::Store(StoreError::Unavailable(_))) => {
+                    tracing::warn!(error = %e, "database unavailable; the claimed payouts are left to their leases");
+                    break;
+                }
+                Err(e) => e,
+            };
+            if part.len() > 1 {
+                tracing::warn!(error = %failed, "payouts settled together failed; settling them one at a time");
+            }
+            for id in part {
+                match self.settle(id, lease) {
+                    Ok(()) => {}
                     Err(e @ ServiceError::Store(StoreError::Unavailable(_))) => {
-                        tracing::warn!(error = %e, "database unavailable; the claimed payouts are left to their leases");
+                        tracing::warn!(payout = %id, error = %e, "database unavailable; the claimed payouts are left to their leases");
                         return Ok(ids.len());
                     }
-                    Err(e) => e,
-                };
-                if rest.len() > 1 {
-                    tracing::warn!(error = %failed, "payouts settled together failed; settling them one at a time");
-                }
-                for id in std::mem::take(&mut rest) {
-                    match self.settle(id, lease) {
-                        Ok(()) => {}
-                        Err(e @ ServiceError::Store(StoreError::Unavailable(_))) => {
-                            tracing::warn!(payout = %id, error = %e, "database unavailable; the claimed payouts are left to their leases");
-                            return Ok(ids.len());
-                        }
-                        Err(e) => tracing::warn!(payout = %id, error = %e, "payout step failed; it will be retried after its lease"),
-                    }
+                    Err(e) => tracing::warn!(payout = %id, error = %e, "payout step failed; it will be retried after its lease"),
                 }
             }
+            rest = rest.get(part.len()..).unwrap_or_default();
         }
         Ok(ids.len())
     }
