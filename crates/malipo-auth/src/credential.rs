@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use malipo_core::{Mode, OrgId, Timestamp};
+use malipo_core::{Mode, OrgId, Timestamp, UserId};
 
 use crate::scope::{Scope, Scopes};
 
@@ -102,6 +102,11 @@ pub struct Credential {
     pub created_at: Timestamp,
     /// When revoked.
     pub revoked_at: Option<Timestamp>,
+    /// The person who created it in the console (it acts as that person for maker/checker);
+    /// `None` when issued by an operator's command.
+    pub created_by: Option<UserId>,
+    /// When it last got a token.
+    pub last_used_at: Option<Timestamp>,
 }
 
 /// An issued bearer token, stored by digest.
@@ -140,6 +145,9 @@ pub struct Principal {
     pub mode: Mode,
     /// Granted scopes.
     pub scopes: Scopes,
+    /// The person acting, when a person acts through the console (their `usr_` id stands in
+    /// `client_id` too); `None` for a key pair.
+    pub person: Option<UserId>,
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use rand::Rng;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
-fn random_alnum(len: usize) -> String {
+pub(crate) fn random_alnum(len: usize) -> String {
     OsRng.sample_iter(&Alphanumeric).take(len).map(char::from).collect()
 }
 
@@ -68,6 +68,12 @@ impl std::fmt::Debug for SecretHasher {
 #[derive(Debug, thiserror::Error)]
 #[error("secret hashing failed: {0}")]
 pub struct HashError(String);
+
+impl HashError {
+    pub(crate) fn new(e: impl std::fmt::Display) -> Self {
+        HashError(e.to_string())
+    }
+}
 
 impl SecretHasher {
     /// Keyed hashes under `key`; stored Argon2id hashes verify with OWASP's baseline (19 MiB,
@@ -139,6 +145,13 @@ impl SecretHasher {
             return self.mac(&salt, secret).verify_slice(&tag).is_ok();
         }
         PasswordHash::new(stored).map(|h| self.pool.install(|| self.argon.verify_password(secret.as_bytes(), &h).is_ok())).unwrap_or(false)
+    }
+
+    /// A deterministic keyed digest (hex HMAC-SHA256 under the server key) of a random value
+    /// looked up by its digest, such as a recovery code: unlike a plain SHA-256, a leaked
+    /// database without the key cannot be searched for codes offline.
+    pub fn keyed_digest(&self, value: &str) -> String {
+        hex::encode(self.mac(b"malipo: keyed digest v1", value).finalize().into_bytes())
     }
 
     /// Whether a stored hash is of an older format, to be replaced by [`SecretHasher::hash`] at

@@ -87,6 +87,10 @@ prefixed_ids! {
     AccountId => "acc_",
     /// An organisation (`org_`).
     OrgId => "org_",
+    /// A person who uses the console (`usr_`).
+    UserId => "usr_",
+    /// An entry of the audit log (`aud_`).
+    AuditId => "aud_",
 }
 
 #[cfg(test)]

@@ -149,6 +149,8 @@ impl<'a> Access<'a> {
             scopes: scopes.clone(),
             created_at: self.core.now(),
             revoked_at: None,
+            created_by: None,
+            last_used_at: None,
         };
         Ok((credential, IssuedCredential { org_id: org_id.clone(), client_id, client_secret: secret, mode, scopes }))
     }
@@ -226,7 +228,15 @@ impl<'a> Access<'a> {
             expires_at: now.plus_seconds(TOKEN_LIFETIME_SECONDS),
             revoked_at: None,
         };
-        write(self.core.store(), |tx| Ok(tx.insert_token(&record)?))?;
+        // "Last used" is kept to the minute: a credential that gets tokens often writes it once.
+        let touch = credential.last_used_at.is_none_or(|t| now >= t.plus_seconds(60));
+        write(self.core.store(), |tx| {
+            tx.insert_token(&record)?;
+            if touch {
+                tx.touch_credential(&credential.client_id, now)?;
+            }
+            Ok(())
+        })?;
         Ok(IssuedToken { access_token: token, expires_in: TOKEN_LIFETIME_SECONDS, scopes, mode: credential.mode })
     }
 
@@ -262,6 +272,7 @@ impl<'a> Access<'a> {
             country: record.org.country,
             mode: record.token.mode,
             scopes: record.token.scopes,
+            person: None,
         })
     }
 }

@@ -63,9 +63,10 @@ pub use payouts::worker::PayoutProcessing;
 pub use payouts::{NewPayout, Payouts};
 pub use platform::Platform;
 pub use ports::{
-    autocommit, query, read, write, AccountKey, AuthRepo, BulkRepo, ChainRepo, ChargeRepo, EndpointRepo, EventRenderer, IdempotencyRepo,
-    LedgerRepo, NoRenderer, OutboxRepo, PaymentRequestRepo, PayoutRepo, PostingQuery, QueuedWrites, ReversalRepo, Savepoint, StatementLine,
-    Store, TokenRecord, Tx, UnsealedStats, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender, WriteQueue,
+    autocommit, query, read, write, AccountKey, AuditEntry, AuditFilter, AuditRepo, AuthRepo, BulkRepo, ChainRepo, ChargeRepo,
+    EndpointRepo, EventRenderer, IdempotencyRepo, Invitation, LedgerRepo, NoRenderer, OutboxRepo, PaymentRequestRepo, PayoutRepo,
+    PostingQuery, QueuedWrites, ReversalRepo, Savepoint, SessionRepo, StatementLine, Store, TokenRecord, Tx, UnsealedStats, UserRepo,
+    UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender, WriteQueue,
 };
 pub use processing::Processing;
 pub use reversals::{NewReversal, Reversals};

@@ -54,6 +54,8 @@ pub fn credential(org: &Organisation, mode: Mode, client_id: &str) -> Credential
         scopes: OrgKind::Merchant.default_scopes(),
         created_at: at(0),
         revoked_at: None,
+        created_by: None,
+        last_used_at: None,
     }
 }
 

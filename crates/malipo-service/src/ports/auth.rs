@@ -69,4 +69,14 @@ pub trait AuthRepo {
     /// # Errors
     /// Storage failures.
     fn revoke_token(&mut self, digest: &str, client_id: &str, now: Timestamp) -> Result<bool, StoreError>;
+    /// An organisation's credentials in both modes (revoked ones too), newest first.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn org_credentials(&mut self, org_id: &OrgId) -> Result<Vec<Credential>, StoreError>;
+    /// Records that a credential got a token at `now` (its "last used").
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn touch_credential(&mut self, client_id: &str, now: Timestamp) -> Result<(), StoreError>;
 }

@@ -18,6 +18,7 @@ mod ledger;
 mod outbox;
 mod payment_requests;
 mod payouts;
+mod people;
 mod render;
 mod reversals;
 mod sender;
@@ -33,6 +34,7 @@ pub use ledger::{AccountKey, LedgerRepo, PostingQuery, StatementLine};
 pub use outbox::OutboxRepo;
 pub use payment_requests::PaymentRequestRepo;
 pub use payouts::{BulkRepo, PayoutRepo};
+pub use people::{AuditEntry, AuditFilter, AuditRepo, Invitation, SessionRepo, UserRepo};
 #[cfg(any(test, feature = "mocks"))]
 pub use render::MockEventRenderer;
 pub use render::{EventRenderer, NoRenderer};
@@ -138,6 +140,9 @@ pub trait Tx:
     + BulkRepo
     + ReversalRepo
     + PaymentRequestRepo
+    + UserRepo
+    + SessionRepo
+    + AuditRepo
     + Savepoint
     + WriteQueue
 {
@@ -157,6 +162,9 @@ impl<T> Tx for T where
         + BulkRepo
         + ReversalRepo
         + PaymentRequestRepo
+        + UserRepo
+        + SessionRepo
+        + AuditRepo
         + Savepoint
         + WriteQueue
         + ?Sized

@@ -322,6 +322,7 @@ mod tests {
             country: "KE".into(),
             mode: malipo_core::Mode::Test,
             scopes: malipo_auth::Scopes::parse(scopes).unwrap(),
+            person: None,
         })
     }
 

@@ -1,0 +1,156 @@
+//! People's passwords: the policy (console contract section 2) and Argon2id hashing.
+//!
+//! A person's password is low in entropy, unlike an API secret, so it is stored as a slow,
+//! memory-hard Argon2id hash. Hashing runs on a pool of one thread per core, so that however many
+//! sign-ins arrive at once, at most that many hashes (and their memory) are in flight.
+
+use std::sync::Arc;
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::{Algorithm, Argon2, Params, Version};
+use rand::rngs::OsRng;
+
+use crate::secret::HashError;
+
+/// The shortest password accepted, in characters.
+pub const MIN_PASSWORD_CHARS: usize = 12;
+/// The longest password accepted, in characters (Argon2id takes any length; a bound keeps a
+/// megabyte-long "password" from costing more than a sign-in should).
+pub const MAX_PASSWORD_CHARS: usize = 128;
+
+/// Why a new password is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PasswordProblem {
+    /// Fewer than [`MIN_PASSWORD_CHARS`].
+    #[error("must be at least 12 characters")]
+    TooShort,
+    /// More than [`MAX_PASSWORD_CHARS`].
+    #[error("must be at most 128 characters")]
+    TooLong,
+    /// On the list of common passwords, or the person's own email or name.
+    #[error("is too common; choose one that is hard to guess")]
+    Common,
+}
+
+/// Checks a new password against the policy: 12 to 128 characters, not a common password
+/// (a list of about 100,000, compared case-insensitively), and not the person's email or name
+/// (`personal`).
+///
+/// # Errors
+/// The [`PasswordProblem`].
+pub fn check_password(password: &str, personal: &[&str]) -> Result<(), PasswordProblem> {
+    let chars = password.chars().count();
+    if chars < MIN_PASSWORD_CHARS {
+        return Err(PasswordProblem::TooShort);
+    }
+    if chars > MAX_PASSWORD_CHARS {
+        return Err(PasswordProblem::TooLong);
+    }
+    let lower = password.to_lowercase();
+    if passwords::analyzer::is_common_password(&lower) || passwords::analyzer::is_common_password(password) {
+        return Err(PasswordProblem::Common);
+    }
+    if personal.iter().any(|p| !p.trim().is_empty() && p.trim().to_lowercase() == lower) {
+        return Err(PasswordProblem::Common);
+    }
+    Ok(())
+}
+
+/// Argon2id hashing of people's passwords, on a bounded pool.
+#[derive(Clone)]
+pub struct Passwords {
+    argon: Argon2<'static>,
+    pool: Arc<rayon::ThreadPool>,
+    /// A hash of nothing anyone knows, verified for unknown emails so that a wrong email takes
+    /// as long as a wrong password.
+    decoy: String,
+}
+
+impl std::fmt::Debug for Passwords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Passwords").field("params", self.argon.params()).finish_non_exhaustive()
+    }
+}
+
+impl Passwords {
+    /// OWASP's baseline for Argon2id: 19 MiB, 2 iterations, 1 lane (`docs/performance.md` has
+    /// what a sign-in costs with it).
+    ///
+    /// # Errors
+    /// [`HashError`] if the pool cannot start.
+    pub fn new() -> Result<Self, HashError> {
+        Self::with_params(19 * 1024, 2, 1)
+    }
+
+    /// Explicit parameters (memory KiB, iterations, lanes): tests use cheap ones.
+    ///
+    /// # Errors
+    /// [`HashError`] if the parameters are refused or the pool cannot start.
+    pub fn with_params(m_cost: u32, t_cost: u32, p_cost: u32) -> Result<Self, HashError> {
+        let params = Params::new(m_cost, t_cost, p_cost, None).map_err(HashError::new)?;
+        let argon = Argon2::new(Algorithm::Argon2id, Version::V0x13, params);
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+        let pool =
+            rayon::ThreadPoolBuilder::new().num_threads(cores).thread_name(|i| format!("password-{i}")).build().map_err(HashError::new)?;
+        let salt = SaltString::generate(&mut OsRng);
+        let decoy = argon.hash_password(crate::secret::generate_token().as_bytes(), &salt).map_err(HashError::new)?.to_string();
+        Ok(Passwords { argon, pool: Arc::new(pool), decoy })
+    }
+
+    /// The PHC string of `password` with a fresh salt.
+    ///
+    /// # Errors
+    /// [`HashError`] (never for a policy-checked password in practice).
+    pub fn hash(&self, password: &str) -> Result<String, HashError> {
+        let salt = SaltString::generate(&mut OsRng);
+        self.pool.install(|| self.argon.hash_password(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(HashError::new))
+    }
+
+    /// Whether `password` matches `stored`. `None` (no such person, or no password yet) verifies
+    /// against a decoy hash all the same, so that it takes as long, and fails.
+    pub fn verify(&self, password: &str, stored: Option<&str>) -> bool {
+        let (hash, real) = match stored {
+            Some(s) => (s, true),
+            None => (self.decoy.as_str(), false),
+        };
+        let Ok(parsed) = PasswordHash::new(hash) else { return false };
+        // A password over the maximum is compared all the same (it cannot match a stored one,
+        // which passed the policy), so its answer takes no less time.
+        let ok = self.pool.install(|| self.argon.verify_password(password.as_bytes(), &parsed).is_ok());
+        ok && real
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policy_bounds_length_and_refuses_common_and_personal_passwords() {
+        assert_eq!(check_password("short", &[]), Err(PasswordProblem::TooShort));
+        assert_eq!(check_password(&"x".repeat(129), &[]), Err(PasswordProblem::TooLong));
+        assert_eq!(check_password("password1234", &[]), Err(PasswordProblem::Common));
+        assert_eq!(check_password("PASSWORD1234", &[]), Err(PasswordProblem::Common), "case-insensitive");
+        assert_eq!(check_password("amina@shop.example", &["Amina@Shop.example"]), Err(PasswordProblem::Common));
+        assert_eq!(check_password("correct horse battery", &["a@b.c"]), Ok(()));
+        assert_eq!(check_password("ñandú-ñandú-ñ", &[]), Ok(()), "characters, not bytes: 13");
+        assert_eq!(check_password(&"é".repeat(11), &[]), Err(PasswordProblem::TooShort));
+    }
+
+    #[test]
+    fn hashes_verify_the_right_password_only_and_unknown_people_fail() {
+        let p = Passwords::with_params(1024, 1, 1).unwrap_or_else(|e| panic!("{e}"));
+        let stored = p.hash("correct horse battery").unwrap_or_else(|e| panic!("{e}"));
+        assert!(stored.starts_with("$argon2id$v=19$m=1024,t=1,p=1$"), "{stored}");
+        assert!(p.verify("correct horse battery", Some(&stored)));
+        assert!(!p.verify("correct horse batterz", Some(&stored)));
+        assert!(!p.verify("correct horse battery", None));
+        assert!(!p.verify("anything", Some("not a hash")));
+    }
+
+    #[test]
+    fn the_baseline_is_owasps() {
+        let p = Passwords::new().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((p.argon.params().m_cost(), p.argon.params().t_cost(), p.argon.params().p_cost()), (19 * 1024, 2, 1));
+    }
+}
