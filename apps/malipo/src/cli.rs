@@ -83,6 +83,9 @@ pub enum Command {
     /// The ledger.
     #[command(subcommand)]
     Ledger(LedgerCommand),
+    /// People who use the console.
+    #[command(subcommand)]
+    User(UserCommand),
     /// Print the daily reconciliation report of an organisation's account: the same object as
     /// `GET /api/v1/reconciliation/daily`.
     Recon {
@@ -118,6 +121,7 @@ impl Command {
             Command::Account(AccountCommand::Fund { common, .. }) => common,
             Command::Ledger(LedgerCommand::Verify { common, .. }) => common,
             Command::Recon { common, .. } => common,
+            Command::User(UserCommand::Invite { common, .. }) => common,
         }
     }
 }
@@ -192,6 +196,35 @@ pub enum AccountCommand {
         /// Amount in major units.
         #[arg(long)]
         amount: String,
+        /// The database, configuration and logging.
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+}
+
+/// `malipo user ...`
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Invite a person into an organisation (its first, usually its admin): prints a one-time
+    /// link to the console, valid 72 hours, where they set their name and password (and turn on
+    /// two-factor authentication where their role requires it).
+    Invite {
+        /// The organisation (`org_…`).
+        #[arg(long)]
+        org: String,
+        /// Their email.
+        #[arg(long)]
+        email: String,
+        /// Their role: merchant admin, finance or viewer; corporate admin, maker or checker;
+        /// agent; operator.
+        #[arg(long)]
+        role: String,
+        /// Their name (they may change it when they accept).
+        #[arg(long)]
+        name: Option<String>,
+        /// Print one JSON object: `{"user_id", "invite_url", "expires_at"}`.
+        #[arg(long)]
+        json: bool,
         /// The database, configuration and logging.
         #[command(flatten)]
         common: CommonArgs,
@@ -352,6 +385,21 @@ pub fn run(settings: &Settings, command: Command) -> anyhow::Result<i32> {
                 );
             }
             Ok(if violations.is_empty() { 0 } else { 1 })
+        }
+        Command::User(UserCommand::Invite { org, email, role, name, json, .. }) => {
+            let invitee = malipo_service::Invitee { email, role, name };
+            let invited = platform
+                .people()
+                .invite(malipo_service::Inviter::Operator, &org_id(&org)?, &invitee)
+                .map_err(|e| failure(e, &format!("organisation {org}")))?;
+            let url = format!("{}/invite/{}", settings.console_url(), invited.token);
+            let expires_at = invited.expires_at.to_rfc3339();
+            if json {
+                println!("{}", json!({"user_id": invited.user_id.as_str(), "invite_url": url, "expires_at": expires_at}));
+            } else {
+                println!("user_id:    {}\ninvite_url: {url}\nexpires_at: {expires_at}\n(the link works once)", invited.user_id);
+            }
+            Ok(0)
         }
         Command::Recon { date, org, mode: m, account, json, .. } => recon(&platform, &date, &org, &m, account.as_deref(), json),
     }

@@ -61,6 +61,11 @@ pub struct Settings {
     pub webhook_key: Option<WebhookKey>,
     /// Webhook sends in flight at once per instance.
     pub webhook_concurrency: u32,
+    /// The console's public address (invitation links, the origin checked on form posts).
+    pub console_url: Option<String>,
+    /// Whether the console's cookies carry `Secure` (`None`: on unless the bind address is
+    /// loopback).
+    pub console_secure_cookies: Option<bool>,
 }
 
 /// What every command reads: the database, the country file, the webhook key, logging.
@@ -170,6 +175,14 @@ pub struct ServeArgs {
     /// timeout); 0 sends none (the instance queues deliveries, another instance sends them).
     #[arg(long, env = "MALIPO_WEBHOOK_CONCURRENCY", default_value_t = 64, value_parser = clap::value_parser!(u32).range(0..=4096))]
     pub webhook_concurrency: u32,
+    /// The console's public address, e.g. `https://pay.example.com/console` (invitation links;
+    /// form posts must come from its origin). Default `http://<MALIPO_BIND>/console`.
+    #[arg(long, env = "MALIPO_CONSOLE_URL")]
+    pub console_url: Option<String>,
+    /// Whether the console's cookies carry `Secure` (set `true` whenever it is reached over
+    /// HTTPS). Default: on unless the bind address is loopback.
+    #[arg(long, env = "MALIPO_CONSOLE_SECURE_COOKIES", action = clap::ArgAction::Set)]
+    pub console_secure_cookies: Option<bool>,
 }
 
 impl ServeArgs {
@@ -217,7 +230,23 @@ impl Settings {
             webhook_allow_private: serve.webhook_allow_private,
             webhook_key: common.webhook_key,
             webhook_concurrency: serve.webhook_concurrency,
+            console_url: serve.console_url.map(|u| u.trim_end_matches('/').to_owned()),
+            console_secure_cookies: serve.console_secure_cookies,
         }
+    }
+
+    /// The console's address: `MALIPO_CONSOLE_URL`, or `http://<bind address>/console`.
+    pub fn console_url(&self) -> String {
+        self.console_url.clone().unwrap_or_else(|| format!("http://{}/console", self.bind))
+    }
+
+    /// Whether the console's cookies carry `Secure`: as configured, or on unless the bind
+    /// address is loopback (a browser on the same machine, over plain HTTP).
+    pub fn console_secure_cookies(&self) -> bool {
+        self.console_secure_cookies.unwrap_or_else(|| {
+            let host = self.bind.rsplit_once(':').map_or(self.bind.as_str(), |(h, _)| h).trim_matches(['[', ']']);
+            !(host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()))
+        })
     }
 
     /// The webhook send timeout.

@@ -100,6 +100,8 @@ fn assemble(settings: &Settings, key: webhook_key::KeySource, clock: Arc<dyn Clo
         cipher,
         webhook_config(settings),
     );
+    let passwords = malipo_auth::Passwords::new().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let platform = platform.with_passwords(Arc::new(passwords));
     platform.access().ensure_system_accounts().map_err(|e| anyhow::anyhow!("cannot create system accounts: {e}"))?;
     Ok((platform, store))
 }
@@ -150,12 +152,15 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
         .with_token_failures(settings.token_failures_per_client, settings.token_failures_per_address);
     let state = AppState { platform: platform.clone(), rate_limits: Arc::new(rate_limits) };
     let data = web::Data::new(state);
+    let console = malipo_console::Console { platform: platform.clone(), settings: console_settings(settings) };
     let addr = listener.local_addr()?;
     let mut server = HttpServer::new(move || {
+        let console = console.clone();
         App::new()
             .app_data(data.clone())
             .wrap(prom.clone())
             .wrap(middleware::from_fn(malipo_http::request_id_mw))
+            .configure(move |cfg| malipo_console::configure(cfg, console))
             .configure(malipo_http::configure)
     })
     .shutdown_timeout(30)
@@ -183,6 +188,15 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
         Ok(())
     });
     Ok(Running { addr, server: handle, done, platform })
+}
+
+/// How the console is reached, from the settings.
+pub fn console_settings(settings: &Settings) -> malipo_console::ConsoleSettings {
+    let origin = settings.console_url.as_deref().and_then(|u| {
+        let (scheme, rest) = u.split_once("://")?;
+        Some(format!("{scheme}://{}", rest.split('/').next().unwrap_or_default()))
+    });
+    malipo_console::ConsoleSettings { secure_cookies: settings.console_secure_cookies(), origin }
 }
 
 /// Sets up structured (JSON) logging with the given filter.

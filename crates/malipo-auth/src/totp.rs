@@ -6,6 +6,7 @@
 //! (RFC 6238 section 5.2), so a code seen over a shoulder or in a proxy log cannot be replayed.
 
 use rand::rngs::OsRng;
+use rand::seq::SliceRandom;
 use rand::RngCore;
 use totp_rs::{Algorithm, Builder, Totp};
 
@@ -42,6 +43,13 @@ impl TotpSecret {
     /// A secret read back from storage.
     pub fn from_bytes(bytes: Vec<u8>) -> Self {
         TotpSecret(bytes)
+    }
+
+    /// The secret a person typed from its setup key (base32, spaces and case ignored), as an
+    /// authenticator app reads it.
+    pub fn from_setup_key(key: &str) -> Option<Self> {
+        let compact: String = key.chars().filter(|c| !c.is_whitespace()).map(|c| c.to_ascii_uppercase()).collect();
+        base32::decode(base32::Alphabet::Rfc4648 { padding: false }, &compact).map(TotpSecret)
     }
 
     /// The raw bytes (to seal for storage).
@@ -106,9 +114,7 @@ pub fn generate_recovery_codes() -> Vec<String> {
     const ALPHABET: &[u8] = b"abcdefghjkmnpqrstuvwxyz23456789";
     (0..RECOVERY_CODES)
         .map(|_| {
-            let mut bytes = [0_u8; 10];
-            OsRng.fill_bytes(&mut bytes);
-            let chars: String = bytes.iter().map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()])).collect();
+            let chars: String = (0..10).filter_map(|_| ALPHABET.choose(&mut OsRng)).map(|b| char::from(*b)).collect();
             format!("{}-{}", &chars[..5], &chars[5..])
         })
         .collect()
@@ -160,6 +166,7 @@ mod tests {
     fn the_uri_and_setup_key_carry_the_same_secret() {
         let s = TotpSecret::from_bytes(b"12345678901234567890".to_vec());
         assert_eq!(s.setup_key(), "GEZD GNBV GY3T QOJQ GEZD GNBV GY3T QOJQ");
+        assert_eq!(TotpSecret::from_setup_key("gezd gnbv gy3t qojq GEZDGNBVGY3TQOJQ"), Some(s.clone()));
         let uri = s.otpauth_uri("amina@shop.example").unwrap_or_default();
         assert!(uri.starts_with("otpauth://totp/Malipo:amina%40shop.example?"), "{uri}");
         assert!(uri.contains("secret=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ") && uri.contains("issuer=Malipo"), "{uri}");

@@ -218,6 +218,7 @@ fn service_parts(e: &ServiceError) -> (StatusCode, &'static str, &'static str, S
         }
         ServiceError::IdempotencyReused => (S::UNPROCESSABLE_ENTITY, "idempotency_key_reused", "Idempotency key reused", d),
         ServiceError::IdempotencyInProgress => (S::CONFLICT, "idempotency_in_progress", "Request in progress", d),
+        ServiceError::Forbidden(_) => (S::FORBIDDEN, "insufficient_scope", "Forbidden", d),
         ServiceError::TestModeOnly => {
             (S::FORBIDDEN, "test_mode_only", "Test mode only", "this endpoint is only available with test credentials".into())
         }

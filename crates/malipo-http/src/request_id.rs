@@ -36,7 +36,8 @@ fn acceptable(v: &HeaderValue) -> Option<String> {
 }
 
 /// Middleware: takes the caller's `X-Request-Id` (1–128 visible ASCII) or makes one, serves the
-/// request inside its scope, echoes it, adds rate-limit headers, and logs one line.
+/// request inside its scope (and with the id in its `X-Request-Id` header, where other front
+/// ends read it), echoes it, adds rate-limit headers, and logs one line.
 ///
 /// # Errors
 /// Those of the inner service.
@@ -44,7 +45,11 @@ pub async fn request_id_mw(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody + 'static>, actix_web::Error> {
+    let mut req = req;
     let id = req.headers().get(&X_REQUEST_ID).and_then(acceptable).unwrap_or_else(|| format!("req_{}", uuid::Uuid::now_v7().simple()));
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        req.headers_mut().insert(X_REQUEST_ID, v);
+    }
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.path().to_owned();

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use malipo_auth::SecretHasher;
+use malipo_auth::{Passwords, SecretHasher};
 use malipo_charges::ChargeState;
 use malipo_core::{AccountId, Clock, Currency, Mode, OrgId, Timestamp};
 use malipo_countries::{Countries, Country};
@@ -84,6 +84,8 @@ pub(crate) struct Core {
     pub(crate) backlog: Arc<BacklogGate>,
     /// This instance's grouped writes on `store` (replaced with the store).
     pub(crate) group: Arc<GroupCommit>,
+    /// Argon2id hashing of people's passwords (the console), when configured.
+    pub(crate) passwords: Option<Arc<Passwords>>,
     account_ids: Arc<AccountIds>,
     org_names: Arc<OrgNames>,
 }
@@ -109,6 +111,7 @@ impl Core {
             webhooks: WebhookConfig::default(),
             backlog: Arc::default(),
             group,
+            passwords: None,
             account_ids: Arc::default(),
             org_names: Arc::default(),
         }

@@ -98,6 +98,9 @@ pub enum ServiceError {
     /// The key's first request is still running.
     #[error("a request with this idempotency key is still being processed")]
     IdempotencyInProgress,
+    /// The person's role may not do this (the console checks first; the use case again).
+    #[error("{0}")]
+    Forbidden(String),
     /// A sandbox helper called with a live credential.
     #[error("only available in test mode")]
     TestModeOnly,

@@ -29,6 +29,7 @@ mod p2p;
 pub mod page;
 pub mod payment_requests;
 pub mod payouts;
+pub mod people;
 pub mod platform;
 pub mod ports;
 pub mod processing;
@@ -61,6 +62,7 @@ pub use payment_requests::{NewPaymentRequest, PaymentRequests};
 pub use payouts::bulk::{BulkInput, BulkPayouts};
 pub use payouts::worker::PayoutProcessing;
 pub use payouts::{NewPayout, Payouts};
+pub use people::{Enrolment, InvitationView, Invited, Invitee, Inviter, People, SignIn, SignedIn};
 pub use platform::Platform;
 pub use ports::{
     autocommit, query, read, write, AccountKey, AuditEntry, AuditFilter, AuditRepo, AuthRepo, BulkRepo, ChainRepo, ChargeRepo,

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use malipo_auth::SecretHasher;
+use malipo_auth::{Passwords, SecretHasher};
 use malipo_core::{Clock, Timestamp};
 use malipo_countries::Countries;
 use malipo_webhooks::SecretCipher;
@@ -22,6 +22,7 @@ use crate::payment_requests::PaymentRequests;
 use crate::payouts::bulk::BulkPayouts;
 use crate::payouts::worker::PayoutProcessing;
 use crate::payouts::Payouts;
+use crate::people::People;
 use crate::ports::{EventRenderer, Store};
 use crate::processing::Processing;
 use crate::reversals::Reversals;
@@ -85,6 +86,12 @@ impl Platform {
         })
     }
 
+    /// The same platform with Argon2id hashing of people's passwords (the console's sign-in).
+    #[must_use]
+    pub fn with_passwords(self, passwords: Arc<Passwords>) -> Self {
+        self.with(|c| c.passwords = Some(passwords))
+    }
+
     /// The store (for readiness checks, operator commands and tests).
     pub fn store(&self) -> &dyn Store {
         self.core.store()
@@ -118,6 +125,11 @@ impl Platform {
     /// The background work's backlog, and admitting new charges and payouts by it.
     pub fn backlog(&self) -> Backlog<'_> {
         Backlog::new(&self.core)
+    }
+
+    /// People who use the console: invitations, sign-in, sessions, the team, the audit log.
+    pub fn people(&self) -> People<'_> {
+        People::new(&self.core)
     }
 
     /// Charges.

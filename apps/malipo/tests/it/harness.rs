@@ -148,6 +148,8 @@ pub fn settings(url: &str, o: &Options) -> Settings {
         // PostgreSQL needs a key (instances share it); SQLite keeps one beside its database file.
         webhook_key: url.starts_with("postgres").then(|| malipo::WebhookKey(TEST_WEBHOOK_KEY.to_owned())),
         webhook_concurrency: 64,
+        console_url: None,
+        console_secure_cookies: Some(false),
     }
 }
 

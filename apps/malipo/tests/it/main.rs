@@ -10,6 +10,7 @@ mod bulk;
 mod charges;
 mod cli;
 mod config;
+mod console;
 mod crash;
 mod errors;
 mod idempotency;

@@ -1,0 +1,279 @@
+//! Sign-in, the second factor, sessions, CSRF and the failure limits (console contract
+//! section 2), as a browser without script meets them. Tests that fail sign-ins run on a
+//! server of their own: every test connects from 127.0.0.1, whose failures count together.
+
+use std::time::{Duration, Instant};
+
+use super::{invite, join, Browser};
+use crate::harness::{Db, Options, TestApp};
+use crate::on_both;
+
+on_both!(
+    invited_people_enrol_sign_in_with_the_second_factor_and_sign_out_for_good,
+    a_wrong_email_and_a_wrong_password_get_the_same_answer_in_the_same_time,
+    ten_failures_lock_the_account_and_a_hundred_lock_the_address,
+    forms_from_another_origin_or_without_their_token_are_refused_and_do_nothing,
+    a_password_change_ends_every_other_session,
+    sessions_end_when_idle_and_at_the_absolute_timeout,
+    a_recovery_code_signs_in_once_and_a_code_is_never_accepted_twice,
+    invitation_links_work_once_and_expire_after_72_hours,
+    a_refused_form_keeps_its_values_and_shows_each_error_beside_its_field,
+    people_whose_role_requires_it_enrol_before_anything_else,
+);
+
+async fn sign_in(b: &mut Browser, email: &str, password: &str) -> super::Page {
+    b.post("/console/login", &[("email", email), ("password", password), ("next", "/console/")]).await
+}
+
+async fn invited_people_enrol_sign_in_with_the_second_factor_and_sign_out_for_good(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let m = app.merchant().await;
+    let (mut b, admin) = join(&app, &m.org_id, "admin").await;
+    let home = b.get("/console/").await;
+    assert_eq!(home.status, 200, "{}", home.html);
+    assert_eq!(home.text("h1"), "Home");
+    assert!(home.texts("nav a").contains(&"Team".to_owned()), "an admin sees Team");
+    // The cookie: HttpOnly, SameSite=Lax, path /console (Secure is off on a loopback test server).
+    let fresh = sign_in(&mut Browser::new(&app), &admin.email, &admin.password).await;
+    let cookie = fresh.headers.get("set-cookie").unwrap().to_str().unwrap().to_owned();
+    for attr in ["HttpOnly", "SameSite=Lax", "Path=/console"] {
+        assert!(cookie.contains(attr), "{cookie}");
+    }
+    assert!(home.headers.get("content-security-policy").unwrap().to_str().unwrap().contains("script-src 'self'"));
+
+    let stolen = b.cookie.clone();
+    let out = b.submit("/console/", "/console/logout", &[]).await;
+    assert_eq!((out.status, out.location.as_deref()), (303, Some("/console/login?signed_out=1")));
+    let mut thief = Browser::new(&app);
+    thief.cookie = stolen;
+    let refused = thief.get("/console/").await;
+    assert_eq!(refused.status, 303, "a signed-out session's cookie is refused");
+    assert!(refused.location.unwrap().starts_with("/console/login"));
+
+    // Signing in again: password, then the second factor (the next step's code: this step's was
+    // used at enrolment).
+    let mut b = Browser::new(&app);
+    let step1 = sign_in(&mut b, &admin.email, &admin.password).await;
+    assert_eq!(step1.status, 303);
+    assert!(step1.location.as_deref().unwrap().starts_with("/console/login/verify"));
+    let pending = b.get("/console/").await;
+    assert_eq!(pending.status, 303, "a session waiting for its second factor opens nothing");
+    let verify = b.get(step1.location.as_deref().unwrap()).await;
+    assert!(verify.html.contains("Authentication code"));
+    let done = b.post("/console/login/verify", &[("code", &admin.code(1)), ("next", "/console/")]).await;
+    assert_eq!((done.status, done.location.as_deref()), (303, Some("/console/")), "{}", done.html);
+    assert_eq!(b.get("/console/").await.status, 200);
+}
+
+async fn a_wrong_email_and_a_wrong_password_get_the_same_answer_in_the_same_time(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let m = app.merchant().await;
+    let (_, someone) = join(&app, &m.org_id, "viewer").await;
+    let mut b = Browser::new(&app);
+    let (mut unknown, mut wrong) = (Vec::new(), Vec::new());
+    let mut answers = Vec::new();
+    // Interleaved, 8 of each: under the account's limit of 10 for the known email.
+    for i in 0..8 {
+        let started = Instant::now();
+        let a = sign_in(&mut b, &format!("nobody-{i}@example.com"), "correct horse battery").await;
+        unknown.push(started.elapsed());
+        let started = Instant::now();
+        let w = sign_in(&mut b, &someone.email, "correct horse battery").await;
+        wrong.push(started.elapsed());
+        answers.push((a.status, a.alert(), w.status, w.alert()));
+    }
+    for (s1, a1, s2, a2) in &answers {
+        assert_eq!((s1, a1), (s2, a2), "the same answer");
+        assert_eq!(*s1, 401);
+        assert_eq!(a1.as_deref(), Some("The email or password is incorrect."));
+    }
+    unknown.sort();
+    wrong.sort();
+    let (u, w) = (unknown[4].as_secs_f64(), wrong[4].as_secs_f64());
+    eprintln!("sign-in refusal medians: unknown email {:.1} ms, wrong password {:.1} ms", u * 1e3, w * 1e3);
+    assert!((u / w) > 0.5 && (u / w) < 2.0, "medians differ: unknown {u:.4} s, wrong {w:.4} s");
+    assert!(u > 0.002, "an unknown email is checked against a decoy hash, not answered at once ({u} s)");
+}
+
+async fn ten_failures_lock_the_account_and_a_hundred_lock_the_address(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let m = app.merchant().await;
+    let (_, victim) = join(&app, &m.org_id, "viewer").await;
+    let (_, other) = join(&app, &m.org_id, "viewer").await;
+    let mut b = Browser::new(&app);
+    for _ in 0..10 {
+        assert_eq!(sign_in(&mut b, &victim.email, "not the password!").await.status, 401);
+    }
+    let locked = sign_in(&mut b, &victim.email, &victim.password).await;
+    assert_eq!(locked.status, 429, "the right password waits too");
+    assert!(locked.alert().unwrap().contains("wait 15 minutes"), "{:?}", locked.alert());
+    assert!(locked.headers.get("retry-after").is_some());
+    let fine = sign_in(&mut Browser::new(&app), &other.email, &other.password).await;
+    assert_eq!(fine.status, 303, "another account from the same address signs in");
+
+    // 100 failures from one address (the 10 above and 90 more, over many emails) lock it.
+    for i in 0..90 {
+        let r = sign_in(&mut b, &format!("guess-{i}@example.com"), "not the password!").await;
+        assert_eq!(r.status, 401, "failure {}", i + 11);
+    }
+    let address_locked = sign_in(&mut Browser::new(&app), &other.email, &other.password).await;
+    assert_eq!(address_locked.status, 429, "the address waits 15 minutes");
+    assert!(address_locked.alert().unwrap().contains("address"));
+}
+
+async fn forms_from_another_origin_or_without_their_token_are_refused_and_do_nothing(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let m = app.merchant().await;
+    let (mut b, _) = join(&app, &m.org_id, "viewer").await;
+    let csrf = b.get("/console/account").await.csrf();
+    // From another origin, with the right token: refused.
+    b.origin = Some("https://evil.example".into());
+    let evil = b.post("/console/account/sign-out-everywhere", &[("csrf_token", &csrf)]).await;
+    assert_eq!(evil.status, 403);
+    // Neither Origin nor Sec-Fetch-Site: refused.
+    b.origin = None;
+    assert_eq!(b.post("/console/account/sign-out-everywhere", &[("csrf_token", &csrf)]).await.status, 403);
+    // The right origin, without the token or with another: refused.
+    b.origin = Some(app.base.clone());
+    assert_eq!(b.post("/console/account/sign-out-everywhere", &[]).await.status, 403);
+    assert_eq!(b.post("/console/account/sign-out-everywhere", &[("csrf_token", "0123abc")]).await.status, 403);
+    assert_eq!(b.get("/console/account").await.status, 200, "nothing was done: the session lives");
+    // Sign-in from another origin: refused before any check.
+    let mut other = Browser::new(&app);
+    other.origin = Some("https://evil.example".into());
+    assert_eq!(other.post("/console/login", &[("email", "a@b.co"), ("password", "x")]).await.status, 403);
+    // The right origin and token: done.
+    let out = b.post("/console/account/sign-out-everywhere", &[("csrf_token", &csrf)]).await;
+    assert_eq!(out.status, 303);
+    assert_eq!(b.get("/console/account").await.status, 303);
+}
+
+async fn a_password_change_ends_every_other_session(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let m = app.merchant().await;
+    let (mut b, someone) = join(&app, &m.org_id, "viewer").await;
+    let mut laptop = Browser::new(&app);
+    assert_eq!(sign_in(&mut laptop, &someone.email, &someone.password).await.status, 303);
+    assert_eq!(laptop.get("/console/").await.status, 200);
+    let old_cookie = b.cookie.clone();
+    let new_password = "a much better passphrase";
+    let changed = b
+        .submit(
+            "/console/account",
+            "/console/account/password",
+            &[("current_password", &someone.password), ("new_password", new_password), ("confirm_password", new_password)],
+        )
+        .await;
+    assert_eq!(changed.status, 303, "{}", changed.html);
+    assert_ne!(b.cookie, old_cookie, "a new token after the change");
+    assert_eq!(b.get("/console/account").await.status, 200);
+    assert_eq!(laptop.get("/console/").await.status, 303, "the other session ended");
+    let mut thief = Browser::new(&app);
+    thief.cookie = old_cookie;
+    assert_eq!(thief.get("/console/").await.status, 303, "the old cookie ended too");
+    assert_eq!(sign_in(&mut Browser::new(&app), &someone.email, new_password).await.status, 303);
+    assert_eq!(sign_in(&mut Browser::new(&app), &someone.email, &someone.password).await.status, 401);
+}
+
+async fn sessions_end_when_idle_and_at_the_absolute_timeout(db: Db) {
+    let app = TestApp::with(db, Options::manual()).await;
+    let m = app.merchant().await;
+    let (mut b, _) = join(&app, &m.org_id, "viewer").await;
+    app.advance(Duration::from_secs(29 * 60));
+    assert_eq!(b.get("/console/").await.status, 200, "29 minutes idle");
+    app.advance(Duration::from_secs(30 * 60 + 1));
+    assert_eq!(b.get("/console/").await.status, 303, "30 minutes idle: ended");
+
+    let (mut busy, _) = join(&app, &m.org_id, "viewer").await;
+    for _ in 0..(12 * 60 / 20 - 1) {
+        app.advance(Duration::from_secs(20 * 60));
+        assert_eq!(busy.get("/console/").await.status, 200);
+    }
+    app.advance(Duration::from_secs(20 * 60));
+    assert_eq!(busy.get("/console/").await.status, 303, "12 hours after sign-in, however busy");
+}
+
+async fn a_recovery_code_signs_in_once_and_a_code_is_never_accepted_twice(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let m = app.merchant().await;
+    let (_, admin) = join(&app, &m.org_id, "admin").await;
+    let mut b = Browser::new(&app);
+    assert_eq!(sign_in(&mut b, &admin.email, &admin.password).await.status, 303);
+    let code = &admin.recovery[3];
+    let ok = b.post("/console/login/verify", &[("code", code), ("next", "/console/")]).await;
+    assert_eq!(ok.status, 303, "{}", ok.html);
+    let mut again = Browser::new(&app);
+    assert_eq!(sign_in(&mut again, &admin.email, &admin.password).await.status, 303);
+    let twice = again.post("/console/login/verify", &[("code", code), ("next", "/console/")]).await;
+    assert_eq!(twice.status, 401, "a recovery code works once");
+    // The TOTP code used at enrolment (this step's) is refused: it was used.
+    let replay = again.post("/console/login/verify", &[("code", &admin.code(0)), ("next", "/console/")]).await;
+    assert_eq!(replay.status, 401, "a code is accepted once");
+    let next = again.post("/console/login/verify", &[("code", &admin.code(1)), ("next", "/console/")]).await;
+    assert_eq!(next.status, 303);
+    let mut third = Browser::new(&app);
+    assert_eq!(sign_in(&mut third, &admin.email, &admin.password).await.status, 303);
+    let reused = third.post("/console/login/verify", &[("code", &admin.code(1)), ("next", "/console/")]).await;
+    assert_eq!(reused.status, 401, "the next step's code, once used, is refused too");
+}
+
+async fn invitation_links_work_once_and_expire_after_72_hours(db: Db) {
+    let app = TestApp::with(db, Options::manual()).await;
+    let m = app.merchant().await;
+    let (_, link) = invite(&app, &m.org_id, "viewer").await;
+    let mut b = Browser::new(&app);
+    let form = b.get(&link).await;
+    assert_eq!(form.status, 200);
+    for label in ["Name", "Password", "Confirm password"] {
+        assert!(form.texts("label").contains(&label.to_owned()), "{label}");
+    }
+    let pw = "a long enough passphrase";
+    let fields = [("name", "Wanjiru"), ("new_password", pw), ("confirm_password", pw)];
+    assert_eq!(b.post(&link, &fields).await.status, 303);
+    let mut other = Browser::new(&app);
+    assert_eq!(other.get(&link).await.status, 404, "used");
+    assert_eq!(other.post(&link, &fields).await.status, 404);
+
+    let (_, late) = invite(&app, &m.org_id, "viewer").await;
+    app.advance(Duration::from_secs(72 * 3600 + 1));
+    assert_eq!(Browser::new(&app).get(&late).await.status, 404, "expired");
+}
+
+async fn a_refused_form_keeps_its_values_and_shows_each_error_beside_its_field(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let m = app.merchant().await;
+    let (_, link) = invite(&app, &m.org_id, "viewer").await;
+    let mut b = Browser::new(&app);
+    let refused = b.post(&link, &[("name", "Achieng <b>O</b>"), ("new_password", "short"), ("confirm_password", "other")]).await;
+    assert_eq!(refused.status, 422);
+    assert_eq!(refused.value_of("name").as_deref(), Some("Achieng <b>O</b>"), "the value is kept (and escaped)");
+    assert!(refused.html.contains("Achieng &lt;b&gt;O&lt;/b&gt;"));
+    assert!(refused.field_error("new_password").unwrap().contains("at least 12"));
+    assert!(refused.field_error("confirm_password").unwrap().contains("do not match"));
+    assert_eq!(refused.attrs("#f-new_password", "aria-invalid"), vec!["true"]);
+    let common = b.post(&link, &[("name", "A"), ("new_password", "password1234"), ("confirm_password", "password1234")]).await;
+    assert!(common.field_error("new_password").unwrap().contains("too common"), "{}", common.html);
+}
+
+async fn people_whose_role_requires_it_enrol_before_anything_else(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let m = app.merchant().await;
+    let (_, link) = invite(&app, &m.org_id, "finance").await;
+    let mut b = Browser::new(&app);
+    let pw = "a long enough passphrase";
+    let joined = b.post(&link, &[("name", "Otieno"), ("new_password", pw), ("confirm_password", pw)]).await;
+    assert_eq!(joined.location.as_deref(), Some("/console/enrol"));
+    for path in ["/console/", "/console/account", "/console/charges"] {
+        let r = b.get(path).await;
+        assert_eq!((r.status, r.location.as_deref()), (303, Some("/console/enrol")), "{path}");
+    }
+    let enrol = b.get("/console/enrol").await;
+    assert_eq!(enrol.status, 200);
+    assert!(enrol.html.contains("<svg role=\"img\""), "a QR code drawn by the server");
+    let wrong = b.post("/console/enrol", &[("csrf_token", &enrol.csrf()), ("code", "000000")]).await;
+    assert_eq!(wrong.status, 422);
+    assert!(wrong.field_error("code").is_some());
+    // A viewer need not enrol.
+    let (mut viewer, _) = join(&app, &m.org_id, "viewer").await;
+    assert_eq!(viewer.get("/console/").await.status, 200);
+}

@@ -1,0 +1,36 @@
+// Malipo console enhancements. Every page works without this file; it only makes things quicker.
+(function () {
+  "use strict";
+  // The "Test mode" switch applies as soon as it is flipped (without script: its Apply button).
+  document.querySelectorAll("form.mode").forEach(function (form) {
+    var input = form.querySelector("input[type=checkbox]");
+    var apply = form.querySelector(".apply");
+    if (apply) apply.hidden = true;
+    if (input) input.addEventListener("change", function () { form.submit(); });
+  });
+  // A submitted form's buttons wait for the answer (the one-time key makes a second post
+  // harmless; this saves the trip).
+  document.querySelectorAll("form[method=post]").forEach(function (form) {
+    form.addEventListener("submit", function () {
+      setTimeout(function () {
+        form.querySelectorAll("button[type=submit]").forEach(function (b) { b.disabled = true; });
+      }, 0);
+    });
+  });
+  // Live regions: an element with data-live="URL" is refreshed from URL (an HTML fragment)
+  // every few seconds until the fragment says it is final (data-final on its first element).
+  document.querySelectorAll("[data-live]").forEach(function (region) {
+    var url = region.getAttribute("data-live");
+    var tick = function () {
+      if (region.querySelector("[data-final]")) return;
+      fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (html) {
+          if (html !== null) region.innerHTML = html;
+          if (!region.querySelector("[data-final]")) setTimeout(tick, 2000);
+        })
+        .catch(function () { setTimeout(tick, 5000); });
+    };
+    setTimeout(tick, 2000);
+  });
+})();

@@ -1,0 +1,47 @@
+//! Console actions that move money are idempotent like the API's calls: each form carries a
+//! one-time key (drawn when the form is shown), so a double click, a refresh or the same form
+//! posted again acts once. The key is claimed in the action's own transaction; the stored answer
+//! is where the person goes next (the object's page), so a repeat goes there too.
+
+use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope, StoredResponse};
+use malipo_service::{Idem, IdemOutcome, SignedIn};
+
+use crate::ConsoleError;
+
+/// A new one-time key for a form.
+pub fn new_key() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// The idempotency context of a console action `operation` (e.g. `refund`) by `who` with form
+/// key `key`, fingerprinted by the form's fields (the CSRF token left out: it is the session's,
+/// not the request's).
+///
+/// # Errors
+/// [`ConsoleError::BadForm`] for a missing or malformed key.
+pub fn idem(who: &SignedIn, operation: &str, key: &str, fields: &[(&str, &str)]) -> Result<Idem, ConsoleError> {
+    let key =
+        IdempotencyKey::parse(key).map_err(|_| ConsoleError::BadForm("the form's one-time key is missing; reload the page".into()))?;
+    // Each field as `name=length:value`, so that no value can pass for another field's.
+    let canonical: String = fields.iter().map(|(k, v)| format!("{k}={}:{v}\n", v.len())).collect();
+    Ok(Idem {
+        scope: KeyScope { org_id: who.org.id.clone(), mode: who.mode(), operation: format!("console {operation}") },
+        key,
+        fingerprint: Fingerprint::of("POST", &format!("/console/{operation}"), canonical.as_bytes()),
+    })
+}
+
+/// The stored answer of a console action: go to `location`.
+pub fn go_to(location: String) -> StoredResponse {
+    StoredResponse { status: 303, body: location.into_bytes() }
+}
+
+/// Where an action's answer (first or replayed) sends the person.
+pub fn location(outcome: &IdemOutcome) -> String {
+    let to = String::from_utf8_lossy(&outcome.response.body).into_owned();
+    if to.starts_with("/console/") {
+        to
+    } else {
+        "/console/".to_owned()
+    }
+}

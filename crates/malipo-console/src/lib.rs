@@ -1,0 +1,78 @@
+//! The console: server-rendered pages for the people behind integrators (console contract,
+//! `../shared/spec/console.md`), served by the same binary and port as the API under
+//! `/console/`. A driving adapter beside the REST API: every action calls the same use cases
+//! (`malipo-service`) with the same rules, ledger entries, events and webhooks.
+//!
+//! How a request is served: a page's handler takes [`session::Person`] (the signed-in person,
+//! or a redirect to sign in) or, for a form post, [`csrf::Posted`] (the person, their form, its
+//! CSRF token and origin checked); it asks the person's role ([`session::Person::require`]),
+//! calls a use case on a blocking thread ([`run`]) and renders an askama template
+//! (`templates/`, checked at compile time) inside the [`chrome::Chrome`] every page shares.
+//! Errors become pages in [`error`].
+
+// Integers never meet `+ - *` unchecked here either (pages count rows and draw charts).
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
+pub mod assets;
+pub mod chrome;
+pub mod csrf;
+pub mod error;
+pub mod escape;
+pub mod format;
+pub mod idem;
+pub mod pages;
+pub mod session;
+
+use actix_web::{middleware, web, HttpResponse};
+use malipo_service::{Platform, ServiceError};
+
+pub use error::ConsoleError;
+
+/// How the console is reached.
+#[derive(Clone, Debug, Default)]
+pub struct ConsoleSettings {
+    /// Whether its cookies carry `Secure` (the console is reached over HTTPS).
+    pub secure_cookies: bool,
+    /// The console's own origin (`https://pay.example.com`) as browsers send it in `Origin`;
+    /// `None`: the request's own scheme and host.
+    pub origin: Option<String>,
+}
+
+/// What every console handler shares.
+#[derive(Clone)]
+pub struct Console {
+    /// The use cases.
+    pub platform: Platform,
+    /// How the console is reached.
+    pub settings: ConsoleSettings,
+}
+
+/// Runs `f` (a use case) on a blocking thread, as the API does: no transaction is held across an
+/// `.await`.
+///
+/// # Errors
+/// The use case's, or [`ConsoleError::Internal`] if the thread pool is gone.
+pub async fn run<T: Send + 'static>(
+    console: &Console,
+    f: impl FnOnce(&Platform) -> Result<T, ServiceError> + Send + 'static,
+) -> Result<T, ConsoleError> {
+    let platform = console.platform.clone();
+    web::block(move || f(&platform)).await.map_err(|e| ConsoleError::Internal(e.to_string()))?.map_err(ConsoleError::from)
+}
+
+async fn to_console() -> HttpResponse {
+    HttpResponse::SeeOther().insert_header(("Location", "/console/")).finish()
+}
+
+/// Registers the console: `/` redirects to `/console/`, and every page under `/console`.
+pub fn configure(cfg: &mut web::ServiceConfig, console: Console) {
+    cfg.route("/", web::get().to(to_console)).service(
+        web::scope("/console")
+            .app_data(web::Data::new(console))
+            .app_data(web::FormConfig::default().limit(64 * 1024).error_handler(|e, _| ConsoleError::BadForm(e.to_string()).into()))
+            .app_data(web::QueryConfig::default().error_handler(|e, _| ConsoleError::BadForm(e.to_string()).into()))
+            .wrap(middleware::from_fn(chrome::security_headers))
+            .configure(pages::routes)
+            .default_service(web::to(|| async { Err::<HttpResponse, _>(ConsoleError::NotFound) })),
+    );
+}

@@ -1,0 +1,139 @@
+//! Signing in (`/console/login`, then the second factor at `/console/login/verify`) and out.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use malipo_service::SignIn;
+use serde::Deserialize;
+
+use crate::chrome::{page, page_response, see_other, url_encode};
+use crate::csrf::{Posted, PublicPosted};
+
+use crate::session::{console_of, local_next, removal_cookie, signed_in, token_of};
+use crate::{csrf_forms, run, ConsoleError};
+
+/// `/console/login`, `/console/login/verify`, `/console/logout`.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/login", web::get().to(login_page))
+        .route("/login", web::post().to(login))
+        .route("/login/verify", web::get().to(verify_page))
+        .route("/login/verify", web::post().to(verify))
+        .route("/logout", web::post().to(logout));
+}
+
+/// The one answer to a wrong email or a wrong password.
+pub const WRONG_CREDENTIALS: &str = "The email or password is incorrect.";
+
+#[derive(Template)]
+#[template(path = "login.html")]
+struct LoginPage {
+    email: String,
+    next: String,
+    alert: Option<String>,
+    status: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct NextQuery {
+    next: Option<String>,
+    signed_out: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct LoginForm {
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+fn locked_message(until: malipo_core::Timestamp) -> String {
+    let utc = format!("{} UTC", until.to_offset_datetime().time().to_string().get(..5).unwrap_or_default());
+    format!("Too many failed sign-ins: this account or address must wait 15 minutes before trying again (until {utc}).")
+}
+
+async fn login_page(query: web::Query<NextQuery>) -> HttpResponse {
+    let status = query.signed_out.as_ref().map(|_| "You have signed out.".to_owned());
+    page(&LoginPage { email: String::new(), next: local_next(query.next.as_deref()), alert: None, status })
+}
+
+async fn login(req: HttpRequest, posted: PublicPosted<LoginForm>) -> Result<HttpResponse, ConsoleError> {
+    let console = console_of(&req)?;
+    let PublicPosted { form, ip } = posted;
+    let next = local_next(form.next.as_deref());
+    let (email, password) = (form.email.clone(), form.password);
+    let outcome = run(&console, move |p| p.people().sign_in(&email, &password, ip)).await?;
+    let refused = |status: StatusCode, alert: String| {
+        page_response(status, &LoginPage { email: form.email.clone(), next: next.clone(), alert: Some(alert), status: None })
+    };
+    Ok(match outcome {
+        SignIn::SignedIn { token } => signed_in(&next, &token, &console),
+        SignIn::SecondFactor { token } => signed_in(&format!("/console/login/verify?next={}", url_encode(&next)), &token, &console),
+        SignIn::Refused => refused(StatusCode::UNAUTHORIZED, WRONG_CREDENTIALS.to_owned()),
+        SignIn::Locked { until } => {
+            let mut r = refused(StatusCode::TOO_MANY_REQUESTS, locked_message(until));
+            r.headers_mut().insert(actix_web::http::header::RETRY_AFTER, actix_web::http::header::HeaderValue::from_static("900"));
+            r
+        }
+    })
+}
+
+#[derive(Template)]
+#[template(path = "verify.html")]
+struct VerifyPage {
+    next: String,
+    alert: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct VerifyForm {
+    #[serde(default)]
+    code: String,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+async fn verify_page(req: HttpRequest, query: web::Query<NextQuery>) -> HttpResponse {
+    if token_of(&req).is_none() {
+        return see_other("/console/login");
+    }
+    page(&VerifyPage { next: local_next(query.next.as_deref()), alert: None })
+}
+
+async fn verify(req: HttpRequest, posted: PublicPosted<VerifyForm>) -> Result<HttpResponse, ConsoleError> {
+    let console = console_of(&req)?;
+    let PublicPosted { form, ip } = posted;
+    let next = local_next(form.next.as_deref());
+    let Some(pending) = token_of(&req) else { return Ok(see_other("/console/login")) };
+    let code = form.code;
+    let outcome = run(&console, move |p| p.people().verify_second_factor(&pending, &code, ip)).await?;
+    Ok(match outcome {
+        SignIn::SignedIn { token } | SignIn::SecondFactor { token } => signed_in(&next, &token, &console),
+        SignIn::Refused => page_response(
+            StatusCode::UNAUTHORIZED,
+            &VerifyPage { next, alert: Some("The authentication code is wrong or was already used, or the sign-in took too long.".into()) },
+        ),
+        SignIn::Locked { until } => page_response(StatusCode::TOO_MANY_REQUESTS, &VerifyPage { next, alert: Some(locked_message(until)) }),
+    })
+}
+
+/// A form that carries only the CSRF token.
+#[derive(Debug, Default, Deserialize)]
+pub struct TokenOnly {
+    #[serde(default)]
+    csrf_token: String,
+}
+csrf_forms!(TokenOnly);
+
+async fn logout(req: HttpRequest, posted: Posted<TokenOnly>) -> Result<HttpResponse, ConsoleError> {
+    let console = console_of(&req)?;
+    let who = posted.person.0;
+    let ip = posted.ip;
+    run(&console, move |p| p.people().sign_out(&who, ip)).await?;
+    Ok(HttpResponse::SeeOther()
+        .insert_header(("Location", "/console/login?signed_out=1"))
+        .cookie(removal_cookie(console.settings.secure_cookies))
+        .finish())
+}

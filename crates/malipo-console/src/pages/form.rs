@@ -1,0 +1,54 @@
+//! Refused forms: each error beside its field, the values kept.
+
+use malipo_service::ServiceError;
+
+/// Field errors of a refused form, by field name.
+#[derive(Clone, Debug, Default)]
+pub struct FieldErrors(Vec<(String, String)>);
+
+impl FieldErrors {
+    /// No errors.
+    pub fn none() -> Self {
+        FieldErrors::default()
+    }
+
+    /// One error on `field`.
+    pub fn one(field: &str, message: impl Into<String>) -> Self {
+        FieldErrors(vec![(field.to_owned(), message.into())])
+    }
+
+    /// The first error on `field`, if any.
+    pub fn of(&self, field: &str) -> Option<&str> {
+        self.0.iter().find(|(f, _)| f == field).map(|(_, m)| m.as_str())
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Adds an error.
+    pub fn add(&mut self, field: &str, message: impl Into<String>) {
+        self.0.push((field.to_owned(), message.into()));
+    }
+
+    /// The errors of a refusal, the form's fields named as the use case names them (`fields`
+    /// maps a use case's field name to the form's, where they differ). `None` when the refusal
+    /// is not about fields.
+    pub fn from_service(e: &ServiceError, fields: &[(&str, &str)]) -> Option<Self> {
+        let ServiceError::Validation(list) = e else { return None };
+        let rename = |f: &str| fields.iter().find(|(from, _)| *from == f).map_or_else(|| f.to_owned(), |(_, to)| (*to).to_owned());
+        Some(FieldErrors(list.iter().map(|f| (rename(&f.field), sentence(&f.message))).collect()))
+    }
+}
+
+/// A message as a sentence: capitalised, with a full stop.
+fn sentence(message: &str) -> String {
+    let mut chars = message.chars();
+    let mut out: String = chars.next().map(|c| c.to_uppercase().collect()).unwrap_or_default();
+    out.push_str(chars.as_str());
+    if !out.ends_with('.') {
+        out.push('.');
+    }
+    out
+}

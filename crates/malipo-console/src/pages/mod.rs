@@ -1,0 +1,20 @@
+//! The console's pages, one module per section. A section registers its routes here, once.
+
+pub mod account;
+pub mod auth;
+pub mod enrol;
+pub mod form;
+pub mod home;
+pub mod invite;
+
+use actix_web::web;
+
+/// Every page's route, under `/console`.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.configure(crate::assets::routes)
+        .configure(auth::routes)
+        .configure(invite::routes)
+        .configure(enrol::routes)
+        .configure(account::routes)
+        .configure(home::routes);
+}

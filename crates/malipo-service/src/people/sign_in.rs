@@ -1,0 +1,277 @@
+//! Signing in with a password and a second factor, sessions, signing out, and changing the
+//! password.
+//!
+//! **Failure limits, checked then counted under a lock.** Every attempt (a password, or a
+//! second-factor code) first counts against its account (the email as compared, known or not)
+//! and its source address, under the rows' locks, before anything is checked; an attempt that
+//! succeeds gives its count back. So ten attempts racing on one account are counted one after
+//! the other and the eleventh is refused however they interleave, and an unknown email locks
+//! as a known one does (which tells nothing about which emails exist).
+//!
+//! **The same answer in the same time.** A wrong email and a wrong password take the same path:
+//! the same two transactions and one Argon2id verification (of a decoy hash when there is no
+//! such person).
+
+use std::net::IpAddr;
+
+use malipo_auth::{token_digest, Failures, SessionStage, Subject, User, MAX_PASSWORD_CHARS};
+use malipo_core::{Mode, Timestamp};
+
+use super::{entry, People, SignedIn};
+use crate::error::ServiceError;
+use crate::ports::{read, write, Tx};
+
+/// The outcome of a sign-in step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SignIn {
+    /// Signed in: the new session's token (for the cookie).
+    SignedIn {
+        /// The session token.
+        token: String,
+    },
+    /// The password was right; the second factor is awaited under this short-lived token.
+    SecondFactor {
+        /// The pending session's token.
+        token: String,
+    },
+    /// Wrong email, password or code (one answer for all).
+    Refused,
+    /// Too many failures from this account or address: it waits until then.
+    Locked {
+        /// When the lock ends.
+        until: Timestamp,
+    },
+}
+
+/// An attempt counted against its subjects, or refused because one is locked.
+enum Counted {
+    Yes { address: (String, Failures), account: (String, Failures) },
+    Locked(Timestamp),
+}
+
+impl People<'_> {
+    /// Counts an attempt against `subjects`' failure limits under their row locks (address
+    /// first, then account: one order for everyone); refuses it while either is locked.
+    fn count_attempt(tx: &mut dyn Tx, address: &Subject, account: &Subject, now: Timestamp) -> Result<Counted, ServiceError> {
+        let (a_key, b_key) = (address.key(), account.key());
+        let a = tx.lock_failures(&a_key, now)?;
+        let b = tx.lock_failures(&b_key, now)?;
+        match (Failures::attempt(Some(a), now, address.limit()), Failures::attempt(Some(b), now, account.limit())) {
+            (Err(until), _) | (_, Err(until)) => Ok(Counted::Locked(until)),
+            (Ok(a), Ok(b)) => {
+                tx.put_failures(&a_key, &a)?;
+                tx.put_failures(&b_key, &b)?;
+                Ok(Counted::Yes { address: (a_key, a), account: (b_key, b) })
+            }
+        }
+    }
+
+    /// Gives a successful attempt's count back: the address's one attempt, the account's all
+    /// (a person who signs in is no longer being guessed at).
+    fn succeeded(tx: &mut dyn Tx, counted: &Counted) -> Result<(), ServiceError> {
+        if let Counted::Yes { address, account } = counted {
+            tx.put_failures(&address.0, &address.1.succeeded(malipo_auth::session::ADDRESS_FAILURES))?;
+            tx.clear_failures(&account.0)?;
+        }
+        Ok(())
+    }
+
+    /// Step one of signing in: email and password from `ip`.
+    ///
+    /// # Errors
+    /// Storage failures (a refusal is [`SignIn::Refused`] or [`SignIn::Locked`]).
+    pub fn sign_in(&self, email: &str, password: &str, ip: IpAddr) -> Result<SignIn, ServiceError> {
+        let passwords = self.passwords()?;
+        let now = self.core.now();
+        let key = User::email_key(email);
+        let (address, account) = (Subject::Address(ip), Subject::Account(key.clone()));
+        let (counted, user) = write(self.core.store(), |tx| {
+            let counted = Self::count_attempt(tx, &address, &account, now)?;
+            let user = match counted {
+                Counted::Yes { .. } => tx.user_by_email(&key)?.filter(User::is_active),
+                Counted::Locked(_) => None,
+            };
+            Ok((counted, user))
+        })?;
+        if let Counted::Locked(until) = counted {
+            return Ok(SignIn::Locked { until });
+        }
+        // Long input is cut before hashing: a stored password is at most the maximum.
+        let typed: String = password.chars().take(MAX_PASSWORD_CHARS.saturating_add(1)).collect();
+        let right = passwords.verify(&typed, user.as_ref().and_then(|u| u.password_hash.as_deref()));
+        write(self.core.store(), |tx| match (&user, right) {
+            (Some(user), true) => {
+                Self::succeeded(tx, &counted)?;
+                let stage = if user.has_second_factor() { SessionStage::SecondFactor } else { SessionStage::Active };
+                let token = self.open_session(tx, user, stage, Mode::Test, ip, now)?;
+                let action = if stage == SessionStage::Active { "sign_in" } else { "sign_in.password" };
+                tx.append_audit(&entry(user, action, Some(user.id.to_string()), String::new(), ip, now))?;
+                Ok(if stage == SessionStage::Active { SignIn::SignedIn { token } } else { SignIn::SecondFactor { token } })
+            }
+            _ => {
+                let mut failed = match &user {
+                    Some(u) => entry(u, "sign_in.failed", Some(u.id.to_string()), "wrong password".into(), ip, now),
+                    None => {
+                        let mut e = entry(&anonymous(&key), "sign_in.failed", None, "unknown email".into(), ip, now);
+                        e.org_id = None;
+                        e.user_id = None;
+                        e
+                    }
+                };
+                if let Counted::Yes { account: (_, f), .. } = &counted {
+                    if f.locked(now).is_some() {
+                        failed.detail.push_str("; the account now waits 15 minutes");
+                    }
+                }
+                tx.append_audit(&failed)?;
+                Ok(SignIn::Refused)
+            }
+        })
+    }
+
+    /// Step two: the second factor (a TOTP code, or a recovery code once) under the pending
+    /// session's token. On success the pending session ends and a new one (a new token) begins.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn verify_second_factor(&self, pending_token: &str, code: &str, ip: IpAddr) -> Result<SignIn, ServiceError> {
+        let now = self.core.now();
+        let digest = token_digest(pending_token);
+        write(self.core.store(), |tx| {
+            let Some(pending) = tx.session(&digest)?.filter(|s| s.stage == SessionStage::SecondFactor && s.is_live(now)) else {
+                return Ok(SignIn::Refused);
+            };
+            let Some(user) = tx.user(&pending.user_id)?.filter(User::is_active) else { return Ok(SignIn::Refused) };
+            let (address, account) = (Subject::Address(ip), Subject::Account(User::email_key(&user.email)));
+            let counted = Self::count_attempt(tx, &address, &account, now)?;
+            if let Counted::Locked(until) = counted {
+                return Ok(SignIn::Locked { until });
+            }
+            if !self.second_factor_holds(tx, &user, code, now)? {
+                tx.append_audit(&entry(&user, "sign_in.failed", Some(user.id.to_string()), "wrong authentication code".into(), ip, now))?;
+                return Ok(SignIn::Refused);
+            }
+            Self::succeeded(tx, &counted)?;
+            tx.delete_session(&digest)?;
+            let token = self.open_session(tx, &user, SessionStage::Active, pending.mode, ip, now)?;
+            tx.append_audit(&entry(&user, "sign_in", Some(user.id.to_string()), "with the second factor".into(), ip, now))?;
+            Ok(SignIn::SignedIn { token })
+        })
+    }
+
+    /// The signed-in person behind a session token, if the session is live (not ended, not idle
+    /// for 30 minutes, under 12 hours old) and its person still belongs to the organisation.
+    /// Records the request (at most once a minute).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn session(&self, token: &str) -> Result<Option<SignedIn>, ServiceError> {
+        let now = self.core.now();
+        let digest = token_digest(token);
+        let found = read(self.core.store(), |tx| {
+            let Some(session) = tx.session(&digest)?.filter(|s| s.stage == SessionStage::Active && s.is_live(now)) else {
+                return Ok(None);
+            };
+            let Some(user) = tx.user(&session.user_id)?.filter(User::is_active) else { return Ok(None) };
+            let Some(org) = tx.org(&user.org_id)? else { return Ok(None) };
+            let org_requires_two_factor = tx.org_requires_two_factor(&org.id)?;
+            Ok(Some((session, user, org, org_requires_two_factor)))
+        })?;
+        let Some((session, user, org, org_requires_two_factor)) = found else { return Ok(None) };
+        if session.needs_touch(now) {
+            write(self.core.store(), |tx| Ok(tx.touch_session(&digest, now)?))?;
+        }
+        let csrf_token = self.core.hasher.keyed_digest(&format!("csrf:{digest}"));
+        Ok(Some(SignedIn { session, user, org, org_requires_two_factor, csrf_token }))
+    }
+
+    /// Ends one session (signing out on one browser ends it on every instance at once).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn sign_out(&self, who: &SignedIn, ip: IpAddr) -> Result<(), ServiceError> {
+        let now = self.core.now();
+        write(self.core.store(), |tx| {
+            tx.delete_session(&who.session.digest)?;
+            tx.append_audit(&entry(&who.user, "sign_out", Some(who.user.id.to_string()), String::new(), ip, now))?;
+            Ok(())
+        })
+    }
+
+    /// Ends every session of the person, this one included.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn sign_out_everywhere(&self, who: &SignedIn, ip: IpAddr) -> Result<usize, ServiceError> {
+        let now = self.core.now();
+        write(self.core.store(), |tx| {
+            let ended = tx.delete_user_sessions(&who.user.id)?;
+            tx.append_audit(&entry(&who.user, "sign_out.everywhere", Some(who.user.id.to_string()), format!("{ended} sessions"), ip, now))?;
+            Ok(ended)
+        })
+    }
+
+    /// Switches the mode the session shows and acts on ("Test mode").
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn set_mode(&self, who: &SignedIn, mode: Mode) -> Result<(), ServiceError> {
+        write(self.core.store(), |tx| Ok(tx.set_session_mode(&who.session.digest, mode)?)).map(|_| ())
+    }
+
+    /// Changes the password (the current one is asked; a wrong one counts as a failed sign-in).
+    /// Every session of the person ends; the new session's token is returned.
+    ///
+    /// # Errors
+    /// [`ServiceError::Validation`] on `current_password`, `new_password` or `confirm_password`;
+    /// storage failures.
+    pub fn change_password(&self, who: &SignedIn, current: &str, new: &str, confirm: &str, ip: IpAddr) -> Result<String, ServiceError> {
+        let passwords = self.passwords()?;
+        let now = self.core.now();
+        let mut errors = Vec::new();
+        super::team::check_new_password(new, confirm, &who.user, &mut errors);
+        let (address, account) = (Subject::Address(ip), Subject::Account(User::email_key(&who.user.email)));
+        let counted = write(self.core.store(), |tx| Self::count_attempt(tx, &address, &account, now))?;
+        if let Counted::Locked(until) = counted {
+            return Err(ServiceError::field(
+                "current_password",
+                "locked",
+                format!("too many failed attempts; try again after {}", until.to_rfc3339()),
+            ));
+        }
+        if !passwords.verify(current, who.user.password_hash.as_deref()) {
+            errors.insert(0, crate::error::FieldError::new("current_password", "wrong_password", "The current password is wrong."));
+        }
+        if !errors.is_empty() {
+            return Err(ServiceError::Validation(errors));
+        }
+        let hash = passwords.hash(new).map_err(|e| ServiceError::Internal(e.to_string()))?;
+        write(self.core.store(), |tx| {
+            Self::succeeded(tx, &counted)?;
+            tx.set_password(&who.user.id, &hash)?;
+            tx.delete_user_sessions(&who.user.id)?;
+            let token = self.open_session(tx, &who.user, SessionStage::Active, who.session.mode, ip, now)?;
+            tx.append_audit(&entry(&who.user, "password.changed", Some(who.user.id.to_string()), String::new(), ip, now))?;
+            Ok(token)
+        })
+    }
+}
+
+/// A stand-in for an unknown email in the audit log.
+fn anonymous(email_key: &str) -> User {
+    User {
+        id: malipo_core::UserId::from_trusted(String::new()),
+        org_id: malipo_core::OrgId::from_trusted(String::new()),
+        email: email_key.chars().take(254).collect(),
+        name: String::new(),
+        role: malipo_auth::Role::Viewer,
+        password_hash: None,
+        totp_secret: None,
+        totp_enabled_at: None,
+        totp_last_step: 0,
+        demo: false,
+        created_at: Timestamp::from_micros(0),
+        activated_at: None,
+        removed_at: None,
+    }
+}
