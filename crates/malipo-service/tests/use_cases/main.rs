@@ -11,6 +11,7 @@ mod charges;
 mod groups;
 mod money_out;
 mod payment_requests;
+mod people;
 mod transactions;
 mod wallets;
 mod webhooks;

@@ -58,7 +58,9 @@ impl World {
             Arc::new(clock),
             config,
         )
-        .with_webhooks(renderer, SecretCipher::ephemeral(), WebhookConfig::default());
+        .with_webhooks(renderer, SecretCipher::ephemeral(), WebhookConfig::default())
+        // Cheap Argon2id parameters, for the same reason.
+        .with_passwords(Arc::new(malipo_auth::Passwords::with_params(8, 1, 1).unwrap()));
         platform.access().ensure_system_accounts().unwrap();
         World { platform, micros }
     }

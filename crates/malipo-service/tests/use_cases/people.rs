@@ -1,0 +1,177 @@
+//! People: invitations, sign-in and its failure limits, the second factor, sessions, the team
+//! and the audit log, on the in-memory store with a clock the test moves.
+
+use std::net::IpAddr;
+
+use malipo_auth::{OrgKind, TotpSecret};
+use malipo_core::{Mode, OrgId};
+use malipo_service::{AuditFilter, Invitee, Inviter, ServiceError, SignIn, SignedIn};
+
+use crate::support::World;
+
+const PASSWORD: &str = "a long enough passphrase";
+
+fn ip(last: u8) -> IpAddr {
+    IpAddr::from([203, 0, 113, last])
+}
+
+fn org(world: &World) -> OrgId {
+    world.platform.access().create_org("Duka Letu", OrgKind::Merchant, "KE").unwrap().org_id
+}
+
+/// Invites and accepts: the person's email and session.
+fn join(world: &World, org: &OrgId, role: &str) -> (String, SignedIn) {
+    let (email, _, who) = join_with_token(world, org, role);
+    (email, who)
+}
+
+/// [`join`], with the session's token.
+fn join_with_token(world: &World, org: &OrgId, role: &str) -> (String, String, SignedIn) {
+    let email = format!("{}@example.com", uuid::Uuid::new_v4().simple());
+    let people = world.platform.people();
+    let invited = people.invite(Inviter::Operator, org, &Invitee { email: email.clone(), role: role.into(), name: None }).unwrap();
+    let token = people.accept_invitation(&invited.token, "Amina", PASSWORD, PASSWORD, ip(1)).unwrap();
+    let who = people.session(&token).unwrap().unwrap();
+    (email, token, who)
+}
+
+/// Turns the second factor on at the current step; returns the secret and recovery codes.
+fn enrol(world: &World, who: &SignedIn) -> (TotpSecret, Vec<String>, SignedIn) {
+    let people = world.platform.people();
+    let enrolment = people.begin_enrolment(who).unwrap();
+    let secret = TotpSecret::from_setup_key(&enrolment.setup_key).unwrap();
+    let code = secret.code_at(world.now().as_micros() / 1_000_000).unwrap();
+    let (token, codes) = people.confirm_enrolment(who, &code, ip(1)).unwrap();
+    (secret, codes, people.session(&token).unwrap().unwrap())
+}
+
+fn code(world: &World, secret: &TotpSecret) -> String {
+    secret.code_at(world.now().as_micros() / 1_000_000).unwrap()
+}
+
+#[test]
+fn ten_failures_lock_an_account_for_fifteen_minutes_and_a_success_gives_its_attempt_back() {
+    let world = World::new();
+    let org = org(&world);
+    let (email, _) = join(&world, &org, "viewer");
+    let people = world.platform.people();
+    for _ in 0..9 {
+        assert_eq!(people.sign_in(&email, "wrong password!", ip(2)).unwrap(), SignIn::Refused);
+    }
+    assert!(matches!(people.sign_in(&email, PASSWORD, ip(2)).unwrap(), SignIn::SignedIn { .. }), "the tenth attempt is judged");
+    for _ in 0..10 {
+        assert_eq!(people.sign_in(&email.to_uppercase(), "wrong password!", ip(3)).unwrap(), SignIn::Refused);
+    }
+    let locked = people.sign_in(&email, PASSWORD, ip(4)).unwrap();
+    assert_eq!(locked, SignIn::Locked { until: world.now().plus_seconds(15 * 60) }, "the email compared case-insensitively");
+    world.advance(15 * 60);
+    assert!(matches!(people.sign_in(&email, PASSWORD, ip(4)).unwrap(), SignIn::SignedIn { .. }));
+    // An unknown email locks as a known one does.
+    for _ in 0..10 {
+        assert_eq!(people.sign_in("nobody@example.com", "x", ip(5)).unwrap(), SignIn::Refused);
+    }
+    assert!(matches!(people.sign_in("nobody@example.com", "x", ip(5)).unwrap(), SignIn::Locked { .. }));
+}
+
+#[test]
+fn a_code_is_accepted_once_within_its_window_and_recovery_codes_once() {
+    let world = World::new();
+    let org = org(&world);
+    let (email, who) = join(&world, &org, "admin");
+    assert!(who.must_enrol());
+    let (secret, recovery, who) = enrol(&world, &who);
+    assert!(!who.must_enrol());
+    let people = world.platform.people();
+    let SignIn::SecondFactor { token } = people.sign_in(&email, PASSWORD, ip(1)).unwrap() else { panic!("a second factor is asked") };
+    assert!(people.session(&token).unwrap().is_none(), "a pending sign-in opens nothing");
+    assert_eq!(people.verify_second_factor(&token, &code(&world, &secret), ip(1)).unwrap(), SignIn::Refused, "used at enrolment");
+    world.advance(30);
+    let fresh = code(&world, &secret);
+    assert!(matches!(people.verify_second_factor(&token, &fresh, ip(1)).unwrap(), SignIn::SignedIn { .. }));
+    assert_eq!(people.verify_second_factor(&token, &fresh, ip(1)).unwrap(), SignIn::Refused, "the pending token is spent");
+    // Step-up: a used code is refused, a recovery code works once.
+    let err = people.step_up(&who, &fresh, ip(1)).unwrap_err();
+    assert!(matches!(err, ServiceError::Validation(ref f) if f[0].field == "code"), "{err:?}");
+    people.step_up(&who, &recovery[0], ip(1)).unwrap();
+    assert!(people.step_up(&who, &recovery[0], ip(1)).is_err());
+    assert_eq!(people.recovery_codes_left(&who).unwrap(), 9);
+    world.advance(60);
+    let late = secret.code_at(world.now().as_micros() / 1_000_000 - 60).unwrap();
+    assert!(people.step_up(&who, &late, ip(1)).is_err(), "two steps old");
+    people.step_up(&who, &code(&world, &secret), ip(1)).unwrap();
+}
+
+#[test]
+fn sessions_end_after_thirty_minutes_idle_or_twelve_hours() {
+    let world = World::new();
+    let org = org(&world);
+    let (email, _) = join(&world, &org, "viewer");
+    let people = world.platform.people();
+    let SignIn::SignedIn { token } = people.sign_in(&email, PASSWORD, ip(1)).unwrap() else { panic!() };
+    world.advance(29 * 60);
+    assert!(people.session(&token).unwrap().is_some());
+    world.advance(29 * 60);
+    assert!(people.session(&token).unwrap().is_some(), "each request counts: idle 29 minutes again");
+    world.advance(30 * 60);
+    assert!(people.session(&token).unwrap().is_none(), "idle 30 minutes");
+
+    let SignIn::SignedIn { token } = people.sign_in(&email, PASSWORD, ip(1)).unwrap() else { panic!() };
+    for _ in 0..35 {
+        world.advance(20 * 60);
+        assert!(people.session(&token).unwrap().is_some());
+    }
+    world.advance(20 * 60);
+    assert!(people.session(&token).unwrap().is_none(), "12 hours after sign-in");
+}
+
+#[test]
+fn invitations_last_72_hours_and_work_once() {
+    let world = World::new();
+    let org = org(&world);
+    let people = world.platform.people();
+    let invitee = Invitee { email: "Wanjiru@Example.com".into(), role: "finance".into(), name: Some("Wanjiru".into()) };
+    let invited = people.invite(Inviter::Operator, &org, &invitee).unwrap();
+    let again = people.invite(Inviter::Operator, &org, &Invitee { email: "wanjiru@example.com".into(), ..invitee.clone() });
+    assert!(matches!(again, Err(ServiceError::Validation(ref f)) if f[0].code == "taken"), "emails are unique, case-insensitively");
+    let wrong_role = people.invite(Inviter::Operator, &org, &Invitee { email: "x@example.com".into(), role: "checker".into(), name: None });
+    assert!(matches!(wrong_role, Err(ServiceError::Validation(ref f)) if f[0].field == "role"), "a checker is a corporate role");
+    world.advance(72 * 3600);
+    assert_eq!(people.invitation(&invited.token), Err(ServiceError::NotFound));
+    assert_eq!(people.accept_invitation(&invited.token, "W", PASSWORD, PASSWORD, ip(1)), Err(ServiceError::NotFound));
+
+    let fresh = people.invite(Inviter::Operator, &org, &Invitee { email: "late@example.com".into(), ..invitee }).unwrap();
+    people.accept_invitation(&fresh.token, "Late", PASSWORD, PASSWORD, ip(1)).unwrap();
+    assert_eq!(people.accept_invitation(&fresh.token, "Late", PASSWORD, PASSWORD, ip(1)), Err(ServiceError::NotFound), "once");
+}
+
+#[test]
+fn the_team_is_managed_by_admins_with_a_fresh_second_factor_and_everything_is_audited() {
+    let world = World::new();
+    let org = org(&world);
+    let (_, admin) = join(&world, &org, "admin");
+    let (secret, _, admin) = enrol(&world, &admin);
+    let (_, viewer_token, viewer) = join_with_token(&world, &org, "viewer");
+    let people = world.platform.people();
+    let invitee = Invitee { email: "new@example.com".into(), role: "viewer".into(), name: None };
+    assert!(matches!(people.invite(Inviter::Member(&viewer, ip(1)), &org, &invitee), Err(ServiceError::Forbidden(_))));
+    people.invite(Inviter::Member(&admin, ip(1)), &org, &invitee).unwrap();
+    // Changing a role asks a fresh code (the enrolment's is used); the person's sessions end.
+    let refused = people.change_role(&admin, viewer.user.id.as_str(), "finance", &code(&world, &secret), ip(1));
+    assert!(matches!(refused, Err(ServiceError::Validation(_))));
+    world.advance(30);
+    people.change_role(&admin, viewer.user.id.as_str(), "finance", &code(&world, &secret), ip(1)).unwrap();
+    assert!(people.session(&viewer_token).unwrap().is_none(), "their session ended with the change of privilege");
+    let log = people.audit_log(&admin, &AuditFilter::default(), None, 50).unwrap();
+    let actions: Vec<&str> = log.data.iter().map(|e| e.action.as_str()).collect();
+    for expected in ["user.role_changed", "step_up.failed", "user.invited", "two_factor.enabled", "user.joined"] {
+        assert!(actions.contains(&expected), "{expected} in {actions:?}");
+    }
+    assert!(log.data.windows(2).all(|w| w[0].id > w[1].id), "newest first");
+    // Another organisation's admin sees none of it.
+    let other = world.platform.access().create_org("Other", OrgKind::Merchant, "KE").unwrap().org_id;
+    let (_, stranger) = join(&world, &other, "admin");
+    let (_, _, stranger) = enrol(&world, &stranger);
+    let theirs = people.audit_log(&stranger, &AuditFilter { org_id: Some(org.clone()), ..AuditFilter::default() }, None, 50).unwrap();
+    assert!(theirs.data.iter().all(|e| e.org_id.as_ref() == Some(&other)), "scoped to one's own organisation");
+    assert_eq!(admin.principal().mode, Mode::Test, "a new session shows test objects");
+}
