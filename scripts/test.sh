@@ -7,8 +7,11 @@
 #   started with pg_ctlcluster when it does not answer.
 # - libpq, which diesel's PostgreSQL backend links: installed with apt-get when missing.
 # - The Python packages of scripts/requirements-test.txt (the webhook tests verify deliveries
-#   with the standardwebhooks library): installed once into target/test-python, a virtualenv;
-#   the tests run it through MALIPO_TEST_PYTHON.
+#   with the standardwebhooks library; the console's browser journeys run Playwright): installed
+#   once into target/test-python, a virtualenv; the tests run it through MALIPO_TEST_PYTHON.
+# - Chromium from Debian's packages (the browser journeys drive it through Playwright, which
+#   never downloads a browser of its own): installed with apt-get when missing; the tests find it
+#   through MALIPO_TEST_CHROMIUM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +29,13 @@ if ! { ldconfig -p 2>/dev/null | grep -q 'libpq\.so'; } || [ ! -e /usr/include/p
   echo "installing libpq-dev (diesel's PostgreSQL backend links libpq)"
   (apt-get update -qq && apt-get install -y -qq libpq-dev) || { echo "cannot install libpq-dev" >&2; exit 1; }
 fi
+
+chromium="${MALIPO_TEST_CHROMIUM:-/usr/bin/chromium}"
+if [ ! -x "$chromium" ]; then
+  echo "installing Debian's chromium (the console's browser journeys drive it)"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) || { echo "cannot install chromium" >&2; exit 1; }
+fi
+export MALIPO_TEST_CHROMIUM="$chromium"
 
 venv=target/test-python
 stamp="$venv/requirements.installed"

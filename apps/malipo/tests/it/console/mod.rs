@@ -2,6 +2,7 @@
 //! redirects looked at. (The real-browser journeys are in `tests/browser/`.)
 
 mod auth;
+mod browser;
 
 use std::time::Duration;
 

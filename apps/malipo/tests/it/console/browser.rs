@@ -1,0 +1,28 @@
+//! The journeys in a real browser: Debian's Chromium, driven by Playwright from Python
+//! (`tests/browser/journeys.py`), against a server of the test's own on each backend. The
+//! README's test command installs both (`scripts/test.sh`); without them this test fails, it
+//! never skips. Screenshots of every page go to `target/console-screenshots/<backend>/`.
+
+use std::process::Command;
+
+use super::invite;
+use crate::harness::{Db, TestApp};
+use crate::on_both;
+
+on_both!(the_merchant_journey_passes_in_a_real_browser);
+
+async fn the_merchant_journey_passes_in_a_real_browser(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let m = app.merchant().await;
+    let (email, link) = invite(&app, &m.org_id, "admin").await;
+    let python = std::env::var("MALIPO_TEST_PYTHON").expect("MALIPO_TEST_PYTHON: run the tests with `bash scripts/test.sh`, which installs Playwright");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let shots = root.join("target/console-screenshots").join(format!("{db:?}").to_lowercase());
+    let script = root.join("apps/malipo/tests/browser/journeys.py");
+    let args = [app.base.clone(), link, m.client_id.clone(), m.client_secret.clone(), shots.display().to_string(), email];
+    let out = tokio::task::spawn_blocking(move || Command::new(python).arg(script).args(args).output()).await.unwrap().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the browser journey failed:\n{stdout}\n{stderr}");
+    assert!(stdout.trim_end().ends_with("ok"), "{stdout}");
+}
