@@ -137,7 +137,12 @@ impl<'a> Access<'a> {
         Ok(issued)
     }
 
-    fn new_credential(&self, org_id: &OrgId, mode: Mode, scopes: Scopes) -> Result<(Credential, IssuedCredential), ServiceError> {
+    pub(crate) fn new_credential(
+        &self,
+        org_id: &OrgId,
+        mode: Mode,
+        scopes: Scopes,
+    ) -> Result<(Credential, IssuedCredential), ServiceError> {
         let client_id = generate_client_id(mode);
         let secret = generate_secret(mode);
         let secret_hash = self.core.hasher.hash(&secret).map_err(|e| ServiceError::Internal(e.to_string()))?;

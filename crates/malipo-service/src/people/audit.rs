@@ -4,7 +4,7 @@
 use malipo_auth::{OrgKind, Permission};
 use malipo_core::AuditId;
 
-use super::{People, SignedIn};
+use super::person::{People, SignedIn};
 use crate::error::ServiceError;
 use crate::page::{bad_cursor, Page};
 use crate::ports::{read, AuditEntry, AuditFilter};

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use malipo_auth::{generate_recovery_codes, is_recovery_code, normalise_recovery_code, SessionStage, Subject, TotpSecret, User};
 use malipo_core::Timestamp;
 
-use super::{entry, People, SignedIn};
+use super::person::{entry, People, SignedIn};
 use crate::error::ServiceError;
 use crate::ports::{write, Tx};
 

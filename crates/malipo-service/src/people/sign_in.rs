@@ -17,7 +17,7 @@ use std::net::IpAddr;
 use malipo_auth::{token_digest, Failures, SessionStage, Subject, User, MAX_PASSWORD_CHARS};
 use malipo_core::{Mode, Timestamp};
 
-use super::{entry, People, SignedIn};
+use super::person::{entry, People, SignedIn};
 use crate::error::ServiceError;
 use crate::ports::{read, write, Tx};
 

@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use malipo_auth::{check_password, generate_session_token, token_digest, Permission, Role, SessionStage, User};
 use malipo_core::{Mode, OrgId, Timestamp, UserId};
 
-use super::{entry, People, SignedIn};
+use super::person::{entry, People, SignedIn};
 use crate::error::{FieldError, ServiceError, StoreError};
 use crate::ports::{read, write, AuditEntry, Invitation};
 use crate::validate::{check_text, is_hidden};

@@ -15,7 +15,8 @@ async fn the_merchant_journey_passes_in_a_real_browser(db: Db) {
     let app = TestApp::spawn(db).await;
     let m = app.merchant().await;
     let (email, link) = invite(&app, &m.org_id, "admin").await;
-    let python = std::env::var("MALIPO_TEST_PYTHON").expect("MALIPO_TEST_PYTHON: run the tests with `bash scripts/test.sh`, which installs Playwright");
+    let python = std::env::var("MALIPO_TEST_PYTHON")
+        .expect("MALIPO_TEST_PYTHON: run the tests with `bash scripts/test.sh`, which installs Playwright");
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let shots = root.join("target/console-screenshots").join(format!("{db:?}").to_lowercase());
     let script = root.join("apps/malipo/tests/browser/journeys.py");
