@@ -108,7 +108,8 @@ pub fn generate_recovery_codes() -> Vec<String> {
         .map(|_| {
             let mut bytes = [0_u8; 10];
             OsRng.fill_bytes(&mut bytes);
-            let chars: String = bytes.iter().map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()])).collect();
+            let chars: String =
+                bytes.iter().map(|b| char::from(ALPHABET[usize::from(*b).checked_rem(ALPHABET.len()).unwrap_or(0)])).collect();
             format!("{}-{}", &chars[..5], &chars[5..])
         })
         .collect()

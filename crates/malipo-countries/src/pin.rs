@@ -57,7 +57,7 @@ pub fn is_weak_pin(pin: &str) -> bool {
     let digits = b.iter().all(u8::is_ascii_digit);
     let ascending = digits && b.windows(2).all(|w| w[1].checked_sub(w[0]) == Some(1));
     let descending = digits && b.windows(2).all(|w| w[0].checked_sub(w[1]) == Some(1));
-    let pair_repeated = b.len() >= 4 && b.len() % 2 == 0 && b.iter().enumerate().all(|(i, c)| *c == b[i % 2]);
+    let pair_repeated = b.len() >= 4 && b.len().is_multiple_of(2) && b.iter().enumerate().all(|(i, c)| *c == b[i % 2]);
     repeated || ascending || descending || pair_repeated || COMMON_PINS.contains(&pin)
 }
 
