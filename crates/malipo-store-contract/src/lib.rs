@@ -29,6 +29,7 @@
 
 pub mod fixtures;
 pub mod payout_fixtures;
+pub mod people_fixtures;
 mod suite;
 
 /// One public fn per case: `pub fn <case>(store: &dyn malipo_service::Store)`, panicking on
@@ -53,6 +54,7 @@ macro_rules! __store_contract_cases {
                 auth::token_returns_its_organisation,
                 auth::revoke_token_only_for_its_client,
                 auth::replace_secret_hash_only_replaces_the_verified_hash,
+                auth::credentials_record_their_creator_and_last_use,
                 accounts::accounts_insert_and_find,
                 accounts::duplicate_accounts_are_refused,
                 accounts::org_accounts_only_of_that_org_and_mode,
@@ -118,6 +120,19 @@ macro_rules! __store_contract_cases {
                 reversals::reversals_round_trip_scoped_by_org_and_mode,
                 reversals::list_reversals_pages_newest_first,
                 reversals::journal_source_names_what_a_transaction_paid,
+                people::users_round_trip_by_id_email_and_organisation,
+                people::users_refuse_impossible_states,
+                people::activating_a_user_happens_once,
+                people::passwords_roles_and_removal,
+                people::totp_enrolment_and_steps_are_guarded,
+                people::recovery_codes_are_used_once_and_replaced,
+                people::invitations_are_accepted_once_before_expiry,
+                people::organisations_require_two_factor_once_set,
+                people::sessions_round_trip_touch_and_end,
+                people::purge_sessions_by_end_and_by_idle,
+                people::failure_counts_lock_put_and_clear,
+                people::audit_log_filters_orders_and_pages,
+                people::failed_closures_and_savepoints_roll_back_people,
                 idempotency::insert_key_then_read,
                 idempotency::insert_keys_stores_the_new_ones_and_counts_them,
                 idempotency::purge_keys_removes_old_ones_only,

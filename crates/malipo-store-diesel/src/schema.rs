@@ -1,7 +1,7 @@
 //! The tables, written by hand to match both migrations
 //! (`migrations/{postgres,sqlite}/2026-11-22-000001_core/up.sql`, `…-000002_webhooks/up.sql`,
-//! `…-000003_customers/up.sql` and `…-000004_payouts/up.sql`). Ids are `Text`, timestamps
-//! `BigInt` microseconds, money `BigInt` minor units.
+//! `…-000003_customers/up.sql`, `…-000004_payouts/up.sql` and the later ones named at their
+//! tables). Ids are `Text`, timestamps `BigInt` microseconds, money `BigInt` minor units.
 
 #![allow(missing_docs, unreachable_pub)]
 
@@ -24,6 +24,8 @@ diesel::table! {
         scopes -> Text,
         created_at -> BigInt,
         revoked_at -> Nullable<BigInt>,
+        created_by -> Nullable<Text>,
+        last_used_at -> Nullable<BigInt>,
     }
 }
 
@@ -367,3 +369,102 @@ diesel::joinable!(deferred_lines -> journals (journal_id));
 diesel::allow_tables_to_appear_in_same_query!(deferred_lines, journals);
 diesel::allow_tables_to_appear_in_same_query!(deferred_lines, accounts);
 diesel::allow_tables_to_appear_in_same_query!(deferred_lines, postings);
+
+// People who use the console (`…-000010_people/up.sql`).
+diesel::table! {
+    users (id) {
+        id -> Text,
+        org_id -> Text,
+        email -> Text,
+        email_key -> Text,
+        name -> Text,
+        role -> Text,
+        password_hash -> Nullable<Text>,
+        totp_secret -> Nullable<Binary>,
+        totp_enabled_at -> Nullable<BigInt>,
+        totp_last_step -> BigInt,
+        demo -> Bool,
+        created_at -> BigInt,
+        activated_at -> Nullable<BigInt>,
+        removed_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    invitations (digest) {
+        digest -> Text,
+        user_id -> Text,
+        invited_by -> Nullable<Text>,
+        created_at -> BigInt,
+        expires_at -> BigInt,
+        accepted_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    recovery_codes (user_id, digest) {
+        user_id -> Text,
+        digest -> Text,
+        created_at -> BigInt,
+        used_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    console_sessions (digest) {
+        digest -> Text,
+        user_id -> Text,
+        stage -> Text,
+        mode -> Text,
+        created_at -> BigInt,
+        last_seen_at -> BigInt,
+        expires_at -> BigInt,
+        ip -> Text,
+    }
+}
+
+diesel::table! {
+    sign_in_failures (subject) {
+        subject -> Text,
+        window_start -> BigInt,
+        count -> Integer,
+        locked_until -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    audit_log (id) {
+        id -> Text,
+        org_id -> Nullable<Text>,
+        user_id -> Nullable<Text>,
+        actor -> Text,
+        action -> Text,
+        object_id -> Nullable<Text>,
+        detail -> Text,
+        ip -> Nullable<Text>,
+        mode -> Nullable<Text>,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    organisation_settings (org_id) {
+        org_id -> Text,
+        require_two_factor -> Bool,
+    }
+}
+
+diesel::joinable!(users -> organisations (org_id));
+diesel::joinable!(recovery_codes -> users (user_id));
+diesel::joinable!(console_sessions -> users (user_id));
+diesel::joinable!(audit_log -> organisations (org_id));
+diesel::joinable!(organisation_settings -> organisations (org_id));
+diesel::allow_tables_to_appear_in_same_query!(
+    users,
+    invitations,
+    recovery_codes,
+    console_sessions,
+    audit_log,
+    organisation_settings,
+    organisations,
+);

@@ -116,6 +116,11 @@ pub(crate) fn inserted(rows: QueryResult<usize>) -> Result<(), StoreError> {
     }
 }
 
+/// Whether a guarded write (its condition in its `WHERE` clause) changed a row.
+pub(crate) fn happened(rows: QueryResult<usize>) -> Result<bool, StoreError> {
+    Ok(rows.map_err(db_error)? > 0)
+}
+
 pub(crate) fn limit_i64(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
 }

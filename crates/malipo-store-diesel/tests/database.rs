@@ -500,6 +500,8 @@ fn a_swallowed_database_error(db: &TestDatabase) {
         scopes: OrgKind::Merchant.default_scopes(),
         created_at: at(0),
         revoked_at: None,
+        created_by: None,
+        last_used_at: None,
     };
     let result = write(db, |tx| {
         tx.insert_org(&stranger)?;

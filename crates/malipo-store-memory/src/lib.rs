@@ -4,9 +4,12 @@
 //! credential, account → organisation, wallet → account, charge → organisation and merchant
 //! account, webhook endpoint and event → organisation, delivery → event and endpoint, attempt →
 //! delivery, payout → organisation, payout account and batch, batch → organisation and payout
-//! account, reversal → organisation and its charge or payout) and check constraints (accounts'
-//! holds; charges', payouts' and batches' amounts and the fields tied to their state; a
-//! delivery's next attempt exactly while pending) as [`StoreError::Other`]; the
+//! account, reversal → organisation and its charge or payout; user → organisation, credential,
+//! invitation, recovery code, session and audit entry → user, audit entry and console settings
+//! → organisation) and check constraints (accounts' holds; charges', payouts' and batches'
+//! amounts and the fields tied to their state; a delivery's next attempt exactly while pending;
+//! a person's second factor only with a secret and activation only with a password; an
+//! invitation's and a session's times) as [`StoreError::Other`]; the
 //! ledger's balance rules, through `malipo_ledger`'s own functions; and the audit chain of each
 //! ledger (mode + currency).
 //!

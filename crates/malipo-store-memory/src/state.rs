@@ -2,17 +2,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use malipo_auth::{AccessToken, Credential, Organisation};
+use malipo_auth::{AccessToken, ConsoleSession, Credential, Failures, Organisation, User};
 use malipo_charges::Charge;
 use malipo_core::{
-    AccountId, BulkPayoutId, ChargeRef, Currency, EndpointId, EventId, Mode, Msisdn, OrgId, PaymentRequestId, PayoutRef, ReversalId,
-    Timestamp, TransactionId,
+    AccountId, AuditId, BulkPayoutId, ChargeRef, Currency, EndpointId, EventId, Mode, Msisdn, OrgId, PaymentRequestId, PayoutRef,
+    ReversalId, Timestamp, TransactionId, UserId,
 };
 use malipo_idempotency::IdempotencyRecord;
 use malipo_ledger::{Account, AccountKind, ChainedJournal, Posting};
 use malipo_payouts::{BulkPayout, Payout, Reversal};
 use malipo_requests::{PayCode, PaymentRequest};
-use malipo_service::{UssdSession, Wallet};
+use malipo_service::{AuditEntry, Invitation, UssdSession, Wallet};
 use malipo_webhooks::{Attempt, Delivery, Endpoint, Event};
 
 /// The last journal of one ledger (mode + currency): where its audit chain continues.
@@ -22,6 +22,14 @@ pub(crate) struct LedgerHead {
     pub(crate) seq: i64,
     /// The last journal's hash.
     pub(crate) hash: String,
+}
+
+/// One of a person's recovery codes (keyed by user and digest; when it was issued is not read
+/// back, so not kept here).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RecoveryCode {
+    /// When used (a code works once).
+    pub(crate) used_at: Option<Timestamp>,
 }
 
 /// `(org_id, mode, operation, key)`: the primary key of an idempotency record.
@@ -91,4 +99,20 @@ pub(crate) struct State {
     pub(crate) deliveries: BTreeMap<String, Delivery>,
     /// Every delivery attempt, in insertion order (the SQL tables' serial id).
     pub(crate) attempts: Vec<Attempt>,
+    /// People by id.
+    pub(crate) users: BTreeMap<UserId, User>,
+    /// Unique index `users_email_key`: a person by their email as compared.
+    pub(crate) user_emails: BTreeMap<String, UserId>,
+    /// Invitations by digest.
+    pub(crate) invitations: BTreeMap<String, Invitation>,
+    /// Recovery codes by (user, digest).
+    pub(crate) recovery_codes: BTreeMap<(UserId, String), RecoveryCode>,
+    /// Console sessions by digest.
+    pub(crate) console_sessions: BTreeMap<String, ConsoleSession>,
+    /// Sign-in failure counts by subject.
+    pub(crate) failures: BTreeMap<String, Failures>,
+    /// The audit log by id (time-ordered), append-only.
+    pub(crate) audit: BTreeMap<AuditId, AuditEntry>,
+    /// Organisations' console settings: whether two-factor is required of everyone.
+    pub(crate) require_two_factor: BTreeMap<OrgId, bool>,
 }

@@ -1,11 +1,12 @@
 //! Organisations, credentials and tokens.
 
-use malipo_auth::Organisation;
+use malipo_auth::{Credential, Organisation, Role};
 use malipo_core::{Mode, OrgId};
-use malipo_service::{Store, TokenRecord};
+use malipo_service::{ServiceError, Store, StoreError, TokenRecord};
 
 use crate::fixtures::duplicate;
 use crate::fixtures::*;
+use crate::people_fixtures::{active, insert_user, user};
 
 /// Organisations round trip by id; `org_by_name` returns the oldest of that name; a duplicate
 /// id is refused and leaves the stored organisation unchanged.
@@ -154,4 +155,45 @@ pub fn replace_secret_hash_only_replaces_the_verified_hash(store: &dyn Store) {
     assert!(!commit(store, |tx| Ok(tx.replace_secret_hash("ck_test_nobody", &old, "x")?)));
     let stored = query(store, |tx| Ok(tx.credential(&c.client_id)?)).map(|c| c.secret_hash);
     assert_eq!(stored.as_deref(), Some("$malipo-hmac-sha256$v=1$new$new"));
+}
+
+/// A credential keeps who created it in the console (a person of the store; an unknown one is
+/// refused) and when it last got a token, which never goes back; `org_credentials` lists an
+/// organisation's credentials of both modes, revoked ones too, newest first.
+pub fn credentials_record_their_creator_and_last_use(store: &dyn Store) {
+    let org = insert_org(store, "Duka", at(0));
+    let other = insert_org(store, "Other", at(0));
+    let admin = insert_user(store, active(user(&org, "admin@duka.example", Role::Admin, at(0)), at(0)));
+    let by_command = Credential { created_at: at(10), ..credential(&org, Mode::Test, "ck_test_command") };
+    let by_admin = Credential { created_by: Some(admin.id.clone()), created_at: at(20), ..credential(&org, Mode::Live, "ck_live_admin") };
+    let revoked = Credential { created_at: at(30), revoked_at: Some(at(31)), ..credential(&org, Mode::Test, "ck_test_revoked") };
+    let same_time = Credential { created_at: at(30), ..credential(&org, Mode::Test, "ck_test_same_time") };
+    let elsewhere = credential(&other, Mode::Test, "ck_test_elsewhere");
+    commit(store, |tx| {
+        for c in [&same_time, &by_admin, &elsewhere, &revoked, &by_command] {
+            tx.insert_credential(c)?;
+        }
+        Ok(())
+    });
+    assert_eq!(query(store, |tx| Ok(tx.credential(&by_admin.client_id)?)), Some(by_admin.clone()));
+    assert_eq!(
+        query(store, |tx| Ok(tx.org_credentials(&org.id)?)),
+        vec![same_time.clone(), revoked.clone(), by_admin.clone(), by_command.clone()],
+        "newest first (then by client id, descending)"
+    );
+    assert_eq!(query(store, |tx| Ok(tx.org_credentials(&OrgId::new())?)), vec![]);
+    let unknown_creator = Credential { created_by: Some(malipo_core::UserId::new()), ..credential(&org, Mode::Test, "ck_test_unknown") };
+    let e = refused(store, |tx| Ok(tx.insert_credential(&unknown_creator)?));
+    assert!(matches!(e, ServiceError::Store(StoreError::Other(_))), "{e:?}");
+
+    let last_used = |store: &dyn Store| query(store, |tx| Ok(tx.credential(&by_admin.client_id)?)).and_then(|c| c.last_used_at);
+    assert_eq!(last_used(store), None);
+    commit(store, |tx| Ok(tx.touch_credential(&by_admin.client_id, at(100))?));
+    assert_eq!(last_used(store), Some(at(100)));
+    commit(store, |tx| Ok(tx.touch_credential(&by_admin.client_id, at(90))?));
+    assert_eq!(last_used(store), Some(at(100)), "never back");
+    commit(store, |tx| Ok(tx.touch_credential(&by_admin.client_id, at(200))?));
+    commit(store, |tx| Ok(tx.touch_credential("ck_test_nobody", at(200))?));
+    assert_eq!(last_used(store), Some(at(200)));
+    assert_eq!(query(store, |tx| Ok(tx.credential(&by_command.client_id)?)), Some(by_command), "only the one touched");
 }

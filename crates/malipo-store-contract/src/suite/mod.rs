@@ -10,6 +10,7 @@ pub(crate) mod idempotency;
 pub(crate) mod ledger;
 pub(crate) mod payment_requests;
 pub(crate) mod payouts;
+pub(crate) mod people;
 pub(crate) mod queued;
 pub(crate) mod reversals;
 pub(crate) mod statements;

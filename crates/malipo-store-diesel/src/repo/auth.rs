@@ -5,6 +5,7 @@ use malipo_auth::{AccessToken, Credential, Organisation};
 use malipo_core::{OrgId, Timestamp};
 use malipo_service::{AuthRepo, StoreError, TokenRecord};
 
+use crate::cached::written;
 use crate::error::db_error;
 use crate::rows::{CredentialRow, OrgRow, TokenRow};
 use crate::schema::{access_tokens, credentials, organisations};
@@ -126,5 +127,26 @@ impl AuthRepo for DieselTx<'_> {
         }
         // Already revoked: still this client's token (revocation is idempotent).
         diesel::select(diesel::dsl::exists(mine)).get_result(self.conn).map_err(db_error)
+    }
+
+    fn org_credentials(&mut self, org_id: &OrgId) -> Result<Vec<Credential>, StoreError> {
+        credentials::table
+            .filter(credentials::org_id.eq(org_id.as_str()))
+            .order((credentials::created_at.desc(), credentials::client_id.desc()))
+            .select(CredentialRow::as_select())
+            .load(self.conn)
+            .map_err(db_error)?
+            .into_iter()
+            .map(Credential::try_from)
+            .collect()
+    }
+
+    fn touch_credential(&mut self, client_id: &str, now: Timestamp) -> Result<(), StoreError> {
+        // "Last used" never goes back (two tokens issued at once).
+        let earlier = credentials::table
+            .find(client_id)
+            .filter(credentials::last_used_at.is_null().or(credentials::last_used_at.lt(now.as_micros())));
+        written!(&mut *self.conn, diesel::update(earlier).set(credentials::last_used_at.eq(now.as_micros()))).map_err(db_error)?;
+        Ok(())
     }
 }

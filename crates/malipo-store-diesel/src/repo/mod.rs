@@ -1,5 +1,6 @@
 //! One file per feature: the repository traits of `malipo_service::ports` on [`crate::tx::DieselTx`].
 
+mod audit;
 mod auth;
 mod chain;
 mod charges;
@@ -14,5 +15,7 @@ mod posting;
 mod queue;
 mod reversals;
 mod savepoint;
+mod sessions;
+mod users;
 mod ussd;
 mod wallets;

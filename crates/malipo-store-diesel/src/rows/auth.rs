@@ -4,7 +4,7 @@ use std::str::FromStr;
 
 use diesel::prelude::*;
 use malipo_auth::{AccessToken, Credential, OrgKind, Organisation, Scopes};
-use malipo_core::{OrgId, Timestamp};
+use malipo_core::{OrgId, Timestamp, UserId};
 use malipo_service::StoreError;
 
 use super::columns::{corrupt, mode, ts};
@@ -59,6 +59,8 @@ pub(crate) struct CredentialRow {
     pub(crate) scopes: String,
     pub(crate) created_at: i64,
     pub(crate) revoked_at: Option<i64>,
+    pub(crate) created_by: Option<String>,
+    pub(crate) last_used_at: Option<i64>,
 }
 
 impl From<&Credential> for CredentialRow {
@@ -71,6 +73,8 @@ impl From<&Credential> for CredentialRow {
             scopes: c.scopes.to_string(),
             created_at: c.created_at.as_micros(),
             revoked_at: c.revoked_at.map(Timestamp::as_micros),
+            created_by: c.created_by.as_ref().map(|u| u.as_str().to_owned()),
+            last_used_at: c.last_used_at.map(Timestamp::as_micros),
         }
     }
 }
@@ -86,6 +90,8 @@ impl TryFrom<CredentialRow> for Credential {
             secret_hash: r.secret_hash,
             created_at: ts(r.created_at),
             revoked_at: r.revoked_at.map(ts),
+            created_by: r.created_by.map(UserId::from_trusted),
+            last_used_at: r.last_used_at.map(ts),
         })
     }
 }

@@ -30,6 +30,7 @@ impl AuthRepo for MemoryTx<'_> {
             return Err(StoreError::Duplicate);
         }
         foreign_key(s.orgs.contains_key(&credential.org_id), "the credential's organisation")?;
+        foreign_key(credential.created_by.as_ref().is_none_or(|u| s.users.contains_key(u)), "the credential's creator")?;
         s.credentials.insert(credential.client_id.clone(), credential.clone());
         Ok(())
     }
@@ -98,5 +99,19 @@ impl AuthRepo for MemoryTx<'_> {
             }
             _ => Ok(false),
         }
+    }
+
+    fn org_credentials(&mut self, org_id: &OrgId) -> Result<Vec<Credential>, StoreError> {
+        let mut found: Vec<Credential> = self.r().credentials.values().filter(|c| &c.org_id == org_id).cloned().collect();
+        found.sort_by(|a, b| (b.created_at, &b.client_id).cmp(&(a.created_at, &a.client_id)));
+        Ok(found)
+    }
+
+    fn touch_credential(&mut self, client_id: &str, now: Timestamp) -> Result<(), StoreError> {
+        if let Some(credential) = self.w()?.credentials.get_mut(client_id) {
+            // "Last used" never goes back.
+            credential.last_used_at = Some(credential.last_used_at.map_or(now, |t| t.max(now)));
+        }
+        Ok(())
     }
 }

@@ -1,5 +1,6 @@
 //! One file per feature: the repository traits of `malipo_service::ports` on [`crate::tx::MemoryTx`].
 
+mod audit;
 mod auth;
 mod chain;
 mod charges;
@@ -12,5 +13,7 @@ mod payouts;
 mod queue;
 mod reversals;
 mod savepoint;
+mod sessions;
+mod users;
 mod ussd;
 mod wallets;
