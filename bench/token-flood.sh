@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# Token flood (issue 12): does a flood of wrong client secrets slow anyone else?
+# Token flood (issue 12): does a flood of wrong and unknown client credentials keep anyone from
+# their token, or slow anyone else, also a client behind the flood's own address?
 #
 #   bash bench/token-flood.sh [MALIPO_BINARY]     (default: target/release/malipo, built if absent)
 #
 # For each backend (BENCH_FLOOD_BACKENDS, default "sqlite postgres"): a fresh database, one merchant,
 # a server with the per-credential rate limit out of the way and sandbox approvals an hour away (so no
-# background work competes). A legitimate client on 127.0.0.2 (bench/token_flood.py: token request,
+# background work competes). A legitimate client on 127.0.0.1 (bench/token_flood.py: token request,
 # balance, charge creation, BENCH_FLOOD_ROUNDS rounds over one keep-alive connection) is timed
 #   1. alone (baseline);
-#   2. while 64 wrk connections from 127.0.0.1 post a wrong secret for the merchant's own client id
-#      (the default failure limits: the flooding address is soon refused before any lookup);
+#   2. while 64 wrk connections from the same address, 127.0.0.1 (integrators share egress
+#      addresses: a NAT gateway, a hosting platform), post wrong secrets for the merchant's own
+#      client id and unknown client ids in turn (the default failure limits: the address's
+#      failures are soon answered 429, each held a second once it goes on, while every request is
+#      still checked, so the right secret from that address gets its token);
 #   3. the same on a server whose failure limits are lifted, as for a flood spread over many
-#      addresses: every wrong secret is looked up and its keyed hash checked.
+#      addresses: every failure is answered at once, 401.
+# Every token request of the legitimate client must be answered 200 (its statuses are reported).
 # Writes $BENCH_OUT/token-flood-<backend>.json (default bench-out/) and prints a summary.
 # Needs wrk, curl, python3, and PostgreSQL at PGHOST (127.0.0.1) for the postgres backend.
 set -euo pipefail
@@ -47,13 +52,20 @@ start_server() { # extra env as arguments
   cat "$WORK/server.log" >&2; echo "the server did not start" >&2; exit 1
 }
 
-legit() { python3 "$ROOT/bench/token_flood.py" "http://127.0.0.1:$PORT" "$CID" "$CS" 127.0.0.2 "$ROUNDS"; }
+legit() { python3 "$ROOT/bench/token_flood.py" "http://127.0.0.1:$PORT" "$CID" "$CS" 127.0.0.1 "$ROUNDS"; }
 
 flood() { # prints {"client": ..., "wrong_per_sec": ...}
+  # Wrong secrets for the merchant's client id and unknown client ids, in turn.
   cat >"$WORK/wrong.lua" <<LUA
-wrk.method = "POST"
-wrk.body   = '{"client_id":"$CID","client_secret":"cs_test_wrongwrongwrongwrongwrongwrongwrong00"}'
-wrk.headers["Content-Type"] = "application/json"
+local n = 0
+local headers = {["Content-Type"] = "application/json"}
+request = function()
+  n = n + 1
+  local id = "$CID"
+  if n % 2 == 1 then id = string.format("ck_test_nobody%08d", n) end
+  local body = string.format('{"client_id":"%s","client_secret":"cs_test_wrongwrongwrongwrongwrongwrongwrong00"}', id)
+  return wrk.format("POST", nil, headers, body)
+end
 LUA
   wrk -t2 -c64 -d"${SECS}s" -s "$WORK/wrong.lua" "http://127.0.0.1:$PORT/api/v1/oauth/token" >"$WORK/wrk.txt" &
   local w=$!
@@ -77,7 +89,7 @@ for backend in ${BENCH_FLOOD_BACKENDS:-sqlite postgres}; do
   ORG=$(env "${common[@]}" "$BIN" org create --name Flood --kind merchant --json)
   CID=$(field client_id <<<"$ORG"); CS=$(field client_secret <<<"$ORG")
 
-  echo "== token flood, $backend: baseline, then 64 connections posting wrong secrets (default failure limits)" >&2
+  echo "== token flood, $backend: baseline, then 64 connections from the client's address posting wrong and unknown credentials (default failure limits)" >&2
   start_server "${common[@]}"
   baseline=$(legit)
   limited=$(flood)
@@ -96,7 +108,7 @@ r = json.load(open(sys.argv[1]))
 b = r["baseline"]
 for phase in ("limited", "unlimited"):
     f = r[phase]
-    parts = [f"{phase}: wrong secrets {f['wrong_per_sec']:.0f}/s"]
+    parts = [f"{phase}: failing requests {f['wrong_per_sec']:.0f}/s"]
     for call in ("token", "balance", "charge"):
         c = f["client"][call]
         parts.append(f"{call} p50 {c['p50_ms']:.1f} ms ({c['p50_ms'] / b[call]['p50_ms']:.2f}x), p99 {c['p99_ms']:.1f} ms ({c['p99_ms'] / b[call]['p99_ms']:.2f}x) {c['statuses']}")

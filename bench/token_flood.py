@@ -2,10 +2,12 @@
 
     python3 bench/token_flood.py BASE_URL CLIENT_ID CLIENT_SECRET SOURCE_ADDRESS N
 
-From SOURCE_ADDRESS (another loopback address than the flood's), over one keep-alive connection,
-N rounds of: a token request with the right secret, `GET /partner/balance` and
-`POST /partner/stk` with the token. Prints one JSON object: per call, the round trips' p50, p99
-and max in milliseconds, and the statuses seen.
+From SOURCE_ADDRESS (bench/token-flood.sh gives the flood's own address: integrators share
+egress addresses), over one keep-alive connection, N rounds of: a token request with the right
+secret, `GET /partner/balance` and `POST /partner/stk` with the token. Prints one JSON object:
+per call, the round trips' p50, p99 and max in milliseconds, and the statuses seen (every token
+request should be answered 200; a round whose token request was not answered 200 uses the last
+token issued).
 """
 
 import http.client

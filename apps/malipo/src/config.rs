@@ -146,10 +146,13 @@ pub struct ServeArgs {
     #[arg(long, env = "MALIPO_RATE_LIMIT_TEST", default_value_t = 25)]
     pub rate_limit_test: u32,
     /// Failed client authentications a minute per client id at the token and revoke endpoints;
-    /// past them, that client id is refused with 429 until its bucket refills.
+    /// past them, its failures are answered 429 until its bucket refills (its right secret
+    /// still gets a token).
     #[arg(long, env = "MALIPO_TOKEN_FAILURES_PER_CLIENT", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub token_failures_per_client: u32,
-    /// Failed client authentications a minute per source address (IPv6 by its /64).
+    /// Failed client authentications a minute per source address (IPv6 by its /64); past them,
+    /// its failures are answered 429 (held a second once it goes on), while its right secrets
+    /// still get their tokens.
     #[arg(long, env = "MALIPO_TOKEN_FAILURES_PER_ADDRESS", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub token_failures_per_address: u32,
     /// Background charge worker loops per instance (each claims its own batches); 0 runs none

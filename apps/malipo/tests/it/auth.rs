@@ -33,6 +33,7 @@ crate::on_both!(
     oauth2_crate_fetches_a_working_token_with_basic_auth,
     oauth2_crate_fetches_a_working_token_with_body_credentials,
     failed_token_requests_are_limited_per_client_id_and_per_address,
+    a_flood_from_its_address_does_not_keep_the_right_credential_from_its_token,
 );
 
 /// Asserts a 200 token answer and returns its JSON.
@@ -442,6 +443,7 @@ async fn failed_token_requests_are_limited_per_client_id_and_per_address(db: Db)
     let (_, token) = app.merchant_token().await;
     let wrong = |c: &Creds| json!({"client_id": c.client_id, "client_secret": "cs_test_not_the_secret"});
     let right = |c: &Creds| json!({"client_id": c.client_id, "client_secret": c.client_secret});
+    let unknown = json!({"client_id": "ck_test_nobody", "client_secret": "cs_test_whatever"});
     let retry_after = |a: &Answer| -> u64 { a.header("retry-after").parse().expect("Retry-After is whole seconds") };
     for _ in 0..3 {
         strict(app.token_json(&wrong(&a)).await, 401, "invalid_client", true).await;
@@ -457,32 +459,212 @@ async fn failed_token_requests_are_limited_per_client_id_and_per_address(db: Db)
     }
     let r = strict(app.token_json(&wrong(&b)).await, 429, "rate_limited", true).await;
     assert!((1..=10).contains(&retry_after(&r)), "{}", r.header("retry-after"));
-    // The address is now refused before any credential is looked at: right secrets too, and
-    // at the revoke endpoint.
-    let r = strict(app.token_json(&right(&b)).await, 429, "rate_limited", true).await;
-    assert!((1..=10).contains(&retry_after(&r)));
+    // Every failure from the address is answered 429 now, unknown client ids too, with no
+    // Basic challenge; but its credentials are still checked: a right secret gets its token,
+    // and is heard at the revoke endpoint.
+    let r = strict(app.token_form(&[("grant_type", "client_credentials")], Some(("ck_test_nobody", "x"))).await, 429, "rate_limited", true)
+        .await;
+    assert_eq!(r.header("www-authenticate"), "", "a 429 is no challenge");
+    let issued = token_ok(app.token_json(&right(&b)).await).await;
+    let issued = issued["access_token"].as_str().unwrap();
+    works(&app, issued).await;
     let r = app
         .http
         .post(app.url("/oauth/revoke"))
         .basic_auth(&b.client_id, Some(&b.client_secret))
+        .form(&[("token", issued)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    refused(&app, issued, "The access token was revoked").await;
+    let r = app
+        .http
+        .post(app.url("/oauth/revoke"))
+        .basic_auth(&b.client_id, Some("cs_test_wrong"))
         .form(&[("token", "x")])
         .send()
         .await
         .unwrap();
-    let refused = strict(r, 429, "rate_limited", true).await;
-    // An address that goes on regardless has as many refusals answered at once as its limit
-    // (6: two above, four here); after that each refusal is held a second before its answer.
-    for _ in 0..4 {
-        strict(app.token_json(&wrong(&b)).await, 429, "rate_limited", true).await;
+    strict(r, 429, "rate_limited", true).await;
+    // An address that goes on failing has as many 429s answered at once as its limit (6: three
+    // above, three here); after that each is held a second before its answer. Its right secret
+    // is never held.
+    for body in [&unknown, &wrong(&b), &wrong(&a)] {
+        strict(app.token_json(body).await, 429, "rate_limited", true).await;
     }
     let started = std::time::Instant::now();
-    strict(app.token_json(&wrong(&b)).await, 429, "rate_limited", true).await;
+    let last = strict(app.token_json(&unknown).await, 429, "rate_limited", true).await;
     let held = started.elapsed();
-    assert!(held >= malipo_http::failures::HOLD, "the seventh refusal was answered after {held:?}");
+    assert!(held >= malipo_http::failures::HOLD, "the seventh 429 was answered after {held:?}");
+    let started = std::time::Instant::now();
+    token_ok(app.token_json(&right(&b)).await).await;
+    assert!(started.elapsed() < malipo_http::failures::HOLD, "a right secret is answered at once: {:?}", started.elapsed());
     // Bearer calls are not token requests: a token issued earlier still works from there.
     works(&app, &token).await;
-    // The address's bucket refills one cell every 10 s; then one more failure is allowed.
-    tokio::time::sleep(std::time::Duration::from_secs(retry_after(&refused))).await;
-    token_ok(app.token_json(&right(&b)).await).await;
+    // The address's bucket refills one cell every 10 s; then one more failure is a 401 (of a
+    // client id with failures to spare: "ck_test_nobody" has had its 3).
+    tokio::time::sleep(std::time::Duration::from_secs(retry_after(&last))).await;
+    strict(app.token_json(&json!({"client_id": "ck_test_someone", "client_secret": "x"})).await, 401, "invalid_client", true).await;
+    app.stop().await;
+}
+
+/// What a flood of failing token requests was answered.
+#[derive(Debug, Default)]
+struct FloodSeen {
+    answers: std::sync::atomic::AtomicU64,
+    failed: std::sync::atomic::AtomicU64,
+    limited: std::sync::atomic::AtomicU64,
+    /// 429s without a `Retry-After` of whole seconds (at least 1), and any other status.
+    wrong: std::sync::Mutex<Vec<String>>,
+}
+
+/// A flood of failing token requests, stopped when dropped (also when the test fails).
+struct Flood {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    seen: std::sync::Arc<FloodSeen>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Flood {
+    /// `connections` clients on one address (127.0.0.1, the integrator's own) posting wrong
+    /// secrets for `client_id` and unknown client ids in turn to `url`, each waiting for its
+    /// answer before the next request, as any client on a connection does. They run on a thread
+    /// and runtime of their own, so that the test's timing of its own calls measures the server,
+    /// not its turn on a shared runtime.
+    fn start(url: String, client_id: String, connections: usize) -> Flood {
+        use std::sync::atomic::Ordering::Relaxed;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = std::sync::Arc::new(FloodSeen::default());
+        let (stop2, seen2) = (stop.clone(), seen.clone());
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+            rt.block_on(async move {
+                let http = reqwest::Client::builder().pool_max_idle_per_host(connections).build().unwrap();
+                let tasks: Vec<_> = (0..connections)
+                    .map(|c| {
+                        let (http, url, client_id, stop, seen) =
+                            (http.clone(), url.clone(), client_id.clone(), stop2.clone(), seen2.clone());
+                        tokio::spawn(async move {
+                            let mut n = 0u64;
+                            while !stop.load(Relaxed) {
+                                n += 1;
+                                let body = if n % 2 == 0 {
+                                    json!({"client_id": client_id, "client_secret": format!("cs_test_wrong_{c}_{n}")})
+                                } else {
+                                    json!({"client_id": format!("ck_test_nobody_{c}_{n}"), "client_secret": "cs_test_whatever"})
+                                };
+                                let r = match http.post(&url).json(&body).send().await {
+                                    Ok(r) => r,
+                                    Err(e) => {
+                                        seen.wrong.lock().unwrap().push(e.to_string());
+                                        return;
+                                    }
+                                };
+                                let (status, retry_after) = (r.status().as_u16(), r.headers().get("retry-after").cloned());
+                                let _ = r.bytes().await;
+                                seen.answers.fetch_add(1, Relaxed);
+                                match status {
+                                    401 => seen.failed.fetch_add(1, Relaxed),
+                                    429 => seen.limited.fetch_add(1, Relaxed),
+                                    other => {
+                                        seen.wrong.lock().unwrap().push(format!("status {other}"));
+                                        0
+                                    }
+                                };
+                                let whole = retry_after.as_ref().and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+                                if status == 429 && whole.is_none_or(|s| s < 1) {
+                                    seen.wrong.lock().unwrap().push(format!("429 with Retry-After {retry_after:?}"));
+                                }
+                            }
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    let _ = t.await;
+                }
+            });
+        });
+        Flood { stop, seen, thread: Some(thread) }
+    }
+
+    /// Stops the flood and waits for its clients' last answers.
+    fn stop(mut self) -> std::sync::Arc<FloodSeen> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap();
+        self.seen.clone()
+    }
+}
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn p50(times: &mut [std::time::Duration]) -> std::time::Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// Integrators share egress addresses: a flood of wrong and unknown credentials from one
+/// address must not keep the right credential from the same address from its token, at the
+/// token or the revoke endpoint, nor slow it or other calls. Only the failures are limited.
+async fn a_flood_from_its_address_does_not_keep_the_right_credential_from_its_token(db: Db) {
+    use std::sync::atomic::Ordering::Relaxed;
+    use std::time::{Duration, Instant};
+    // 3 failures a minute per client id, 8 per address: the flood spends both at once.
+    let app = TestApp::with(db, Options { token_failures: (3, 8), ..Options::default() }).await;
+    let c = app.merchant().await;
+    let right = json!({"client_id": c.client_id, "client_secret": c.client_secret});
+    let flood = Flood::start(app.url("/oauth/token"), c.client_id.clone(), 64);
+    let seen = flood.seen.clone();
+    // Until the flood has spent the address's bucket and as many refusals again.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while seen.limited.load(Relaxed) < 16 {
+        assert!(Instant::now() < deadline, "the flood was not limited: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The right credential, from the same address, over 3 seconds of the flood: a token each
+    // time, and the token works.
+    let (mut token_times, mut call_times) = (Vec::new(), Vec::new());
+    let (started, answers_before) = (Instant::now(), seen.answers.load(Relaxed));
+    let mut token = String::new();
+    while started.elapsed() < Duration::from_secs(3) {
+        let t = Instant::now();
+        let v = token_ok(app.token_json(&right).await).await;
+        token_times.push(t.elapsed());
+        token = v["access_token"].as_str().unwrap().to_owned();
+        let t = Instant::now();
+        works(&app, &token).await;
+        call_times.push(t.elapsed());
+    }
+    let flood_answers = seen.answers.load(Relaxed) - answers_before;
+    // The revoke endpoint too.
+    let r = app
+        .http
+        .post(app.url("/oauth/revoke"))
+        .basic_auth(&c.client_id, Some(&c.client_secret))
+        .form(&[("token", token.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    refused(&app, &token, "The access token was revoked").await;
+    // The flood's own failures are answered 429 with Retry-After, in the token endpoint's format.
+    let r = app.token_json(&json!({"client_id": c.client_id, "client_secret": "cs_test_wrong"})).await;
+    let a = strict(r, 429, "rate_limited", true).await;
+    assert!(a.header("retry-after").parse::<u64>().is_ok_and(|s| s >= 1), "{}", a.header("retry-after"));
+    let seen = flood.stop();
+    let (token_p50, call_p50) = (p50(&mut token_times), p50(&mut call_times));
+    eprintln!(
+        "{db:?}: right credential's token p50 {token_p50:?} over {} requests, balance p50 {call_p50:?}; flood answered {flood_answers} meanwhile; {seen:?}",
+        token_times.len()
+    );
+    assert!(seen.wrong.lock().unwrap().is_empty(), "{seen:?}");
+    assert!(seen.failed.load(Relaxed) >= 1 && flood_answers >= 1, "{seen:?}");
+    assert!(token_times.len() >= 30, "{} token requests in 3 s", token_times.len());
+    assert!(token_p50 < Duration::from_millis(20), "the right credential's token p50 was {token_p50:?} during the flood");
+    assert!(call_p50 < Duration::from_millis(20), "a bearer call's p50 was {call_p50:?} during the flood");
     app.stop().await;
 }

@@ -125,9 +125,10 @@ fn client(req: &HttpRequest, p: &mut Params) -> Result<(String, String, ClientAu
 }
 
 /// Runs a call that authenticates the client `id`, under the failure limits
-/// ([`crate::failures`]): an address with too many recent failures is refused (429) before the
-/// call (held a while first when it goes on regardless), and a failure that is one too many for the client id or the address is answered 429
-/// rather than 401.
+/// ([`crate::failures`]): the credentials are always checked, and a right one is answered at
+/// once; a failure that is one too many for the client id or the address is answered 429 rather
+/// than 401 (held a while first when its address goes on regardless). Checks from an address
+/// that is refused take turns with those of every other refused address.
 async fn limited<T: Send + 'static>(
     req: &HttpRequest,
     state: &AppState,
@@ -137,22 +138,23 @@ async fn limited<T: Send + 'static>(
 ) -> Result<T, ApiError> {
     let failures = state.rate_limits.token_failures();
     let addr = req.peer_addr().map(|a| a.ip());
-    if let Some(refusal) = failures.refused(addr) {
-        if let Some((hold, _place)) = &refusal.hold {
-            actix_web::rt::time::sleep(*hold).await;
-        }
-        return Err(ApiError::RateLimited(refusal.wait));
-    }
+    let turn = failures.turn(addr).await;
     let platform = state.platform.clone();
     let (id, result) = web::block(move || {
         let result = call(&platform, &id);
+        drop(turn);
         (id, result)
     })
     .await
     .map_err(|e| ApiError::Service(ServiceError::Internal(e.to_string())))?;
     match result {
         Err(ServiceError::OAuth(OAuthProblem::InvalidClient)) => match failures.failed(&id, addr) {
-            Some(wait) => Err(ApiError::RateLimited(wait)),
+            Some(refusal) => {
+                if let Some((hold, _place)) = &refusal.hold {
+                    actix_web::rt::time::sleep(*hold).await;
+                }
+                Err(ApiError::RateLimited(refusal.wait))
+            }
             None => Err(oauth_error(ServiceError::OAuth(OAuthProblem::InvalidClient), auth)),
         },
         other => other.map_err(|e| oauth_error(e, auth)),
