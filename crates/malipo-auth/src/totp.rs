@@ -108,7 +108,7 @@ impl TotpSecret {
     }
 }
 
-/// Ten new recovery codes (`xxxxx-xxxxx`, 50 random bits each, from an alphabet without
+/// Ten new recovery codes (`xxxxx-xxxxx`, about 49.5 random bits each, from an alphabet without
 /// look-alike characters).
 pub fn generate_recovery_codes() -> Vec<String> {
     const ALPHABET: &[u8] = b"abcdefghjkmnpqrstuvwxyz23456789";

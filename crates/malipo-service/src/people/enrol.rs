@@ -8,7 +8,7 @@ use malipo_core::Timestamp;
 
 use super::person::{entry, People, SignedIn};
 use crate::error::ServiceError;
-use crate::ports::{write, Tx};
+use crate::ports::{read, write, Tx};
 
 /// What the enrolment page shows: the secret as text and as the `otpauth://` URI of the QR code.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,10 +84,12 @@ impl People<'_> {
     /// [`wrong_code`]; [`ServiceError::InvalidState`] when no enrolment was begun or it is on;
     /// storage failures.
     pub fn confirm_enrolment(&self, who: &SignedIn, code: &str, ip: IpAddr) -> Result<(String, Vec<String>), ServiceError> {
-        if who.user.has_second_factor() {
+        // As stored now: the secret was set after the page's session was read.
+        let user = read(self.core.store(), |tx| Ok(tx.user(&who.user.id)?))?.ok_or(ServiceError::NotFound)?;
+        if user.has_second_factor() {
             return Err(ServiceError::InvalidState("two-factor authentication is already on".into()));
         }
-        let Some(secret) = self.secret_of(&who.user)? else {
+        let Some(secret) = self.secret_of(&user)? else {
             return Err(ServiceError::InvalidState("open the enrolment page first".into()));
         };
         let now = self.core.now();
@@ -125,7 +127,8 @@ impl People<'_> {
         let now = self.core.now();
         let account = Subject::Account(User::email_key(&who.user.email));
         write(self.core.store(), |tx| {
-            if self.second_factor_holds(tx, &who.user, code, now)? {
+            let user = tx.user(&who.user.id)?.ok_or(ServiceError::NotFound)?;
+            if self.second_factor_holds(tx, &user, code, now)? {
                 return Ok(Ok(()));
             }
             let key = account.key();
