@@ -184,7 +184,8 @@ impl Chrome {
     pub fn new(who: &SignedIn, section: &str, title: impl Into<String>, path: &str) -> Self {
         Chrome {
             title: title.into(),
-            nav: nav(who, section),
+            // Before enrolment nothing else is open: no links to it.
+            nav: if who.must_enrol() { Vec::new() } else { nav(who, section) },
             person: if who.user.name.is_empty() { who.user.email.clone() } else { who.user.name.clone() },
             org: who.org.name.clone(),
             test_mode: who.mode() == Mode::Test,
