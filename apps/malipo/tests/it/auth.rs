@@ -549,7 +549,7 @@ impl Flood {
                             let mut n = 0u64;
                             while !stop.load(Relaxed) {
                                 n += 1;
-                                let body = if n % 2 == 0 {
+                                let body = if n.is_multiple_of(2) {
                                     json!({"client_id": client_id, "client_secret": format!("cs_test_wrong_{c}_{n}")})
                                 } else {
                                     json!({"client_id": format!("ck_test_nobody_{c}_{n}"), "client_secret": "cs_test_whatever"})

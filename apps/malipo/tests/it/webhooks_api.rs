@@ -53,7 +53,7 @@ fn keys(v: &Value) -> Vec<String> {
 /// Standard base64 with padding, decoded (the test crate has no base64 dependency).
 fn unbase64(text: &str) -> Option<Vec<u8>> {
     const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    if text.len() % 4 != 0 {
+    if !text.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::new();
