@@ -199,6 +199,14 @@ async fn housekeeping(platform: Platform, mut stop: watch::Receiver<bool>) {
             Ok(Err(e)) => tracing::warn!(error = %e, "purging USSD sessions failed"),
             _ => {}
         }
+        let p = platform.clone();
+        match tokio::task::spawn_blocking(move || p.housekeeping().purge_console()).await {
+            Ok(Ok((sessions, failures))) if sessions + failures > 0 => {
+                tracing::info!(sessions, failures, "purged ended console sessions and stale sign-in failure counts");
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "purging console sessions failed"),
+            _ => {}
+        }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(600)) => {}
             _ = stop.changed() => {}

@@ -1,4 +1,5 @@
-//! Housekeeping: removing what is past its retention (idempotency keys, events, USSD sessions).
+//! Housekeeping: removing what is past its retention (idempotency keys, events, USSD sessions,
+//! console sessions and sign-in failure counts).
 
 use crate::core::Core;
 use crate::error::ServiceError;
@@ -36,6 +37,18 @@ impl<'a> Housekeeping<'a> {
     pub fn purge_keys(&self) -> Result<u64, ServiceError> {
         let before = self.core.now().plus_seconds(-KEY_RETENTION_SECONDS);
         write(self.core.store(), |tx| Ok(tx.purge_keys(before)?))
+    }
+
+    /// Deletes console sessions that have ended (expired, or idle for longer than they may be)
+    /// and sign-in failure counts that no longer count; returns how many of each.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn purge_console(&self) -> Result<(usize, usize), ServiceError> {
+        let now = self.core.now();
+        let idle_before = now.plus_seconds(-malipo_auth::session::IDLE_SECONDS);
+        let window_before = now.plus_seconds(-malipo_auth::session::FAILURE_WINDOW_SECONDS);
+        write(self.core.store(), |tx| Ok((tx.purge_sessions(now, idle_before)?, tx.purge_failures(window_before, now)?)))
     }
 
     /// Deletes sessions idle for longer than they live (their answers are no longer replayed).

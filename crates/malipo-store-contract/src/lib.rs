@@ -131,6 +131,7 @@ macro_rules! __store_contract_cases {
                 people::sessions_round_trip_touch_and_end,
                 people::purge_sessions_by_end_and_by_idle,
                 people::failure_counts_lock_put_and_clear,
+                people::stale_failure_counts_are_purged,
                 people::audit_log_filters_orders_and_pages,
                 people::failed_closures_and_savepoints_roll_back_people,
                 idempotency::insert_key_then_read,

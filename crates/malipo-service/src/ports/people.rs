@@ -222,6 +222,12 @@ pub trait SessionRepo {
     /// # Errors
     /// Storage failures.
     fn clear_failures(&mut self, subject: &str) -> Result<(), StoreError>;
+    /// Forgets the failure counts that no longer count at `now`: their window began before
+    /// `window_before` and they are not locked at `now`. Returns how many.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn purge_failures(&mut self, window_before: Timestamp, now: Timestamp) -> Result<usize, StoreError>;
 }
 
 /// The audit log: part of the one transaction handle [`super::Tx`]. Append-only: the database

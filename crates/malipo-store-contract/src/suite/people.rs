@@ -331,6 +331,23 @@ pub fn failure_counts_lock_put_and_clear(store: &dyn Store) {
     assert_eq!(seen, Failures { window_start: at(60), count: 1, locked_until: None });
 }
 
+/// Failure counts that no longer count (their window began before the bound and they are not
+/// locked now) are purged; a count still in its window, or still locked, is kept.
+pub fn stale_failure_counts_are_purged(store: &dyn Store) {
+    let old = Failures { window_start: at(100), count: 4, locked_until: None };
+    let locked = Failures { window_start: at(100), count: 10, locked_until: Some(at(2_000)) };
+    let lapsed = Failures { window_start: at(100), count: 10, locked_until: Some(at(900)) };
+    let recent = Failures { window_start: at(1_500), count: 2, locked_until: None };
+    for (subject, f) in [("account:old", old), ("account:locked", locked), ("account:lapsed", lapsed), ("address:recent", recent)] {
+        commit(store, |tx| Ok(tx.put_failures(subject, &f)?));
+    }
+    assert_eq!(commit(store, |tx| Ok(tx.purge_failures(at(1_000), at(1_000))?)), 2, "the old and the lapsed");
+    assert_eq!(commit(store, |tx| Ok(tx.lock_failures("account:locked", at(1_000))?)), locked);
+    assert_eq!(commit(store, |tx| Ok(tx.lock_failures("address:recent", at(1_000))?)), recent);
+    let again = commit(store, |tx| Ok(tx.lock_failures("account:old", at(1_000))?));
+    assert_eq!(again.count, 0, "purged, so afresh");
+}
+
 fn entries(store: &dyn Store, filter: &AuditFilter, before: Option<&AuditId>, limit: usize) -> Vec<AuditEntry> {
     query(store, |tx| Ok(tx.audit_entries(filter, before, limit)?))
 }

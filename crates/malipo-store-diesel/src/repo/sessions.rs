@@ -59,6 +59,13 @@ impl SessionRepo for DieselTx<'_> {
         diesel::delete(console_sessions::table.filter(ended)).execute(self.conn).map_err(db_error)
     }
 
+    fn purge_failures(&mut self, window_before: Timestamp, now: Timestamp) -> Result<usize, StoreError> {
+        let unlocked = sign_in_failures::locked_until.is_null().or(sign_in_failures::locked_until.le(now.as_micros()));
+        diesel::delete(sign_in_failures::table.filter(sign_in_failures::window_start.lt(window_before.as_micros())).filter(unlocked))
+            .execute(self.conn)
+            .map_err(db_error)
+    }
+
     fn lock_failures(&mut self, subject: &str, now: Timestamp) -> Result<Failures, StoreError> {
         // Created with no failures when absent. On PostgreSQL a concurrent transaction's insert
         // of the same subject, not yet committed, makes this one wait for its end; the row is

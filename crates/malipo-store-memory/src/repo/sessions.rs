@@ -56,6 +56,13 @@ impl SessionRepo for MemoryTx<'_> {
         Ok(before - s.console_sessions.len())
     }
 
+    fn purge_failures(&mut self, window_before: Timestamp, now: Timestamp) -> Result<usize, StoreError> {
+        let s = self.w()?;
+        let before = s.failures.len();
+        s.failures.retain(|_, f| f.window_start >= window_before || f.locked(now).is_some());
+        Ok(before - s.failures.len())
+    }
+
     fn lock_failures(&mut self, subject: &str, now: Timestamp) -> Result<Failures, StoreError> {
         let s = self.w()?;
         let fresh = Failures { window_start: now, count: 0, locked_until: None };
