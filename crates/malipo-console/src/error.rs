@@ -65,28 +65,13 @@ struct ErrorPage<'a> {
     request_id: String,
 }
 
-/// A service problem's title and message, as the API words them.
+/// A service problem's title and message, as the API words them (with the message as a
+/// sentence).
 pub fn problem_text(e: &ServiceError) -> (&'static str, String) {
-    let message = e.to_string();
-    let title = match e {
-        ServiceError::Validation(fields) => {
-            return ("Some fields need attention", fields.iter().map(|f| f.message.clone()).collect::<Vec<_>>().join("; "))
-        }
-        ServiceError::InvalidState(_) => "Not possible in this state",
-        ServiceError::InsufficientFunds => "Insufficient funds",
-        ServiceError::CurrencyMismatch(_) => "Currency mismatch",
-        ServiceError::LimitExceeded(_) => "Limit exceeded",
-        ServiceError::WalletLocked => "Wallet locked",
-        ServiceError::MakerChecker => "Maker-checker violation",
-        ServiceError::ReversalExceedsOriginal(_) => "Reversal exceeds the original",
-        ServiceError::IdempotencyReused => "Form already used",
-        ServiceError::IdempotencyInProgress => "Still being processed",
-        ServiceError::TestModeOnly => "Test mode only",
-        ServiceError::Forbidden(_) => "Not allowed",
-        ServiceError::NotFound => "Not found",
-        _ => "Something went wrong",
-    };
-    (title, message)
+    let text = e.problem_text();
+    let mut chars = text.detail.chars();
+    let detail = chars.next().map(|c| c.to_uppercase().chain(chars).collect::<String>()).unwrap_or_default();
+    (text.title, if detail.ends_with('.') { detail } else { format!("{detail}.") })
 }
 
 impl ResponseError for ConsoleError {

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
-use malipo_service::{FieldError, OAuthProblem, ServiceError, StoreError, TokenProblem};
+use malipo_service::{FieldError, ServiceError, StoreError, TokenProblem};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -200,44 +200,22 @@ fn to_problem_field(f: &FieldError) -> ProblemField {
 
 fn service_parts(e: &ServiceError) -> (StatusCode, &'static str, &'static str, String) {
     use StatusCode as S;
-    let d = e.to_string();
-    match e {
-        ServiceError::NotFound => (S::NOT_FOUND, "not_found", "Not found", "no such object".into()),
-        ServiceError::Validation(f) => {
-            let detail = f.iter().map(|f| f.message.clone()).collect::<Vec<_>>().join("; ");
-            (S::UNPROCESSABLE_ENTITY, "validation_failed", "Request validation failed", detail)
-        }
-        ServiceError::InvalidState(_) => (S::CONFLICT, "invalid_state", "Invalid state", d),
-        ServiceError::InsufficientFunds => (S::UNPROCESSABLE_ENTITY, "insufficient_funds", "Insufficient funds", d),
-        ServiceError::CurrencyMismatch(_) => (S::UNPROCESSABLE_ENTITY, "currency_mismatch", "Currency mismatch", d),
-        ServiceError::LimitExceeded(_) => (S::UNPROCESSABLE_ENTITY, "limit_exceeded", "Limit exceeded", d),
-        ServiceError::WalletLocked => (S::UNPROCESSABLE_ENTITY, "wallet_locked", "Wallet locked", d),
-        ServiceError::MakerChecker => (S::FORBIDDEN, "maker_checker_violation", "Maker-checker violation", d),
-        ServiceError::ReversalExceedsOriginal(_) => {
-            (S::UNPROCESSABLE_ENTITY, "reversal_exceeds_original", "Reversal exceeds the original", d)
-        }
-        ServiceError::IdempotencyReused => (S::UNPROCESSABLE_ENTITY, "idempotency_key_reused", "Idempotency key reused", d),
-        ServiceError::IdempotencyInProgress => (S::CONFLICT, "idempotency_in_progress", "Request in progress", d),
-        ServiceError::Forbidden(_) => (S::FORBIDDEN, "insufficient_scope", "Forbidden", d),
-        ServiceError::TestModeOnly => {
-            (S::FORBIDDEN, "test_mode_only", "Test mode only", "this endpoint is only available with test credentials".into())
-        }
-        ServiceError::Token(p) => (S::UNAUTHORIZED, "invalid_token", "Invalid token", token_description(*p).into()),
-        ServiceError::OAuth(OAuthProblem::InvalidClient) => {
-            (S::UNAUTHORIZED, "invalid_client", "Token request refused", "client authentication failed".into())
-        }
-        ServiceError::OAuth(OAuthProblem::InvalidScope(m)) => (S::BAD_REQUEST, "invalid_scope", "Token request refused", m.clone()),
-        ServiceError::Store(StoreError::Unavailable(_) | StoreError::Retry) => {
-            (S::SERVICE_UNAVAILABLE, "unavailable", "Service unavailable", "the database is unavailable; retry shortly".into())
-        }
-        ServiceError::Busy { .. } => (S::SERVICE_UNAVAILABLE, "unavailable", "Service unavailable", e.to_string()),
-        ServiceError::Store(StoreError::Ledger(_)) if e.is_insufficient_funds() => {
-            (S::UNPROCESSABLE_ENTITY, "insufficient_funds", "Insufficient funds", "insufficient funds".into())
-        }
-        ServiceError::Store(_) | ServiceError::Internal(_) => {
-            (S::INTERNAL_SERVER_ERROR, "internal_error", "Internal error", "an internal error occurred; it has been logged".into())
-        }
-    }
+    let text = e.problem_text();
+    let status = match text.code {
+        "not_found" => S::NOT_FOUND,
+        "invalid_state" | "idempotency_in_progress" => S::CONFLICT,
+        "maker_checker_violation" | "test_mode_only" | "insufficient_scope" => S::FORBIDDEN,
+        "invalid_token" | "invalid_client" => S::UNAUTHORIZED,
+        "invalid_scope" => S::BAD_REQUEST,
+        "unavailable" => S::SERVICE_UNAVAILABLE,
+        "internal_error" => S::INTERNAL_SERVER_ERROR,
+        _ => S::UNPROCESSABLE_ENTITY,
+    };
+    let detail = match e {
+        ServiceError::Token(p) => token_description(*p).into(),
+        _ => text.detail,
+    };
+    (status, text.code, text.title, detail)
 }
 
 fn token_description(p: TokenProblem) -> &'static str {

@@ -50,7 +50,7 @@ pub use backlog::{Backlog, BacklogReading, Intake};
 pub use charges::{Charges, NewCharge};
 pub use config::{ServiceConfig, WebhookConfig};
 pub use core::{NoObserver, Observer};
-pub use error::{FieldError, OAuthProblem, ServiceError, StoreError, TokenProblem};
+pub use error::{FieldError, OAuthProblem, ProblemText, ServiceError, StoreError, TokenProblem};
 pub use events::charge_event_kind;
 pub use housekeeping::{Housekeeping, EVENT_RETENTION_SECONDS, KEY_RETENTION_SECONDS};
 pub use idempotency::{Idem, IdemOutcome};
