@@ -464,7 +464,10 @@ mod loop_tests {
     use malipo_countries::Countries;
     use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope, StoredResponse};
     use malipo_service::ports::MockWebhookSender;
-    use malipo_service::{Idem, NewCharge, NoRenderer, ServiceConfig, SimulateAction, WebhookConfig};
+    use malipo_service::{
+        CreateCharge, CreateEndpoint, EndpointWithSecret, Idem, NewCharge, NewEndpoint, NewSimulation, NoRenderer, ServiceConfig, Simulate,
+        WebhookConfig,
+    };
     use malipo_store_memory::MemoryStore;
     use malipo_webhooks::{DeliveryState, SecretCipher};
 
@@ -500,8 +503,9 @@ mod loop_tests {
         let credential = access.create_org("Duka", OrgKind::Merchant, "KE").unwrap();
         let token = access.issue_token(&credential.client_id, &credential.client_secret, None).unwrap();
         let shop = access.authenticate(&token.access_token).unwrap();
-        let events = ["charge.completed".to_owned()];
-        platform.webhooks().create_endpoint(&shop, URL, &events, None, &idem(&shop, "e"), &|_| body(String::new())).unwrap();
+        let endpoint = NewEndpoint { url: URL.into(), events: vec!["charge.completed".into()], description: None };
+        let endpoint: CreateEndpoint = platform.parse(&shop, &endpoint).unwrap();
+        platform.webhooks().create_endpoint(&shop, &endpoint, &idem(&shop, "e"), &|_: &EndpointWithSecret| body(String::new())).unwrap();
         let new = NewCharge {
             payer_msisdn: "254712340000".into(),
             amount: "150".into(),
@@ -509,9 +513,11 @@ mod loop_tests {
             reference: "ORDER-1".into(),
             description: None,
         };
-        let created = platform.charges().create(&shop, &new, &idem(&shop, "c"), &|c: &Charge| body(c.id.to_string())).unwrap();
+        let charge: CreateCharge = platform.parse(&shop, &new).unwrap();
+        let created = platform.charges().create(&shop, &charge, &idem(&shop, "c"), &|c: &Charge| body(c.id.to_string())).unwrap();
         let id = String::from_utf8(created.response.body).unwrap();
-        platform.sandbox().simulate(&shop, &id, SimulateAction::Approve, &idem(&shop, "s"), &|_| body(String::new())).unwrap();
+        let simulation: Simulate = platform.parse(&shop, &NewSimulation { charge_ref: id, action: "approve".into() }).unwrap();
+        platform.sandbox().simulate(&shop, &simulation, &idem(&shop, "s"), &|_: &Charge| body(String::new())).unwrap();
         let event = platform.webhooks().events(&shop, Some("charge.completed"), None, 1).unwrap().data.remove(0).id;
         (platform, shop, event)
     }

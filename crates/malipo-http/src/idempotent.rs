@@ -1,29 +1,34 @@
 //! The one way a state-changing call is handled (contract section 10, Idempotency): its body
-//! read, its idempotency key taken, its use case run once per key, and the stored answer sent.
+//! read once into its DTO, converted once into the use case's raw input and parsed once into
+//! the use case's command, its idempotency key taken, its use case run once per key, and the
+//! stored answer sent.
 //!
 //! A handler checks the token's scope (and anything else about the caller, such as test mode),
-//! then hands the rest to [`idempotent`]: how the body is read, how it becomes the use case's
-//! input, and the use case with the DTO its answer is stored as.
+//! then hands the rest to [`idempotent`]: how the body is read, how its DTO becomes the raw input
+//! (`into_new`, in the group's `dto.rs`: the wire forms, such as an amount sent as a number or a
+//! string), and the use case with the DTO its answer is stored as. The command is parsed by the
+//! service ([`Platform::parse`]), as any other front end's.
 //!
 //! ```text
 //! pub async fn cash_in(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
 //!     let principal = auth.require(Scope::Agent)?.clone();
-//!     let prepare = |r: AgentCashRequest| Ok((r.customer_msisdn, amount_text("amount", &r.amount)?));
-//!     idempotent(&req, principal, &state, "POST /agents/cash-in", Input::json(&body), prepare, |p, principal, (customer, amount), idem| {
-//!         p.agents().cash_in(principal, &customer, &amount, idem, &|c| render(&CashInDto::from(c)))
+//!     idempotent(&req, principal, &state, "POST /agents/cash-in", Input::json(&body), AgentCashRequest::into_new, |p, principal, cash: &AgentCash, idem| {
+//!         p.agents().cash_in(principal, cash, idem, &|c: &CashIn| render(&CashInDto::from(c)))
 //!     })
 //!     .await
 //! }
 //! ```
 //!
-//! `prepare` is `Ok` when the body goes to the use case as it is; [`Input::optional_json`] reads a
-//! body that may be left out, [`Input::none`] none at all (`DELETE`), [`Input::read_with`] a body
-//! of the handler's own reading (`POST /bulk-payouts`: JSON or CSV), and [`Input::key_in_body`]
-//! names a body field that carries the key.
+//! [`Input::optional_json`] reads a body that may be left out, [`Input::none`] none at all
+//! (`DELETE`), [`Input::read_with`] a body of the handler's own reading (`POST /bulk-payouts`:
+//! JSON or CSV); [`Input::key_in_body`] names a body field that carries the key, and
+//! [`Input::fields_before_key`] answers the command's field errors with the body's.
+
+use std::borrow::Borrow;
 
 use actix_web::{HttpRequest, HttpResponse};
 use malipo_auth::Principal;
-use malipo_service::{Idem, IdemOutcome, Platform, ServiceError};
+use malipo_service::{Command, Idem, IdemOutcome, Platform, ServiceError};
 use serde::de::DeserializeOwned;
 
 use crate::extract::{idem, optional_json, parse_json, require_json, Body, Parsed};
@@ -36,6 +41,8 @@ pub struct Input<'a, T> {
     read: Read<'a, T>,
     /// The body's own key field, if it has one.
     key_in_body: Option<fn(&T) -> &str>,
+    /// Whether the command's field errors are answered before the header key.
+    fields_before_key: bool,
 }
 
 enum Read<'a, T> {
@@ -55,7 +62,7 @@ impl<'a, T: DeserializeOwned> Input<'a, T> {
     /// A JSON object: `Content-Type: application/json` (415 otherwise), then [`parse_json`]'s
     /// rules (400 malformed, 422 unknown or missing fields).
     pub fn json(body: &'a Body) -> Self {
-        Input { read: Read::With(body, json::<T>), key_in_body: None }
+        Input { read: Read::With(body, json::<T>), key_in_body: None, fields_before_key: false }
     }
 
     /// A JSON object that may be left out: an empty body counts as `{}` (and needs no
@@ -64,12 +71,12 @@ impl<'a, T: DeserializeOwned> Input<'a, T> {
     where
         T: Default,
     {
-        Input { read: Read::With(body, optional_json::<T>), key_in_body: None }
+        Input { read: Read::With(body, optional_json::<T>), key_in_body: None, fields_before_key: false }
     }
 
     /// The body's own idempotency key (`POST /partner/stk`'s `idem`), which the
     /// `Idempotency-Key` header, if sent too, must equal. Such a key is checked with the body,
-    /// before `prepare`; a header-only key after it.
+    /// before the raw input is made; a header-only key after the command is parsed.
     #[must_use]
     pub fn key_in_body(self, key: fn(&T) -> &str) -> Self {
         Input { key_in_body: Some(key), ..self }
@@ -77,11 +84,20 @@ impl<'a, T: DeserializeOwned> Input<'a, T> {
 }
 
 impl<'a, T> Input<'a, T> {
+    /// The command's field errors ([`ServiceError::Validation`]) are the body's own problems,
+    /// answered before the header key is looked at (`POST /sandbox/charges/{charge_ref}/simulate`'s
+    /// `action`, as the API always answered); otherwise they come after it, where the use case's
+    /// own errors come.
+    #[must_use]
+    pub fn fields_before_key(self) -> Self {
+        Input { fields_before_key: true, ..self }
+    }
+
     /// A body read by `read`, which checks the media type, parses the body and gives its
     /// canonical form for the fingerprint (which must cover everything that makes the request
     /// what it is, such as query parameters that stand for body fields).
     pub fn read_with(body: &'a Body, read: fn(&HttpRequest, &Body) -> Result<Parsed<T>, ApiError>) -> Self {
-        Input { read: Read::With(body, read), key_in_body: None }
+        Input { read: Read::With(body, read), key_in_body: None, fields_before_key: false }
     }
 }
 
@@ -97,44 +113,55 @@ impl<T> Read<'_, T> {
 impl Input<'static, ()> {
     /// No body (`DELETE`): nothing is read, and the fingerprint is the method and path alone.
     pub fn none() -> Self {
-        Input { read: Read::Nothing(()), key_in_body: None }
+        Input { read: Read::Nothing(()), key_in_body: None, fields_before_key: false }
     }
 }
 
 /// Handles an idempotent state-changing call for `principal` (whose scope the handler has
-/// checked): reads the body as `input` says, turns it into the use case's input with `prepare`,
-/// builds the idempotency context of `operation` (scoped to the principal), runs `use_case` on a
+/// checked): reads the body as `input` says into its DTO, makes the raw input of it with `raw`,
+/// parses that into the command `C` (once, by the service's rules), builds the idempotency
+/// context of `operation` (scoped to the principal), runs `use_case` with the command on a
 /// blocking thread (it claims the key in its transaction, or finds the stored answer) and sends
 /// the stored answer, replays with `Idempotent-Replayed: true`.
 ///
 /// Errors come in this order, each before the next is looked at: the media type (415); the JSON
 /// (400 malformed or of a wrong type, 422 with an unknown or missing field); when the body
-/// carries the key, the key (400 malformed, or header and body differing); `prepare`'s own (e.g.
+/// carries the key, the key (400 malformed, or header and body differing); `raw`'s own (e.g.
 /// 400 for an amount that is neither a number nor a string); otherwise now the header key (400
-/// missing or malformed); then the use case's.
+/// missing or malformed); then the command's (422 `validation_failed` with every field's
+/// problem, 404 for a path id that names nothing; parsed before the header key was looked at,
+/// answered after it unless [`Input::fields_before_key`]); then the use case's.
 ///
 /// # Errors
 /// As above.
-pub async fn idempotent<T, U>(
+pub async fn idempotent<T, R, C>(
     req: &HttpRequest,
     principal: Principal,
     state: &AppState,
     operation: &'static str,
     input: Input<'_, T>,
-    prepare: impl FnOnce(T) -> Result<U, ApiError>,
-    use_case: impl FnOnce(&Platform, &Principal, U, &Idem) -> Result<IdemOutcome, ServiceError> + Send + 'static,
+    raw: impl FnOnce(T) -> Result<R, ApiError>,
+    use_case: impl FnOnce(&Platform, &Principal, &C, &Idem) -> Result<IdemOutcome, ServiceError> + Send + 'static,
 ) -> Result<HttpResponse, ApiError>
 where
-    U: Send + 'static,
+    R: Borrow<C::Raw>,
+    C: Command + Send + 'static,
 {
     let Parsed { value, canonical } = input.read.parse(req)?;
     let context = |body_key: Option<&str>| idem(req, &principal, operation, body_key, &canonical);
     let keyed_by_body = input.key_in_body.map(|key| context(Some(key(&value)))).transpose()?;
-    let value = prepare(value)?;
+    let raw = raw(value)?;
+    let command = state.platform.parse::<C>(&principal, raw.borrow());
+    if input.fields_before_key {
+        if let Err(e @ ServiceError::Validation(_)) = command {
+            return Err(e.into());
+        }
+    }
     let idem = match keyed_by_body {
         Some(idem) => idem,
         None => context(None)?,
     };
-    let outcome = run(state, move |p| use_case(p, &principal, value, &idem)).await?;
+    let command = command?;
+    let outcome = run(state, move |p| use_case(p, &principal, &command, &idem)).await?;
     Ok(stored(outcome))
 }

@@ -5,19 +5,18 @@ use malipo_auth::Principal;
 use malipo_charges::{Charge, ChargeKind, ChargeState};
 use malipo_core::{ChargeRef, Currency, MinorUnit, Mode, Msisdn, Timestamp, TransactionId, WithdrawalRef};
 use malipo_countries::{Country, FeeOperation};
-use malipo_idempotency::StoredResponse;
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 
 use crate::accounts::{Accounts, Balance};
 use crate::backlog::{Backlog, Intake};
+use crate::commands::AgentCash;
 use crate::core::Core;
 use crate::customers::Customers;
-use crate::error::{FieldError, ServiceError};
+use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::lifecycle::Lifecycle;
 use crate::limits::{limit_error, Limits};
-use crate::ports::{read, AccountKey, Tx};
-use crate::validate::check_amount;
+use crate::ports::{read, AccountKey, Answer, Tx};
 
 /// A completed cash-in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,34 +39,16 @@ pub struct CashIn {
     pub created_at: Timestamp,
 }
 
-/// Parses the customer number and amount of an agent request in the agent's currency.
-fn customer_and_amount<'c>(
-    core: &'c Core,
-    float_currency: Currency,
-    msisdn: &str,
-    amount: &str,
-) -> Result<(Msisdn, &'c Country, MinorUnit), ServiceError> {
-    let mut errors = Vec::new();
-    let customer = match core.countries.parse_msisdn(msisdn) {
-        Ok(p) => Some(p),
-        Err(e) => {
-            errors.push(FieldError::new("customer_msisdn", "invalid_msisdn", format!("customer_msisdn {e}")));
-            None
-        }
-    };
-    let amount = check_amount("amount", amount, float_currency, &mut errors);
-    match (customer, amount) {
-        (Some((m, c)), Some(a)) if errors.is_empty() => {
-            if c.currency != float_currency {
-                return Err(ServiceError::CurrencyMismatch(format!(
-                    "customer_msisdn is a {} number; this agent's float is in {float_currency}",
-                    c.code
-                )));
-            }
-            Ok((m, c, a))
-        }
-        _ => Err(ServiceError::Validation(errors)),
+/// The country of an agent's customer, whose number must be of the agent's currency.
+fn customer_country<'c>(core: &'c Core, float_currency: Currency, customer: &Msisdn) -> Result<&'c Country, ServiceError> {
+    let country = core.country_of(customer)?;
+    if country.currency != float_currency {
+        return Err(ServiceError::CurrencyMismatch(format!(
+            "customer_msisdn is a {} number; this agent's float is in {float_currency}",
+            country.code
+        )));
     }
+    Ok(country)
 }
 
 /// Agents: cash-in, cash-out and the float.
@@ -90,26 +71,26 @@ impl<'a> Agents<'a> {
     /// limits (the per-transaction limit and, in live mode, the maximum balance).
     ///
     /// # Errors
-    /// [`ServiceError::Validation`], [`ServiceError::CurrencyMismatch`],
-    /// [`ServiceError::LimitExceeded`], [`ServiceError::WalletLocked`],
+    /// [`ServiceError::CurrencyMismatch`], [`ServiceError::Validation`] (`customer_msisdn`
+    /// without a wallet), [`ServiceError::LimitExceeded`], [`ServiceError::WalletLocked`],
     /// [`ServiceError::InsufficientFunds`] (the float), idempotency errors.
     pub fn cash_in(
         &self,
         principal: &Principal,
-        customer_msisdn: &str,
-        amount: &str,
+        command: &AgentCash,
         idem: &Idem,
-        render: &dyn Fn(&CashIn) -> StoredResponse,
+        answer: &dyn Answer<CashIn>,
     ) -> Result<IdemOutcome, ServiceError> {
         let currency = self.core.country(&principal.country)?.currency;
-        let (customer, country, amount) = customer_and_amount(self.core, currency, customer_msisdn, amount)?;
+        let AgentCash { customer, amount } = command;
+        let (country, amount) = (customer_country(self.core, currency, customer)?, *amount);
         let fee = country.fee(FeeOperation::CashIn, amount);
         self.core.idempotent(
             idem,
             |tx| {
                 let now = self.core.now();
                 let float = self.float_of(tx, principal)?;
-                let wallet = Customers(self.core).movement_wallet(tx, principal.mode, &customer, "customer_msisdn", now)?;
+                let wallet = Customers(self.core).movement_wallet(tx, principal.mode, customer, "customer_msisdn", now)?;
                 Limits(self.core).check_credit(tx, &wallet, amount)?.map_err(|b| limit_error(b, country))?;
                 let revenue = self.core.system_account(tx, principal.mode, currency, AccountKind::Revenue)?;
                 let journal = Journal::new_skipping_zero(
@@ -138,7 +119,7 @@ impl<'a> Agents<'a> {
                     created_at: now,
                 })
             },
-            render,
+            answer,
         )
     }
 
@@ -146,18 +127,19 @@ impl<'a> Agents<'a> {
     /// amount + fee; the float receives the amount and the agent's commission.
     ///
     /// # Errors
-    /// [`ServiceError::Validation`] (an amount below the fee is refused), [`ServiceError::CurrencyMismatch`],
-    /// [`ServiceError::InvalidState`] (no float), idempotency errors.
+    /// [`ServiceError::CurrencyMismatch`], [`ServiceError::Validation`] (an amount below the
+    /// fee is refused), [`ServiceError::Busy`], [`ServiceError::InvalidState`] (no float),
+    /// idempotency errors.
     pub fn cash_out(
         &self,
         principal: &Principal,
-        customer_msisdn: &str,
-        amount: &str,
+        command: &AgentCash,
         idem: &Idem,
-        render: &dyn Fn(&Charge) -> StoredResponse,
+        answer: &dyn Answer<Charge>,
     ) -> Result<IdemOutcome, ServiceError> {
         let currency = self.core.country(&principal.country)?.currency;
-        let (customer, country, amount) = customer_and_amount(self.core, currency, customer_msisdn, amount)?;
+        let AgentCash { customer, amount } = command;
+        let (country, amount) = (customer_country(self.core, currency, customer)?, *amount);
         let fee = country.fee(FeeOperation::CashOut, amount);
         let commission = country.agent_commission(FeeOperation::CashOut, amount).min(fee);
         if amount < fee {
@@ -202,7 +184,7 @@ impl<'a> Agents<'a> {
                 tx.insert_charge(&prompt)?;
                 Ok(prompt)
             },
-            render,
+            answer,
         )?;
         if !outcome.replayed {
             self.core.observer.charge_entered(ChargeState::Pending);

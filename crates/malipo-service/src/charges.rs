@@ -1,35 +1,20 @@
-//! Charges: validation, creation under an idempotency key, and reads.
+//! Charges: creation under an idempotency key (its command parsed in [`crate::commands`]), and
+//! reads.
 
 use malipo_auth::Principal;
 use malipo_charges::{Charge, ChargeFilter, ChargeKind, ChargeState};
-use malipo_core::{ChargeRef, Currency, MinorUnit, Mode};
+use malipo_core::{ChargeRef, MinorUnit, Mode};
 use malipo_countries::FeeOperation;
-use malipo_idempotency::StoredResponse;
 use malipo_ledger::AccountKind;
 
 use crate::backlog::{Backlog, Intake};
+use crate::commands::CreateCharge;
 use crate::core::Core;
-use crate::error::{FieldError, ServiceError};
+use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::lifecycle::Lifecycle;
 use crate::page::{bad_cursor, Page};
-use crate::ports::{query, read};
-use crate::validate::{check_amount, check_optional_text, check_reference};
-
-/// The fields of `POST /partner/stk` as received (amount as its exact decimal text).
-#[derive(Clone, Debug, Default)]
-pub struct NewCharge {
-    /// Customer phone number.
-    pub payer_msisdn: String,
-    /// Decimal text in major units.
-    pub amount: String,
-    /// Optional; must equal the merchant's collection currency.
-    pub currency: Option<String>,
-    /// The integrator's reference.
-    pub reference: String,
-    /// Optional text for the payer.
-    pub description: Option<String>,
-}
+use crate::ports::{query, read, Answer};
 
 /// The merchant-facing charge use cases.
 pub struct Charges<'a> {
@@ -41,60 +26,28 @@ impl<'a> Charges<'a> {
         Charges { core }
     }
 
-    /// Validates and creates a charge in state `pending`, exactly once per idempotency key.
-    /// Payer-side conditions (no wallet, locked, limits, funds) are never reported here: they
-    /// move the charge through its states afterwards.
+    /// Creates a charge in state `pending`, exactly once per idempotency key. Payer-side
+    /// conditions (no wallet, locked, limits, funds) are never reported here: they move the
+    /// charge through its states afterwards.
     ///
     /// # Errors
-    /// [`ServiceError::Validation`], [`ServiceError::CurrencyMismatch`], idempotency errors.
+    /// [`ServiceError::CurrencyMismatch`] (the currency named, or the payer's number, is not the
+    /// merchant's), [`ServiceError::Busy`], idempotency errors.
     pub fn create(
         &self,
         principal: &Principal,
-        new: &NewCharge,
+        command: &CreateCharge,
         idem: &Idem,
-        render: &dyn Fn(&Charge) -> StoredResponse,
+        answer: &dyn Answer<Charge>,
     ) -> Result<IdemOutcome, ServiceError> {
         let merchant_country = self.core.country(&principal.country)?;
         let currency = merchant_country.currency;
-        let mut errors = Vec::new();
-        let payer = match self.core.countries.parse_msisdn(&new.payer_msisdn) {
-            Ok((m, country)) => Some((m, country)),
-            Err(e) => {
-                errors.push(FieldError::new("payer_msisdn", "invalid_msisdn", format!("payer_msisdn {e}")));
-                None
-            }
-        };
-        let amount = check_amount("amount", &new.amount, currency, &mut errors);
-        if let Some(a) = amount {
-            if a > merchant_country.max_charge {
-                errors.push(FieldError::new(
-                    "amount",
-                    "invalid_amount",
-                    format!(
-                        "amount exceeds the maximum single charge of {} {currency}",
-                        currency.format_amount(merchant_country.max_charge)
-                    ),
-                ));
-            }
+        let CreateCharge { payer, amount, currency: named, reference, description } = command;
+        let amount = *amount;
+        if named.is_some_and(|c| c != currency) {
+            return Err(ServiceError::CurrencyMismatch(format!("currency must be {currency}, the merchant's collection currency")));
         }
-        check_reference("reference", &new.reference, &mut errors);
-        check_optional_text("description", new.description.as_deref(), 100, &mut errors);
-        if let Some(c) = &new.currency {
-            if Currency::new(c).is_err() {
-                errors.push(FieldError::new("currency", "invalid_currency", "currency must be a three-letter ISO 4217 code"));
-            }
-        }
-        if !errors.is_empty() {
-            return Err(ServiceError::Validation(errors));
-        }
-        let (Some((payer, payer_country)), Some(amount)) = (payer, amount) else {
-            return Err(ServiceError::Internal("validated fields missing".into()));
-        };
-        if let Some(c) = &new.currency {
-            if c != currency.as_str() {
-                return Err(ServiceError::CurrencyMismatch(format!("currency must be {currency}, the merchant's collection currency")));
-            }
-        }
+        let payer_country = self.core.country_of(payer)?;
         if payer_country.currency != currency {
             return Err(ServiceError::CurrencyMismatch(format!(
                 "payer_msisdn is a {} number; this merchant collects in {currency}",
@@ -110,7 +63,7 @@ impl<'a> Charges<'a> {
         // transaction of its own. Any other is checked by the worker at once and fails there.
         let lifecycle = Lifecycle(self.core);
         let can_pay = principal.mode == Mode::Live
-            && query(self.core.store(), |tx| lifecycle.live_refusal(tx, principal.mode, &payer, (amount, amount), now))?.is_none();
+            && query(self.core.store(), |tx| lifecycle.live_refusal(tx, principal.mode, payer, (amount, amount), now))?.is_none();
         let next_action_at = if can_pay { expires_at } else { lifecycle.first_step_at(principal.mode, now) };
         let charge = move |merchant_account| Charge {
             id: ChargeRef::new(),
@@ -123,8 +76,8 @@ impl<'a> Charges<'a> {
             fee,
             currency,
             amount_reversed: MinorUnit::ZERO,
-            reference: new.reference.clone(),
-            description: new.description.clone(),
+            reference: reference.clone(),
+            description: description.clone(),
             state: ChargeState::Pending,
             failure_reason: None,
             transaction_id: None,
@@ -140,7 +93,7 @@ impl<'a> Charges<'a> {
             // The usual case: the account is known, so the charge is whole before the
             // transaction and may share it with other creations' (the first charge of a
             // merchant in this process looks its account up, alone).
-            Some(merchant_account) => self.core.create_charge(idem, &charge(merchant_account), render)?,
+            Some(merchant_account) => self.core.create_charge(idem, &charge(merchant_account), answer)?,
             None => self.core.idempotent(
                 idem,
                 |tx| {
@@ -148,7 +101,7 @@ impl<'a> Charges<'a> {
                     tx.insert_charge(&charge)?;
                     Ok(charge)
                 },
-                render,
+                answer,
             )?,
         };
         if !outcome.replayed {

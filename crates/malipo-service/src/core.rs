@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use malipo_auth::{Passwords, SecretHasher};
 use malipo_charges::ChargeState;
-use malipo_core::{AccountId, Clock, Currency, Mode, OrgId, Timestamp};
+use malipo_core::{AccountId, Clock, Currency, Mode, Msisdn, OrgId, Timestamp};
 use malipo_countries::{Countries, Country};
 use malipo_ledger::AccountKind;
 use malipo_webhooks::SecretCipher;
@@ -133,6 +133,14 @@ impl Core {
     /// [`ServiceError::Internal`] when an organisation names a country no longer configured.
     pub(crate) fn country(&self, code: &str) -> Result<&Country, ServiceError> {
         self.countries.get(code).ok_or_else(|| ServiceError::Internal(format!("country {code} is not configured")))
+    }
+
+    /// The country of a number a command carries (parsed, so of a served country).
+    ///
+    /// # Errors
+    /// [`ServiceError::Internal`] when no served country has it (a command parsed elsewhere).
+    pub(crate) fn country_of(&self, msisdn: &Msisdn) -> Result<&Country, ServiceError> {
+        self.countries.for_msisdn(msisdn).map_err(|e| ServiceError::Internal(format!("{msisdn}: {e}")))
     }
 
     /// The id of an organisation's account of a kind in a mode (cached after the first lookup).

@@ -8,7 +8,7 @@ use crate::core::Core;
 use crate::error::ServiceError;
 use crate::error::StoreError;
 use crate::group::Creation;
-use crate::ports::{read, write, Tx};
+use crate::ports::{read, write, Answer, Tx};
 
 /// The key of a state-changing request and what it is bound to.
 #[derive(Clone, Debug)]
@@ -31,8 +31,8 @@ pub struct IdemOutcome {
 }
 
 impl Core {
-    /// Runs `effect` once per key, in one transaction with the key: the effect is applied, its
-    /// response rendered, and the key stored with the response. A repeat with the same
+    /// Runs `effect` once per key, in one transaction with the key: the effect is applied, the
+    /// front end's answer to it made, and the key stored with the answer. A repeat with the same
     /// fingerprint replays the stored response; with another fingerprint it is refused. When a
     /// concurrent request stores the key first, this transaction rolls back and the request
     /// replays the winner's response. Errors from `effect` roll everything back, the key
@@ -44,7 +44,7 @@ impl Core {
         &self,
         idem: &Idem,
         mut effect: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>,
-        render: &dyn Fn(&T) -> StoredResponse,
+        answer: &dyn Answer<T>,
     ) -> Result<IdemOutcome, ServiceError> {
         let now = self.now();
         // First attempt: assume a new key (the common case) and skip the lookup; the insert at
@@ -69,7 +69,7 @@ impl Core {
                 }
                 Err(e) => return Err(e),
             };
-            let response = render(&value);
+            let response = answer.answer(&value);
             let record = IdempotencyRecord { fingerprint: idem.fingerprint.clone(), response: Some(response.clone()), created_at: now };
             if tx.insert_key(&idem.scope, &idem.key, &record)? {
                 Ok(IdemOutcome { response, replayed: false })
@@ -88,14 +88,9 @@ impl Core {
     ///
     /// # Errors
     /// As [`Core::idempotent`].
-    pub(crate) fn create_charge(
-        &self,
-        idem: &Idem,
-        charge: &Charge,
-        render: &dyn Fn(&Charge) -> StoredResponse,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub(crate) fn create_charge(&self, idem: &Idem, charge: &Charge, answer: &dyn Answer<Charge>) -> Result<IdemOutcome, ServiceError> {
         if self.group.enabled() {
-            let response = render(charge);
+            let response = answer.answer(charge);
             let record =
                 IdempotencyRecord { fingerprint: idem.fingerprint.clone(), response: Some(response.clone()), created_at: self.now() };
             let creation = Creation { charge: charge.clone(), key: (idem.scope.clone(), idem.key.clone(), record) };
@@ -109,7 +104,7 @@ impl Core {
                 tx.insert_charge(charge)?;
                 Ok(charge.clone())
             },
-            render,
+            answer,
         )
     }
 

@@ -1,9 +1,11 @@
 //! Malipo's use cases: each is one transaction over the storage port, pure otherwise. Callers
-//! (HTTP handlers, workers, the CLI) reach them through [`Platform`], one feature at a time
-//! (`platform.charges()`, `platform.wallets()`, …), and run them on blocking threads.
+//! (HTTP handlers, the web console, workers, the CLI) reach them through [`Platform`], one
+//! feature at a time (`platform.charges()`, `platform.wallets()`, …), and run them on blocking
+//! threads. A state-changing use case takes a typed command ([`commands`]) that the caller
+//! parses first (`platform.parse(..)`), and an [`Answer`] to keep with its idempotency key.
 //!
 //! Modules import downwards only: `error` ← `ports` ← `core` ← shared rules (`events`,
-//! `limits`, `customers`, `lifecycle`, …) ← features ← `platform`.
+//! `limits`, `customers`, `lifecycle`, …) ← `commands` ← features ← `platform`.
 
 // Integers never meet `+ - *` unchecked here: money goes through `MinorUnit`'s checked
 // operations, counters and times saturate or are checked (an overflow must not wrap silently).
@@ -14,6 +16,7 @@ pub mod accounts;
 pub mod agents;
 pub mod backlog;
 pub mod charges;
+pub mod commands;
 pub mod config;
 mod core;
 mod customers;
@@ -47,7 +50,9 @@ pub use access::{Access, IssuedCredential, IssuedToken};
 pub use accounts::{Accounts, Balance, LedgerCheck};
 pub use agents::{Agents, CashIn};
 pub use backlog::{Backlog, BacklogReading, Intake};
-pub use charges::{Charges, NewCharge};
+pub use charges::Charges;
+// Every command and raw input, and the parsing they share.
+pub use commands::*;
 pub use config::{ServiceConfig, WebhookConfig};
 pub use core::{NoObserver, Observer};
 pub use error::{FieldError, OAuthProblem, ProblemText, ServiceError, StoreError, TokenProblem};
@@ -58,24 +63,24 @@ pub use lifecycle::PIN_LOCKOUT_REASON;
 pub use limits::WalletDetails;
 pub use p2p::P2pTransfer;
 pub use page::Page;
-pub use payment_requests::{NewPaymentRequest, PaymentRequests};
-pub use payouts::bulk::{BulkInput, BulkPayouts};
+pub use payment_requests::PaymentRequests;
+pub use payouts::bulk::BulkPayouts;
 pub use payouts::worker::PayoutProcessing;
-pub use payouts::{NewPayout, Payouts};
+pub use payouts::Payouts;
 pub use people::{Enrolment, InvitationView, Invited, Invitee, Inviter, People, SignIn, SignedIn};
 pub use platform::Platform;
 pub use ports::{
-    autocommit, query, read, write, AccountKey, AuditEntry, AuditFilter, AuditRepo, AuthRepo, BulkRepo, ChainRepo, ChargeRepo,
+    autocommit, query, read, write, AccountKey, Answer, AuditEntry, AuditFilter, AuditRepo, AuthRepo, BulkRepo, ChainRepo, ChargeRepo,
     EndpointRepo, EventRenderer, IdempotencyRepo, Invitation, LedgerRepo, NoRenderer, OutboxRepo, PaymentRequestRepo, PayoutRepo,
     PostingQuery, QueuedWrites, ReversalRepo, Savepoint, SessionRepo, StatementLine, Store, TokenRecord, Tx, UnsealedStats, UserRepo,
     UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender, WriteQueue,
 };
 pub use processing::Processing;
-pub use reversals::{NewReversal, Reversals};
-pub use sandbox::{Sandbox, SimulateAction};
+pub use reversals::Reversals;
+pub use sandbox::Sandbox;
 pub use sealer::{Sealer, SEAL_BATCH};
 pub use transactions::{ExportRun, Reconciliation, TransactionFilter, Transactions};
 pub use transfers::{Transfer, Transfers};
 pub use ussd::{Ussd, UssdRequest, SESSION_TIMEOUT_SECONDS};
-pub use wallets::{NewWallet, PinCheck, Wallets};
+pub use wallets::{PinCheck, Wallets};
 pub use webhooks::{Deliveries, DeliveryJob, EndpointWithSecret, EventDetail, Redelivery, SendOutcome, Webhooks};

@@ -1,10 +1,11 @@
 //! The application's front door: one cheap, cloneable handle that owns the shared core and
-//! hands out each feature's use cases. Callers (HTTP handlers, workers, the CLI) write
-//! `platform.charges().create(..)`; nothing else of the core is public.
+//! hands out each feature's use cases. Callers (HTTP handlers, the web console, workers, the CLI)
+//! write `platform.charges().create(..)`, with a command from `platform.parse(..)`; nothing else
+//! of the core is public.
 
 use std::sync::Arc;
 
-use malipo_auth::{Passwords, SecretHasher};
+use malipo_auth::{Passwords, Principal, SecretHasher};
 use malipo_core::{Clock, Timestamp};
 use malipo_countries::Countries;
 use malipo_webhooks::SecretCipher;
@@ -14,8 +15,10 @@ use crate::accounts::Accounts;
 use crate::agents::Agents;
 use crate::backlog::Backlog;
 use crate::charges::Charges;
+use crate::commands::{Command, ParseContext};
 use crate::config::{ServiceConfig, WebhookConfig};
 use crate::core::{Core, Observer};
+use crate::error::ServiceError;
 use crate::group::GroupCommit;
 use crate::housekeeping::Housekeeping;
 use crate::payment_requests::PaymentRequests;
@@ -105,6 +108,17 @@ impl Platform {
     /// The country configuration.
     pub fn countries(&self) -> &Countries {
         &self.core.countries
+    }
+
+    /// Parses a front end's raw input into a use case's command, for `principal`'s request
+    /// (see [`Command`]): `platform.parse::<CreateCharge>(&principal, &new)`.
+    ///
+    /// # Errors
+    /// The command's: [`ServiceError::Validation`] with every field's problem, or
+    /// [`ServiceError::NotFound`] for an id that names nothing.
+    pub fn parse<C: Command>(&self, principal: &Principal, raw: &C::Raw) -> Result<C, ServiceError> {
+        let core = &*self.core;
+        C::parse(raw, &ParseContext::new(&core.countries, principal, &core.webhooks, &*core.clock))
     }
 
     /// The webhook delivery tunables.

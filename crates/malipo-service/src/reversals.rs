@@ -4,24 +4,17 @@
 use malipo_auth::Principal;
 use malipo_charges::{ChargeKind, ChargeState};
 use malipo_core::{ChargeRef, Currency, MinorUnit, PayoutRef, ReversalId, Timestamp, TransactionId};
-use malipo_idempotency::StoredResponse;
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 use malipo_payouts::{fee_share, PayoutState, Reversal, ReversalOriginal};
 
 use crate::agents::insufficient;
+use crate::commands::{CreateReversal, ReversalTarget};
 use crate::core::Core;
-use crate::error::{FieldError, ServiceError};
+use crate::error::ServiceError;
 use crate::events::Events;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, Tx};
-use crate::validate::{check_amount, check_text};
-
-/// What a reversal request names, checked for shape: the original itself, or its transaction.
-enum Named {
-    Original(ReversalOriginal),
-    Transaction(TransactionId),
-}
+use crate::ports::{read, Answer, Tx};
 
 /// The original as found, locked: what the reversal computes with.
 struct Original {
@@ -49,21 +42,6 @@ fn line(account: malipo_core::AccountId, amount: MinorUnit) -> JournalLine {
     JournalLine { account, amount }
 }
 
-/// The fields of `POST /reversals` as received: exactly one of the three originals.
-#[derive(Clone, Debug, Default)]
-pub struct NewReversal {
-    /// A charge (`ch_…`).
-    pub charge_ref: Option<String>,
-    /// A payout (`po_…`).
-    pub payout_ref: Option<String>,
-    /// A charge's or payout's ledger transaction (`tx_…`).
-    pub transaction_id: Option<String>,
-    /// Decimal text in major units; the whole remainder when left out.
-    pub amount: Option<String>,
-    /// Why (1 to 255 characters).
-    pub reason: String,
-}
-
 /// The reversal use cases.
 pub struct Reversals<'a> {
     core: &'a Core,
@@ -77,59 +55,27 @@ impl<'a> Reversals<'a> {
     /// Reverses all or part of a completed charge or payout, exactly once per key.
     ///
     /// # Errors
-    /// [`ServiceError::Validation`], [`ServiceError::NotFound`], [`ServiceError::InvalidState`],
+    /// [`ServiceError::NotFound`], [`ServiceError::Validation`] (`transaction_id` of a
+    /// transaction that is neither a charge's nor a payout's), [`ServiceError::InvalidState`],
     /// [`ServiceError::ReversalExceedsOriginal`], [`ServiceError::InsufficientFunds`],
     /// idempotency errors.
     pub fn create(
         &self,
         principal: &Principal,
-        new: &NewReversal,
+        command: &CreateReversal,
         idem: &Idem,
-        render: &dyn Fn(&Reversal) -> StoredResponse,
+        answer: &dyn Answer<Reversal>,
     ) -> Result<IdemOutcome, ServiceError> {
-        let mut errors = Vec::new();
-        check_text("reason", &new.reason, 255, false, &mut errors);
-        let charge = |c: ChargeRef| Named::Original(ReversalOriginal::Charge(c));
-        let payout = |p: PayoutRef| Named::Original(ReversalOriginal::Payout(p));
-        // `Ok(None)`: not exactly one given (already reported); `Err(field)`: it does not parse.
-        let named: Result<Option<Named>, &str> = match (&new.charge_ref, &new.payout_ref, &new.transaction_id) {
-            (Some(c), None, None) => ChargeRef::parse(c).map(|c| Some(charge(c))).map_err(|_| "charge_ref"),
-            (None, Some(p), None) => PayoutRef::parse(p).map(|p| Some(payout(p))).map_err(|_| "payout_ref"),
-            (None, None, Some(t)) => TransactionId::parse(t).map(|t| Some(Named::Transaction(t))).map_err(|_| "transaction_id"),
-            (None, None, None) => {
-                errors.push(FieldError::new("charge_ref", "missing_field", "give one of charge_ref, payout_ref and transaction_id"));
-                Ok(None)
-            }
-            _ => {
-                errors.push(FieldError::new("charge_ref", "invalid_value", "give only one of charge_ref, payout_ref and transaction_id"));
-                Ok(None)
-            }
-        };
-        let named = named.unwrap_or_else(|field| {
-            errors.push(FieldError::new(field, "invalid_value", format!("{field} is not a valid identifier")));
-            None
-        });
-        let currency = self.core.country(&principal.country)?.currency;
-        let requested = new.amount.as_deref().and_then(|a| check_amount("amount", a, currency, &mut errors));
-        let (Some(named), true) = (named, errors.is_empty()) else {
-            return Err(ServiceError::Validation(errors));
-        };
         let now = self.core.now();
-        self.core.idempotent(idem, |tx| self.reverse(tx, principal, &named, requested, &new.reason, now), render)
+        self.core.idempotent(idem, |tx| self.reverse(tx, principal, command, now), answer)
     }
 
-    fn reverse(
-        &self,
-        tx: &mut dyn Tx,
-        principal: &Principal,
-        named: &Named,
-        requested: Option<MinorUnit>,
-        reason: &str,
-        now: Timestamp,
-    ) -> Result<Reversal, ServiceError> {
-        let original = match named {
-            Named::Original(o) => o.clone(),
-            Named::Transaction(t) => match tx.journal_source(principal.mode, t)? {
+    fn reverse(&self, tx: &mut dyn Tx, principal: &Principal, command: &CreateReversal, now: Timestamp) -> Result<Reversal, ServiceError> {
+        let CreateReversal { target, amount: requested, reason } = command;
+        let requested = *requested;
+        let original = match target {
+            ReversalTarget::Original(o) => o.clone(),
+            ReversalTarget::Transaction(t) => match tx.journal_source(principal.mode, t)? {
                 Some((JournalKind::Charge, source)) => ReversalOriginal::Charge(ChargeRef::from_trusted(source)),
                 Some((JournalKind::Payout, source)) => ReversalOriginal::Payout(PayoutRef::from_trusted(source)),
                 Some((kind, _)) => {
@@ -162,7 +108,7 @@ impl<'a> Reversals<'a> {
             amount,
             fee_reversed: fee_share,
             currency: original.currency,
-            reason: reason.to_owned(),
+            reason: reason.clone(),
             transaction_id: journal.id,
             created_at: now,
         };

@@ -2,46 +2,17 @@
 
 use malipo_auth::Principal;
 use malipo_charges::{Charge, ChargeEvent, ChargeState, FailureReason};
-use malipo_core::{ChargeRef, MinorUnit, Mode, Timestamp};
-use malipo_idempotency::StoredResponse;
+use malipo_core::{MinorUnit, Mode, Timestamp};
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 
+use crate::commands::{SandboxWallet, Simulate, SimulateAction};
 use crate::core::Core;
 use crate::customers::Customers;
 use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::lifecycle::{Entered, Funds, Lifecycle};
 use crate::limits::{Limits, WalletDetails};
-use crate::ports::{Tx, WalletState};
-
-/// What the simulated customer does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SimulateAction {
-    /// Approve with the right PIN (the charge is then processed to completion at once).
-    Approve,
-    /// Decline the prompt.
-    Decline,
-    /// Enter a wrong PIN (counts towards the lock).
-    WrongPin,
-    /// Let it expire now.
-    Expire,
-    /// Fail it: a pending charge with `insufficient_funds`, an authorised one with `processing_error`.
-    Fail,
-}
-
-impl std::str::FromStr for SimulateAction {
-    type Err = ();
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(match s {
-            "approve" => SimulateAction::Approve,
-            "decline" => SimulateAction::Decline,
-            "wrong_pin" => SimulateAction::WrongPin,
-            "expire" => SimulateAction::Expire,
-            "fail" => SimulateAction::Fail,
-            _ => return Err(()),
-        })
-    }
-}
+use crate::ports::{Answer, Tx, WalletState};
 
 /// The sandbox helpers (test mode only).
 pub struct Sandbox<'a> {
@@ -68,27 +39,27 @@ impl<'a> Sandbox<'a> {
     pub fn simulate(
         &self,
         principal: &Principal,
-        charge_ref: &str,
-        action: SimulateAction,
+        command: &Simulate,
         idem: &Idem,
-        render: &dyn Fn(&Charge) -> StoredResponse,
+        answer: &dyn Answer<Charge>,
     ) -> Result<IdemOutcome, ServiceError> {
         Self::test_only(principal)?;
-        let id = ChargeRef::parse(charge_ref).map_err(|_| ServiceError::NotFound)?;
+        let Simulate { charge: id, action } = command;
+        let action = *action;
         let mut entered = Entered::new();
         let outcome = self.core.idempotent(
             idem,
             |tx| {
                 entered.clear();
                 let now = self.core.now();
-                if tx.charge(&principal.org_id, principal.mode, &id)?.is_none() {
+                if tx.charge(&principal.org_id, principal.mode, id)?.is_none() {
                     return Err(ServiceError::NotFound);
                 }
-                let mut charge = tx.lock_charge(&id)?.ok_or(ServiceError::NotFound)?;
+                let mut charge = tx.lock_charge(id)?.ok_or(ServiceError::NotFound)?;
                 self.simulate_on(tx, &mut charge, action, now, &mut entered)?;
                 Ok(charge)
             },
-            render,
+            answer,
         )?;
         self.core.report(&entered);
         Ok(outcome)
@@ -151,38 +122,23 @@ impl<'a> Sandbox<'a> {
     /// balance (posting the difference against the sandbox funding account), `kyc_tier` the tier.
     ///
     /// # Errors
-    /// [`ServiceError::TestModeOnly`], [`ServiceError::Validation`], [`ServiceError::InsufficientFunds`]
-    /// when the new balance is below the wallet's reservations.
+    /// [`ServiceError::TestModeOnly`], [`ServiceError::InsufficientFunds`] when the new balance
+    /// is below the wallet's reservations.
     pub fn wallet(
         &self,
         principal: &Principal,
-        msisdn: &str,
-        balance: Option<&str>,
-        kyc_tier: Option<u8>,
+        command: &SandboxWallet,
         idem: &Idem,
-        render: &dyn Fn(&WalletDetails) -> StoredResponse,
+        answer: &dyn Answer<WalletDetails>,
     ) -> Result<IdemOutcome, ServiceError> {
         Self::test_only(principal)?;
-        let (msisdn, country) =
-            self.core.countries.parse_msisdn(msisdn).map_err(|e| ServiceError::field("msisdn", "invalid_msisdn", format!("msisdn {e}")))?;
-        let target = balance
-            .map(|t| match country.currency.parse_amount(t) {
-                Ok(v) => Ok(v),
-                // A syntactically valid zero empties the wallet.
-                Err(malipo_core::MoneyError::NotPositive) => Ok(MinorUnit::ZERO),
-                Err(e) => Err(ServiceError::field("balance", "invalid_amount", format!("balance {e}"))),
-            })
-            .transpose()?;
-        if let Some(t) = kyc_tier {
-            if country.tier(t).is_none() {
-                return Err(ServiceError::field("kyc_tier", "invalid_value", format!("{} has no KYC tier {t}", country.code)));
-            }
-        }
+        let SandboxWallet { msisdn, balance: target, kyc_tier } = command;
+        let (target, kyc_tier) = (*target, *kyc_tier);
         self.core.idempotent(
             idem,
             |tx| {
                 let now = self.core.now();
-                let mut wallet = Customers(self.core).ensure_test_wallet(tx, &msisdn, now)?;
+                let mut wallet = Customers(self.core).ensure_test_wallet(tx, msisdn, now)?;
                 let account = tx.account(&wallet.account_id)?.ok_or(ServiceError::Internal("wallet without account".into()))?;
                 if let Some(target) = target {
                     let diff = target.checked_sub(account.balance)?;
@@ -215,7 +171,7 @@ impl<'a> Sandbox<'a> {
                 }
                 Limits(self.core).details(tx, &wallet, now)
             },
-            render,
+            answer,
         )
     }
 }

@@ -3,28 +3,15 @@
 
 use malipo_auth::Principal;
 use malipo_core::{AccountId, Currency, MinorUnit, Mode, Timestamp, TransactionId};
-use malipo_idempotency::StoredResponse;
 use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine};
 
 use crate::agents::insufficient;
+use crate::commands::CreateTransfer;
 use crate::core::Core;
-use crate::error::{FieldError, ServiceError};
+use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, PostingQuery, StatementLine};
-use crate::validate::check_amount;
-
-/// The accounts a transfer may name.
-fn transfer_account(field: &str, value: &str, errors: &mut Vec<FieldError>) -> Option<AccountKind> {
-    match value {
-        "collection" => Some(AccountKind::Collection),
-        "payout" => Some(AccountKind::Payout),
-        _ => {
-            errors.push(FieldError::new(field, "invalid_value", format!("{field} must be collection or payout")));
-            None
-        }
-    }
-}
+use crate::ports::{read, Answer, PostingQuery, StatementLine};
 
 /// A completed transfer between two of an organisation's accounts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,32 +42,20 @@ impl<'a> Transfers<'a> {
         Transfers { core }
     }
 
-    /// Moves `amount` from one of the principal's accounts (`collection`, `payout`) to another,
-    /// exactly once per idempotency key.
+    /// Moves an amount from one of the principal's accounts (`collection`, `payout`) to
+    /// another, exactly once per idempotency key.
     ///
     /// # Errors
-    /// [`ServiceError::Validation`] (`from`, `to`, `amount`), [`ServiceError::InsufficientFunds`],
-    /// idempotency errors.
+    /// [`ServiceError::InsufficientFunds`], idempotency errors.
     pub fn transfer(
         &self,
         principal: &Principal,
-        from: &str,
-        to: &str,
-        amount: &str,
+        command: &CreateTransfer,
         idem: &Idem,
-        render: &dyn Fn(&Transfer) -> StoredResponse,
+        answer: &dyn Answer<Transfer>,
     ) -> Result<IdemOutcome, ServiceError> {
         let currency = self.core.country(&principal.country)?.currency;
-        let mut errors = Vec::new();
-        let from_kind = transfer_account("from", from, &mut errors);
-        let to_kind = transfer_account("to", to, &mut errors);
-        let amount = check_amount("amount", amount, currency, &mut errors);
-        if from_kind.is_some() && from_kind == to_kind {
-            errors.push(FieldError::new("to", "invalid_value", "to must differ from from"));
-        }
-        let (Some(from), Some(to), Some(amount), true) = (from_kind, to_kind, amount, errors.is_empty()) else {
-            return Err(ServiceError::Validation(errors));
-        };
+        let CreateTransfer { from, to, amount } = *command;
         let now = self.core.now();
         let mode = principal.mode;
         self.core.idempotent(
@@ -102,7 +77,7 @@ impl<'a> Transfers<'a> {
                 tx.post_journal(&journal).map_err(ServiceError::from).map_err(insufficient)?;
                 Ok(Transfer { transaction_id: journal.id, from, to, amount, currency, mode, created_at: now })
             },
-            render,
+            answer,
         )
     }
 

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::harness::{field_problem, msisdn, problem_strict, stk, Answer, Db, TestApp};
+use crate::harness::{field_problem, key, msisdn, problem_strict, stk, Answer, Db, TestApp};
 
 crate::on_both!(
     concurrent_identical_requests_make_exactly_one_charge,
@@ -18,6 +18,7 @@ crate::on_both!(
     key_reuse_compares_the_canonical_body,
     keys_with_invisible_characters_are_refused,
     replay_survives_state_changes,
+    the_header_key_is_asked_for_before_the_fields_are_judged,
 );
 
 async fn concurrent_identical_requests_make_exactly_one_charge(db: Db) {
@@ -291,4 +292,27 @@ async fn replay_survives_state_changes(db: Db) {
     assert_eq!(again.json["state"], "pending");
     let now: Value = app.get_json(&token, &format!("/partner/charges/{r}")).await;
     assert_eq!(now["state"], "completed");
+}
+
+async fn the_header_key_is_asked_for_before_the_fields_are_judged(db: Db) {
+    let app = TestApp::shared(db);
+    let (_, token) = app.merchant_token().await;
+    // The body's own problems (its JSON, a wire form) come before the header key; the fields'
+    // problems after it, all at once.
+    let bad = json!({"payee_msisdn": "07", "amount": "-1", "reference": ""});
+    problem_strict(app.post(&token, "/payouts", &bad, None).await, 400, "idempotency_key_missing").await;
+    let wrong_type = json!({"payee_msisdn": "07", "amount": true, "reference": ""});
+    problem_strict(app.post(&token, "/payouts", &wrong_type, None).await, 400, "invalid_request").await;
+    let a = problem_strict(app.post(&token, "/payouts", &bad, Some(&key())).await, 422, "validation_failed").await;
+    let fields: Vec<&str> = a.json["errors"].as_array().unwrap().iter().map(|e| e["field"].as_str().unwrap()).collect();
+    assert_eq!(fields, ["payee_msisdn", "amount", "reference"], "{}", a.text);
+    // A path id that names nothing is answered after the key too.
+    let cancel = "/biz/requests/nonsense/cancel";
+    problem_strict(app.post(&token, cancel, &json!({}), None).await, 400, "idempotency_key_missing").await;
+    problem_strict(app.post(&token, cancel, &json!({}), Some(&key())).await, 404, "not_found").await;
+    // The sandbox's action is the body's own: before the key.
+    let simulate = "/sandbox/charges/ch_nonsense/simulate";
+    field_problem(app.post(&token, simulate, &json!({"action": "dance"}), None).await, "action", "invalid_value").await;
+    problem_strict(app.post(&token, simulate, &json!({"action": "approve"}), None).await, 400, "idempotency_key_missing").await;
+    problem_strict(app.post(&token, simulate, &json!({"action": "approve"}), Some(&key())).await, 404, "not_found").await;
 }

@@ -251,6 +251,10 @@ async fn delete_answers_the_deleted_endpoint_and_hides_it(db: Db) {
     assert_eq!(replay.status, 200);
     assert_eq!(replay.header("idempotent-replayed"), "true");
     assert_eq!(replay.text, a.text);
+    // A path that is no endpoint id names nothing, answered after the key: here a key used for
+    // another deletion.
+    problem_strict(delete(app, &token, "/webhooks/endpoints/nonsense", Some(&k)).await, 422, "idempotency_key_reused").await;
+    problem_strict(delete(app, &token, "/webhooks/endpoints/nonsense", Some(&key())).await, 404, "not_found").await;
     problem_strict(app.get(&token, &path).await, 404, "not_found").await;
     problem_strict(delete(app, &token, &path, Some(&key())).await, 404, "not_found").await;
     let rotate = format!("{path}/rotate-secret");

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use malipo_auth::Principal;
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope, StoredResponse};
-use malipo_service::{EndpointWithSecret, EventDetail, Idem, Platform};
+use malipo_service::{CreateEndpoint, EndpointWithSecret, EventDetail, Idem, NewEndpoint, Platform};
 use malipo_store_diesel::testing::TestDatabase;
 use malipo_webhooks::{body_signature, DeliveryState, Endpoint, RetrySchedule, Secret, Verifier};
 use serde_json::{json, Value};
@@ -271,7 +271,8 @@ async fn register(app: &TestApp, token: &str, url: &str, events: &[&str]) -> Reg
                 status: 200,
                 body: serde_json::to_vec(&json!({"endpoint_id": e.endpoint.id.to_string(), "secret": e.secret})).unwrap(),
             };
-            p.webhooks().create_endpoint(&principal, &url, &events, None, &idem, &render)
+            let endpoint: CreateEndpoint = p.parse(&principal, &NewEndpoint { url, events, description: None })?;
+            p.webhooks().create_endpoint(&principal, &endpoint, &idem, &render)
         })
         .await
         .unwrap()

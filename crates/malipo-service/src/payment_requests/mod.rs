@@ -5,41 +5,23 @@
 pub(crate) mod pay;
 
 use malipo_auth::Principal;
-use malipo_core::{Msisdn, PaymentRequestId};
+use malipo_core::PaymentRequestId;
 use malipo_countries::FeeOperation;
-use malipo_idempotency::StoredResponse;
 use malipo_ledger::AccountKind;
-use malipo_requests::{
-    PayCode, PaymentRequest, RequestEvent, RequestFilter, RequestState, TransitionError, DEFAULT_EXPIRES_IN_SECONDS, EXPIRES_IN_SECONDS,
-};
+use malipo_requests::{PayCode, PaymentRequest, RequestEvent, RequestFilter, RequestState, TransitionError};
 
+use crate::commands::{CancelPaymentRequest, CreatePaymentRequest};
 use crate::core::Core;
-use crate::error::{FieldError, ServiceError, StoreError};
+use crate::error::{ServiceError, StoreError};
 use crate::events::Events;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, write};
-use crate::validate::{check_amount, check_optional_text, check_reference};
+use crate::ports::{read, write, Answer};
 
 /// How many pay codes are drawn for one request before giving up: a drawn code is taken by
 /// another open request of the mode with probability (open requests / 1,000,000), so even a
 /// million-code space half full fails twenty draws in a row about once in a million requests.
 const PAY_CODE_DRAWS: usize = 20;
-
-/// The fields of `POST /biz/request` as received (amount as its exact decimal text).
-#[derive(Clone, Debug, Default)]
-pub struct NewPaymentRequest {
-    /// Decimal text in major units.
-    pub amount: String,
-    /// The merchant's reference.
-    pub reference: String,
-    /// Optional text (at most 100 characters).
-    pub description: Option<String>,
-    /// Optional: the customer it is addressed to.
-    pub payer_msisdn: Option<String>,
-    /// Optional: seconds until it expires (60 to 604,800; default 86,400).
-    pub expires_in: Option<i64>,
-}
 
 /// The merchant's payment request use cases.
 pub struct PaymentRequests<'a> {
@@ -51,51 +33,24 @@ impl<'a> PaymentRequests<'a> {
         PaymentRequests { core }
     }
 
-    /// Validates a request and stores it `open` with a fresh pay code (drawn again while the
-    /// database finds it in use by another open request of the mode), exactly once per
-    /// idempotency key.
+    /// Stores a payment request `open` with a fresh pay code (drawn again while the database
+    /// finds it in use by another open request of the mode), exactly once per idempotency key.
     ///
     /// # Errors
-    /// [`ServiceError::Validation`], [`ServiceError::CurrencyMismatch`] (a payer of another
-    /// currency), idempotency errors.
+    /// [`ServiceError::CurrencyMismatch`] (a payer of another currency), idempotency errors.
     pub fn create(
         &self,
         principal: &Principal,
-        new: &NewPaymentRequest,
+        command: &CreatePaymentRequest,
         idem: &Idem,
-        render: &dyn Fn(&PaymentRequest) -> StoredResponse,
+        answer: &dyn Answer<PaymentRequest>,
     ) -> Result<IdemOutcome, ServiceError> {
         let country = self.core.country(&principal.country)?;
         let currency = country.currency;
-        let mut errors = Vec::new();
-        let amount = check_amount("amount", &new.amount, currency, &mut errors);
-        if amount.is_some_and(|a| a > country.max_charge) {
-            let max = currency.format_amount(country.max_charge);
-            errors.push(FieldError::new(
-                "amount",
-                "invalid_amount",
-                format!("amount exceeds the maximum single payment of {max} {currency}"),
-            ));
-        }
-        check_reference("reference", &new.reference, &mut errors);
-        check_optional_text("description", new.description.as_deref(), 100, &mut errors);
-        let payer = match new.payer_msisdn.as_deref().map(|m| self.core.countries.parse_msisdn(m)) {
-            None => None,
-            Some(Ok(found)) => Some(found),
-            Some(Err(e)) => {
-                errors.push(FieldError::new("payer_msisdn", "invalid_msisdn", format!("payer_msisdn {e}")));
-                None
-            }
-        };
-        let expires_in = new.expires_in.unwrap_or(DEFAULT_EXPIRES_IN_SECONDS);
-        if !EXPIRES_IN_SECONDS.contains(&expires_in) {
-            let (min, max) = (EXPIRES_IN_SECONDS.start(), EXPIRES_IN_SECONDS.end());
-            errors.push(FieldError::new("expires_in", "invalid_value", format!("expires_in must be {min} to {max} seconds")));
-        }
-        let Some(amount) = amount.filter(|_| errors.is_empty()) else {
-            return Err(ServiceError::Validation(errors));
-        };
-        if let Some((_, payer_country)) = payer {
+        let CreatePaymentRequest { amount, reference, description, payer, expires_in } = command;
+        let (amount, expires_in) = (*amount, *expires_in);
+        if let Some(payer) = payer {
+            let payer_country = self.core.country_of(payer)?;
             if payer_country.currency != currency {
                 return Err(ServiceError::CurrencyMismatch(format!(
                     "payer_msisdn is a {} number; this merchant collects in {currency}",
@@ -103,7 +58,6 @@ impl<'a> PaymentRequests<'a> {
                 )));
             }
         }
-        let payer: Option<Msisdn> = payer.map(|(m, _)| m);
         let fee = country.fee(FeeOperation::PaymentRequest, amount).min(amount);
         let now = self.core.now();
         self.core.idempotent(
@@ -120,8 +74,8 @@ impl<'a> PaymentRequests<'a> {
                         amount,
                         fee,
                         currency,
-                        reference: new.reference.clone(),
-                        description: new.description.clone(),
+                        reference: reference.clone(),
+                        description: description.clone(),
                         payer_msisdn: payer.clone(),
                         paid_by_msisdn: None,
                         transaction_id: None,
@@ -140,7 +94,7 @@ impl<'a> PaymentRequests<'a> {
                 }
                 Err(ServiceError::Internal(format!("no free pay code in {PAY_CODE_DRAWS} draws")))
             },
-            render,
+            answer,
         )
     }
 
@@ -179,24 +133,24 @@ impl<'a> PaymentRequests<'a> {
     pub fn cancel(
         &self,
         principal: &Principal,
-        id: &str,
+        command: &CancelPaymentRequest,
         idem: &Idem,
-        render: &dyn Fn(&PaymentRequest) -> StoredResponse,
+        answer: &dyn Answer<PaymentRequest>,
     ) -> Result<IdemOutcome, ServiceError> {
-        let id = PaymentRequestId::parse(id).map_err(|_| ServiceError::NotFound)?;
+        let id = &command.request;
         self.core.idempotent(
             idem,
             |tx| {
                 let now = self.core.now();
                 let mut request = tx
-                    .lock_payment_request(&id)?
+                    .lock_payment_request(id)?
                     .filter(|r| r.org_id == principal.org_id && r.mode == principal.mode)
                     .ok_or(ServiceError::NotFound)?;
                 request.apply(RequestEvent::Cancel, now).map_err(|e| invalid_state(e, "cancelled"))?;
                 tx.update_payment_request(&request)?;
                 Ok(request)
             },
-            render,
+            answer,
         )
     }
 

@@ -2,38 +2,25 @@
 
 use malipo_auth::Principal;
 use malipo_core::{BulkPayoutId, MinorUnit, PayoutRef, Timestamp};
-use malipo_idempotency::StoredResponse;
+use malipo_countries::FeeOperation;
 use malipo_ledger::AccountKind;
-use malipo_payouts::{
-    parse_bulk_csv, BatchCounts, BatchEvent, BatchState, BulkPayout, BulkTransitionError, Payout, PayoutFailure, PayoutState, RawItem,
-    MAX_BULK_ITEMS,
-};
+use malipo_payouts::{BatchCounts, BatchEvent, BatchState, BulkPayout, BulkTransitionError, Payout, PayoutFailure, PayoutState};
 
-use super::checks::{check_payout, CheckedPayout};
 use crate::agents::insufficient;
 use crate::backlog::{Backlog, Intake};
+use crate::commands::{ApproveBulkPayout, CreateBulkPayout, PayoutLine, RejectBulkPayout};
 use crate::core::Core;
-use crate::error::{FieldError, ServiceError};
+use crate::error::ServiceError;
 use crate::events::Events;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, Tx};
-use crate::validate::{check_reference, check_text};
+use crate::ports::{read, Answer, Tx};
 
 fn transition_error(e: BulkTransitionError) -> ServiceError {
     match e {
         BulkTransitionError::MakerChecker => ServiceError::MakerChecker,
         e @ BulkTransitionError::InvalidState { .. } => ServiceError::InvalidState(e.to_string()),
     }
-}
-
-/// A bulk upload's items: JSON items already read, or a CSV file to read strictly.
-#[derive(Clone, Debug)]
-pub enum BulkInput {
-    /// The JSON body's `items`.
-    Items(Vec<RawItem>),
-    /// A `text/csv` body.
-    Csv(Vec<u8>),
 }
 
 /// The bulk payout use cases.
@@ -46,51 +33,23 @@ impl<'a> BulkPayouts<'a> {
         BulkPayouts { core }
     }
 
-    /// Validates every item (one `items[N].field` error per problem, nothing stored if any)
-    /// and stores the batch `awaiting_approval` with its items, exactly once per key. The
-    /// principal is the maker.
+    /// Stores the batch `awaiting_approval` with its items (each with its payout fee), exactly
+    /// once per key. The principal is the maker.
     ///
     /// # Errors
-    /// [`ServiceError::Validation`], idempotency errors.
+    /// Idempotency errors.
     pub fn create(
         &self,
         principal: &Principal,
-        reference: &str,
-        input: BulkInput,
+        command: &CreateBulkPayout,
         idem: &Idem,
-        render: &dyn Fn(&BulkPayout) -> StoredResponse,
+        answer: &dyn Answer<BulkPayout>,
     ) -> Result<IdemOutcome, ServiceError> {
         let country = self.core.country(&principal.country)?;
-        let mut errors = Vec::new();
-        check_reference("reference", reference, &mut errors);
-        let raw = match input {
-            BulkInput::Items(items) => items,
-            BulkInput::Csv(bytes) => parse_bulk_csv(&bytes).unwrap_or_else(|problems| {
-                errors.extend(problems.into_iter().map(|p| FieldError::new(p.field, p.code, p.message)));
-                Vec::new()
-            }),
-        };
-        if errors.is_empty() && raw.is_empty() {
-            errors.push(FieldError::new("items", "too_few_items", "a bulk payout needs at least one item"));
-        }
-        if raw.len() > MAX_BULK_ITEMS {
-            errors.push(FieldError::new("items", "too_many_items", format!("a bulk payout carries at most {MAX_BULK_ITEMS} items")));
-        }
-        let mut checked: Vec<CheckedPayout> = Vec::with_capacity(raw.len());
-        if raw.len() <= MAX_BULK_ITEMS {
-            for (n, item) in raw.iter().enumerate() {
-                let fields = (item.payee_msisdn.as_str(), item.amount.as_str(), item.reference.as_str(), item.narration.as_deref());
-                if let Some(c) = check_payout(self.core, country, &format!("items[{n}]."), fields, &mut errors) {
-                    checked.push(c);
-                }
-            }
-        }
-        if !errors.is_empty() {
-            return Err(ServiceError::Validation(errors));
-        }
-        let total_amount = MinorUnit::checked_sum(checked.iter().map(|c| c.amount))?;
-        let total_fees = MinorUnit::checked_sum(checked.iter().map(|c| c.fee))?;
-        let item_count = u32::try_from(checked.len()).map_err(|_| ServiceError::Internal("item count".into()))?;
+        let fees: Vec<MinorUnit> = command.items.iter().map(|line| country.fee(FeeOperation::Payout, line.amount)).collect();
+        let total_amount = MinorUnit::checked_sum(command.items.iter().map(|line| line.amount))?;
+        let total_fees = MinorUnit::checked_sum(fees.iter().copied())?;
+        let item_count = u32::try_from(command.items.len()).map_err(|_| ServiceError::Internal("item count".into()))?;
         let now = self.core.now();
         self.core.idempotent(
             idem,
@@ -100,7 +59,7 @@ impl<'a> BulkPayouts<'a> {
                     id: BulkPayoutId::new(),
                     org_id: principal.org_id.clone(),
                     mode: principal.mode,
-                    reference: reference.to_owned(),
+                    reference: command.reference.clone(),
                     currency: country.currency,
                     item_count,
                     total_amount,
@@ -118,11 +77,11 @@ impl<'a> BulkPayouts<'a> {
                     updated_at: now,
                 };
                 tx.insert_batch(&batch)?;
-                let items: Vec<Payout> = checked.iter().zip(0u32..).map(|(c, index)| item(&batch, c, index, now)).collect();
-                tx.insert_payouts(&items)?;
+                let items = command.items.iter().zip(&fees).zip(0u32..).map(|((line, fee), index)| item(&batch, line, *fee, index, now));
+                tx.insert_payouts(&items.collect::<Vec<Payout>>())?;
                 Ok(batch)
             },
-            render,
+            answer,
         )
     }
 
@@ -135,17 +94,17 @@ impl<'a> BulkPayouts<'a> {
     pub fn approve(
         &self,
         principal: &Principal,
-        id: &str,
+        command: &ApproveBulkPayout,
         idem: &Idem,
-        render: &dyn Fn(&BulkPayout) -> StoredResponse,
+        answer: &dyn Answer<BulkPayout>,
     ) -> Result<IdemOutcome, ServiceError> {
-        let id = BulkPayoutId::parse(id).map_err(|_| ServiceError::NotFound)?;
+        let id = &command.batch;
         Backlog::new(self.core).take(Intake::Payout)?;
         let now = self.core.now();
         self.core.idempotent(
             idem,
             |tx| {
-                let mut batch = self.locked(tx, principal, &id)?;
+                let mut batch = self.locked(tx, principal, id)?;
                 batch.apply(BatchEvent::Approve { by: principal.client_id.clone() }, now).map_err(transition_error)?;
                 // The whole total at once, on the locked account row: the items then only
                 // release their share of it as they settle.
@@ -155,7 +114,7 @@ impl<'a> BulkPayouts<'a> {
                 Events(self.core).bulk_payout(tx, &batch, now)?;
                 Ok(batch)
             },
-            render,
+            answer,
         )
     }
 
@@ -169,35 +128,29 @@ impl<'a> BulkPayouts<'a> {
     /// The checker rejects with a reason: no item is paid.
     ///
     /// # Errors
-    /// As [`BulkPayouts::approve`] (without the funds), and [`ServiceError::Validation`] of `reason`.
+    /// As [`BulkPayouts::approve`] (without the funds).
     pub fn reject(
         &self,
         principal: &Principal,
-        id: &str,
-        reason: &str,
+        command: &RejectBulkPayout,
         idem: &Idem,
-        render: &dyn Fn(&BulkPayout) -> StoredResponse,
+        answer: &dyn Answer<BulkPayout>,
     ) -> Result<IdemOutcome, ServiceError> {
-        let mut errors = Vec::new();
-        check_text("reason", reason, 255, false, &mut errors);
-        if !errors.is_empty() {
-            return Err(ServiceError::Validation(errors));
-        }
-        let id = BulkPayoutId::parse(id).map_err(|_| ServiceError::NotFound)?;
+        let RejectBulkPayout { batch: id, reason } = command;
         let now = self.core.now();
         self.core.idempotent(
             idem,
             |tx| {
-                let mut batch = self.locked(tx, principal, &id)?;
+                let mut batch = self.locked(tx, principal, id)?;
                 batch
-                    .apply(BatchEvent::Reject { by: principal.client_id.clone(), reason: reason.to_owned() }, now)
+                    .apply(BatchEvent::Reject { by: principal.client_id.clone(), reason: reason.clone() }, now)
                     .map_err(transition_error)?;
                 tx.fail_batch_items(&batch.id, PayoutFailure::BulkPayoutRejected, now)?;
                 tx.update_batch(&batch)?;
                 Events(self.core).bulk_payout(tx, &batch, now)?;
                 Ok(batch)
             },
-            render,
+            answer,
         )
     }
 
@@ -245,14 +198,14 @@ impl<'a> BulkPayouts<'a> {
 }
 
 /// An item of a new batch: a pending payout that waits (no `next_action_at`) for approval.
-fn item(batch: &BulkPayout, c: &CheckedPayout, index: u32, now: Timestamp) -> Payout {
+fn item(batch: &BulkPayout, c: &PayoutLine, fee: MinorUnit, index: u32, now: Timestamp) -> Payout {
     Payout {
         id: PayoutRef::new(),
         org_id: batch.org_id.clone(),
         mode: batch.mode,
         payee_msisdn: c.payee.clone(),
         amount: c.amount,
-        fee: c.fee,
+        fee,
         currency: batch.currency,
         amount_reversed: MinorUnit::ZERO,
         reference: c.reference.clone(),

@@ -3,38 +3,22 @@
 //! payouts with maker/checker in [`bulk`].
 
 pub mod bulk;
-mod checks;
 pub mod worker;
 
 use malipo_auth::Principal;
 use malipo_core::{MinorUnit, PayoutRef};
-use malipo_idempotency::StoredResponse;
+use malipo_countries::FeeOperation;
 use malipo_ledger::AccountKind;
 use malipo_payouts::{Payout, PayoutFilter, PayoutState};
 
-use self::checks::{check_currency, check_payout};
 use crate::agents::insufficient;
 use crate::backlog::{Backlog, Intake};
+use crate::commands::CreatePayout;
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::page::{bad_cursor, Page};
-use crate::ports::read;
-
-/// The fields of `POST /payouts` as received (amount as its exact decimal text).
-#[derive(Clone, Debug, Default)]
-pub struct NewPayout {
-    /// The payee's number.
-    pub payee_msisdn: String,
-    /// Decimal text in major units.
-    pub amount: String,
-    /// The integrator's reference.
-    pub reference: String,
-    /// Optional; must equal the payout account's currency.
-    pub currency: Option<String>,
-    /// Optional text for the payee (at most 100 characters).
-    pub narration: Option<String>,
-}
+use crate::ports::{read, Answer};
 
 /// The payout use cases.
 pub struct Payouts<'a> {
@@ -46,27 +30,25 @@ impl<'a> Payouts<'a> {
         Payouts { core }
     }
 
-    /// Validates a payout, reserves `amount + fee` on the payout account and stores it
-    /// `pending`, exactly once per idempotency key.
+    /// Reserves `amount + fee` on the payout account and stores the payout `pending`, exactly
+    /// once per idempotency key.
     ///
     /// # Errors
-    /// [`ServiceError::Validation`], [`ServiceError::CurrencyMismatch`],
-    /// [`ServiceError::InsufficientFunds`], idempotency errors.
+    /// [`ServiceError::CurrencyMismatch`] (the currency named is not the payout account's),
+    /// [`ServiceError::Busy`], [`ServiceError::InsufficientFunds`], idempotency errors.
     pub fn create(
         &self,
         principal: &Principal,
-        new: &NewPayout,
+        command: &CreatePayout,
         idem: &Idem,
-        render: &dyn Fn(&Payout) -> StoredResponse,
+        answer: &dyn Answer<Payout>,
     ) -> Result<IdemOutcome, ServiceError> {
         let country = self.core.country(&principal.country)?;
-        let mut errors = Vec::new();
-        let fields = (new.payee_msisdn.as_str(), new.amount.as_str(), new.reference.as_str(), new.narration.as_deref());
-        let checked = check_payout(self.core, country, "", fields, &mut errors);
-        let Some(checked) = checked.filter(|_| errors.is_empty()) else {
-            return Err(ServiceError::Validation(errors));
-        };
-        check_currency(new.currency.as_deref(), country.currency)?;
+        let CreatePayout { line, currency } = command;
+        if currency.is_some_and(|c| c != country.currency) {
+            return Err(ServiceError::CurrencyMismatch(format!("currency must be {}, the payout account's currency", country.currency)));
+        }
+        let fee = country.fee(FeeOperation::Payout, line.amount);
         Backlog::new(self.core).take(Intake::Payout)?;
         let now = self.core.now();
         self.core.idempotent(
@@ -77,13 +59,13 @@ impl<'a> Payouts<'a> {
                     id: PayoutRef::new(),
                     org_id: principal.org_id.clone(),
                     mode: principal.mode,
-                    payee_msisdn: checked.payee.clone(),
-                    amount: checked.amount,
-                    fee: checked.fee,
+                    payee_msisdn: line.payee.clone(),
+                    amount: line.amount,
+                    fee,
                     currency: country.currency,
                     amount_reversed: MinorUnit::ZERO,
-                    reference: checked.reference.clone(),
-                    narration: checked.narration.clone(),
+                    reference: line.reference.clone(),
+                    narration: line.narration.clone(),
                     state: PayoutState::Pending,
                     failure_reason: None,
                     transaction_id: None,
@@ -101,7 +83,7 @@ impl<'a> Payouts<'a> {
                 tx.insert_payouts(std::slice::from_ref(&payout))?;
                 Ok(payout)
             },
-            render,
+            answer,
         )
     }
 

@@ -2,76 +2,23 @@
 
 use malipo_auth::Principal;
 use malipo_charges::{ChargeEvent, FailureReason};
-use malipo_core::{Mode, Msisdn, Timestamp};
-use malipo_countries::{Country, PinError};
-use malipo_idempotency::StoredResponse;
+use malipo_core::{Mode, Msisdn};
+use malipo_countries::PinError;
 use malipo_ledger::{Account, AccountKind};
 
+use crate::commands::{check_id, OpenWallet, RaiseKyc, SetPin, WalletLock};
 use crate::core::Core;
 use crate::error::{FieldError, ServiceError, StoreError};
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::lifecycle::{Entered, Lifecycle};
 use crate::limits::{Limits, WalletDetails};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, PostingQuery, StatementLine, Wallet, WalletState};
-use crate::validate::check_text;
+use crate::ports::{read, Answer, PostingQuery, StatementLine, Wallet, WalletState};
 
 mod pin;
 
 pub use pin::PinCheck;
 pub(crate) use pin::Pins;
-
-/// The fields of `POST /wallets` as received.
-#[derive(Clone, Debug, Default)]
-pub struct NewWallet {
-    /// The customer's number; its country is the wallet's.
-    pub msisdn: String,
-    /// Given name.
-    pub first_name: String,
-    /// Family name.
-    pub last_name: String,
-    /// One of the country's ID types.
-    pub id_type: Option<String>,
-    /// Must match the ID type's pattern.
-    pub id_number: Option<String>,
-    /// `YYYY-MM-DD`.
-    pub date_of_birth: Option<String>,
-}
-
-/// Checks an ID type and number against the country's configuration.
-fn check_id(country: &Country, id_type: &str, id_number: &str, errors: &mut Vec<FieldError>) {
-    match country.id_type(id_type) {
-        None => {
-            let names: Vec<&str> = country.id_types.iter().map(|t| t.name.as_str()).collect();
-            errors.push(FieldError::new(
-                "id_type",
-                "invalid_value",
-                format!("id_type must be one of {} for {}", names.join(", "), country.code),
-            ));
-        }
-        Some(t) if !t.matches(id_number) => {
-            errors.push(FieldError::new(
-                "id_number",
-                "invalid_value",
-                format!("id_number does not match the {} pattern {}", t.name, t.pattern),
-            ));
-        }
-        Some(_) => {}
-    }
-}
-
-/// A date of birth: `YYYY-MM-DD`, a real date, not in the future.
-fn check_date_of_birth(text: &str, now: Timestamp, errors: &mut Vec<FieldError>) {
-    let format = time::macros::format_description!("[year]-[month]-[day]");
-    match time::Date::parse(text, format) {
-        Ok(d) if d > now.to_offset_datetime().date() => {
-            errors.push(FieldError::new("date_of_birth", "invalid_value", "date_of_birth is in the future"));
-        }
-        Ok(d) if d.year() < 1900 => errors.push(FieldError::new("date_of_birth", "invalid_value", "date_of_birth is before 1900")),
-        Ok(_) => {}
-        Err(_) => errors.push(FieldError::new("date_of_birth", "invalid_value", "date_of_birth must be a date written YYYY-MM-DD")),
-    }
-}
 
 /// The operator back office: wallets, KYC, PINs, locks and statements.
 pub struct Wallets<'a> {
@@ -87,46 +34,24 @@ impl<'a> Wallets<'a> {
     /// The KYC tier follows from the ID given (tier 0 without one).
     ///
     /// # Errors
-    /// [`ServiceError::Validation`]; [`ServiceError::InvalidState`] when the number already has
-    /// a wallet in this mode; idempotency errors.
+    /// [`ServiceError::InvalidState`] when the number already has a wallet in this mode;
+    /// [`ServiceError::Validation`] when the identity document already holds one; idempotency
+    /// errors.
     pub fn open(
         &self,
         principal: &Principal,
-        new: &NewWallet,
+        command: &OpenWallet,
         idem: &Idem,
-        render: &dyn Fn(&WalletDetails) -> StoredResponse,
+        answer: &dyn Answer<WalletDetails>,
     ) -> Result<IdemOutcome, ServiceError> {
         let now = self.core.now();
-        let mut errors = Vec::new();
-        let parsed = match self.core.countries.parse_msisdn(&new.msisdn) {
-            Ok(p) => Some(p),
-            Err(e) => {
-                errors.push(FieldError::new("msisdn", "invalid_msisdn", format!("msisdn {e}")));
-                None
-            }
-        };
-        check_text("first_name", &new.first_name, 64, false, &mut errors);
-        check_text("last_name", &new.last_name, 64, false, &mut errors);
-        match (&new.id_type, &new.id_number, &parsed) {
-            (Some(t), Some(n), Some((_, country))) => check_id(country, t, n, &mut errors),
-            (Some(_), None, _) => errors.push(FieldError::new("id_number", "missing_field", "id_number is required with id_type")),
-            (None, Some(_), _) => errors.push(FieldError::new("id_type", "missing_field", "id_type is required with id_number")),
-            _ => {}
-        }
-        if let Some(d) = &new.date_of_birth {
-            check_date_of_birth(d, now, &mut errors);
-        }
-        if !errors.is_empty() {
-            return Err(ServiceError::Validation(errors));
-        }
-        let Some((msisdn, country)) = parsed else {
-            return Err(ServiceError::Internal("validated msisdn missing".into()));
-        };
-        let tier = country.tier_for_id(new.id_type.as_deref());
+        let msisdn = &command.msisdn;
+        let country = self.core.country_of(msisdn)?;
+        let tier = country.tier_for_id(command.id_type.as_deref());
         self.core.idempotent(
             idem,
             |tx| {
-                if tx.wallet(principal.mode, &msisdn)?.is_some() {
+                if tx.wallet(principal.mode, msisdn)?.is_some() {
                     return Err(ServiceError::InvalidState(format!("{msisdn} already has a {} wallet", principal.mode)));
                 }
                 let account = Account::open(None, principal.mode, AccountKind::Wallet, country.currency, Some(msisdn.to_string()), now);
@@ -140,11 +65,11 @@ impl<'a> Wallets<'a> {
                     kyc_tier: tier,
                     pin_hash: None,
                     pin_attempts: 0,
-                    first_name: Some(new.first_name.trim().to_owned()),
-                    last_name: Some(new.last_name.trim().to_owned()),
-                    id_type: new.id_type.clone(),
-                    id_number: new.id_number.clone(),
-                    date_of_birth: new.date_of_birth.clone(),
+                    first_name: Some(command.first_name.clone()),
+                    last_name: Some(command.last_name.clone()),
+                    id_type: command.id_type.clone(),
+                    id_number: command.id_number.clone(),
+                    date_of_birth: command.date_of_birth.clone(),
                     lock_reason: None,
                     created_at: now,
                     updated_at: now,
@@ -154,7 +79,7 @@ impl<'a> Wallets<'a> {
                     Ok(()) => {}
                     // The number is free (checked above in this transaction), so the document is taken
                     // (or a concurrent request opened the number: the retry then finds it).
-                    Err(StoreError::Duplicate) if tx.wallet(principal.mode, &msisdn)?.is_none() => {
+                    Err(StoreError::Duplicate) if tx.wallet(principal.mode, msisdn)?.is_none() => {
                         return Err(ServiceError::field(
                             "id_number",
                             "already_registered",
@@ -166,7 +91,7 @@ impl<'a> Wallets<'a> {
                 }
                 Limits(self.core).details(tx, &wallet, now)
             },
-            render,
+            answer,
         )
     }
 
@@ -193,21 +118,23 @@ impl<'a> Wallets<'a> {
     /// Sets a wallet's first PIN, or changes it given the current one (a wrong current PIN
     /// counts as a failed attempt, committed even though the request is refused).
     ///
+    /// The PINs are checked here, against the wallet found: its country's PIN rules, and the
+    /// current PIN against its hash.
+    ///
     /// # Errors
     /// [`ServiceError::NotFound`], [`ServiceError::Validation`] (`new_pin` weak or malformed,
     /// `current_pin` missing or wrong), [`ServiceError::WalletLocked`], idempotency errors.
     pub fn set_pin(
         &self,
         principal: &Principal,
-        msisdn: &str,
-        new_pin: &str,
-        current_pin: Option<&str>,
+        command: &SetPin,
         idem: &Idem,
-        render: &dyn Fn(&WalletDetails) -> StoredResponse,
+        answer: &dyn Answer<WalletDetails>,
     ) -> Result<IdemOutcome, ServiceError> {
-        let msisdn = wallet_number(msisdn)?;
+        let SetPin { wallet: msisdn, new_pin, current_pin } = command;
+        let (new_pin, current_pin) = (new_pin.as_str(), current_pin.as_deref());
         let mode = principal.mode;
-        let wallet = read(self.core.store(), |tx| Ok(tx.wallet(mode, &msisdn)?))?.ok_or(ServiceError::NotFound)?;
+        let wallet = read(self.core.store(), |tx| Ok(tx.wallet(mode, msisdn)?))?.ok_or(ServiceError::NotFound)?;
         let country = Limits(self.core).country(&wallet)?;
         country.check_new_pin(new_pin).map_err(|e| {
             let code = if matches!(e, PinError::Weak) { "weak_pin" } else { "invalid_pin" };
@@ -230,7 +157,7 @@ impl<'a> Wallets<'a> {
                 if current == new_pin {
                     return Err(ServiceError::field("new_pin", "invalid_pin", "new_pin must differ from the current PIN"));
                 }
-                match Pins(self.core).check_pin(mode, &msisdn, current)? {
+                match Pins(self.core).check_pin(mode, msisdn, current)? {
                     PinCheck::Right => Some(hash.clone()),
                     PinCheck::Wrong { attempts_left } => {
                         return Err(ServiceError::field(
@@ -250,7 +177,7 @@ impl<'a> Wallets<'a> {
             idem,
             |tx| {
                 let now = self.core.now();
-                let mut wallet = tx.lock_wallet(mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
+                let mut wallet = tx.lock_wallet(mode, msisdn)?.ok_or(ServiceError::NotFound)?;
                 if wallet.state == WalletState::Locked {
                     return Err(ServiceError::WalletLocked);
                 }
@@ -263,7 +190,7 @@ impl<'a> Wallets<'a> {
                 tx.update_wallet(&wallet)?;
                 Limits(self.core).details(tx, &wallet, now)
             },
-            render,
+            answer,
         )
     }
 
@@ -271,30 +198,28 @@ impl<'a> Wallets<'a> {
     /// with `wallet_locked`.
     ///
     /// # Errors
-    /// [`ServiceError::NotFound`], [`ServiceError::Validation`] (reason),
-    /// [`ServiceError::InvalidState`] when already locked, idempotency errors.
+    /// [`ServiceError::NotFound`], [`ServiceError::InvalidState`] when already locked,
+    /// idempotency errors.
     pub fn lock(
         &self,
         principal: &Principal,
-        msisdn: &str,
-        reason: &str,
+        command: &WalletLock,
         idem: &Idem,
-        render: &dyn Fn(&WalletDetails) -> StoredResponse,
+        answer: &dyn Answer<WalletDetails>,
     ) -> Result<IdemOutcome, ServiceError> {
-        let msisdn = wallet_number(msisdn)?;
-        check_reason(reason)?;
+        let WalletLock { wallet: msisdn, reason } = command;
         let mut entered = Entered::new();
         let outcome = self.core.idempotent(
             idem,
             |tx| {
                 entered.clear();
                 let now = self.core.now();
-                let mut wallet = tx.lock_wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
+                let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
                 if wallet.state == WalletState::Locked {
                     return Err(ServiceError::InvalidState("the wallet is already locked".into()));
                 }
                 wallet.state = WalletState::Locked;
-                wallet.lock_reason = Some(reason.trim().to_owned());
+                wallet.lock_reason = Some(reason.clone());
                 wallet.updated_at = now;
                 tx.update_wallet(&wallet)?;
                 Lifecycle(self.core).end_pending_prompts(
@@ -307,7 +232,7 @@ impl<'a> Wallets<'a> {
                 )?;
                 Limits(self.core).details(tx, &wallet, now)
             },
-            render,
+            answer,
         )?;
         self.core.report(&entered);
         Ok(outcome)
@@ -316,23 +241,21 @@ impl<'a> Wallets<'a> {
     /// Unlocks a wallet (operator) and resets its PIN attempt count.
     ///
     /// # Errors
-    /// [`ServiceError::NotFound`], [`ServiceError::Validation`] (reason),
-    /// [`ServiceError::InvalidState`] when not locked, idempotency errors.
+    /// [`ServiceError::NotFound`], [`ServiceError::InvalidState`] when not locked, idempotency
+    /// errors.
     pub fn unlock(
         &self,
         principal: &Principal,
-        msisdn: &str,
-        reason: &str,
+        command: &WalletLock,
         idem: &Idem,
-        render: &dyn Fn(&WalletDetails) -> StoredResponse,
+        answer: &dyn Answer<WalletDetails>,
     ) -> Result<IdemOutcome, ServiceError> {
-        let msisdn = wallet_number(msisdn)?;
-        check_reason(reason)?;
+        let msisdn = &command.wallet;
         self.core.idempotent(
             idem,
             |tx| {
                 let now = self.core.now();
-                let mut wallet = tx.lock_wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
+                let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
                 if wallet.state != WalletState::Locked {
                     return Err(ServiceError::InvalidState("the wallet is not locked".into()));
                 }
@@ -343,28 +266,26 @@ impl<'a> Wallets<'a> {
                 tx.update_wallet(&wallet)?;
                 Limits(self.core).details(tx, &wallet, now)
             },
-            render,
+            answer,
         )
     }
 
-    /// Raises a wallet's KYC tier on an identity document that grants at least that tier.
+    /// Raises a wallet's KYC tier on an identity document that grants at least that tier. The
+    /// tier and the document are checked here, against the found wallet's country.
     ///
     /// # Errors
     /// [`ServiceError::NotFound`], [`ServiceError::Validation`] (tier, ID),
     /// [`ServiceError::InvalidState`] when the tier is not above the current one, idempotency errors.
-    #[allow(clippy::too_many_arguments)]
     pub fn raise_kyc(
         &self,
         principal: &Principal,
-        msisdn: &str,
-        tier: u8,
-        id_type: &str,
-        id_number: &str,
+        command: &RaiseKyc,
         idem: &Idem,
-        render: &dyn Fn(&WalletDetails) -> StoredResponse,
+        answer: &dyn Answer<WalletDetails>,
     ) -> Result<IdemOutcome, ServiceError> {
-        let msisdn = wallet_number(msisdn)?;
-        let current = read(self.core.store(), |tx| Ok(tx.wallet(principal.mode, &msisdn)?))?.ok_or(ServiceError::NotFound)?;
+        let RaiseKyc { wallet: msisdn, tier, id_type, id_number } = command;
+        let (tier, id_type, id_number) = (*tier, id_type.as_str(), id_number.as_str());
+        let current = read(self.core.store(), |tx| Ok(tx.wallet(principal.mode, msisdn)?))?.ok_or(ServiceError::NotFound)?;
         let country = Limits(self.core).country(&current)?;
         let mut errors = Vec::new();
         if country.tier(tier).is_none() {
@@ -384,7 +305,7 @@ impl<'a> Wallets<'a> {
             idem,
             |tx| {
                 let now = self.core.now();
-                let mut wallet = tx.lock_wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
+                let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
                 if tier <= wallet.kyc_tier {
                     return Err(ServiceError::InvalidState(format!("the wallet is already at tier {}", wallet.kyc_tier)));
                 }
@@ -400,7 +321,7 @@ impl<'a> Wallets<'a> {
                 tx.update_wallet(&wallet)?;
                 Limits(self.core).details(tx, &wallet, now)
             },
-            render,
+            answer,
         )
     }
 
@@ -426,22 +347,11 @@ impl<'a> Wallets<'a> {
     }
 }
 
-/// Parses a wallet number of a path: an invalid number is simply not found.
+/// Parses a wallet number of a path (of a read): an invalid number is simply not found.
 fn wallet_number(msisdn: &str) -> Result<Msisdn, ServiceError> {
     Msisdn::parse(msisdn).map_err(|_| ServiceError::NotFound)
 }
 
 fn document_taken() -> ServiceError {
     ServiceError::field("id_number", "already_registered", "this identity document already holds a wallet")
-}
-
-/// A lock or unlock reason: 1 to 200 printable characters, not only spaces.
-fn check_reason(reason: &str) -> Result<(), ServiceError> {
-    let mut errors = Vec::new();
-    check_text("reason", reason, 200, false, &mut errors);
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ServiceError::Validation(errors))
-    }
 }

@@ -2,17 +2,16 @@
 
 use malipo_auth::Principal;
 use malipo_core::{EndpointId, EventId};
-use malipo_idempotency::StoredResponse;
-use malipo_webhooks::{check_url, Endpoint, Event, EventFilter, Secret};
+use malipo_webhooks::{Endpoint, Event, Secret};
 
 use super::model::{disable, EndpointWithSecret, EventDetail, Redelivery, ROTATION_OVERLAP_SECONDS};
+use crate::commands::{CreateEndpoint, EndpointTarget, Named, Redeliver};
 use crate::core::Core;
-use crate::error::{FieldError, ServiceError};
+use crate::error::ServiceError;
 use crate::events::new_delivery;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::page::Page;
-use crate::ports::{read, Tx};
-use crate::validate::check_optional_text;
+use crate::ports::{read, Answer, Tx};
 
 /// The webhook endpoints and events API.
 pub struct Webhooks<'a> {
@@ -29,47 +28,23 @@ impl<'a> Webhooks<'a> {
     /// Registers an endpoint with a new `whsec_` secret.
     ///
     /// # Errors
-    /// [`ServiceError::Validation`] for a refused URL or event list; idempotency errors.
+    /// Idempotency errors.
     pub fn create_endpoint(
         &self,
         principal: &Principal,
-        url: &str,
-        events: &[String],
-        description: Option<String>,
+        command: &CreateEndpoint,
         idem: &Idem,
-        render: &dyn Fn(&EndpointWithSecret) -> StoredResponse,
+        answer: &dyn Answer<EndpointWithSecret>,
     ) -> Result<IdemOutcome, ServiceError> {
-        let mut errors = Vec::new();
-        let url = match check_url(url, self.core.webhooks.policy(principal.mode)) {
-            Ok(u) => Some(u.to_string()),
-            Err(e) => {
-                errors.push(FieldError::new("url", "invalid_url", format!("url {e}")));
-                None
-            }
-        };
-        let filter = match EventFilter::parse(events) {
-            Ok(f) => Some(f),
-            Err(e) => {
-                errors.push(FieldError::new("events", "invalid_value", e.to_string()));
-                None
-            }
-        };
-        check_optional_text("description", description.as_deref(), 200, &mut errors);
-        let (Some(url), Some(filter)) = (url, filter) else {
-            return Err(ServiceError::Validation(errors));
-        };
-        if !errors.is_empty() {
-            return Err(ServiceError::Validation(errors));
-        }
         let secret = Secret::generate();
         let now = self.core.now();
         let endpoint = Endpoint {
             id: EndpointId::new(),
             org_id: principal.org_id.clone(),
             mode: principal.mode,
-            url,
-            description,
-            events: filter,
+            url: command.url.clone(),
+            description: command.description.clone(),
+            events: command.events.clone(),
             enabled: true,
             secret: self.core.cipher.seal(secret.as_bytes()),
             previous_secret: None,
@@ -86,7 +61,7 @@ impl<'a> Webhooks<'a> {
                 tx.insert_endpoint(&endpoint)?;
                 Ok(shown.clone())
             },
-            render,
+            answer,
         )
     }
 
@@ -103,7 +78,8 @@ impl<'a> Webhooks<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn endpoint(&self, principal: &Principal, id: &str) -> Result<Endpoint, ServiceError> {
-        read(self.core.store(), |tx| owned_endpoint(tx, principal, id))
+        let id = EndpointId::parse(id).map_or(Named::Unknown, Named::Id);
+        read(self.core.store(), |tx| owned_endpoint(tx, principal, &id))
     }
 
     /// Deletes an endpoint: no more deliveries; pending ones fail.
@@ -113,20 +89,20 @@ impl<'a> Webhooks<'a> {
     pub fn delete_endpoint(
         &self,
         principal: &Principal,
-        id: &str,
+        command: &EndpointTarget,
         idem: &Idem,
-        render: &dyn Fn(&Endpoint) -> StoredResponse,
+        answer: &dyn Answer<Endpoint>,
     ) -> Result<IdemOutcome, ServiceError> {
         self.core.idempotent(
             idem,
             |tx| {
                 let now = self.core.now();
-                let mut endpoint = owned_endpoint(tx, principal, id)?;
+                let mut endpoint = owned_endpoint(tx, principal, &command.endpoint)?;
                 endpoint.deleted_at = Some(now);
                 disable(tx, &mut endpoint, "deleted", now)?;
                 Ok(endpoint)
             },
-            render,
+            answer,
         )
     }
 
@@ -137,23 +113,23 @@ impl<'a> Webhooks<'a> {
     pub fn rotate_secret(
         &self,
         principal: &Principal,
-        id: &str,
+        command: &EndpointTarget,
         idem: &Idem,
-        render: &dyn Fn(&EndpointWithSecret) -> StoredResponse,
+        answer: &dyn Answer<EndpointWithSecret>,
     ) -> Result<IdemOutcome, ServiceError> {
         let secret = Secret::generate();
         self.core.idempotent(
             idem,
             |tx| {
                 let now = self.core.now();
-                let mut endpoint = owned_endpoint(tx, principal, id)?;
+                let mut endpoint = owned_endpoint(tx, principal, &command.endpoint)?;
                 let old = std::mem::replace(&mut endpoint.secret, self.core.cipher.seal(secret.as_bytes()));
                 endpoint.previous_secret = Some((old, now.plus_seconds(ROTATION_OVERLAP_SECONDS)));
                 endpoint.updated_at = now;
                 tx.update_endpoint(&endpoint)?;
                 Ok(EndpointWithSecret { endpoint, secret: secret.to_whsec() })
             },
-            render,
+            answer,
         )
     }
 
@@ -199,17 +175,16 @@ impl<'a> Webhooks<'a> {
     pub fn redeliver(
         &self,
         principal: &Principal,
-        event_id: &str,
-        endpoint_id: Option<&str>,
+        command: &Redeliver,
         idem: &Idem,
-        render: &dyn Fn(&Redelivery) -> StoredResponse,
+        answer: &dyn Answer<Redelivery>,
     ) -> Result<IdemOutcome, ServiceError> {
-        let id = EventId::parse(event_id).map_err(|_| ServiceError::NotFound)?;
+        let Redeliver { event: id, endpoint: endpoint_id } = command;
         self.core.idempotent(
             idem,
             |tx| {
                 let now = self.core.now();
-                let event = tx.event(&principal.org_id, principal.mode, &id)?.ok_or(ServiceError::NotFound)?;
+                let event = tx.event(&principal.org_id, principal.mode, id)?.ok_or(ServiceError::NotFound)?;
                 let endpoints = match endpoint_id {
                     Some(e) => {
                         let endpoint = owned_endpoint(tx, principal, e)?;
@@ -229,14 +204,15 @@ impl<'a> Webhooks<'a> {
                 }
                 Ok(Redelivery { event_id: event.id, endpoint_ids: endpoints.into_iter().map(|e| e.id).collect() })
             },
-            render,
+            answer,
         )
     }
 }
 
-fn owned_endpoint(tx: &mut dyn Tx, principal: &Principal, id: &str) -> Result<Endpoint, ServiceError> {
-    let id = EndpointId::parse(id).map_err(|_| ServiceError::NotFound)?;
-    tx.endpoint(&id)?
+/// The principal's endpoint `id` names, not deleted.
+fn owned_endpoint(tx: &mut dyn Tx, principal: &Principal, id: &Named<EndpointId>) -> Result<Endpoint, ServiceError> {
+    let Named::Id(id) = id else { return Err(ServiceError::NotFound) };
+    tx.endpoint(id)?
         .filter(|e| e.org_id == principal.org_id && e.mode == principal.mode && e.deleted_at.is_none())
         .ok_or(ServiceError::NotFound)
 }

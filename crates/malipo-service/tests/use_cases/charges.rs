@@ -8,11 +8,11 @@ use malipo_core::{MinorUnit, Mode};
 use malipo_ledger::AccountKind;
 use malipo_payouts::Payout;
 use malipo_service::ports::MockEventRenderer;
-use malipo_service::{NewPayout, ServiceConfig, ServiceError, SimulateAction};
+use malipo_service::{NewPayout, ServiceConfig, ServiceError};
 use malipo_webhooks::Summary;
 use mockall::Sequence;
 
-use crate::support::{id_body, idem, ignored, number, World};
+use crate::support::{id_body, idem, number, World};
 
 /// Runs the charge worker until nothing is due (a few rounds at most).
 fn settle(world: &World) {
@@ -105,15 +105,7 @@ fn wrong_pins_lock_the_wallet_at_the_countrys_limit_and_decline_the_prompt() {
     let shop = world.org(OrgKind::Merchant, Mode::Test);
     let payer = number("1009");
     let charge = world.charge(&shop, &payer, "150.00").unwrap();
-    let wrong = |n: usize| {
-        world.platform.sandbox().simulate(
-            &shop,
-            charge.id.as_str(),
-            SimulateAction::WrongPin,
-            &idem(&shop, &format!("POST /sandbox/{n}")),
-            &ignored,
-        )
-    };
+    let wrong = |n: usize| world.simulate(&shop, charge.id.as_str(), "wrong_pin", &format!("POST /sandbox/{n}"));
     // Kenya allows three attempts: the first two leave the prompt open.
     for n in 0..2 {
         wrong(n).unwrap();
@@ -124,8 +116,7 @@ fn wrong_pins_lock_the_wallet_at_the_countrys_limit_and_decline_the_prompt() {
     assert_eq!((c.state, c.failure_reason), (ChargeState::Declined, Some(FailureReason::PinAttemptsExceeded)));
     // The wallet is locked: the next charge to it fails wallet_locked.
     let next = world.charge(&shop, &payer, "150.00").unwrap();
-    let err =
-        world.platform.sandbox().simulate(&shop, next.id.as_str(), SimulateAction::Approve, &idem(&shop, "POST /sandbox/a"), &ignored);
+    let err = world.simulate(&shop, next.id.as_str(), "approve", "POST /sandbox/a");
     assert!(err.is_ok(), "{err:?}");
     let next = world.reload(&shop, &next);
     assert_eq!((next.state, next.failure_reason), (ChargeState::Failed, Some(FailureReason::WalletLocked)));
@@ -161,7 +152,7 @@ fn each_state_change_is_rendered_once_into_the_outbox_in_its_transaction() {
     let world = World::with_renderer(Arc::new(renderer));
     let shop = world.org(OrgKind::Merchant, Mode::Test);
     let charge = world.charge(&shop, &number("0000"), "150.00").unwrap();
-    world.platform.sandbox().simulate(&shop, charge.id.as_str(), SimulateAction::Approve, &idem(&shop, "POST /sandbox"), &ignored).unwrap();
+    world.simulate(&shop, charge.id.as_str(), "approve", "POST /sandbox").unwrap();
     let events = world.platform.webhooks().events(&shop, None, None, 10).unwrap();
     let mut seen: Vec<(String, Vec<u8>)> = events.data.iter().map(|e| (e.kind.clone(), e.data.clone())).collect();
     seen.sort();
@@ -195,8 +186,9 @@ fn new_work_is_refused_while_due_work_is_behind_until_it_is_under_half_the_bound
     }
     // Payouts are due work too (refused before their funds are even looked at).
     let new = NewPayout { payee_msisdn: number("0001"), amount: "10".into(), reference: "SALARY".into(), ..NewPayout::default() };
+    let payout = world.platform.parse(&corporate, &new).unwrap();
     let refused =
-        world.platform.payouts().create(&corporate, &new, &idem(&corporate, "POST /payouts"), &id_body(|p: &Payout| p.id.to_string()));
+        world.platform.payouts().create(&corporate, &payout, &idem(&corporate, "POST /payouts"), &id_body(|p: &Payout| p.id.to_string()));
     assert!(matches!(refused, Err(ServiceError::Busy { .. })), "{refused:?}");
 
     // The worker takes A only: B has waited 7 s, under the bound but over half of it, so intake

@@ -12,7 +12,7 @@ use std::time::Duration;
 use malipo_auth::{OrgKind, Principal};
 use malipo_charges::{Charge, ChargeFilter};
 use malipo_core::Mode;
-use malipo_service::{Idem, IdemOutcome, NewCharge, Observer, Platform, ServiceConfig, ServiceError, Store, Tx};
+use malipo_service::{CreateCharge, Idem, IdemOutcome, NewCharge, Observer, Platform, ServiceConfig, ServiceError, Store, Tx};
 
 use crate::support::{id_body, idem, number, World};
 
@@ -113,7 +113,10 @@ fn new_charge(reference: &str) -> NewCharge {
 /// Creates a charge on another thread.
 fn create(s: &Setup, reference: &str, idem: &Idem) -> JoinHandle<Result<IdemOutcome, ServiceError>> {
     let (platform, shop, new, idem) = (s.platform.clone(), s.shop.clone(), new_charge(reference), idem.clone());
-    std::thread::spawn(move || platform.charges().create(&shop, &new, &idem, &id_body(|c: &Charge| c.id.to_string())))
+    std::thread::spawn(move || {
+        let charge: CreateCharge = platform.parse(&shop, &new)?;
+        platform.charges().create(&shop, &charge, &idem, &id_body(|c: &Charge| c.id.to_string()))
+    })
 }
 
 /// Lets the threads started so far reach the queue (they wait for the held transaction).
@@ -147,7 +150,8 @@ fn creations_arriving_while_a_transaction_runs_are_committed_together_and_each_a
         let charge = s.platform.charges().get(&s.shop, &body(answer)).unwrap();
         assert_eq!(charge.reference, *reference, "each request is answered with its own charge");
         // A retry replays the stored answer, as for a charge created alone.
-        let again = s.platform.charges().create(&s.shop, &new_charge(reference), key, &id_body(|c: &Charge| c.id.to_string())).unwrap();
+        let charge = s.platform.parse(&s.shop, &new_charge(reference)).unwrap();
+        let again = s.platform.charges().create(&s.shop, &charge, key, &id_body(|c: &Charge| c.id.to_string())).unwrap();
         assert_eq!((again.replayed, again.response), (true, answer.response.clone()));
         ids.push(body(answer));
     }
@@ -204,7 +208,8 @@ fn a_creation_while_the_database_is_down_fails_after_one_wait_for_it() {
     let down = Arc::new(Held::new(s.world.platform.clone(), None, true));
     let platform = s.world.platform.clone().with_store(down.clone());
     let key = idem(&s.shop, "POST /partner/stk");
-    let failed = platform.charges().create(&s.shop, &new_charge("DOWN"), &key, &id_body(|c: &Charge| c.id.to_string())).unwrap_err();
+    let charge = platform.parse(&s.shop, &new_charge("DOWN")).unwrap();
+    let failed = platform.charges().create(&s.shop, &charge, &key, &id_body(|c: &Charge| c.id.to_string())).unwrap_err();
     assert!(matches!(failed, ServiceError::Store(malipo_service::StoreError::Unavailable(_))), "{failed:?}");
     assert_eq!(down.runs.load(Ordering::SeqCst), 1, "one transaction tried, as alone");
 }

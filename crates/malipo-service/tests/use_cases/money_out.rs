@@ -9,7 +9,7 @@ use malipo_core::{MinorUnit, Mode};
 use malipo_ledger::AccountKind;
 use malipo_payouts::{BatchCounts, BatchState, BulkPayout, Payout, PayoutFailure, PayoutFilter, PayoutState, RawItem, Reversal};
 use malipo_service::ports::MockEventRenderer;
-use malipo_service::{BulkInput, NewPayout, NewReversal, ServiceError, Transfer};
+use malipo_service::{BulkInput, NewBulkPayout, NewPayout, NewRejection, NewReversal, NewTransfer, NewWalletLock, ServiceError, Transfer};
 use malipo_webhooks::Summary;
 
 use crate::support::{id_body, idem, number, World};
@@ -28,7 +28,8 @@ fn settle(world: &World) {
 
 fn payout(world: &World, org: &Principal, payee: &str, amount: &str) -> Result<Payout, ServiceError> {
     let new = NewPayout { payee_msisdn: payee.into(), amount: amount.into(), reference: "SALARY".into(), ..NewPayout::default() };
-    let out = world.platform.payouts().create(org, &new, &idem(org, "POST /payouts"), &id_body(|p: &Payout| p.id.to_string()))?;
+    let payout = world.platform.parse(org, &new)?;
+    let out = world.platform.payouts().create(org, &payout, &idem(org, "POST /payouts"), &id_body(|p: &Payout| p.id.to_string()))?;
     Ok(world.platform.payouts().get(org, &String::from_utf8(out.response.body).unwrap()).unwrap())
 }
 
@@ -142,7 +143,8 @@ fn live_payouts_need_a_wallet_that_may_receive_them() {
             last_name: "Otieno".into(),
             ..malipo_service::NewWallet::default()
         };
-        wallets.open(&operator, &new, &idem(&operator, "POST /wallets"), &crate::support::ignored).unwrap();
+        let wallet = world.platform.parse(&operator, &new).unwrap();
+        wallets.open(&operator, &wallet, &idem(&operator, "POST /wallets"), &crate::support::ignored).unwrap();
     };
     let (tier0, absent) = ("254711000001", "254711000002");
     open(tier0);
@@ -185,11 +187,11 @@ fn items(specs: &[(&str, &str)]) -> Vec<RawItem> {
         .collect()
 }
 
-fn bulk(world: &World, maker: &Principal, input: BulkInput) -> Result<BulkPayout, ServiceError> {
+fn bulk(world: &World, maker: &Principal, items: BulkInput) -> Result<BulkPayout, ServiceError> {
+    let batch = world.platform.parse(maker, &NewBulkPayout { reference: "PAYROLL-NOV".into(), items })?;
     let out = world.platform.bulk_payouts().create(
         maker,
-        "PAYROLL-NOV",
-        input,
+        &batch,
         &idem(maker, "POST /bulk-payouts"),
         &id_body(|b: &BulkPayout| b.id.to_string()),
     )?;
@@ -197,7 +199,8 @@ fn bulk(world: &World, maker: &Principal, input: BulkInput) -> Result<BulkPayout
 }
 
 fn approve(world: &World, checker: &Principal, b: &BulkPayout) -> Result<BulkPayout, ServiceError> {
-    world.platform.bulk_payouts().approve(checker, b.id.as_str(), &idem(checker, "approve"), &crate::support::ignored)?;
+    let approval = world.platform.parse(checker, b.id.as_str())?;
+    world.platform.bulk_payouts().approve(checker, &approval, &idem(checker, "approve"), &crate::support::ignored)?;
     Ok(world.platform.bulk_payouts().get(checker, b.id.as_str()).unwrap())
 }
 
@@ -261,11 +264,8 @@ fn a_rejected_batch_pays_nothing_and_an_unfunded_approval_is_refused() {
     let b = bulk(&world, &maker, BulkInput::Items(items(&[("254712345678", "60.00"), ("254712345679", "60.00")]))).unwrap();
     assert_eq!(approve(&world, &checker, &b), Err(ServiceError::InsufficientFunds));
     assert_eq!(world.platform.bulk_payouts().get(&maker, b.id.as_str()).unwrap().state, BatchState::AwaitingApproval);
-    world
-        .platform
-        .bulk_payouts()
-        .reject(&checker, b.id.as_str(), "wrong month", &idem(&checker, "reject"), &crate::support::ignored)
-        .unwrap();
+    let rejection = world.platform.parse(&checker, &NewRejection { batch_id: b.id.to_string(), reason: "wrong month".into() }).unwrap();
+    world.platform.bulk_payouts().reject(&checker, &rejection, &idem(&checker, "reject"), &crate::support::ignored).unwrap();
     settle(&world);
     let rejected = world.platform.bulk_payouts().get(&maker, b.id.as_str()).unwrap();
     assert_eq!((rejected.state, rejected.rejection_reason.as_deref()), (BatchState::Rejected, Some("wrong month")));
@@ -275,7 +275,9 @@ fn a_rejected_batch_pays_nothing_and_an_unfunded_approval_is_refused() {
 }
 
 fn reverse(world: &World, org: &Principal, new: NewReversal) -> Result<Reversal, ServiceError> {
-    let out = world.platform.reversals().create(org, &new, &idem(org, "POST /reversals"), &id_body(|r: &Reversal| r.id.to_string()))?;
+    let reversal = world.platform.parse(org, &new)?;
+    let out =
+        world.platform.reversals().create(org, &reversal, &idem(org, "POST /reversals"), &id_body(|r: &Reversal| r.id.to_string()))?;
     Ok(world.platform.reversals().get(org, &String::from_utf8(out.response.body).unwrap()).unwrap())
 }
 
@@ -328,14 +330,9 @@ fn transfers_move_money_between_own_accounts_within_the_balance() {
     let world = World::new();
     let shop = funded(&world, OrgKind::Merchant, Mode::Test, "100.00");
     let move_money = |from: &str, to: &str, amount: &str| {
-        world.platform.transfers().transfer(
-            &shop,
-            from,
-            to,
-            amount,
-            &idem(&shop, "POST /accounts/transfers"),
-            &id_body(|t: &Transfer| t.transaction_id.to_string()),
-        )
+        let transfer = world.platform.parse(&shop, &NewTransfer { from: from.into(), to: to.into(), amount: amount.into() })?;
+        let answer = id_body(|t: &Transfer| t.transaction_id.to_string());
+        world.platform.transfers().transfer(&shop, &transfer, &idem(&shop, "POST /accounts/transfers"), &answer)
     };
     move_money("payout", "collection", "60.00").unwrap();
     assert!(matches!(move_money("payout", "collection", "40.01"), Err(ServiceError::InsufficientFunds)));
@@ -422,9 +419,11 @@ proptest::proptest! {
             // Payees 0 to 2 hold tier-0 wallets, 3 has none, 4's is locked.
             for p in [0, 1, 2, 4] {
                 let new = malipo_service::NewWallet { msisdn: payee(p), first_name: "Amina".into(), last_name: "Otieno".into(), ..malipo_service::NewWallet::default() };
-                wallets.open(&operator, &new, &idem(&operator, "POST /wallets"), &crate::support::ignored).unwrap();
+                let wallet = world.platform.parse(&operator, &new).unwrap();
+                wallets.open(&operator, &wallet, &idem(&operator, "POST /wallets"), &crate::support::ignored).unwrap();
             }
-            wallets.lock(&operator, &payee(4), "Reported stolen", &idem(&operator, "POST /wallets/lock"), &crate::support::ignored).unwrap();
+            let lock = world.platform.parse(&operator, &NewWalletLock { msisdn: payee(4), reason: "Reported stolen".into() }).unwrap();
+            wallets.lock(&operator, &lock, &idem(&operator, "POST /wallets/lock"), &crate::support::ignored).unwrap();
             let collection = world.platform.accounts().balance(&payroll, AccountKind::Collection).unwrap().account.id;
             let mut items = vec![];
             for (i, (p, amount, in_batch, rogue)) in picks.iter().enumerate() {
@@ -434,7 +433,8 @@ proptest::proptest! {
                     continue;
                 }
                 let new = NewPayout { payee_msisdn: payee, amount, reference, ..NewPayout::default() };
-                let out = world.platform.payouts().create(&payroll, &new, &idem(&payroll, "POST /payouts"), &id_body(|p: &Payout| p.id.to_string())).unwrap();
+                let payout = world.platform.parse(&payroll, &new).unwrap();
+                let out = world.platform.payouts().create(&payroll, &payout, &idem(&payroll, "POST /payouts"), &id_body(|p: &Payout| p.id.to_string())).unwrap();
                 let p = world.platform.payouts().get(&payroll, &String::from_utf8(out.response.body).unwrap()).unwrap();
                 if *rogue {
                     // Reserved on the collection account, which holds nothing: its release is refused.

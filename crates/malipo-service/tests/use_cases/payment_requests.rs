@@ -37,17 +37,21 @@ impl Cast {
     fn customer(&self, balance: &str) -> String {
         let msisdn = number("5600");
         let new = NewWallet { msisdn: msisdn.clone(), first_name: "Achieng".into(), last_name: "Otieno".into(), ..NewWallet::default() };
-        let wallets = self.world.platform.wallets();
-        wallets.open(&self.operator, &new, &idem(&self.operator, "POST /wallets"), &ignored).unwrap();
-        wallets.set_pin(&self.operator, &msisdn, PIN, None, &idem(&self.operator, "POST /wallets/pin"), &ignored).unwrap();
-        self.world.platform.agents().cash_in(&self.agent, &msisdn, balance, &idem(&self.agent, "POST /agents/cash-in"), &ignored).unwrap();
+        self.world.open_wallet(&self.operator, &new).unwrap();
+        self.world.set_pin(&self.operator, &msisdn, PIN).unwrap();
+        self.world.cash_in(&self.agent, &msisdn, balance).unwrap();
         msisdn
     }
 
     fn ask(&self, new: NewPaymentRequest) -> Result<PaymentRequest, ServiceError> {
         let requests = self.world.platform.payment_requests();
-        let out =
-            requests.create(&self.shop, &new, &idem(&self.shop, "POST /biz/request"), &id_body(|r: &PaymentRequest| r.id.to_string()))?;
+        let request = self.world.platform.parse(&self.shop, &new)?;
+        let out = requests.create(
+            &self.shop,
+            &request,
+            &idem(&self.shop, "POST /biz/request"),
+            &id_body(|r: &PaymentRequest| r.id.to_string()),
+        )?;
         Ok(requests.get(&self.shop, &String::from_utf8(out.response.body).unwrap()).unwrap())
     }
 
@@ -130,12 +134,13 @@ fn only_an_open_request_is_cancelled() {
     let cast = Cast::new(World::new());
     let r = cast.open("500");
     let requests = cast.world.platform.payment_requests();
-    let cancel = || requests.cancel(&cast.shop, r.id.as_str(), &idem(&cast.shop, "cancel"), &ignored);
+    let cancellation = cast.world.platform.parse(&cast.shop, r.id.as_str()).unwrap();
+    let cancel = || requests.cancel(&cast.shop, &cancellation, &idem(&cast.shop, "cancel"), &ignored);
     cancel().unwrap();
     assert_eq!(cast.reload(&r).state, RequestState::Cancelled);
     assert!(matches!(cancel(), Err(ServiceError::InvalidState(_))));
     let other = cast.world.org(OrgKind::Merchant, Mode::Live);
-    let theirs = requests.cancel(&other, r.id.as_str(), &idem(&other, "cancel"), &ignored);
+    let theirs = requests.cancel(&other, &cancellation, &idem(&other, "cancel"), &ignored);
     assert_eq!(theirs, Err(ServiceError::NotFound));
 }
 

@@ -9,7 +9,10 @@ use malipo_charges::Charge;
 use malipo_core::{Clock, Mode, Timestamp};
 use malipo_countries::Countries;
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope, StoredResponse};
-use malipo_service::{EventRenderer, Idem, NewCharge, NoRenderer, Platform, ServiceConfig, UssdRequest, WebhookConfig};
+use malipo_service::{
+    AgentCash, CreateCharge, EventRenderer, Idem, IdemOutcome, NewAgentCash, NewCharge, NewPin, NewSimulation, NewWallet, NewWalletLock,
+    NoRenderer, OpenWallet, Platform, ServiceConfig, ServiceError, SetPin, Simulate, UssdRequest, WalletLock, WebhookConfig,
+};
 use malipo_store_memory::MemoryStore;
 use malipo_webhooks::SecretCipher;
 
@@ -104,7 +107,7 @@ impl World {
     }
 
     /// A charge created (and its id), or the creation's error.
-    pub(crate) fn charge(&self, merchant: &Principal, payer: &str, amount: &str) -> Result<Charge, malipo_service::ServiceError> {
+    pub(crate) fn charge(&self, merchant: &Principal, payer: &str, amount: &str) -> Result<Charge, ServiceError> {
         let new = NewCharge {
             payer_msisdn: payer.into(),
             amount: amount.into(),
@@ -112,14 +115,46 @@ impl World {
             reference: format!("ORDER-{}", next()),
             description: None,
         };
+        let charge: CreateCharge = self.platform.parse(merchant, &new)?;
         let outcome = self.platform.charges().create(
             merchant,
-            &new,
+            &charge,
             &idem(merchant, "POST /partner/stk"),
             &id_body(|c: &Charge| c.id.to_string()),
         )?;
         let id = String::from_utf8(outcome.response.body).unwrap();
         Ok(self.platform.charges().get(merchant, &id).unwrap())
+    }
+
+    /// The sandbox's customer answers a test charge with `action` (under a key of `operation`).
+    pub(crate) fn simulate(&self, shop: &Principal, charge_ref: &str, action: &str, operation: &str) -> Result<IdemOutcome, ServiceError> {
+        let simulation: Simulate = self.platform.parse(shop, &NewSimulation { charge_ref: charge_ref.into(), action: action.into() })?;
+        self.platform.sandbox().simulate(shop, &simulation, &idem(shop, operation), &ignored)
+    }
+
+    /// Opens a wallet (operator).
+    pub(crate) fn open_wallet(&self, operator: &Principal, new: &NewWallet) -> Result<IdemOutcome, ServiceError> {
+        let wallet: OpenWallet = self.platform.parse(operator, new)?;
+        self.platform.wallets().open(operator, &wallet, &idem(operator, "POST /wallets"), &ignored)
+    }
+
+    /// Sets a wallet's first PIN (operator).
+    pub(crate) fn set_pin(&self, operator: &Principal, msisdn: &str, pin: &str) -> Result<IdemOutcome, ServiceError> {
+        let new = NewPin { msisdn: msisdn.into(), new_pin: pin.into(), current_pin: None };
+        let pin: SetPin = self.platform.parse(operator, &new)?;
+        self.platform.wallets().set_pin(operator, &pin, &idem(operator, "POST /wallets/pin"), &ignored)
+    }
+
+    /// Locks a wallet (operator).
+    pub(crate) fn lock_wallet(&self, operator: &Principal, msisdn: &str, reason: &str) -> Result<IdemOutcome, ServiceError> {
+        let lock: WalletLock = self.platform.parse(operator, &NewWalletLock { msisdn: msisdn.into(), reason: reason.into() })?;
+        self.platform.wallets().lock(operator, &lock, &idem(operator, "POST /wallets/lock"), &ignored)
+    }
+
+    /// An agent's cash-in.
+    pub(crate) fn cash_in(&self, agent: &Principal, msisdn: &str, amount: &str) -> Result<IdemOutcome, ServiceError> {
+        let cash: AgentCash = self.platform.parse(agent, &NewAgentCash { customer_msisdn: msisdn.into(), amount: amount.into() })?;
+        self.platform.agents().cash_in(agent, &cash, &idem(agent, "POST /agents/cash-in"), &ignored)
     }
 
     /// The charge as it is now.

@@ -11,7 +11,7 @@ use malipo_core::{MinorUnit, Mode};
 use malipo_ledger::{Transaction, TRANSACTION_TYPES};
 use malipo_payouts::{Payout, PayoutState, Reversal};
 use malipo_requests::PaymentRequest;
-use malipo_service::{NewPaymentRequest, NewPayout, NewReversal, NewWallet, TransactionFilter, Transfer};
+use malipo_service::{NewAgentCash, NewPaymentRequest, NewPayout, NewReversal, NewTransfer, NewWallet, TransactionFilter, Transfer};
 use proptest::prelude::*;
 use sha2::{Digest, Sha256};
 
@@ -75,9 +75,8 @@ impl Business {
         world.platform.accounts().fund(&agent.org_id, Mode::Test, "100000").unwrap();
         let customer = number("5600");
         let new = NewWallet { msisdn: customer.clone(), first_name: "Achieng".into(), last_name: "Otieno".into(), ..NewWallet::default() };
-        let wallets = world.platform.wallets();
-        wallets.open(&operator, &new, &idem(&operator, "POST /wallets"), &ignored).unwrap();
-        wallets.set_pin(&operator, &customer, PIN, None, &idem(&operator, "POST /wallets/pin"), &ignored).unwrap();
+        world.open_wallet(&operator, &new).unwrap();
+        world.set_pin(&operator, &customer, PIN).unwrap();
         Business { world, shop, agent, gateway, customer, charges: Vec::new(), payouts: Vec::new() }
     }
 
@@ -100,7 +99,8 @@ impl Business {
             }
             Step::Payout(a) => {
                 let new = NewPayout { payee_msisdn: number("0000"), amount: major(a), reference: "PAY".into(), ..NewPayout::default() };
-                if let Ok(out) = p.payouts().create(shop, &new, &idem(shop, "POST /payouts"), &id_body(|p: &Payout| p.id.to_string())) {
+                let payout = p.parse(shop, &new).unwrap();
+                if let Ok(out) = p.payouts().create(shop, &payout, &idem(shop, "POST /payouts"), &id_body(|p: &Payout| p.id.to_string())) {
                     self.settle();
                     self.payouts.push(p.payouts().get(shop, &String::from_utf8(out.response.body).unwrap()).unwrap());
                 }
@@ -109,7 +109,8 @@ impl Business {
                 if let Some(c) = self.charges.get(i).filter(|c| c.state == ChargeState::Completed) {
                     let amount = (!full).then(|| major(u32::try_from(c.amount.get() / 3).unwrap().max(1)));
                     let new = NewReversal { charge_ref: Some(c.id.to_string()), amount, reason: "refund".into(), ..NewReversal::default() };
-                    let _ = p.reversals().create(shop, &new, &idem(shop, "POST /reversals"), &ignored::<Reversal>);
+                    let reversal = p.parse(shop, &new).unwrap();
+                    let _ = p.reversals().create(shop, &reversal, &idem(shop, "POST /reversals"), &ignored::<Reversal>);
                 }
             }
             Step::ReversePayout(i, full) => {
@@ -117,28 +118,32 @@ impl Business {
                     let amount = (!full).then(|| major(u32::try_from(po.amount.get() / 2).unwrap().max(1)));
                     let new =
                         NewReversal { payout_ref: Some(po.id.to_string()), amount, reason: "wrong payee".into(), ..NewReversal::default() };
-                    let _ = p.reversals().create(shop, &new, &idem(shop, "POST /reversals"), &ignored::<Reversal>);
+                    let reversal = p.parse(shop, &new).unwrap();
+                    let _ = p.reversals().create(shop, &reversal, &idem(shop, "POST /reversals"), &ignored::<Reversal>);
                 }
             }
             Step::Transfer(to_payout, a) => {
                 let (from, to) = if to_payout { ("collection", "payout") } else { ("payout", "collection") };
-                let _ = p.transfers().transfer(shop, from, to, &major(a), &idem(shop, "POST /accounts/transfers"), &ignored::<Transfer>);
+                let transfer = p.parse(shop, &NewTransfer { from: from.into(), to: to.into(), amount: major(a) }).unwrap();
+                let _ = p.transfers().transfer(shop, &transfer, &idem(shop, "POST /accounts/transfers"), &ignored::<Transfer>);
             }
             Step::Fund(a) => {
                 p.accounts().fund(&shop.org_id, Mode::Test, &major(a)).unwrap();
             }
             Step::CashIn(a) => {
                 let agent = &self.agent;
-                let _ = p.agents().cash_in(agent, &number("0000"), &major(a), &idem(agent, "POST /agents/cash-in"), &ignored);
+                let _ = self.world.cash_in(agent, &number("0000"), &major(a));
             }
             Step::PayRequest(a) => {
                 let new = NewPaymentRequest { amount: major(a), reference: "INV".into(), ..NewPaymentRequest::default() };
                 let requests = p.payment_requests();
-                let out =
-                    requests.create(shop, &new, &idem(shop, "POST /biz/request"), &id_body(|r: &PaymentRequest| r.id.to_string())).unwrap();
+                let request = p.parse(shop, &new).unwrap();
+                let out = requests
+                    .create(shop, &request, &idem(shop, "POST /biz/request"), &id_body(|r: &PaymentRequest| r.id.to_string()))
+                    .unwrap();
                 let r = requests.get(shop, &String::from_utf8(out.response.body).unwrap()).unwrap();
                 let agent = &self.agent;
-                let _ = p.agents().cash_in(agent, &self.customer, &major(a), &idem(agent, "POST /agents/cash-in"), &ignored);
+                let _ = self.world.cash_in(agent, &self.customer, &major(a));
                 let session = format!("s-{}", r.id);
                 for text in [String::new(), "2".into(), format!("2*{}", r.pay_code), format!("2*{}*{PIN}", r.pay_code)] {
                     if self.world.dial(&self.gateway, &session, &self.customer, &text).starts_with("END ") {
@@ -149,14 +154,10 @@ impl Business {
             Step::CashOut(a) => {
                 // The agent asks, the customer (cashed in first) approves with the PIN over USSD.
                 let agent = &self.agent;
-                let _ = p.agents().cash_in(agent, &self.customer, &major(a * 2), &idem(agent, "POST /agents/cash-in"), &ignored);
-                let asked = p.agents().cash_out(
-                    agent,
-                    &self.customer,
-                    &major(a),
-                    &idem(agent, "POST /agents/cash-out"),
-                    &id_body(|c: &Charge| c.id.to_string()),
-                );
+                let _ = self.world.cash_in(agent, &self.customer, &major(a * 2));
+                let cash = p.parse(agent, &NewAgentCash { customer_msisdn: self.customer.clone(), amount: major(a) }).unwrap();
+                let asked =
+                    p.agents().cash_out(agent, &cash, &idem(agent, "POST /agents/cash-out"), &id_body(|c: &Charge| c.id.to_string()));
                 if let Ok(out) = asked {
                     let session = format!("s-{}", String::from_utf8(out.response.body).unwrap());
                     for text in ["", "3", "3*1", "3*1*1", &format!("3*1*1*{PIN}")] {

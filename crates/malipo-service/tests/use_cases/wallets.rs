@@ -6,7 +6,7 @@ use malipo_charges::{Charge, ChargeState, FailureReason};
 use malipo_core::{MinorUnit, Mode};
 use malipo_service::{NewWallet, ServiceError};
 
-use crate::support::{idem, ignored, number, World};
+use crate::support::{number, World};
 
 const PIN: &str = "4826";
 
@@ -40,9 +40,8 @@ impl Live {
             id_number: None,
             date_of_birth: None,
         };
-        let wallets = self.world.platform.wallets();
-        wallets.open(&self.operator, &new, &idem(&self.operator, "POST /wallets"), &ignored).unwrap();
-        wallets.set_pin(&self.operator, &msisdn, PIN, None, &idem(&self.operator, "POST /wallets/pin"), &ignored).unwrap();
+        self.world.open_wallet(&self.operator, &new).unwrap();
+        self.world.set_pin(&self.operator, &msisdn, PIN).unwrap();
         for amount in deposits {
             self.cash_in(&msisdn, amount).unwrap();
         }
@@ -50,8 +49,7 @@ impl Live {
     }
 
     fn cash_in(&self, msisdn: &str, amount: &str) -> Result<(), ServiceError> {
-        let agents = self.world.platform.agents();
-        agents.cash_in(&self.agent, msisdn, amount, &idem(&self.agent, "POST /agents/cash-in"), &ignored).map(drop)
+        self.world.cash_in(&self.agent, msisdn, amount).map(drop)
     }
 
     /// A charge approved over USSD with the right PIN, then settled by the worker.
@@ -129,8 +127,7 @@ fn cash_in_stops_at_the_maximum_balance_and_the_per_transaction_limit() {
 fn a_locked_wallet_pays_nothing() {
     let live = Live::new();
     let n = live.customer(&["5000"]);
-    let wallets = live.world.platform.wallets();
-    wallets.lock(&live.operator, &n, "suspected fraud", &idem(&live.operator, "POST /wallets/lock"), &ignored).unwrap();
+    live.world.lock_wallet(&live.operator, &n, "suspected fraud").unwrap();
     let charge = live.world.charge(&live.shop, &n, "100").unwrap();
     while live.world.platform.processing().process_due(100).unwrap() > 0 {}
     let c = live.world.reload(&live.shop, &charge);
@@ -316,8 +313,7 @@ fn a_live_prompt_whose_payer_can_pay_waits_from_creation_and_the_others_fail_at_
     let live = Live::new();
     let able = live.customer(&["5000"]);
     let locked = live.customer(&["5000"]);
-    let wallets = live.world.platform.wallets();
-    wallets.lock(&live.operator, &locked, "suspected fraud", &idem(&live.operator, "POST /wallets/lock"), &ignored).unwrap();
+    live.world.lock_wallet(&live.operator, &locked, "suspected fraud").unwrap();
     let waiting = live.world.charge(&live.shop, &able, "100").unwrap();
     let over = live.world.charge(&live.shop, &able, "5000.01").unwrap();
     let refused = live.world.charge(&live.shop, &locked, "100").unwrap();

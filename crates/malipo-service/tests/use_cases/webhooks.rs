@@ -6,31 +6,25 @@ use std::time::Duration;
 
 use malipo_auth::{OrgKind, Principal};
 use malipo_core::Mode;
-use malipo_service::{DeliveryJob, EndpointWithSecret, SendOutcome, SimulateAction};
+use malipo_service::{CreateEndpoint, DeliveryJob, EndpointWithSecret, NewEndpoint, SendOutcome};
 use malipo_webhooks::DeliveryState;
 
-use crate::support::{id_body, idem, ignored, number, World};
+use crate::support::{id_body, idem, number, World};
 
 /// A test merchant with an endpoint for `charge.completed`, and one completed charge: one
 /// delivery due now. Returns the endpoint's id.
 fn one_due_delivery(world: &World) -> (Principal, String) {
     let shop = world.org(OrgKind::Merchant, Mode::Test);
-    let events = ["charge.completed".to_owned()];
+    let new = NewEndpoint { url: "https://hooks.example.com/malipo".into(), events: vec!["charge.completed".into()], description: None };
+    let endpoint: CreateEndpoint = world.platform.parse(&shop, &new).unwrap();
     let created = world
         .platform
         .webhooks()
-        .create_endpoint(
-            &shop,
-            "https://hooks.example.com/malipo",
-            &events,
-            None,
-            &idem(&shop, "POST /webhooks"),
-            &id_body(|e: &EndpointWithSecret| e.endpoint.id.to_string()),
-        )
+        .create_endpoint(&shop, &endpoint, &idem(&shop, "POST /webhooks"), &id_body(|e: &EndpointWithSecret| e.endpoint.id.to_string()))
         .unwrap();
     let endpoint = String::from_utf8(created.response.body).unwrap();
     let charge = world.charge(&shop, &number("0000"), "150.00").unwrap();
-    world.platform.sandbox().simulate(&shop, charge.id.as_str(), SimulateAction::Approve, &idem(&shop, "POST /sandbox"), &ignored).unwrap();
+    world.simulate(&shop, charge.id.as_str(), "approve", "POST /sandbox").unwrap();
     (shop, endpoint)
 }
 

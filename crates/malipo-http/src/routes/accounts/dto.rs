@@ -1,13 +1,14 @@
 //! The wire shapes of the Accounts group (contract section 4) that only it uses.
 
 use malipo_ledger::Account;
-use malipo_service::{Balance, Page, StatementLine, Transfer};
+use malipo_service::{Balance, NewTransfer, Page, StatementLine, Transfer};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
+use crate::problem::ApiError;
 use crate::routes::shared::StatementLineDto;
-use crate::wire::{money, time, DecimalAmount};
+use crate::wire::{amount_text, money, time, DecimalAmount};
 
 /// An account with its balances (`GET /accounts`).
 #[derive(Debug, Serialize, ToSchema)]
@@ -63,6 +64,16 @@ pub struct TransferRequest {
     /// Amount in major units: a JSON number or a numeric string.
     #[schema(value_type = DecimalAmount, example = "5000.00")]
     pub amount: Box<RawValue>,
+}
+
+impl TransferRequest {
+    /// The use case's raw input.
+    ///
+    /// # Errors
+    /// 400 when the amount is neither a number nor a string.
+    pub fn into_new(self) -> Result<NewTransfer, ApiError> {
+        Ok(NewTransfer { from: self.from, to: self.to, amount: amount_text("amount", &self.amount)? })
+    }
 }
 
 /// A completed transfer between two of the organisation's accounts.

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
 use malipo_ledger::AccountKind;
+use malipo_service::{CreateTransfer, Transfer};
 use utoipa::OpenApi;
 
 use self::dto::{AccountDto, StatementDto, TransferDto, TransferRequest};
@@ -16,7 +17,7 @@ use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::shared::{BalanceDto, ListDto, StatementLineDto};
 use crate::state::AppState;
-use crate::wire::{amount_text, parse_time, DecimalAmount};
+use crate::wire::{parse_time, DecimalAmount};
 
 /// The group's routes, under `/api/v1`.
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -89,16 +90,16 @@ pub async fn accounts(auth: Auth, state: web::Data<AppState>) -> Result<HttpResp
 )]
 pub async fn transfer(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Payments)?.clone();
-    let prepare = |r: TransferRequest| Ok((r.from, r.to, amount_text("amount", &r.amount)?));
+    let operation = "POST /accounts/transfers";
     idempotent(
         &req,
         principal,
         &state,
-        "POST /accounts/transfers",
+        operation,
         Input::json(&body),
-        prepare,
-        |p, principal, (from, to, amount), idem| {
-            p.transfers().transfer(principal, &from, &to, &amount, idem, &|t| render(&TransferDto::from(t)))
+        TransferRequest::into_new,
+        |p, principal, transfer: &CreateTransfer, idem| {
+            p.transfers().transfer(principal, transfer, idem, &|t: &Transfer| render(&TransferDto::from(t)))
         },
     )
     .await

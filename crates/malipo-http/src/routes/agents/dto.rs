@@ -1,13 +1,14 @@
 //! The wire shapes of the Agents group (contract section 11).
 
 use malipo_charges::Charge;
-use malipo_service::CashIn;
+use malipo_service::{CashIn, NewAgentCash};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
+use crate::problem::ApiError;
 use crate::schema::Msisdn;
-use crate::wire::{money, time, DecimalAmount};
+use crate::wire::{amount_text, money, time, DecimalAmount};
 
 /// `POST /agents/cash-in` and `POST /agents/cash-out` body.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -19,6 +20,16 @@ pub struct AgentCashRequest {
     /// Amount in major units: a JSON number or numeric string.
     #[schema(value_type = DecimalAmount, example = "500.00")]
     pub amount: Box<RawValue>,
+}
+
+impl AgentCashRequest {
+    /// The use case's raw input.
+    ///
+    /// # Errors
+    /// 400 when the amount is neither a number nor a string.
+    pub fn into_new(self) -> Result<NewAgentCash, ApiError> {
+        Ok(NewAgentCash { customer_msisdn: self.customer_msisdn, amount: amount_text("amount", &self.amount)? })
+    }
 }
 
 /// A completed cash-in.

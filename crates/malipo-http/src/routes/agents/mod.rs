@@ -4,6 +4,8 @@ pub mod dto;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
+use malipo_charges::Charge;
+use malipo_service::{AgentCash, CashIn};
 use utoipa::OpenApi;
 
 use self::dto::{AgentCashRequest, CashInDto, CashOutDto};
@@ -13,7 +15,6 @@ use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::shared::BalanceDto;
 use crate::state::AppState;
-use crate::wire::amount_text;
 
 /// The group's routes, under `/api/v1`.
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -27,11 +28,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 #[derive(OpenApi)]
 #[openapi(paths(cash_in, cash_out, get_cash_out, float), components(schemas(AgentCashRequest, CashInDto, CashOutDto)))]
 pub struct Api;
-
-/// The customer and the exact amount of a cash-in or cash-out.
-fn customer_and_amount(r: AgentCashRequest) -> Result<(String, String), ApiError> {
-    Ok((r.customer_msisdn, amount_text("amount", &r.amount)?))
-}
 
 /// Cash-in: the agent's float pays the customer's wallet at once, within the customer's limits.
 #[utoipa::path(
@@ -52,9 +48,15 @@ fn customer_and_amount(r: AgentCashRequest) -> Result<(String, String), ApiError
 pub async fn cash_in(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Agent)?.clone();
     let operation = "POST /agents/cash-in";
-    idempotent(&req, principal, &state, operation, Input::json(&body), customer_and_amount, |p, principal, (customer, amount), idem| {
-        p.agents().cash_in(principal, &customer, &amount, idem, &|c| render(&CashInDto::from(c)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        operation,
+        Input::json(&body),
+        AgentCashRequest::into_new,
+        |p, principal, cash: &AgentCash, idem| p.agents().cash_in(principal, cash, idem, &|c: &CashIn| render(&CashInDto::from(c))),
+    )
     .await
 }
 
@@ -85,9 +87,15 @@ pub async fn cash_out(
 ) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Agent)?.clone();
     let operation = "POST /agents/cash-out";
-    idempotent(&req, principal, &state, operation, Input::json(&body), customer_and_amount, |p, principal, (customer, amount), idem| {
-        p.agents().cash_out(principal, &customer, &amount, idem, &|c| render(&CashOutDto::from(c)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        operation,
+        Input::json(&body),
+        AgentCashRequest::into_new,
+        |p, principal, cash: &AgentCash, idem| p.agents().cash_out(principal, cash, idem, &|c: &Charge| render(&CashOutDto::from(c))),
+    )
     .await
 }
 

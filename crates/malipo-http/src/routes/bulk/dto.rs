@@ -2,6 +2,7 @@
 //! (`routes::shared::PayoutDto`).
 
 use malipo_payouts::{BatchCounts, BulkPayout};
+use malipo_service::NewRejection;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
@@ -52,6 +53,13 @@ pub struct RejectRequest {
     /// Why (1–255 characters); kept as the batch's `rejection_reason`.
     #[schema(value_type = Reason255, example = "wrong month")]
     pub reason: String,
+}
+
+impl RejectRequest {
+    /// The use case's raw input for the batch `batch_id` (the path's).
+    pub fn into_new(self, batch_id: String) -> NewRejection {
+        NewRejection { batch_id, reason: self.reason }
+    }
 }
 
 /// How many of a batch's items are in each state; always sums to `item_count`.

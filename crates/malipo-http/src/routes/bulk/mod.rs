@@ -8,10 +8,12 @@ use std::collections::HashMap;
 
 use actix_web::{web, HttpRequest, HttpResponse, Resource};
 use malipo_auth::Scope;
+use malipo_payouts::BulkPayout;
+use malipo_service::{ApproveBulkPayout, CreateBulkPayout, RejectBulkPayout};
 use utoipa::OpenApi;
 
 use self::dto::{ApproveRequest, BatchCountsDto, BulkItemRequest, BulkPayoutDto, BulkRequest, RejectRequest};
-use self::upload::{read_upload, Upload};
+use self::upload::read_upload;
 use crate::extract::{Auth, Body, BodyLimit, PayoutIntake};
 use crate::handler::{bad_cursor, limit, render, resource, run};
 use crate::idempotent::{idempotent, Input};
@@ -93,8 +95,8 @@ pub struct Api;
 pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::BulkCreate)?.clone();
     let input = Input::read_with(&body, read_upload);
-    idempotent(&req, principal, &state, "POST /bulk-payouts", input, Ok, |p, principal, Upload { reference, input }, idem| {
-        p.bulk_payouts().create(principal, &reference, input, idem, &|b| render(&BulkPayoutDto::from(b)))
+    idempotent(&req, principal, &state, "POST /bulk-payouts", input, Ok, |p, principal, batch: &CreateBulkPayout, idem| {
+        p.bulk_payouts().create(principal, batch, idem, &|b: &BulkPayout| render(&BulkPayoutDto::from(b)))
     })
     .await
 }
@@ -134,8 +136,9 @@ pub async fn approve(
     let principal = auth.require(Scope::BulkApprove)?.clone();
     let id = path.into_inner();
     let operation = "POST /bulk-payouts/{batch_id}/approve";
-    idempotent(&req, principal, &state, operation, Input::optional_json(&body), Ok, move |p, principal, _: ApproveRequest, idem| {
-        p.bulk_payouts().approve(principal, &id, idem, &|b| render(&BulkPayoutDto::from(b)))
+    let raw = |_: ApproveRequest| Ok(id);
+    idempotent(&req, principal, &state, operation, Input::optional_json(&body), raw, |p, principal, approval: &ApproveBulkPayout, idem| {
+        p.bulk_payouts().approve(principal, approval, idem, &|b: &BulkPayout| render(&BulkPayoutDto::from(b)))
     })
     .await
 }
@@ -173,8 +176,9 @@ pub async fn reject(
     let principal = auth.require(Scope::BulkApprove)?.clone();
     let id = path.into_inner();
     let operation = "POST /bulk-payouts/{batch_id}/reject";
-    idempotent(&req, principal, &state, operation, Input::json(&body), Ok, move |p, principal, r: RejectRequest, idem| {
-        p.bulk_payouts().reject(principal, &id, &r.reason, idem, &|b| render(&BulkPayoutDto::from(b)))
+    let raw = |r: RejectRequest| Ok(r.into_new(id));
+    idempotent(&req, principal, &state, operation, Input::json(&body), raw, |p, principal, rejection: &RejectBulkPayout, idem| {
+        p.bulk_payouts().reject(principal, rejection, idem, &|b: &BulkPayout| render(&BulkPayoutDto::from(b)))
     })
     .await
 }

@@ -1,26 +1,18 @@
 //! The two forms of a bulk payout upload (contract section 6): a JSON body with the reference
 //! and the items, or a `text/csv` file with the reference in the query (`?reference=`). Both
-//! become the use case's [`BulkInput`]; the CSV file itself is read strictly by the service.
+//! become the use case's raw input, [`NewBulkPayout`]; the CSV file itself is read strictly by
+//! the service's parsing of it.
 
 use std::collections::HashMap;
 
 use actix_web::{web, HttpRequest};
 use malipo_payouts::RawItem;
-use malipo_service::BulkInput;
+use malipo_service::{BulkInput, NewBulkPayout};
 
 use super::dto::{BulkItemRequest, BulkRequest};
 use crate::extract::{media_type, parse_json, parse_nested, Body, Parsed};
 use crate::problem::{ApiError, ProblemField};
 use crate::wire::amount_text;
-
-/// A bulk upload as read: the batch's reference and its items.
-#[derive(Debug)]
-pub struct Upload {
-    /// The batch's reference.
-    pub reference: String,
-    /// JSON items, or the CSV file.
-    pub input: BulkInput,
-}
 
 /// Reads a bulk upload by its media type, with its canonical form for the idempotency
 /// fingerprint: for JSON the canonical JSON, for CSV the reference and the file's bytes.
@@ -29,7 +21,7 @@ pub struct Upload {
 /// 415 for another media type; for JSON [`parse_json`]'s rules, every item's unknown or missing
 /// fields (422, `items[N].field`), 400 for an item of the wrong JSON type; for CSV 422
 /// `missing_field` without a `reference` in the query.
-pub fn read_upload(req: &HttpRequest, body: &Body) -> Result<Parsed<Upload>, ApiError> {
+pub fn read_upload(req: &HttpRequest, body: &Body) -> Result<Parsed<NewBulkPayout>, ApiError> {
     match media_type(req).as_deref() {
         Some("application/json") => json_upload(&body.0),
         Some("text/csv") => csv_upload(req, &body.0),
@@ -40,7 +32,7 @@ pub fn read_upload(req: &HttpRequest, body: &Body) -> Result<Parsed<Upload>, Api
     }
 }
 
-fn json_upload(body: &[u8]) -> Result<Parsed<Upload>, ApiError> {
+fn json_upload(body: &[u8]) -> Result<Parsed<NewBulkPayout>, ApiError> {
     let Parsed { value, canonical } = parse_json::<BulkRequest>(body)?;
     let mut items = Vec::with_capacity(value.items.len());
     let mut problems: Vec<ProblemField> = Vec::new();
@@ -60,10 +52,10 @@ fn json_upload(body: &[u8]) -> Result<Parsed<Upload>, ApiError> {
     if !problems.is_empty() {
         return Err(ApiError::Fields(problems));
     }
-    Ok(Parsed { value: Upload { reference: value.reference, input: BulkInput::Items(items) }, canonical })
+    Ok(Parsed { value: NewBulkPayout { reference: value.reference, items: BulkInput::Items(items) }, canonical })
 }
 
-fn csv_upload(req: &HttpRequest, body: &[u8]) -> Result<Parsed<Upload>, ApiError> {
+fn csv_upload(req: &HttpRequest, body: &[u8]) -> Result<Parsed<NewBulkPayout>, ApiError> {
     let query = web::Query::<HashMap<String, String>>::from_query(req.query_string())
         .map_err(|e| ApiError::InvalidRequest(format!("bad query string: {e}")))?;
     let reference = query.get("reference").cloned().ok_or_else(|| {
@@ -78,7 +70,7 @@ fn csv_upload(req: &HttpRequest, body: &[u8]) -> Result<Parsed<Upload>, ApiError
     canonical.extend(serde_json::to_vec(&reference).map_err(|e| ApiError::InvalidRequest(e.to_string()))?);
     canonical.push(b'\n');
     canonical.extend_from_slice(body);
-    Ok(Parsed { value: Upload { reference, input: BulkInput::Csv(body.to_vec()) }, canonical })
+    Ok(Parsed { value: NewBulkPayout { reference, items: BulkInput::Csv(body.to_vec()) }, canonical })
 }
 
 #[cfg(test)]
@@ -89,7 +81,7 @@ mod tests {
 
     const CSV: &str = "payee_msisdn,amount,reference,narration\n254712345678,1500.00,SALARY-1,November\n";
 
-    fn read(content_type: Option<&str>, uri: &str, body: &[u8]) -> Result<Parsed<Upload>, ApiError> {
+    fn read(content_type: Option<&str>, uri: &str, body: &[u8]) -> Result<Parsed<NewBulkPayout>, ApiError> {
         let mut req = TestRequest::post().uri(uri);
         if let Some(ct) = content_type {
             req = req.insert_header(("content-type", ct));
@@ -108,7 +100,7 @@ mod tests {
     fn a_csv_upload_takes_the_file_as_it_is_and_the_reference_from_the_query() {
         let up = read(Some("text/csv; charset=utf-8"), "/api/v1/bulk-payouts?reference=PAYROLL%2011", CSV.as_bytes()).unwrap();
         assert_eq!(up.value.reference, "PAYROLL 11");
-        assert!(matches!(up.value.input, BulkInput::Csv(ref bytes) if bytes == CSV.as_bytes()));
+        assert!(matches!(up.value.items, BulkInput::Csv(ref bytes) if bytes == CSV.as_bytes()));
         assert!(up.canonical.ends_with(CSV.as_bytes()), "the fingerprint covers the file");
         let other_file = read(Some("text/csv"), "/api/v1/bulk-payouts?reference=PAYROLL%2011", b"payee_msisdn,amount,reference\n").unwrap();
         let other_reference = read(Some("text/csv"), "/api/v1/bulk-payouts?reference=PAYROLL-12", CSV.as_bytes()).unwrap();
@@ -139,7 +131,7 @@ mod tests {
             {"payee_msisdn":"254712345679","amount":"0.1000000000000000055511151231257827","reference":"S-2"}]}"#;
         let up = read(Some("application/json"), "/api/v1/bulk-payouts", body).unwrap();
         assert_eq!(up.value.reference, "PAYROLL-11");
-        let BulkInput::Items(items) = up.value.input else { panic!("JSON gives items") };
+        let BulkInput::Items(items) = up.value.items else { panic!("JSON gives items") };
         assert_eq!(
             items,
             [

@@ -4,12 +4,14 @@
 use std::collections::BTreeMap;
 
 use malipo_countries::Country;
+use malipo_service::{NewSandboxWallet, NewSimulation};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
+use crate::problem::ApiError;
 use crate::schema::Msisdn;
-use crate::wire::{money, DecimalAmount};
+use crate::wire::{amount_text, money, DecimalAmount};
 
 /// The fields of an Africa's Talking USSD callback (`POST /ussd`), as JSON or as a form.
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -194,6 +196,13 @@ pub struct SimulateRequest {
     pub action: String,
 }
 
+impl SimulateRequest {
+    /// The use case's raw input for the charge `charge_ref` (the path's).
+    pub fn into_new(self, charge_ref: String) -> NewSimulation {
+        NewSimulation { charge_ref, action: self.action }
+    }
+}
+
 /// `POST /sandbox/wallets` body.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -208,6 +217,17 @@ pub struct SandboxWalletRequest {
     #[serde(default, deserialize_with = "crate::wire::optional_whole_u8")]
     #[schema(minimum = 0, maximum = 255)]
     pub kyc_tier: Option<u8>,
+}
+
+impl SandboxWalletRequest {
+    /// The use case's raw input.
+    ///
+    /// # Errors
+    /// 400 when the balance is neither a number nor a string.
+    pub fn into_new(self) -> Result<NewSandboxWallet, ApiError> {
+        let balance = self.balance.as_deref().map(|b| amount_text("balance", b)).transpose()?;
+        Ok(NewSandboxWallet { msisdn: self.msisdn, balance, kyc_tier: self.kyc_tier })
+    }
 }
 
 #[cfg(test)]

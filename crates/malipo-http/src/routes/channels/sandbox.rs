@@ -2,17 +2,17 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
+use malipo_charges::Charge;
 use malipo_core::Mode;
-use malipo_service::{ServiceError, SimulateAction};
+use malipo_service::{SandboxWallet, ServiceError, Simulate, WalletDetails};
 
 use crate::extract::{Auth, Body};
 use crate::handler::render;
 use crate::idempotent::{idempotent, Input};
-use crate::problem::{ApiError, Problem, ProblemField};
+use crate::problem::{ApiError, Problem};
 use crate::routes::channels::dto::{SandboxWalletRequest, SimulateRequest};
 use crate::routes::shared::{ChargeDto, WalletDto};
 use crate::state::AppState;
-use crate::wire::amount_text;
 
 fn test_mode(auth: &Auth) -> Result<(), ApiError> {
     if auth.0.mode == Mode::Test {
@@ -47,19 +47,13 @@ pub async fn simulate(
 ) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Payments)?.clone();
     test_mode(&auth)?;
-    let action = |r: SimulateRequest| {
-        r.action.parse::<SimulateAction>().map_err(|()| {
-            ApiError::Fields(vec![ProblemField {
-                field: "action".into(),
-                code: "invalid_value".into(),
-                message: "action must be approve, decline, wrong_pin, expire or fail".into(),
-            }])
-        })
-    };
     let charge_ref = path.into_inner();
     let operation = "POST /sandbox/charges/{charge_ref}/simulate";
-    idempotent(&req, principal, &state, operation, Input::json(&body), action, move |p, principal, action, idem| {
-        p.sandbox().simulate(principal, &charge_ref, action, idem, &|c| render(&ChargeDto::from(c)))
+    // The action's problem is the body's, answered before the key's.
+    let input = Input::json(&body).fields_before_key();
+    let raw = |r: SimulateRequest| Ok(r.into_new(charge_ref));
+    idempotent(&req, principal, &state, operation, input, raw, |p, principal, simulation: &Simulate, idem| {
+        p.sandbox().simulate(principal, simulation, idem, &|c: &Charge| render(&ChargeDto::from(c)))
     })
     .await
 }
@@ -79,9 +73,9 @@ pub async fn simulate(
 pub async fn wallets(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Payments)?.clone();
     test_mode(&auth)?;
-    let balance = |w: SandboxWalletRequest| Ok((w.balance.as_deref().map(|b| amount_text("balance", b)).transpose()?, w));
-    idempotent(&req, principal, &state, "POST /sandbox/wallets", Input::json(&body), balance, |p, principal, (balance, w), idem| {
-        p.sandbox().wallet(principal, &w.msisdn, balance.as_deref(), w.kyc_tier, idem, &|d| render(&WalletDto::from(d)))
+    let raw = SandboxWalletRequest::into_new;
+    idempotent(&req, principal, &state, "POST /sandbox/wallets", Input::json(&body), raw, |p, principal, wallet: &SandboxWallet, idem| {
+        p.sandbox().wallet(principal, wallet, idem, &|d: &WalletDetails| render(&WalletDto::from(d)))
     })
     .await
 }

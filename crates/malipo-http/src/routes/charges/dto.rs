@@ -1,11 +1,13 @@
 //! The wire shapes of the Charges group (contract section 3) that only it uses.
 
+use malipo_service::NewCharge;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
+use crate::problem::ApiError;
 use crate::schema::{IdempotencyKey, Msisdn, Reference, Text100};
-use crate::wire::DecimalAmount;
+use crate::wire::{amount_text, DecimalAmount};
 
 /// `POST /partner/stk` body.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -29,4 +31,20 @@ pub struct StkRequest {
     /// Optional, at most 100 printable characters.
     #[schema(value_type = Option<Text100>)]
     pub description: Option<String>,
+}
+
+impl StkRequest {
+    /// The use case's raw input (the key stays with the request).
+    ///
+    /// # Errors
+    /// 400 when the amount is neither a number nor a string.
+    pub fn into_new(self) -> Result<NewCharge, ApiError> {
+        Ok(NewCharge {
+            payer_msisdn: self.payer_msisdn,
+            amount: amount_text("amount", &self.amount)?,
+            currency: self.currency,
+            reference: self.reference,
+            description: self.description,
+        })
+    }
 }

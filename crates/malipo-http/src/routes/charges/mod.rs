@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
-use malipo_charges::{ChargeFilter, ChargeState};
+use malipo_charges::{Charge, ChargeFilter, ChargeState};
 use malipo_core::Timestamp;
-use malipo_service::NewCharge;
+use malipo_service::CreateCharge;
 use utoipa::OpenApi;
 
 use self::dto::StkRequest;
@@ -18,7 +18,7 @@ use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::shared::{ChargeDto, ListDto};
 use crate::state::AppState;
-use crate::wire::{amount_text, parse_time};
+use crate::wire::parse_time;
 
 /// The group's routes, under `/api/v1`.
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -58,17 +58,8 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Payments)?.clone();
     let input = Input::json(&body).key_in_body(|stk: &StkRequest| &stk.idem);
-    let new = |stk: StkRequest| {
-        Ok(NewCharge {
-            payer_msisdn: stk.payer_msisdn,
-            amount: amount_text("amount", &stk.amount)?,
-            currency: stk.currency,
-            reference: stk.reference,
-            description: stk.description,
-        })
-    };
-    idempotent(&req, principal, &state, "POST /partner/stk", input, new, |p, principal, new, idem| {
-        p.charges().create(principal, &new, idem, &|c| render(&ChargeDto::from(c)))
+    idempotent(&req, principal, &state, "POST /partner/stk", input, StkRequest::into_new, |p, principal, charge: &CreateCharge, idem| {
+        p.charges().create(principal, charge, idem, &|c: &Charge| render(&ChargeDto::from(c)))
     })
     .await
 }

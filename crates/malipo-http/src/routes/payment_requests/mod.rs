@@ -7,7 +7,8 @@ use std::collections::HashMap;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
-use malipo_requests::{RequestFilter, RequestState};
+use malipo_requests::{PaymentRequest, RequestFilter, RequestState};
+use malipo_service::{CancelPaymentRequest, CreatePaymentRequest};
 use utoipa::OpenApi;
 
 use self::dto::{CancelRequest, PaymentRequestDto, PaymentRequestRequest};
@@ -57,9 +58,17 @@ pub struct Api;
 pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Payments)?.clone();
     let input = Input::json(&body);
-    idempotent(&req, principal, &state, "POST /biz/request", input, PaymentRequestRequest::into_new, |p, principal, new, idem| {
-        p.payment_requests().create(principal, &new, idem, &|r| render(&PaymentRequestDto::from(r)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        "POST /biz/request",
+        input,
+        PaymentRequestRequest::into_new,
+        |p, principal, request: &CreatePaymentRequest, idem| {
+            p.payment_requests().create(principal, request, idem, &|r: &PaymentRequest| render(&PaymentRequestDto::from(r)))
+        },
+    )
     .await
 }
 
@@ -153,9 +162,17 @@ pub async fn cancel(
     let principal = auth.require(Scope::Payments)?.clone();
     let id = path.into_inner();
     let operation = "POST /biz/requests/{request_id}/cancel";
-    idempotent(&req, principal, &state, operation, Input::optional_json(&body), Ok, move |p, principal, _: CancelRequest, idem| {
-        p.payment_requests().cancel(principal, &id, idem, &|r| render(&PaymentRequestDto::from(r)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        operation,
+        Input::optional_json(&body),
+        |_: CancelRequest| Ok(id),
+        |p, principal, cancel: &CancelPaymentRequest, idem| {
+            p.payment_requests().cancel(principal, cancel, idem, &|r: &PaymentRequest| render(&PaymentRequestDto::from(r)))
+        },
+    )
     .await
 }
 

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
 use malipo_core::BulkPayoutId;
-use malipo_payouts::{PayoutFilter, PayoutState};
+use malipo_payouts::{Payout, PayoutFilter, PayoutState};
+use malipo_service::CreatePayout;
 use utoipa::OpenApi;
 
 use self::dto::PayoutRequest;
@@ -69,9 +70,17 @@ pub async fn create(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Payouts)?.clone();
-    idempotent(&req, principal, &state, "POST /payouts", Input::json(&body), PayoutRequest::into_new, |p, principal, new, idem| {
-        p.payouts().create(principal, &new, idem, &|po| render(&PayoutDto::from(po)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        "POST /payouts",
+        Input::json(&body),
+        PayoutRequest::into_new,
+        |p, principal, payout: &CreatePayout, idem| {
+            p.payouts().create(principal, payout, idem, &|po: &Payout| render(&PayoutDto::from(po)))
+        },
+    )
     .await
 }
 

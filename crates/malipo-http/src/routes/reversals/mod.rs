@@ -6,6 +6,8 @@ use std::collections::HashMap;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
+use malipo_payouts::Reversal;
+use malipo_service::CreateReversal;
 use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
 use utoipa::{Modify, OpenApi};
@@ -71,9 +73,17 @@ impl Modify for ExactlyOneOriginal {
 )]
 pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Reversals)?.clone();
-    idempotent(&req, principal, &state, "POST /reversals", Input::json(&body), ReversalRequest::into_new, |p, principal, new, idem| {
-        p.reversals().create(principal, &new, idem, &|r| render(&ReversalDto::from(r)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        "POST /reversals",
+        Input::json(&body),
+        ReversalRequest::into_new,
+        |p, principal, reversal: &CreateReversal, idem| {
+            p.reversals().create(principal, reversal, idem, &|r: &Reversal| render(&ReversalDto::from(r)))
+        },
+    )
     .await
 }
 

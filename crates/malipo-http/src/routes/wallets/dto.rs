@@ -1,5 +1,6 @@
 //! The wire shapes of the Wallets group (contract section 11) that only it uses.
 
+use malipo_service::{NewKyc, NewPin, NewWallet, NewWalletLock};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -29,6 +30,20 @@ pub struct OpenWalletRequest {
     pub date_of_birth: Option<String>,
 }
 
+impl OpenWalletRequest {
+    /// The use case's raw input.
+    pub fn into_new(self) -> NewWallet {
+        NewWallet {
+            msisdn: self.msisdn,
+            first_name: self.first_name,
+            last_name: self.last_name,
+            id_type: self.id_type,
+            id_number: self.id_number,
+            date_of_birth: self.date_of_birth,
+        }
+    }
+}
+
 /// `POST /wallets/{msisdn}/pin` body.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -40,6 +55,13 @@ pub struct SetPinRequest {
     pub current_pin: Option<String>,
 }
 
+impl SetPinRequest {
+    /// The use case's raw input for the wallet `msisdn` (the path's).
+    pub fn into_new(self, msisdn: String) -> NewPin {
+        NewPin { msisdn, new_pin: self.new_pin, current_pin: self.current_pin }
+    }
+}
+
 /// `POST /wallets/{msisdn}/lock` and `POST /wallets/{msisdn}/unlock` body.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -47,6 +69,13 @@ pub struct WalletReasonRequest {
     /// Why (1–200 characters); kept as the lock reason.
     #[schema(value_type = Reason200, example = "customer reported the phone stolen")]
     pub reason: String,
+}
+
+impl WalletReasonRequest {
+    /// The use case's raw input for the wallet `msisdn` (the path's).
+    pub fn into_new(self, msisdn: String) -> NewWalletLock {
+        NewWalletLock { msisdn, reason: self.reason }
+    }
 }
 
 /// `POST /wallets/{msisdn}/kyc` body.
@@ -63,6 +92,13 @@ pub struct RaiseKycRequest {
     /// Must match the ID type's pattern.
     #[schema(example = "12345678")]
     pub id_number: String,
+}
+
+impl RaiseKycRequest {
+    /// The use case's raw input for the wallet `msisdn` (the path's).
+    pub fn into_new(self, msisdn: String) -> NewKyc {
+        NewKyc { msisdn, tier: self.tier, id_type: self.id_type, id_number: self.id_number }
+    }
 }
 
 #[cfg(test)]

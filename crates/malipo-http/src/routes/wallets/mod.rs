@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
-use malipo_service::{NewWallet, ServiceError};
+use malipo_service::{OpenWallet, RaiseKyc, ServiceError, SetPin, WalletDetails, WalletLock};
 use utoipa::OpenApi;
 
 use self::dto::{OpenWalletRequest, RaiseKycRequest, SetPinRequest, WalletReasonRequest};
@@ -63,16 +63,9 @@ pub struct Api;
 )]
 pub async fn open(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Wallets)?.clone();
-    idempotent(&req, principal, &state, "POST /wallets", Input::json(&body), Ok, |p, principal, r: OpenWalletRequest, idem| {
-        let new = NewWallet {
-            msisdn: r.msisdn,
-            first_name: r.first_name,
-            last_name: r.last_name,
-            id_type: r.id_type,
-            id_number: r.id_number,
-            date_of_birth: r.date_of_birth,
-        };
-        p.wallets().open(principal, &new, idem, &|d| render(&WalletDto::from(d)))
+    let raw = |r: OpenWalletRequest| Ok(r.into_new());
+    idempotent(&req, principal, &state, "POST /wallets", Input::json(&body), raw, |p, principal, wallet: &OpenWallet, idem| {
+        p.wallets().open(principal, wallet, idem, &|d: &WalletDetails| render(&WalletDto::from(d)))
     })
     .await
 }
@@ -125,8 +118,9 @@ pub async fn set_pin(
     let principal = auth.require(Scope::Wallets)?.clone();
     let msisdn = path.into_inner();
     let operation = "POST /wallets/{msisdn}/pin";
-    idempotent(&req, principal, &state, operation, Input::json(&body), Ok, move |p, principal, r: SetPinRequest, idem| {
-        p.wallets().set_pin(principal, &msisdn, &r.new_pin, r.current_pin.as_deref(), idem, &|d| render(&WalletDto::from(d)))
+    let raw = |r: SetPinRequest| Ok(r.into_new(msisdn));
+    idempotent(&req, principal, &state, operation, Input::json(&body), raw, |p, principal, pin: &SetPin, idem| {
+        p.wallets().set_pin(principal, pin, idem, &|d: &WalletDetails| render(&WalletDto::from(d)))
     })
     .await
 }
@@ -199,12 +193,13 @@ async fn set_lock(
     let principal = auth.require(Scope::Wallets)?.clone();
     let operation = if lock { "POST /wallets/{msisdn}/lock" } else { "POST /wallets/{msisdn}/unlock" };
     let msisdn = path.into_inner();
-    idempotent(&req, principal, &state, operation, Input::json(&body), Ok, move |p, principal, r: WalletReasonRequest, idem| {
-        let render = |d: &_| render(&WalletDto::from(d));
+    let raw = |r: WalletReasonRequest| Ok(r.into_new(msisdn));
+    idempotent(&req, principal, &state, operation, Input::json(&body), raw, move |p, principal, change: &WalletLock, idem| {
+        let render = |d: &WalletDetails| render(&WalletDto::from(d));
         if lock {
-            p.wallets().lock(principal, &msisdn, &r.reason, idem, &render)
+            p.wallets().lock(principal, change, idem, &render)
         } else {
-            p.wallets().unlock(principal, &msisdn, &r.reason, idem, &render)
+            p.wallets().unlock(principal, change, idem, &render)
         }
     })
     .await
@@ -238,8 +233,9 @@ pub async fn kyc(
     let principal = auth.require(Scope::Wallets)?.clone();
     let msisdn = path.into_inner();
     let operation = "POST /wallets/{msisdn}/kyc";
-    idempotent(&req, principal, &state, operation, Input::json(&body), Ok, move |p, principal, r: RaiseKycRequest, idem| {
-        p.wallets().raise_kyc(principal, &msisdn, r.tier, &r.id_type, &r.id_number, idem, &|d| render(&WalletDto::from(d)))
+    let raw = |r: RaiseKycRequest| Ok(r.into_new(msisdn));
+    idempotent(&req, principal, &state, operation, Input::json(&body), raw, |p, principal, kyc: &RaiseKyc, idem| {
+        p.wallets().raise_kyc(principal, kyc, idem, &|d: &WalletDetails| render(&WalletDto::from(d)))
     })
     .await
 }

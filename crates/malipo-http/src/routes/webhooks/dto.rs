@@ -1,6 +1,6 @@
 //! The wire shapes of the Webhooks group (contract section 12): endpoints, events, deliveries.
 
-use malipo_service::{EndpointWithSecret, EventDetail, Redelivery};
+use malipo_service::{EndpointWithSecret, EventDetail, NewEndpoint, NewRedelivery, Redelivery};
 use malipo_webhooks::{Attempt, Delivery, Endpoint, Event};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -30,6 +30,13 @@ pub struct EndpointCreateRequest {
     /// Optional, at most 200 printable characters.
     #[schema(value_type = Option<Text200>)]
     pub description: Option<String>,
+}
+
+impl EndpointCreateRequest {
+    /// The use case's raw input.
+    pub fn into_new(self) -> NewEndpoint {
+        NewEndpoint { url: self.url, events: self.events, description: self.description }
+    }
 }
 
 /// `POST /webhooks/endpoints/{endpoint_id}/rotate-secret` body: empty, or `{}`.
@@ -223,6 +230,13 @@ pub struct RedeliverRequest {
     /// Only this endpoint; otherwise every enabled endpoint subscribed to the event's kind.
     #[schema(pattern = "^we_[A-Za-z0-9_-]{1,64}$")]
     pub endpoint_id: Option<String>,
+}
+
+impl RedeliverRequest {
+    /// The use case's raw input for the event `event_id` (the path's).
+    pub fn into_new(self, event_id: String) -> NewRedelivery {
+        NewRedelivery { event_id, endpoint_id: self.endpoint_id }
+    }
 }
 
 /// What a redelivery queued.

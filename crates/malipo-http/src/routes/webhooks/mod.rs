@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
-use malipo_service::ServiceError;
-use malipo_webhooks::EVENT_KINDS;
+use malipo_service::{CreateEndpoint, EndpointTarget, EndpointWithSecret, Redeliver, Redelivery, ServiceError};
+use malipo_webhooks::{Endpoint, EVENT_KINDS};
 use utoipa::OpenApi;
 
 use self::dto::{
@@ -72,8 +72,9 @@ pub struct Api;
 pub async fn create_endpoint(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Payments)?.clone();
     let operation = "POST /webhooks/endpoints";
-    idempotent(&req, principal, &state, operation, Input::json(&body), Ok, |p, principal, r: EndpointCreateRequest, idem| {
-        p.webhooks().create_endpoint(principal, &r.url, &r.events, r.description, idem, &|e| render(&EndpointDto::from(e)))
+    let raw = |r: EndpointCreateRequest| Ok(r.into_new());
+    idempotent(&req, principal, &state, operation, Input::json(&body), raw, |p, principal, endpoint: &CreateEndpoint, idem| {
+        p.webhooks().create_endpoint(principal, endpoint, idem, &|e: &EndpointWithSecret| render(&EndpointDto::from(e)))
     })
     .await
 }
@@ -136,9 +137,17 @@ pub async fn delete_endpoint(
     let principal = auth.require(Scope::Payments)?.clone();
     let id = path.into_inner();
     let operation = "DELETE /webhooks/endpoints/{endpoint_id}";
-    idempotent(&req, principal, &state, operation, Input::none(), Ok, move |p, principal, (), idem| {
-        p.webhooks().delete_endpoint(principal, &id, idem, &|e| render(&EndpointDto::from(e)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        operation,
+        Input::none(),
+        |()| Ok(id),
+        |p, principal, target: &EndpointTarget, idem| {
+            p.webhooks().delete_endpoint(principal, target, idem, &|e: &Endpoint| render(&EndpointDto::from(e)))
+        },
+    )
     .await
 }
 
@@ -169,8 +178,9 @@ pub async fn rotate_secret(
     let principal = auth.require(Scope::Payments)?.clone();
     let id = path.into_inner();
     let operation = "POST /webhooks/endpoints/{endpoint_id}/rotate-secret";
-    idempotent(&req, principal, &state, operation, Input::optional_json(&body), Ok, move |p, principal, _: RotateSecretRequest, idem| {
-        p.webhooks().rotate_secret(principal, &id, idem, &|e| render(&EndpointDto::from(e)))
+    let raw = |_: RotateSecretRequest| Ok(id);
+    idempotent(&req, principal, &state, operation, Input::optional_json(&body), raw, |p, principal, target: &EndpointTarget, idem| {
+        p.webhooks().rotate_secret(principal, target, idem, &|e: &EndpointWithSecret| render(&EndpointDto::from(e)))
     })
     .await
 }
@@ -263,8 +273,9 @@ pub async fn redeliver(
     let principal = auth.require(Scope::Payments)?.clone();
     let event_id = path.into_inner();
     let operation = "POST /events/{event_id}/redeliver";
-    idempotent(&req, principal, &state, operation, Input::optional_json(&body), Ok, move |p, principal, r: RedeliverRequest, idem| {
-        p.webhooks().redeliver(principal, &event_id, r.endpoint_id.as_deref(), idem, &|r| render(&RedeliveryDto::from(r)))
+    let raw = |r: RedeliverRequest| Ok(r.into_new(event_id));
+    idempotent(&req, principal, &state, operation, Input::optional_json(&body), raw, |p, principal, redelivery: &Redeliver, idem| {
+        p.webhooks().redeliver(principal, redelivery, idem, &|r: &Redelivery| render(&RedeliveryDto::from(r)))
     })
     .await
 }
