@@ -480,6 +480,7 @@ mod loop_tests {
             scope: KeyScope { org_id: p.org_id.clone(), mode: p.mode, operation: key.into() },
             key: IdempotencyKey::parse(key).unwrap(),
             fingerprint: Fingerprint::of("POST", key, b""),
+            actor: None,
         }
     }
 

@@ -4,7 +4,7 @@
 //! is where the person goes next (the object's page), so a repeat goes there too.
 
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope, StoredResponse};
-use malipo_service::{Idem, IdemOutcome, SignedIn};
+use malipo_service::{Actor, Idem, IdemOutcome, SignedIn};
 
 use crate::ConsoleError;
 
@@ -28,7 +28,15 @@ pub fn idem(who: &SignedIn, operation: &str, key: &str, fields: &[(&str, &str)])
         scope: KeyScope { org_id: who.org.id.clone(), mode: who.mode(), operation: format!("console {operation}") },
         key,
         fingerprint: Fingerprint::of("POST", &format!("/console/{operation}"), canonical.as_bytes()),
+        actor: None,
     })
+}
+
+/// Who acts, for the audit log: `who` from `ip`, doing `action` (e.g. `reversal.created`). The
+/// use case records it in the action's own transaction.
+pub fn by(mut idem: Idem, who: &SignedIn, ip: std::net::IpAddr, action: &str) -> Idem {
+    idem.actor = Some(Actor { user_id: who.user.id.clone(), email: who.user.email.clone(), ip: ip.to_string(), action: action.to_owned() });
+    idem
 }
 
 /// The stored answer of a console action: go to `location`.

@@ -318,6 +318,7 @@ pub fn idem(req: &HttpRequest, principal: &Principal, operation: &str, body_key:
         scope: KeyScope { org_id: principal.org_id.clone(), mode: principal.mode, operation: operation.to_owned() },
         key,
         fingerprint: Fingerprint::of(req.method().as_str(), req.path(), canonical),
+        actor: None,
     })
 }
 

@@ -221,3 +221,12 @@ pub(crate) fn insufficient(e: ServiceError) -> ServiceError {
         e
     }
 }
+
+impl crate::idempotency::Subject for CashIn {
+    fn subject(&self) -> (String, String) {
+        (
+            self.transaction_id.to_string(),
+            format!("{} {} to {}", self.currency, self.currency.format_amount(self.amount), self.customer_msisdn),
+        )
+    }
+}

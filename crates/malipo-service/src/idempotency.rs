@@ -4,11 +4,16 @@
 use malipo_charges::Charge;
 use malipo_idempotency::{Decision, Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse};
 
+use malipo_core::{AuditId, UserId};
+use malipo_payouts::{BulkPayout, Payout, Reversal};
+use malipo_requests::PaymentRequest;
+use malipo_webhooks::Endpoint;
+
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::error::StoreError;
 use crate::group::Creation;
-use crate::ports::{read, write, Answer, Tx};
+use crate::ports::{read, write, Answer, AuditEntry, Tx};
 
 /// The key of a state-changing request and what it is bound to.
 #[derive(Clone, Debug)]
@@ -19,6 +24,73 @@ pub struct Idem {
     pub key: IdempotencyKey,
     /// The request's fingerprint.
     pub fingerprint: Fingerprint,
+    /// The person acting, when a person acts (the console): the action is recorded in the audit
+    /// log in its own transaction, so an action is never without its entry nor an entry without
+    /// its action.
+    pub actor: Option<Actor>,
+}
+
+/// A person acting through an idempotent use case, for the audit log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Actor {
+    /// The person.
+    pub user_id: UserId,
+    /// Their email (the log's "who").
+    pub email: String,
+    /// Where from.
+    pub ip: String,
+    /// What, e.g. `reversal.created`.
+    pub action: String,
+}
+
+/// What an idempotent use case made or changed, as the audit log names it: the object's id and
+/// a short description.
+pub trait Subject {
+    /// The object's id (`rv_…`, `po_…`) and a short description (amounts, states).
+    fn subject(&self) -> (String, String);
+}
+
+impl Subject for Charge {
+    fn subject(&self) -> (String, String) {
+        (self.id.to_string(), format!("{} {}", self.currency, self.currency.format_amount(self.amount)))
+    }
+}
+
+impl Subject for Payout {
+    fn subject(&self) -> (String, String) {
+        let to = format!("{} {} to {}", self.currency, self.currency.format_amount(self.amount), self.payee_msisdn);
+        (self.id.to_string(), to)
+    }
+}
+
+impl Subject for BulkPayout {
+    fn subject(&self) -> (String, String) {
+        let total = format!("{} items, {} {}", self.item_count, self.currency, self.currency.format_amount(self.total_amount));
+        (self.id.to_string(), total)
+    }
+}
+
+impl Subject for Reversal {
+    fn subject(&self) -> (String, String) {
+        let original = match &self.original {
+            malipo_payouts::ReversalOriginal::Charge(c) => c.to_string(),
+            malipo_payouts::ReversalOriginal::Payout(p) => p.to_string(),
+        };
+        let what = format!("{} {} of {original}: {}", self.currency, self.currency.format_amount(self.amount), self.reason);
+        (self.id.to_string(), what)
+    }
+}
+
+impl Subject for PaymentRequest {
+    fn subject(&self) -> (String, String) {
+        (self.id.to_string(), format!("{} {}, {}", self.currency, self.currency.format_amount(self.amount), self.state.as_str()))
+    }
+}
+
+impl Subject for Endpoint {
+    fn subject(&self) -> (String, String) {
+        (self.id.to_string(), self.url.clone())
+    }
 }
 
 /// The answer to an idempotent request.
@@ -40,7 +112,7 @@ impl Core {
     ///
     /// # Errors
     /// [`ServiceError::IdempotencyReused`], [`ServiceError::IdempotencyInProgress`], or the effect's.
-    pub(crate) fn idempotent<T>(
+    pub(crate) fn idempotent<T: Subject>(
         &self,
         idem: &Idem,
         mut effect: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>,
@@ -69,6 +141,21 @@ impl Core {
                 }
                 Err(e) => return Err(e),
             };
+            if let Some(actor) = &idem.actor {
+                let (object, detail) = value.subject();
+                tx.append_audit(&AuditEntry {
+                    id: AuditId::new(),
+                    org_id: Some(idem.scope.org_id.clone()),
+                    user_id: Some(actor.user_id.clone()),
+                    actor: actor.email.clone(),
+                    action: actor.action.clone(),
+                    object_id: Some(object),
+                    detail,
+                    ip: Some(actor.ip.clone()),
+                    mode: Some(idem.scope.mode),
+                    created_at: now,
+                })?;
+            }
             let response = answer.answer(&value);
             let record = IdempotencyRecord { fingerprint: idem.fingerprint.clone(), response: Some(response.clone()), created_at: now };
             if tx.insert_key(&idem.scope, &idem.key, &record)? {
@@ -89,7 +176,9 @@ impl Core {
     /// # Errors
     /// As [`Core::idempotent`].
     pub(crate) fn create_charge(&self, idem: &Idem, charge: &Charge, answer: &dyn Answer<Charge>) -> Result<IdemOutcome, ServiceError> {
-        if self.group.enabled() {
+        // A group writes keys and charges alone: a person's creation, with its audit entry, runs
+        // the ordinary way.
+        if self.group.enabled() && idem.actor.is_none() {
             let response = answer.answer(charge);
             let record =
                 IdempotencyRecord { fingerprint: idem.fingerprint.clone(), response: Some(response.clone()), created_at: self.now() };

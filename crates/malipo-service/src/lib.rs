@@ -58,7 +58,7 @@ pub use core::{NoObserver, Observer};
 pub use error::{FieldError, OAuthProblem, ProblemText, ServiceError, StoreError, TokenProblem};
 pub use events::charge_event_kind;
 pub use housekeeping::{Housekeeping, EVENT_RETENTION_SECONDS, KEY_RETENTION_SECONDS};
-pub use idempotency::{Idem, IdemOutcome};
+pub use idempotency::{Actor, Idem, IdemOutcome, Subject};
 pub use lifecycle::PIN_LOCKOUT_REASON;
 pub use limits::WalletDetails;
 pub use p2p::P2pTransfer;

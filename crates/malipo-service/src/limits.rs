@@ -124,3 +124,9 @@ impl<'a> Limits<'a> {
         Ok(WalletDetails { wallet: wallet.clone(), account, tier, daily_used })
     }
 }
+
+impl crate::idempotency::Subject for WalletDetails {
+    fn subject(&self) -> (String, String) {
+        (self.wallet.msisdn.to_string(), format!("tier {}", self.tier.tier))
+    }
+}

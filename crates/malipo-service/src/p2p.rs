@@ -122,3 +122,9 @@ impl P2pTransfer {
         Some(P2pTransfer { transaction_id, amount, fee, sender_balance })
     }
 }
+
+impl crate::idempotency::Subject for P2pTransfer {
+    fn subject(&self) -> (String, String) {
+        (self.transaction_id.to_string(), String::new())
+    }
+}

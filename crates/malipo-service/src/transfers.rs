@@ -110,3 +110,12 @@ impl<'a> Transfers<'a> {
         Ok((account, Page::from_fetched(lines, limit, |l| l.seq.to_string())))
     }
 }
+
+impl crate::idempotency::Subject for Transfer {
+    fn subject(&self) -> (String, String) {
+        (
+            self.transaction_id.to_string(),
+            format!("{} {} from {} to {}", self.currency, self.currency.format_amount(self.amount), self.from, self.to),
+        )
+    }
+}

@@ -266,6 +266,7 @@ async fn register(app: &TestApp, token: &str, url: &str, events: &[&str]) -> Reg
                 scope: KeyScope { org_id: principal.org_id.clone(), mode: principal.mode, operation: "POST /webhooks/endpoints".into() },
                 key: IdempotencyKey::parse(&key).unwrap(),
                 fingerprint: Fingerprint::of("POST", "/webhooks/endpoints", body.to_string().as_bytes()),
+                actor: None,
             };
             let render = |e: &EndpointWithSecret| StoredResponse {
                 status: 200,

@@ -207,3 +207,9 @@ fn refusal(e: ServiceError) -> Result<String, ServiceError> {
         other => return Err(other),
     })
 }
+
+impl crate::idempotency::Subject for Paid {
+    fn subject(&self) -> (String, String) {
+        (self.transaction_id.to_string(), String::new())
+    }
+}

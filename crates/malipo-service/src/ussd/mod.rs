@@ -79,6 +79,7 @@ impl SessionAt<'_> {
             scope: KeyScope { org_id: self.org_id.clone(), mode: self.mode, operation: format!("USSD {operation}") },
             key,
             fingerprint: Fingerprint::of("USSD", operation, request.as_bytes()),
+            actor: None,
         })
     }
 }

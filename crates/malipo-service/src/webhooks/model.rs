@@ -58,3 +58,16 @@ pub(crate) fn disable(tx: &mut dyn Tx, endpoint: &mut Endpoint, reason: &str, no
     tracing::warn!(endpoint = %endpoint.id, reason, "webhook endpoint disabled");
     Ok(())
 }
+
+impl crate::idempotency::Subject for EndpointWithSecret {
+    fn subject(&self) -> (String, String) {
+        (self.endpoint.id.to_string(), self.endpoint.url.clone())
+    }
+}
+
+impl crate::idempotency::Subject for Redelivery {
+    fn subject(&self) -> (String, String) {
+        let to: Vec<String> = self.endpoint_ids.iter().map(ToString::to_string).collect();
+        (self.event_id.to_string(), format!("to {}", to.join(", ")))
+    }
+}

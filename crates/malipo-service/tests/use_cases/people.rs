@@ -175,3 +175,37 @@ fn the_team_is_managed_by_admins_with_a_fresh_second_factor_and_everything_is_au
     assert!(theirs.data.iter().all(|e| e.org_id.as_ref() == Some(&other)), "scoped to one's own organisation");
     assert_eq!(admin.principal().mode, Mode::Test, "a new session shows test objects");
 }
+
+#[test]
+fn a_persons_idempotent_action_is_audited_in_its_own_transaction_once() {
+    use malipo_service::commands::{CreatePaymentRequest, NewPaymentRequest};
+    use malipo_service::Actor;
+    let world = World::new();
+    let org = org(&world);
+    let (email, who) = join(&world, &org, "viewer");
+    let principal = who.principal();
+    let mut idem = crate::support::idem(&principal, "console payment_request");
+    idem.actor = Some(Actor {
+        user_id: who.user.id.clone(),
+        email: email.clone(),
+        ip: "203.0.113.9".into(),
+        action: "payment_request.created".into(),
+    });
+    let new = NewPaymentRequest { amount: "500.00".into(), reference: "INV-1".into(), ..NewPaymentRequest::default() };
+    let command = world.platform.parse::<CreatePaymentRequest>(&principal, &new).unwrap();
+    let answer = crate::support::id_body(|r: &malipo_requests::PaymentRequest| r.id.to_string());
+    let first = world.platform.payment_requests().create(&principal, &command, &idem, &answer).unwrap();
+    let again = world.platform.payment_requests().create(&principal, &command, &idem, &answer).unwrap();
+    assert!(again.replayed);
+    let admin = {
+        let (_, a) = join(&world, &org, "admin");
+        enrol(&world, &a).2
+    };
+    let filter = AuditFilter { action: Some("payment_request".into()), ..AuditFilter::default() };
+    let log = world.platform.people().audit_log(&admin, &filter, None, 10).unwrap().data;
+    assert_eq!(log.len(), 1, "once, though the request was sent twice: {log:?}");
+    let entry = &log[0];
+    assert_eq!(entry.object_id.as_deref(), Some(String::from_utf8(first.response.body).unwrap().as_str()));
+    assert_eq!((entry.actor.as_str(), entry.ip.as_deref(), entry.mode), (email.as_str(), Some("203.0.113.9"), Some(Mode::Test)));
+    assert!(entry.detail.contains("KES 500.00"), "{}", entry.detail);
+}

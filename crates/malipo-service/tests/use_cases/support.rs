@@ -187,6 +187,7 @@ pub(crate) fn idem(principal: &Principal, operation: &str) -> Idem {
         scope: KeyScope { org_id: principal.org_id.clone(), mode: principal.mode, operation: operation.into() },
         key: IdempotencyKey::parse(&key).unwrap(),
         fingerprint: Fingerprint::of("POST", operation, key.as_bytes()),
+        actor: None,
     }
 }
 
