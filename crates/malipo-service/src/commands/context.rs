@@ -137,6 +137,7 @@ pub(crate) mod testing {
             country: "KE".into(),
             mode,
             scopes: Scopes::default(),
+            person: None,
         }
     }
 
