@@ -16,7 +16,7 @@ pub mod session;
 pub mod totp;
 
 pub use credential::{AccessToken, Credential, OrgKind, Organisation, Principal, TOKEN_LIFETIME_SECONDS};
-pub use password::{check_password, PasswordProblem, Passwords, MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS};
+pub use password::{check_password, Busy, PasswordProblem, Passwords, MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS};
 pub use person::{Permission, Role, UnknownRole, User};
 pub use scope::{Scope, ScopeError, Scopes};
 pub use secret::{generate_client_id, generate_secret, generate_token, token_digest, HashError, SecretHasher};

@@ -2,8 +2,11 @@
 //!
 //! A person's password is low in entropy, unlike an API secret, so it is stored as a slow,
 //! memory-hard Argon2id hash. Hashing runs on a pool of one thread per core, so that however many
-//! sign-ins arrive at once, at most that many hashes (and their memory) are in flight.
+//! sign-ins arrive at once, at most that many hashes (and their memory) are in flight; and at most
+//! [`Passwords::queue`] wait for one, so that a burst beyond what the cores can do answers "not
+//! now" at once ([`Busy`]) instead of queueing requests until they time out.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
@@ -56,11 +59,20 @@ pub fn check_password(password: &str, personal: &[&str]) -> Result<(), PasswordP
     Ok(())
 }
 
+/// Too many passwords are being hashed already: try again in a moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("too many sign-ins at once; try again in a moment")]
+pub struct Busy;
+
 /// Argon2id hashing of people's passwords, on a bounded pool.
 #[derive(Clone)]
 pub struct Passwords {
     argon: Argon2<'static>,
     pool: Arc<rayon::ThreadPool>,
+    /// Hashes in flight or waiting.
+    pending: Arc<AtomicUsize>,
+    /// How many may be in flight or waiting at once.
+    queue: usize,
     /// A hash of nothing anyone knows, verified for unknown emails so that a wrong email takes
     /// as long as a wrong password.
     decoy: String,
@@ -94,7 +106,7 @@ impl Passwords {
             rayon::ThreadPoolBuilder::new().num_threads(cores).thread_name(|i| format!("password-{i}")).build().map_err(HashError::new)?;
         let salt = SaltString::generate(&mut OsRng);
         let decoy = argon.hash_password(crate::secret::generate_token().as_bytes(), &salt).map_err(HashError::new)?.to_string();
-        Ok(Passwords { argon, pool: Arc::new(pool), decoy })
+        Ok(Passwords { argon, pool: Arc::new(pool), pending: Arc::default(), queue: cores.saturating_mul(8), decoy })
     }
 
     /// The PHC string of `password` with a fresh salt.
@@ -104,6 +116,27 @@ impl Passwords {
     pub fn hash(&self, password: &str) -> Result<String, HashError> {
         let salt = SaltString::generate(&mut OsRng);
         self.pool.install(|| self.argon.hash_password(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(HashError::new))
+    }
+
+    /// How many hashes may be in flight or waiting at once (eight a core: each takes tens of
+    /// milliseconds, so the last waits well under a second).
+    pub fn queue(&self) -> usize {
+        self.queue
+    }
+
+    /// [`Passwords::verify`], unless [`Passwords::queue`] hashes are in flight or waiting
+    /// already.
+    ///
+    /// # Errors
+    /// [`Busy`]: nothing was checked.
+    pub fn try_verify(&self, password: &str, stored: Option<&str>) -> Result<bool, Busy> {
+        if self.pending.fetch_add(1, Ordering::SeqCst) >= self.queue {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+            return Err(Busy);
+        }
+        let right = self.verify(password, stored);
+        self.pending.fetch_sub(1, Ordering::SeqCst);
+        Ok(right)
     }
 
     /// Whether `password` matches `stored`. `None` (no such person, or no password yet) verifies
@@ -146,6 +179,18 @@ mod tests {
         assert!(!p.verify("correct horse batterz", Some(&stored)));
         assert!(!p.verify("correct horse battery", None));
         assert!(!p.verify("anything", Some("not a hash")));
+    }
+
+    #[test]
+    fn beyond_the_queue_a_verification_is_refused_at_once() {
+        let p = Passwords::with_params(1024, 1, 1).unwrap_or_else(|e| panic!("{e}"));
+        let stored = p.hash("correct horse battery").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.try_verify("correct horse battery", Some(&stored)), Ok(true));
+        p.pending.store(p.queue(), Ordering::SeqCst);
+        assert_eq!(p.try_verify("correct horse battery", Some(&stored)), Err(Busy), "full: refused without hashing");
+        p.pending.store(p.queue() - 1, Ordering::SeqCst);
+        assert_eq!(p.try_verify("correct horse battery", Some(&stored)), Ok(true), "one place left");
+        assert_eq!(p.pending.load(Ordering::SeqCst), p.queue() - 1, "its place given back");
     }
 
     #[test]

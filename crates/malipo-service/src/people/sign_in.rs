@@ -76,10 +76,20 @@ impl People<'_> {
         Ok(())
     }
 
+    /// Gives an attempt that was not judged back to both its subjects.
+    fn given_back(tx: &mut dyn Tx, counted: &Counted) -> Result<(), ServiceError> {
+        if let Counted::Yes { address, account } = counted {
+            tx.put_failures(&address.0, &address.1.succeeded(malipo_auth::session::ADDRESS_FAILURES))?;
+            tx.put_failures(&account.0, &account.1.succeeded(malipo_auth::session::ACCOUNT_FAILURES))?;
+        }
+        Ok(())
+    }
+
     /// Step one of signing in: email and password from `ip`.
     ///
     /// # Errors
-    /// Storage failures (a refusal is [`SignIn::Refused`] or [`SignIn::Locked`]).
+    /// [`ServiceError::Busy`] when too many passwords are being checked already (nothing is
+    /// counted); storage failures. A refusal is [`SignIn::Refused`] or [`SignIn::Locked`].
     pub fn sign_in(&self, email: &str, password: &str, ip: IpAddr) -> Result<SignIn, ServiceError> {
         let passwords = self.passwords()?;
         let now = self.core.now();
@@ -98,7 +108,11 @@ impl People<'_> {
         }
         // Long input is cut before hashing: a stored password is at most the maximum.
         let typed: String = password.chars().take(MAX_PASSWORD_CHARS.saturating_add(1)).collect();
-        let right = passwords.verify(&typed, user.as_ref().and_then(|u| u.password_hash.as_deref()));
+        let Ok(right) = passwords.try_verify(&typed, user.as_ref().and_then(|u| u.password_hash.as_deref())) else {
+            // Not checked: the attempt is given back, and the person asked to retry shortly.
+            write(self.core.store(), |tx| Self::given_back(tx, &counted))?;
+            return Err(ServiceError::Busy { retry_after: 1 });
+        };
         write(self.core.store(), |tx| match (&user, right) {
             (Some(user), true) => {
                 Self::succeeded(tx, &counted)?;
@@ -239,8 +253,15 @@ impl People<'_> {
                 format!("too many failed attempts; try again after {}", until.to_rfc3339()),
             ));
         }
-        if !passwords.verify(current, who.user.password_hash.as_deref()) {
+        let Ok(right) = passwords.try_verify(current, who.user.password_hash.as_deref()) else {
+            write(self.core.store(), |tx| Self::given_back(tx, &counted))?;
+            return Err(ServiceError::Busy { retry_after: 1 });
+        };
+        if !right {
             errors.insert(0, crate::error::FieldError::new("current_password", "wrong_password", "The current password is wrong."));
+        } else if !errors.is_empty() {
+            // The right password with a refused new one: not a failed attempt.
+            write(self.core.store(), |tx| Self::succeeded(tx, &counted))?;
         }
         if !errors.is_empty() {
             return Err(ServiceError::Validation(errors));
