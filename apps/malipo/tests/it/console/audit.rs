@@ -47,12 +47,22 @@ fn today() -> String {
 
 async fn the_audit_log_lists_what_people_did_newest_first_and_only_their_own_organisations(db: Db) {
     let app = TestApp::shared(db);
-    let (_, mut b, admin) = new_admin(app).await;
+    let (m, mut b, admin) = new_admin(app).await;
+    let (_, colleague) = join(app, &m.org_id, "viewer").await;
     let invited = format!("{}@example.com", uuid::Uuid::new_v4().simple());
     invite(&mut b, &invited).await;
     let key = b.submit("/console/developers", "/console/developers/keys", &[("mode", "test"), ("code", &admin.recovery[0])]).await;
     assert_eq!(key.status, 200);
     let client_id = key.text("[aria-labelledby=new-client-id-label]");
+    let revoke = format!("/console/developers/keys/{client_id}/revoke");
+    assert_eq!(b.submit("/console/developers", &revoke, &[("code", &admin.recovery[1])]).await.status, 303);
+    let team = b.get("/console/team").await;
+    let n = team.texts("table tbody tr").iter().position(|r| r.contains(&colleague.email)).unwrap() + 1;
+    let action = team.attrs(&format!("table tbody tr:nth-child({n}) form"), "action")[0].clone();
+    let colleague_id = action.split('/').nth(3).unwrap().to_owned();
+    let role = format!("/console/team/{colleague_id}/role");
+    assert_eq!(b.submit("/console/team", &role, &[("role", "finance"), ("code", &admin.recovery[2])]).await.status, 303);
+    assert_eq!(b.submit("/console/team", &format!("/console/team/{colleague_id}/remove"), &[]).await.status, 303);
     let two_factor = b.submit("/console/team", "/console/team/two-factor", &[("require_two_factor", "on")]).await;
     assert_eq!(two_factor.status, 303);
 
@@ -63,23 +73,25 @@ async fn the_audit_log_lists_what_people_did_newest_first_and_only_their_own_org
     let headers = page.texts("table thead th");
     assert_eq!(headers, ["Time", "Person", "Action", "Object", "Detail", "IP address", "Mode"]);
     let actions = column(&page, "Action");
-    assert_eq!(actions[..3], ["team.two_factor_required", "api_key.created", "user.invited"], "newest first: {actions:?}");
+    let done = ["team.two_factor_required", "user.removed", "user.role_changed", "api_key.revoked", "api_key.created", "user.invited"];
+    assert_eq!(actions[..6], done, "newest first: {actions:?}");
     let top = rows(&page);
-    assert_eq!(top[1][1], admin.email, "the person");
-    assert_eq!(top[1][3], client_id, "the object");
-    assert_eq!(top[1][5], "127.0.0.1");
-    assert_eq!(top[1][6], "test");
-    assert!(top[2][4].contains(&invited), "{:?}", top[2]);
+    assert!(top[..6].iter().all(|r| r[1] == admin.email && r[5] == "127.0.0.1"), "the person and their address: {top:?}");
+    assert_eq!((top[1][3].as_str(), top[2][3].as_str()), (colleague_id.as_str(), colleague_id.as_str()), "the objects");
+    assert!(top[2][4].contains("viewer to finance"), "{:?}", top[2]);
+    assert_eq!((top[3][3].as_str(), top[4][3].as_str()), (client_id.as_str(), client_id.as_str()));
+    assert_eq!(top[4][6], "test", "the key pair's mode");
+    assert!(top[5][4].contains(&invited), "{:?}", top[5]);
     assert!(top[0][0].ends_with("Africa/Nairobi"), "in the organisation's time zone: {}", top[0][0]);
 
     // Filters: an action's prefix, and dates.
     let keys = b.get("/console/audit?action=api_key").await;
-    assert_eq!(column(&keys, "Action"), ["api_key.created"]);
+    assert_eq!(column(&keys, "Action"), ["api_key.revoked", "api_key.created"]);
     assert_eq!(keys.value_of("action").as_deref(), Some("api_key"));
     assert!(keys.attrs("a", "href").iter().any(|h| h == "/console/audit/export?action=api_key&from=&to="), "Export CSV of the same filter");
     let today = today();
     let same_day = b.get(&format!("/console/audit?from={today}&to={today}")).await;
-    assert_eq!(column(&same_day, "Action")[..3], actions[..3]);
+    assert_eq!(column(&same_day, "Action")[..6], actions[..6]);
     let tomorrow =
         (time::Date::parse(&today, time::macros::format_description!("[year]-[month]-[day]")).unwrap().next_day().unwrap()).to_string();
     assert!(rows(&b.get(&format!("/console/audit?from={tomorrow}")).await).is_empty());
@@ -104,7 +116,9 @@ async fn the_audit_log_lists_what_people_did_newest_first_and_only_their_own_org
     let theirs = other.get("/console/audit").await;
     let people = column(&theirs, "Person");
     assert!(people.iter().all(|p| p == &other_admin.email || p == "operator command"), "{people:?}");
-    assert!(!theirs.html.contains(&admin.email) && !theirs.html.contains(&client_id) && !theirs.html.contains(&invited));
+    for theirs_not in [&admin.email, &client_id, &invited, &colleague.email, &colleague_id] {
+        assert!(!theirs.html.contains(theirs_not.as_str()), "{theirs_not}");
+    }
     let export = other.get("/console/audit/export").await;
     assert!(!export.html.contains(&admin.email));
 }
