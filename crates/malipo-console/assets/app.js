@@ -17,6 +17,16 @@
       }, 0);
     });
   });
+  // "Copy link" (and the like): copies the text of the element named by data-copy. Without
+  // script the button stays hidden and the text is selected by hand.
+  document.querySelectorAll("button[data-copy]").forEach(function (button) {
+    var source = document.getElementById(button.getAttribute("data-copy"));
+    if (!source || !navigator.clipboard) return;
+    button.hidden = false;
+    button.addEventListener("click", function () {
+      navigator.clipboard.writeText(source.textContent.trim()).then(function () { button.textContent = "Copied"; });
+    });
+  });
   // Live regions: an element with data-live="URL" is refreshed from URL (an HTML fragment)
   // every few seconds until the fragment says it is final (data-final on its first element).
   document.querySelectorAll("[data-live]").forEach(function (region) {

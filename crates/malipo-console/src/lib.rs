@@ -16,6 +16,7 @@
 pub mod assets;
 pub mod chrome;
 pub mod csrf;
+pub mod csv;
 pub mod error;
 pub mod escape;
 pub mod format;

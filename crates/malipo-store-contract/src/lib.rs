@@ -142,6 +142,7 @@ macro_rules! __store_contract_cases {
                 webhooks::list_endpoints_sees_the_transactions_own_writes,
                 webhooks::events_round_trip_scoped_by_org_and_mode,
                 webhooks::list_events_pages_oldest_first,
+                events::list_events_pages_newest_first,
                 webhooks::deliveries_insert_lock_update,
                 webhooks::claim_due_deliveries_leases,
                 webhooks::deliveries_of_event_and_pending_of_endpoint,

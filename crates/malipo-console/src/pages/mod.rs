@@ -1,11 +1,15 @@
 //! The console's pages, one module per section. A section registers its routes here, once.
 
 pub mod account;
+pub mod audit;
 pub mod auth;
+pub mod developers;
 pub mod enrol;
 pub mod form;
 pub mod home;
 pub mod invite;
+pub mod local_time;
+pub mod team;
 
 use actix_web::web;
 
@@ -16,5 +20,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(invite::routes)
         .configure(enrol::routes)
         .configure(account::routes)
-        .configure(home::routes);
+        .configure(home::routes)
+        .configure(developers::routes)
+        .configure(team::routes)
+        .configure(audit::routes);
 }

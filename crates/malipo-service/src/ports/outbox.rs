@@ -39,6 +39,19 @@ pub trait OutboxRepo {
         after: Option<&EventId>,
         limit: usize,
     ) -> Result<Vec<Event>, StoreError>;
+    /// An organisation's events in a mode, newest first (by id), with ids strictly below
+    /// `before` when given, of one kind when given, at most `limit` (the console's list).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn list_events_newest(
+        &mut self,
+        org_id: &OrgId,
+        mode: Mode,
+        kind: Option<&str>,
+        before: Option<&EventId>,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError>;
     /// Inserts a delivery.
     ///
     /// # Errors

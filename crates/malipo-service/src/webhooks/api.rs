@@ -153,6 +153,27 @@ impl<'a> Webhooks<'a> {
         Ok(Page::from_fetched(data, limit, |e| e.id.to_string()))
     }
 
+    /// The principal's events, newest first before a cursor (the console's list; the API's is
+    /// oldest first, [`Webhooks::events`]).
+    ///
+    /// # Errors
+    /// [`ServiceError::Validation`] for a bad cursor.
+    pub fn recent_events(
+        &self,
+        principal: &Principal,
+        kind: Option<&str>,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<Event>, ServiceError> {
+        let before = before
+            .map(|b| EventId::parse(b).map_err(|_| ServiceError::field("cursor", "invalid_cursor", "cursor is not an event id")))
+            .transpose()?;
+        let data = read(self.core.store(), |tx| {
+            Ok(tx.list_events_newest(&principal.org_id, principal.mode, kind, before.as_ref(), limit.saturating_add(1))?)
+        })?;
+        Ok(Page::from_fetched(data, limit, |e| e.id.to_string()))
+    }
+
     /// One event with its deliveries and attempts.
     ///
     /// # Errors

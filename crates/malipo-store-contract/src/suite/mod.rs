@@ -5,6 +5,7 @@ pub(crate) mod auth;
 pub(crate) mod bulk;
 pub(crate) mod chain;
 pub(crate) mod charges;
+pub(crate) mod events;
 pub(crate) mod hot;
 pub(crate) mod idempotency;
 pub(crate) mod ledger;

@@ -87,6 +87,33 @@ impl OutboxRepo for DieselTx<'_> {
             .collect()
     }
 
+    fn list_events_newest(
+        &mut self,
+        org_id: &OrgId,
+        mode: Mode,
+        kind: Option<&str>,
+        before: Option<&EventId>,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.flush_events()?;
+        let mut query = events::table.filter(events::org_id.eq(org_id.as_str())).filter(events::mode.eq(mode.as_str())).into_boxed();
+        if let Some(kind) = kind {
+            query = query.filter(events::kind.eq(kind));
+        }
+        if let Some(before) = before {
+            query = query.filter(events::id.lt(before.as_str()));
+        }
+        query
+            .order(events::id.desc())
+            .limit(limit_i64(limit))
+            .select(EventRow::as_select())
+            .load(self.conn)
+            .map_err(db_error)?
+            .into_iter()
+            .map(Event::try_from)
+            .collect()
+    }
+
     fn insert_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError> {
         self.flush_events()?;
         let row = DeliveryRow::try_from(delivery)?;

@@ -62,6 +62,29 @@ impl OutboxRepo for MemoryTx<'_> {
             .collect())
     }
 
+    fn list_events_newest(
+        &mut self,
+        org_id: &OrgId,
+        mode: Mode,
+        kind: Option<&str>,
+        before: Option<&EventId>,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.flush_events()?;
+        let s = self.r();
+        let below = match before {
+            Some(b) => s.events.range::<EventId, _>((std::ops::Bound::Unbounded, std::ops::Bound::Excluded(b))),
+            None => s.events.range::<EventId, _>(..),
+        };
+        Ok(below
+            .rev()
+            .map(|(_, e)| e)
+            .filter(|e| &e.org_id == org_id && e.mode == mode && kind.is_none_or(|k| e.kind == k))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
     fn insert_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError> {
         self.flush_events()?;
         let s = self.w()?;

@@ -1,8 +1,11 @@
 //! The console over HTTP, as a browser without script talks to it: forms posted, cookies kept,
 //! redirects looked at. (The real-browser journeys are in `tests/browser/`.)
 
+mod audit;
 mod auth;
 mod browser;
+mod developers;
+mod team;
 
 use std::time::Duration;
 
