@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Permission;
-use malipo_service::{IdemOutcome, ServiceError};
+use malipo_service::{CreateEndpoint, EndpointTarget, EndpointWithSecret, IdemOutcome, NewEndpoint, ServiceError};
+use malipo_webhooks::Endpoint;
 use serde::Deserialize;
 
 use super::view::{render, Forms, NewSecret, Shown};
@@ -79,16 +80,23 @@ fn seen_now(outcome: &IdemOutcome, seen: &Seen) -> Option<(String, String)> {
 }
 
 /// The use case of "Add endpoint": where to go next, and the URL and secret if it ran now.
-async fn add_endpoint(console: &Console, who: &Person, form: &EndpointForm) -> Result<(String, Option<(String, String)>), ConsoleError> {
+async fn add_endpoint(
+    console: &Console,
+    who: &Person,
+    form: &EndpointForm,
+    ip: IpAddr,
+) -> Result<(String, Option<(String, String)>), ConsoleError> {
     let events = form.events.clone();
     let description = Some(form.description.clone()).filter(|d| !d.is_empty());
     let fields = [("url", form.url.as_str()), ("events", &events.join(" ")), ("description", form.description.as_str())];
-    let key = idem::idem(who, "webhook-endpoint", &form.idempotency_key, &fields)?;
-    let (principal, url) = (who.principal(), form.url.clone());
+    let key = idem::by(idem::idem(who, "webhook-endpoint", &form.idempotency_key, &fields)?, who, ip, "webhook_endpoint.created");
+    let principal = who.principal();
+    let new = NewEndpoint { url: form.url.clone(), events, description };
     let seen: Seen = Arc::default();
     let s = seen.clone();
     let outcome = run(console, move |p| {
-        p.webhooks().create_endpoint(&principal, &url, &events, description, &key, &|e| {
+        let command = p.parse::<CreateEndpoint>(&principal, &new)?;
+        p.webhooks().create_endpoint(&principal, &command, &key, &|e: &EndpointWithSecret| {
             if let Ok(mut slot) = s.lock() {
                 *slot = Some((e.endpoint.url.clone(), e.secret.clone()));
             }
@@ -107,13 +115,20 @@ async fn rotate_secret(
     form: &RotateForm,
     ip: IpAddr,
 ) -> Result<(String, Option<(String, String)>), ConsoleError> {
-    let key = idem::idem(who, "rotate-secret", &form.idempotency_key, &[("endpoint", id.as_str())])?;
+    let key = idem::by(
+        idem::idem(who, "rotate-secret", &form.idempotency_key, &[("endpoint", id.as_str())])?,
+        who,
+        ip,
+        "webhook_endpoint.secret_rotated",
+    );
     let (w, code) = (who.0.clone(), form.code.clone());
     let seen: Seen = Arc::default();
     let s = seen.clone();
     let outcome = run(console, move |p| {
         p.people().step_up(&w, &code, ip)?;
-        p.webhooks().rotate_secret(&w.principal(), &id, &key, &|e| {
+        let principal = w.principal();
+        let target = p.parse::<EndpointTarget>(&principal, id.as_str())?;
+        p.webhooks().rotate_secret(&principal, &target, &key, &|e: &EndpointWithSecret| {
             if let Ok(mut slot) = s.lock() {
                 *slot = Some((e.endpoint.url.clone(), e.secret.clone()));
             }
@@ -125,11 +140,19 @@ async fn rotate_secret(
 }
 
 /// The use case of "Disable".
-async fn disable_endpoint(console: &Console, who: &Person, id: String, form: &DisableForm) -> Result<String, ConsoleError> {
-    let key = idem::idem(who, "disable-endpoint", &form.idempotency_key, &[("endpoint", id.as_str())])?;
+async fn disable_endpoint(console: &Console, who: &Person, id: String, form: &DisableForm, ip: IpAddr) -> Result<String, ConsoleError> {
+    let key = idem::by(
+        idem::idem(who, "disable-endpoint", &form.idempotency_key, &[("endpoint", id.as_str())])?,
+        who,
+        ip,
+        "webhook_endpoint.disabled",
+    );
     let principal = who.principal();
     let outcome = run(console, move |p| {
-        p.webhooks().delete_endpoint(&principal, &id, &key, &|_| idem::go_to("/console/developers?done=endpoint-disabled".to_owned()))
+        let target = p.parse::<EndpointTarget>(&principal, id.as_str())?;
+        p.webhooks().delete_endpoint(&principal, &target, &key, &|_: &Endpoint| {
+            idem::go_to("/console/developers?done=endpoint-disabled".to_owned())
+        })
     })
     .await?;
     Ok(idem::location(&outcome))
@@ -137,10 +160,10 @@ async fn disable_endpoint(console: &Console, who: &Person, id: String, form: &Di
 
 /// `POST /console/developers/endpoints`.
 pub(super) async fn add(req: HttpRequest, posted: Posted<EndpointForm>) -> Result<HttpResponse, ConsoleError> {
-    let Posted { person: who, form, .. } = posted;
+    let Posted { person: who, form, ip } = posted;
     who.require(Permission::ManageWebhooks)?;
     let console = console_of(&req)?;
-    match add_endpoint(&console, &who, &form).await {
+    match add_endpoint(&console, &who, &form, ip).await {
         Ok((_, Some((url, secret)))) => {
             let notice = Notice::done("Endpoint added. Copy its signing secret now: it is shown only this once.");
             let new_secret = Some(NewSecret { url, secret, rotated: false });
@@ -187,9 +210,9 @@ pub(super) async fn rotate(req: HttpRequest, path: web::Path<String>, posted: Po
 
 /// `POST /console/developers/endpoints/{id}/disable`.
 pub(super) async fn disable(req: HttpRequest, path: web::Path<String>, posted: Posted<DisableForm>) -> Result<HttpResponse, ConsoleError> {
-    let Posted { person: who, form, .. } = posted;
+    let Posted { person: who, form, ip } = posted;
     who.require(Permission::ManageWebhooks)?;
     let console = console_of(&req)?;
-    let to = disable_endpoint(&console, &who, path.into_inner(), &form).await?;
+    let to = disable_endpoint(&console, &who, path.into_inner(), &form, ip).await?;
     Ok(see_other(&to))
 }

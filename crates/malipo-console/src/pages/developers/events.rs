@@ -3,12 +3,14 @@
 //! "Redeliver" (the API's idempotent redelivery, with the form's one-time key).
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use malipo_auth::Permission;
 use malipo_core::Currency;
+use malipo_service::{NewRedelivery, Redeliver, Redelivery};
 use malipo_webhooks::{Event, EVENT_KINDS};
 use serde::Deserialize;
 
@@ -209,11 +211,12 @@ pub(super) async fn detail(
 }
 
 /// The use case of "Redeliver": where to go next.
-async fn redeliver_event(console: &Console, who: &Person, id: String, form: &RedeliverForm) -> Result<String, ConsoleError> {
-    let key = idem::idem(who, "redeliver", &form.idempotency_key, &[("event", id.as_str())])?;
+async fn redeliver_event(console: &Console, who: &Person, id: String, form: &RedeliverForm, ip: IpAddr) -> Result<String, ConsoleError> {
+    let key = idem::by(idem::idem(who, "redeliver", &form.idempotency_key, &[("event", id.as_str())])?, who, ip, "event.redelivered");
     let principal = who.principal();
     let outcome = run(console, move |p| {
-        p.webhooks().redeliver(&principal, &id, None, &key, &|r| {
+        let command = p.parse::<Redeliver>(&principal, &NewRedelivery { event_id: id, endpoint_id: None })?;
+        p.webhooks().redeliver(&principal, &command, &key, &|r: &Redelivery| {
             idem::go_to(format!("/console/developers/events/{}?redelivered={}", r.event_id, r.endpoint_ids.len()))
         })
     })
@@ -227,9 +230,9 @@ pub(super) async fn redeliver(
     path: web::Path<String>,
     posted: Posted<RedeliverForm>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let Posted { person: who, form, .. } = posted;
+    let Posted { person: who, form, ip } = posted;
     who.require(Permission::ManageWebhooks)?;
     let console = console_of(&req)?;
-    let to = redeliver_event(&console, &who, path.into_inner(), &form).await?;
+    let to = redeliver_event(&console, &who, path.into_inner(), &form, ip).await?;
     Ok(see_other(&to))
 }
