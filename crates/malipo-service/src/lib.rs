@@ -47,7 +47,7 @@ pub use access::{Access, IssuedCredential, IssuedToken};
 pub use accounts::{Accounts, Balance, LedgerCheck};
 pub use agents::{Agents, CashIn};
 pub use backlog::{Backlog, BacklogReading, Intake};
-pub use charges::{Charges, NewCharge};
+pub use charges::{ChargeActivity, ChargeDay, ChargeDelivery, ChargeStep, Charges, NewCharge};
 pub use config::{ServiceConfig, WebhookConfig};
 pub use core::{NoObserver, Observer};
 pub use error::{FieldError, OAuthProblem, ServiceError, StoreError, TokenProblem};
@@ -65,10 +65,10 @@ pub use payouts::{NewPayout, Payouts};
 pub use people::{Enrolment, InvitationView, Invited, Invitee, Inviter, People, SignIn, SignedIn};
 pub use platform::Platform;
 pub use ports::{
-    autocommit, query, read, write, AccountKey, AuditEntry, AuditFilter, AuditRepo, AuthRepo, BulkRepo, ChainRepo, ChargeRepo,
-    EndpointRepo, EventRenderer, IdempotencyRepo, Invitation, LedgerRepo, NoRenderer, OutboxRepo, PaymentRequestRepo, PayoutRepo,
-    PostingQuery, QueuedWrites, ReversalRepo, Savepoint, SessionRepo, StatementLine, Store, TokenRecord, Tx, UnsealedStats, UserRepo,
-    UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender, WriteQueue,
+    autocommit, query, read, write, AccountKey, AuditEntry, AuditFilter, AuditRepo, AuthRepo, BulkRepo, ChainRepo, ChargeDayTotal,
+    ChargeRepo, EndpointRepo, EventRenderer, IdempotencyRepo, Invitation, LedgerRepo, NoRenderer, OutboxRepo, PaymentRequestRepo,
+    PayoutRepo, PostingQuery, QueuedWrites, ReversalRepo, Savepoint, SessionRepo, StatementLine, Store, TokenRecord, Tx, UnsealedStats,
+    UserRepo, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender, WriteQueue, DAY_MICROS,
 };
 pub use processing::Processing;
 pub use reversals::{NewReversal, Reversals};
