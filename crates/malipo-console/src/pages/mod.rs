@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod auth;
+pub mod charges;
 pub mod enrol;
 pub mod form;
 pub mod home;
@@ -16,5 +17,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(invite::routes)
         .configure(enrol::routes)
         .configure(account::routes)
-        .configure(home::routes);
+        .configure(home::routes)
+        .configure(charges::routes);
 }

@@ -3,6 +3,8 @@
 
 mod auth;
 mod browser;
+mod charges;
+mod home;
 
 use std::time::Duration;
 
