@@ -147,7 +147,7 @@ impl Charge {
     }
 }
 
-/// Filters of `GET /partner/charges`.
+/// Filters of `GET /partner/charges` and of the console's Charges list.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChargeFilter {
     /// Only this state.
@@ -158,6 +158,8 @@ pub struct ChargeFilter {
     pub to: Option<Timestamp>,
     /// Only this reference.
     pub reference: Option<String>,
+    /// Only charges to this payer (the console's "Phone number"; not a filter of the API).
+    pub payer: Option<Msisdn>,
 }
 
 #[cfg(test)]

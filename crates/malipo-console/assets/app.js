@@ -34,10 +34,15 @@
     var tick = function () {
       if (region.querySelector("[data-final]")) return;
       fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } })
-        .then(function (r) { return r.ok ? r.text() : null; })
+        // A redirect (the session ended: the sign-in page) is no fragment: stop.
+        .then(function (r) { return r.ok && !r.redirected ? r.text() : undefined; })
         .then(function (html) {
-          if (html !== null) region.innerHTML = html;
+          if (html === undefined) return;
+          region.innerHTML = html;
           if (!region.querySelector("[data-final]")) setTimeout(tick, 2000);
+          // A region marked data-live-reload reloads its page once final (a charge's page then
+          // shows its final fields and, once completed, "Refund").
+          else if (region.hasAttribute("data-live-reload")) window.location.reload();
         })
         .catch(function () { setTimeout(tick, 5000); });
     };

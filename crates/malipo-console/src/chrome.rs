@@ -24,9 +24,10 @@ pub fn current_request_id() -> String {
 }
 
 /// The Content-Security-Policy of every console response: nothing from another origin, no
-/// inline script or style, no framing.
+/// inline script or style, no framing; the script may fetch from the console itself (the live
+/// regions' fragments, `assets/app.js`).
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
-                       form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+                       connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// Middleware of the `/console` scope: serves the request with its id at hand, and adds the
 /// security headers (CSP, no sniffing, no framing, no referrer to other sites, no caching of

@@ -1,20 +1,25 @@
 //! Charges: creation under an idempotency key (its command parsed in [`crate::commands`]), and
-//! reads.
+//! reads (the API's, and the console's: a day-by-day summary for Home, and a charge's history
+//! and webhook deliveries).
+
+use std::collections::BTreeMap;
+use std::sync::PoisonError;
 
 use malipo_auth::Principal;
 use malipo_charges::{Charge, ChargeFilter, ChargeKind, ChargeState};
-use malipo_core::{ChargeRef, MinorUnit, Mode};
+use malipo_core::{ChargeRef, EndpointId, EventId, MinorUnit, Mode, Timestamp};
 use malipo_countries::FeeOperation;
 use malipo_ledger::AccountKind;
+use malipo_webhooks::{Attempt, Delivery, Event};
 
 use crate::backlog::{Backlog, Intake};
 use crate::commands::CreateCharge;
-use crate::core::Core;
+use crate::core::{Core, FINISHED_DAYS_KEPT};
 use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::lifecycle::Lifecycle;
 use crate::page::{bad_cursor, Page};
-use crate::ports::{query, read, Answer};
+use crate::ports::{query, read, Answer, ChargeDayTotal, DAY_MICROS};
 
 /// The merchant-facing charge use cases.
 pub struct Charges<'a> {
@@ -145,4 +150,178 @@ impl<'a> Charges<'a> {
         })?;
         Ok(Page::from_fetched(data, limit, |c| c.id.to_string()))
     }
+
+    /// The principal's charges of the last `days` local days of its organisation's country
+    /// (today last), day by day: how many were created, their amount, and how many of them
+    /// are completed with their amount. Reads those days' charges only (at most 366 days), and
+    /// a finished day's once: a day that ended (a few minutes ago, for clocks that differ) with
+    /// every charge of it final never changes, and is kept.
+    ///
+    /// # Errors
+    /// [`ServiceError::Validation`] for more than 366 days; storage failures.
+    pub fn days(&self, principal: &Principal, days: u32) -> Result<Vec<ChargeDay>, ServiceError> {
+        if days > 366 {
+            return Err(ServiceError::field("days", "invalid_value", "days must be at most 366"));
+        }
+        let country = self.core.country(&principal.country)?;
+        let now = self.core.now();
+        let (today, _) = country.local_day(now);
+        let from = today.as_micros().saturating_sub(i64::from(days.saturating_sub(1)).saturating_mul(DAY_MICROS));
+        let start = |d: u32| from.saturating_add(i64::from(d).saturating_mul(DAY_MICROS));
+        let key = |d: u32| (principal.org_id.clone(), principal.mode, start(d));
+        // Days that ended before this can take no new charge, whatever the clocks of instances.
+        let ended = now.as_micros().saturating_sub(FINISHED_AFTER_MICROS);
+        let mut totals: Vec<ChargeDayTotal> = Vec::new();
+        let mut unknown = 0;
+        {
+            let kept = self.core.finished_days.lock().unwrap_or_else(PoisonError::into_inner);
+            while unknown < days && start(unknown.saturating_add(1)) <= ended {
+                let Some(day) = kept.get(&key(unknown)) else { break };
+                totals.extend(day.iter().map(|t| ChargeDayTotal { day: unknown, ..t.clone() }));
+                unknown = unknown.saturating_add(1);
+            }
+        }
+        if unknown < days {
+            let rest = days.saturating_sub(unknown);
+            let read = read(self.core.store(), |tx| {
+                Ok(tx.charge_day_totals(&principal.org_id, principal.mode, Timestamp::from_micros(start(unknown)), rest)?)
+            })?;
+            let read: Vec<ChargeDayTotal> = read.into_iter().map(|t| ChargeDayTotal { day: t.day.saturating_add(unknown), ..t }).collect();
+            let mut kept = self.core.finished_days.lock().unwrap_or_else(PoisonError::into_inner);
+            if kept.len() >= FINISHED_DAYS_KEPT {
+                kept.clear();
+            }
+            for d in (unknown..days).take_while(|d| start(d.saturating_add(1)) <= ended) {
+                let of_day: Vec<ChargeDayTotal> = read.iter().filter(|t| t.day == d).cloned().collect();
+                if of_day.iter().all(|t| t.state.is_final()) {
+                    kept.insert(key(d), of_day);
+                }
+            }
+            totals.extend(read);
+        }
+        // A local midnight plus the country's offset reads, in UTC, as that local date.
+        let offset = i64::from(country.utc_offset_minutes).saturating_mul(60_000_000);
+        let mut out: Vec<ChargeDay> = (0..days)
+            .map(|d| ChargeDay {
+                date: Timestamp::from_micros(start(d).saturating_add(offset)).to_offset_datetime().date(),
+                count: 0,
+                amount: MinorUnit::ZERO,
+                completed: 0,
+                completed_amount: MinorUnit::ZERO,
+            })
+            .collect();
+        for t in totals {
+            let Some(day) = usize::try_from(t.day).ok().and_then(|d| out.get_mut(d)) else { continue };
+            day.count = day.count.saturating_add(t.count);
+            day.amount = day.amount.checked_add(t.amount)?;
+            if t.state == ChargeState::Completed {
+                day.completed = day.completed.saturating_add(t.count);
+                day.completed_amount = day.completed_amount.checked_add(t.amount)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// One of the principal's charges with its state history (from its `charge.*` events:
+    /// `pending` when created, then each event's state) and its events' webhook deliveries with
+    /// their attempts, read together.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`] (another organisation's or mode's charge too).
+    pub fn activity(&self, principal: &Principal, id: &str) -> Result<ChargeActivity, ServiceError> {
+        let id = ChargeRef::parse(id).map_err(|_| ServiceError::NotFound)?;
+        read(self.core.store(), |tx| {
+            let charge = tx.charge(&principal.org_id, principal.mode, &id)?.ok_or(ServiceError::NotFound)?;
+            let events: Vec<Event> = tx
+                .events_of_object(&principal.org_id, principal.mode, id.as_str(), 100)?
+                .into_iter()
+                .filter(|e| e.kind.starts_with("charge."))
+                .collect();
+            let ids: Vec<EventId> = events.iter().map(|e| e.id.clone()).collect();
+            let (deliveries, attempts) =
+                if ids.is_empty() { (Vec::new(), Vec::new()) } else { (tx.deliveries_of_events(&ids)?, tx.attempts_of_events(&ids)?) };
+            let mut urls: BTreeMap<EndpointId, Option<String>> = BTreeMap::new();
+            for d in &deliveries {
+                if !urls.contains_key(&d.endpoint_id) {
+                    let url = tx.endpoint(&d.endpoint_id)?.map(|e| e.url);
+                    urls.insert(d.endpoint_id.clone(), url);
+                }
+            }
+            let mut history = vec![ChargeStep { state: ChargeState::Pending, at: charge.created_at }];
+            for e in &events {
+                if let Some(state) = e.kind.strip_prefix("charge.").and_then(|k| k.parse::<ChargeState>().ok()) {
+                    history.push(ChargeStep { state, at: e.created_at });
+                }
+            }
+            // Events are purged after their retention: the state the charge is in is still known.
+            if history.last().map(|s| s.state) != Some(charge.state) {
+                history.push(ChargeStep { state: charge.state, at: charge.completed_at.unwrap_or(charge.updated_at) });
+            }
+            let deliveries = deliveries
+                .into_iter()
+                .map(|delivery| {
+                    let event = events.iter().find(|e| e.id == delivery.event_id);
+                    ChargeDelivery {
+                        event_kind: event.map(|e| e.kind.clone()).unwrap_or_default(),
+                        endpoint_url: urls.get(&delivery.endpoint_id).cloned().flatten(),
+                        attempts: attempts.iter().filter(|a| a.delivery_id == delivery.id).cloned().collect(),
+                        delivery,
+                    }
+                })
+                .collect();
+            Ok(ChargeActivity { charge, history, deliveries })
+        })
+    }
+}
+
+/// How long after a day's end [`Charges::days`] keeps its totals (when all its charges are
+/// final): instances whose clocks differ by less create no charge in it after that.
+const FINISHED_AFTER_MICROS: i64 = 5 * 60 * 1_000_000;
+
+/// One local day of an organisation's charges ([`Charges::days`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChargeDay {
+    /// The local date.
+    pub date: time::Date,
+    /// Charges created that day.
+    pub count: u64,
+    /// Their amount.
+    pub amount: MinorUnit,
+    /// How many of them are completed.
+    pub completed: u64,
+    /// The completed ones' amount.
+    pub completed_amount: MinorUnit,
+}
+
+/// A step of a charge's state history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChargeStep {
+    /// The state entered.
+    pub state: ChargeState,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// A webhook delivery of one of a charge's events, with its attempts.
+#[derive(Clone, Debug)]
+pub struct ChargeDelivery {
+    /// The event's kind (`charge.completed`).
+    pub event_kind: String,
+    /// The delivery (its event, endpoint, state, attempts made, next attempt).
+    pub delivery: Delivery,
+    /// The endpoint's URL, when the endpoint is still known.
+    pub endpoint_url: Option<String>,
+    /// Its attempts, oldest first.
+    pub attempts: Vec<Attempt>,
+}
+
+/// A charge with its state history and webhook deliveries ([`Charges::activity`]).
+#[derive(Clone, Debug)]
+pub struct ChargeActivity {
+    /// The charge.
+    pub charge: Charge,
+    /// Its states, oldest first, with when each was entered.
+    pub history: Vec<ChargeStep>,
+    /// Its `charge.*` events' deliveries, oldest first.
+    pub deliveries: Vec<ChargeDelivery>,
 }

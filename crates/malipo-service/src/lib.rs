@@ -50,7 +50,7 @@ pub use access::{Access, IssuedCredential, IssuedToken};
 pub use accounts::{Accounts, Balance, LedgerCheck};
 pub use agents::{Agents, CashIn};
 pub use backlog::{Backlog, BacklogReading, Intake};
-pub use charges::Charges;
+pub use charges::{ChargeActivity, ChargeDay, ChargeDelivery, ChargeStep, Charges};
 // Every command and raw input, and the parsing they share.
 pub use commands::*;
 pub use config::{ServiceConfig, WebhookConfig};
@@ -70,10 +70,10 @@ pub use payouts::Payouts;
 pub use people::{Enrolment, InvitationView, Invited, Invitee, Inviter, People, SignIn, SignedIn};
 pub use platform::Platform;
 pub use ports::{
-    autocommit, query, read, write, AccountKey, Answer, AuditEntry, AuditFilter, AuditRepo, AuthRepo, BulkRepo, ChainRepo, ChargeRepo,
-    EndpointRepo, EventRenderer, IdempotencyRepo, Invitation, LedgerRepo, NoRenderer, OutboxRepo, PaymentRequestRepo, PayoutRepo,
-    PostingQuery, QueuedWrites, ReversalRepo, Savepoint, SessionRepo, StatementLine, Store, TokenRecord, Tx, UnsealedStats, UserRepo,
-    UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender, WriteQueue,
+    autocommit, query, read, write, AccountKey, Answer, AuditEntry, AuditFilter, AuditRepo, AuthRepo, BulkRepo, ChainRepo, ChargeDayTotal,
+    ChargeRepo, EndpointRepo, EventRenderer, IdempotencyRepo, Invitation, LedgerRepo, NoRenderer, OutboxRepo, PaymentRequestRepo,
+    PayoutRepo, PostingQuery, QueuedWrites, ReversalRepo, Savepoint, SessionRepo, StatementLine, Store, TokenRecord, Tx, UnsealedStats,
+    UserRepo, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender, WriteQueue, DAY_MICROS,
 };
 pub use processing::Processing;
 pub use reversals::Reversals;

@@ -15,3 +15,11 @@ pub(crate) fn column_is(column: &'static str, value: &'static str) -> SqlLiteral
     debug_assert!(value.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{value}");
     sql::<Bool>(&format!("{column} = '{value}'"))
 }
+
+/// [`column_is`] that no index of the column serves (`+column = 'value'`: SQLite and
+/// PostgreSQL match an index to a bare column only), for a condition that another index of the
+/// query serves better than the planner would guess.
+pub(crate) fn unindexed_column_is(column: &'static str, value: &'static str) -> SqlLiteral<Bool> {
+    debug_assert!(value.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{value}");
+    sql::<Bool>(&format!("+{column} = '{value}'"))
+}

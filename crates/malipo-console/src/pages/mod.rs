@@ -3,6 +3,7 @@
 pub mod account;
 pub mod audit;
 pub mod auth;
+pub mod charges;
 pub mod developers;
 pub mod enrol;
 pub mod form;
@@ -21,6 +22,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(enrol::routes)
         .configure(account::routes)
         .configure(home::routes)
+        .configure(charges::routes)
         .configure(developers::routes)
         .configure(team::routes)
         .configure(audit::routes);

@@ -1,9 +1,27 @@
 //! Charges and cash-outs (prompts the payer answers).
 
-use malipo_charges::{Charge, ChargeFilter};
-use malipo_core::{ChargeRef, Mode, Msisdn, OrgId, Timestamp};
+use malipo_charges::{Charge, ChargeFilter, ChargeState};
+use malipo_core::{ChargeRef, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
 
 use crate::error::StoreError;
+
+/// How many charges of one state were created on one day of a run of days, and their amount
+/// ([`ChargeRepo::charge_day_totals`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChargeDayTotal {
+    /// The day: 0 for the run's first.
+    pub day: u32,
+    /// The charges' state now.
+    pub state: ChargeState,
+    /// How many.
+    pub count: u64,
+    /// Their amounts' sum.
+    pub amount: MinorUnit,
+}
+
+/// The length of a day of [`ChargeRepo::charge_day_totals`] (a country's local day: countries
+/// keep one UTC offset all year).
+pub const DAY_MICROS: i64 = 86_400_000_000;
 
 /// Charges and cash-outs (prompts the payer answers): part of the one transaction handle [`super::Tx`].
 pub trait ChargeRepo {
@@ -40,7 +58,8 @@ pub trait ChargeRepo {
     /// Storage failures.
     fn update_charge(&mut self, charge: &Charge) -> Result<(), StoreError>;
     /// An organisation's charges (kind `charge`, never cash-outs) in a mode, newest first (by id, which is time-ordered), with ids
-    /// strictly below `before` when given, at most `limit`.
+    /// strictly below `before` when given, at most `limit`, passing `filter` (state, created
+    /// `from` inclusive and `to` exclusive, reference, payer).
     ///
     /// # Errors
     /// Storage failures.
@@ -52,6 +71,15 @@ pub trait ChargeRepo {
         before: Option<&ChargeRef>,
         limit: usize,
     ) -> Result<Vec<Charge>, StoreError>;
+    /// An organisation's charges (kind `charge`) in a mode created in the `days` days of
+    /// [`DAY_MICROS`] from `from` (`from` inclusive, the last day's end exclusive), counted and
+    /// summed by day and state: one total per day and state that has charges, in no particular
+    /// order. Reads the run's charges alone (an index by creation time), never the
+    /// organisation's others.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn charge_day_totals(&mut self, org_id: &OrgId, mode: Mode, from: Timestamp, days: u32) -> Result<Vec<ChargeDayTotal>, StoreError>;
     /// Claims up to `limit` charges whose `next_action_at <= now`, oldest due first, by setting
     /// their `next_action_at` to `lease_until` (so a crashed worker's claims come due again), and
     /// returns their ids. Concurrent callers never claim the same charge (PostgreSQL:

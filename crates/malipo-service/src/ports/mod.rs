@@ -30,7 +30,7 @@ mod wallets;
 pub use answer::Answer;
 pub use auth::{AuthRepo, TokenRecord};
 pub use chain::{ChainRepo, UnsealedStats};
-pub use charges::ChargeRepo;
+pub use charges::{ChargeDayTotal, ChargeRepo, DAY_MICROS};
 pub use endpoints::EndpointRepo;
 pub use idempotency::IdempotencyRepo;
 pub use ledger::{AccountKey, LedgerRepo, PostingQuery, StatementLine};

@@ -52,6 +52,12 @@ pub trait OutboxRepo {
         before: Option<&EventId>,
         limit: usize,
     ) -> Result<Vec<Event>, StoreError>;
+    /// The events of one object (`ch_…`, `po_…`) of an organisation in a mode, oldest first (by
+    /// id), at most `limit`.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn events_of_object(&mut self, org_id: &OrgId, mode: Mode, object_id: &str, limit: usize) -> Result<Vec<Event>, StoreError>;
     /// Inserts a delivery.
     ///
     /// # Errors
@@ -94,6 +100,12 @@ pub trait OutboxRepo {
     /// # Errors
     /// Storage failures.
     fn deliveries_of_event(&mut self, event_id: &EventId) -> Result<Vec<Delivery>, StoreError>;
+    /// The deliveries of several events, oldest first (by creation, then id): one read for
+    /// an object's events.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn deliveries_of_events(&mut self, event_ids: &[EventId]) -> Result<Vec<Delivery>, StoreError>;
     /// The pending deliveries to an endpoint.
     ///
     /// # Errors
@@ -109,6 +121,12 @@ pub trait OutboxRepo {
     /// # Errors
     /// Storage failures.
     fn attempts_of_event(&mut self, event_id: &EventId) -> Result<Vec<Attempt>, StoreError>;
+    /// The attempts of several events, oldest first (in the order they were recorded): one read
+    /// for an object's events.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn attempts_of_events(&mut self, event_ids: &[EventId]) -> Result<Vec<Attempt>, StoreError>;
     /// Deletes events created before `before` with their deliveries and attempts; returns how
     /// many events.
     ///

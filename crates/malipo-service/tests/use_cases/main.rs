@@ -8,6 +8,7 @@
 mod support;
 
 mod charges;
+mod console_reads;
 mod groups;
 mod money_out;
 mod payment_requests;

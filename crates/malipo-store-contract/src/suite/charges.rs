@@ -277,6 +277,40 @@ pub fn list_charges_filters(store: &dyn Store) {
     assert_eq!(list(reference("A"), Some(&newer_a[0])), newer_a[1..].to_vec(), "filter and cursor together");
 }
 
+/// `list_charges` filters by payer (the console's "Phone number"), alone, with a state and with
+/// the cursor; another organisation's charges to the same payer are never listed.
+pub fn list_charges_filters_by_payer(store: &dyn Store) {
+    let m = insert_merchant(store, "Duka", Mode::Test);
+    let other = insert_merchant(store, "Soko", Mode::Test);
+    let (amina, baraka) = (msisdn("254712000041"), msisdn("254712000042"));
+    let a1 = charge(&m.collection, &amina, 1_000, at(10));
+    let b1 = charge(&m.collection, &baraka, 1_000, at(20));
+    let a2 = in_state(charge(&m.collection, &amina, 1_000, at(30)), ChargeState::Declined);
+    let a3 = charge(&m.collection, &amina, 1_000, at(40));
+    let theirs = charge(&other.collection, &amina, 1_000, at(50));
+    commit(store, |tx| {
+        for c in [&a2, &theirs, &a1, &b1, &a3] {
+            tx.insert_charge(c)?;
+        }
+        Ok(())
+    });
+    let list = |filter: ChargeFilter, before: Option<&ChargeRef>, limit: usize| {
+        ids(&query(store, |tx| Ok(tx.list_charges(&m.org.id, Mode::Test, &filter, before, limit)?)))
+    };
+    let payer = |p: &malipo_core::Msisdn| ChargeFilter { payer: Some(p.clone()), ..ChargeFilter::default() };
+    let mut amina_newest_first = vec![a1.id.clone(), a2.id.clone(), a3.id.clone()];
+    amina_newest_first.sort_by(|x, y| y.cmp(x));
+    assert_eq!(list(payer(&amina), None, 100), amina_newest_first);
+    assert_eq!(list(payer(&baraka), None, 100), vec![b1.id.clone()]);
+    assert_eq!(list(payer(&msisdn("254712000043")), None, 100), vec![]);
+    assert_eq!(list(payer(&amina), None, 2), amina_newest_first[..2].to_vec(), "limit");
+    assert_eq!(list(payer(&amina), Some(&amina_newest_first[1]), 100), amina_newest_first[2..].to_vec(), "with the cursor");
+    let declined = ChargeFilter { state: Some(ChargeState::Declined), ..payer(&amina) };
+    assert_eq!(list(declined, None, 100), vec![a2.id.clone()]);
+    let declined_b = ChargeFilter { state: Some(ChargeState::Declined), ..payer(&baraka) };
+    assert_eq!(list(declined_b, None, 100), vec![]);
+}
+
 /// `claim_due_charges` claims charges whose `next_action_at <= now` (any organisation or
 /// mode), oldest due first, at most `limit`, moving their `next_action_at` to the lease; a
 /// claimed charge is not claimed again until its lease passes.

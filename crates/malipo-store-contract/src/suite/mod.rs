@@ -1,6 +1,7 @@
 //! The cases, by area. Each `pub fn` here is re-exported from `crate::cases` by the case list.
 
 pub(crate) mod accounts;
+pub(crate) mod activity;
 pub(crate) mod auth;
 pub(crate) mod bulk;
 pub(crate) mod chain;

@@ -114,6 +114,23 @@ impl OutboxRepo for DieselTx<'_> {
             .collect()
     }
 
+    fn events_of_object(&mut self, org_id: &OrgId, mode: Mode, object_id: &str, limit: usize) -> Result<Vec<Event>, StoreError> {
+        self.flush_events()?;
+        // `events_object_idx` (object_id, id): an object's few events, whatever the organisation's others.
+        events::table
+            .filter(events::object_id.eq(object_id))
+            .filter(events::org_id.eq(org_id.as_str()))
+            .filter(events::mode.eq(mode.as_str()))
+            .order(events::id.asc())
+            .limit(limit_i64(limit))
+            .select(EventRow::as_select())
+            .load(self.conn)
+            .map_err(db_error)?
+            .into_iter()
+            .map(Event::try_from)
+            .collect()
+    }
+
     fn insert_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError> {
         self.flush_events()?;
         let row = DeliveryRow::try_from(delivery)?;
@@ -217,6 +234,24 @@ impl OutboxRepo for DieselTx<'_> {
             .collect()
     }
 
+    fn deliveries_of_events(&mut self, event_ids: &[EventId]) -> Result<Vec<Delivery>, StoreError> {
+        self.flush_events()?;
+        let ids = distinct_ids(event_ids);
+        let mut found = Vec::new();
+        for chunk in ids.chunks(IN_CHUNK) {
+            let rows = deliveries::table
+                .filter(deliveries::event_id.eq_any(chunk))
+                .select(DeliveryRow::as_select())
+                .load(self.conn)
+                .map_err(db_error)?;
+            for row in rows {
+                found.push(Delivery::try_from(row)?);
+            }
+        }
+        found.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(found)
+    }
+
     fn pending_deliveries_of_endpoint(&mut self, endpoint_id: &EndpointId) -> Result<Vec<Delivery>, StoreError> {
         self.flush_events()?;
         deliveries::table
@@ -258,6 +293,24 @@ impl OutboxRepo for DieselTx<'_> {
             .collect()
     }
 
+    fn attempts_of_events(&mut self, event_ids: &[EventId]) -> Result<Vec<Attempt>, StoreError> {
+        self.flush_events()?;
+        let ids = distinct_ids(event_ids);
+        // In the order recorded: by the attempts' serial ids, across chunks too.
+        let mut rows: Vec<(i64, AttemptRow)> = Vec::new();
+        for chunk in ids.chunks(IN_CHUNK) {
+            rows.extend(
+                delivery_attempts::table
+                    .filter(delivery_attempts::event_id.eq_any(chunk))
+                    .select((delivery_attempts::id, AttemptRow::as_select()))
+                    .load(self.conn)
+                    .map_err(db_error)?,
+            );
+        }
+        rows.sort_by_key(|(id, _)| *id);
+        rows.into_iter().map(|(_, row)| Attempt::try_from(row)).collect()
+    }
+
     fn purge_events(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.flush_events()?;
         // A chunk of events at a time: their attempts, then their deliveries, then the events
@@ -289,6 +342,14 @@ impl OutboxRepo for DieselTx<'_> {
             purged = purged.saturating_add(u64::try_from(deleted).unwrap_or(u64::MAX));
         }
     }
+}
+
+/// The ids, sorted and each once.
+fn distinct_ids(ids: &[EventId]) -> Vec<&str> {
+    let mut ids: Vec<&str> = ids.iter().map(EventId::as_str).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 /// Deliveries one `UPDATE` writes (five bind parameters each).

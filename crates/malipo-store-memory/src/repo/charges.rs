@@ -2,7 +2,7 @@
 
 use malipo_charges::{Charge, ChargeFilter, ChargeKind, ChargeState};
 use malipo_core::{ChargeRef, Mode, Msisdn, OrgId, Timestamp};
-use malipo_service::{ChargeRepo, StoreError};
+use malipo_service::{ChargeDayTotal, ChargeRepo, StoreError, DAY_MICROS};
 
 use crate::tx::{check, foreign_key, MemoryTx};
 
@@ -27,6 +27,7 @@ fn matches_filter(charge: &Charge, filter: &ChargeFilter) -> bool {
         && filter.from.is_none_or(|from| charge.created_at >= from)
         && filter.to.is_none_or(|to| charge.created_at < to)
         && filter.reference.as_deref().is_none_or(|r| charge.reference == r)
+        && filter.payer.as_ref().is_none_or(|p| &charge.payer_msisdn == p)
 }
 
 impl ChargeRepo for MemoryTx<'_> {
@@ -106,6 +107,25 @@ impl ChargeRepo for MemoryTx<'_> {
             .filter(|c| c.kind == ChargeKind::Charge && &c.org_id == org_id && c.mode == mode && matches_filter(c, filter))
             .take(limit)
             .cloned()
+            .collect())
+    }
+
+    fn charge_day_totals(&mut self, org_id: &OrgId, mode: Mode, from: Timestamp, days: u32) -> Result<Vec<ChargeDayTotal>, StoreError> {
+        let end = from.as_micros().saturating_add(i64::from(days).saturating_mul(DAY_MICROS));
+        let mut totals: std::collections::BTreeMap<(u32, ChargeState), (u64, i64)> = std::collections::BTreeMap::new();
+        for c in self.r().charges.values() {
+            let at = c.created_at.as_micros();
+            if c.kind != ChargeKind::Charge || &c.org_id != org_id || c.mode != mode || at < from.as_micros() || at >= end {
+                continue;
+            }
+            let day = u32::try_from((at - from.as_micros()) / DAY_MICROS).unwrap_or(u32::MAX);
+            let entry = totals.entry((day, c.state)).or_insert((0, 0));
+            entry.0 += 1;
+            entry.1 += c.amount.get();
+        }
+        Ok(totals
+            .into_iter()
+            .map(|((day, state), (count, amount))| ChargeDayTotal { day, state, count, amount: malipo_core::MinorUnit::new(amount) })
             .collect())
     }
 

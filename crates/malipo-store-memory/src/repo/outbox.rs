@@ -85,6 +85,18 @@ impl OutboxRepo for MemoryTx<'_> {
             .collect())
     }
 
+    fn events_of_object(&mut self, org_id: &OrgId, mode: Mode, object_id: &str, limit: usize) -> Result<Vec<Event>, StoreError> {
+        self.flush_events()?;
+        Ok(self
+            .r()
+            .events
+            .values()
+            .filter(|e| &e.org_id == org_id && e.mode == mode && e.object_id == object_id)
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
     fn insert_delivery(&mut self, delivery: &Delivery) -> Result<(), StoreError> {
         self.flush_events()?;
         let s = self.w()?;
@@ -159,6 +171,14 @@ impl OutboxRepo for MemoryTx<'_> {
         Ok(found)
     }
 
+    fn deliveries_of_events(&mut self, event_ids: &[EventId]) -> Result<Vec<Delivery>, StoreError> {
+        self.flush_events()?;
+        let wanted: BTreeSet<&EventId> = event_ids.iter().collect();
+        let mut found: Vec<Delivery> = self.r().deliveries.values().filter(|d| wanted.contains(&d.event_id)).cloned().collect();
+        found.sort_by(by_creation);
+        Ok(found)
+    }
+
     fn pending_deliveries_of_endpoint(&mut self, endpoint_id: &EndpointId) -> Result<Vec<Delivery>, StoreError> {
         self.flush_events()?;
         let mut found: Vec<Delivery> =
@@ -181,6 +201,12 @@ impl OutboxRepo for MemoryTx<'_> {
     fn attempts_of_event(&mut self, event_id: &EventId) -> Result<Vec<Attempt>, StoreError> {
         self.flush_events()?;
         Ok(self.r().attempts.iter().filter(|a| &a.event_id == event_id).cloned().collect())
+    }
+
+    fn attempts_of_events(&mut self, event_ids: &[EventId]) -> Result<Vec<Attempt>, StoreError> {
+        self.flush_events()?;
+        let wanted: BTreeSet<&EventId> = event_ids.iter().collect();
+        Ok(self.r().attempts.iter().filter(|a| wanted.contains(&a.event_id)).cloned().collect())
     }
 
     fn purge_events(&mut self, before: Timestamp) -> Result<u64, StoreError> {

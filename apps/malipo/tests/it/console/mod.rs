@@ -4,7 +4,9 @@
 mod audit;
 mod auth;
 mod browser;
+mod charges;
 mod developers;
+mod home;
 mod team;
 
 use std::time::Duration;

@@ -117,6 +117,7 @@ pub async fn list(auth: Auth, query: web::Query<HashMap<String, String>>, state:
         from: timestamp(&q, "from")?,
         to: timestamp(&q, "to")?,
         reference: None,
+        payer: None,
     };
     let limit = limit(q.get("limit").map(String::as_str))?;
     let cursor = q.get("cursor").cloned();
