@@ -10,6 +10,11 @@ pub mod home;
 pub mod invite;
 pub mod local_time;
 pub mod team;
+pub mod money_common;
+pub mod payment_requests;
+pub mod payouts;
+pub mod reconciliation;
+pub mod transactions;
 
 use actix_web::web;
 
@@ -23,5 +28,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(home::routes)
         .configure(developers::routes)
         .configure(team::routes)
-        .configure(audit::routes);
+        .configure(audit::routes)
+        .configure(payment_requests::routes)
+        .configure(payouts::routes)
+        .configure(transactions::routes)
+        .configure(reconciliation::routes);
 }

@@ -6,6 +6,10 @@ mod auth;
 mod browser;
 mod developers;
 mod team;
+mod payment_requests;
+mod payouts;
+mod reconciliation;
+mod transactions;
 
 use std::time::Duration;
 

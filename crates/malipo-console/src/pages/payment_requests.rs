@@ -1,0 +1,299 @@
+//! Payment requests (console contract section 4, Merchant): the list (newest first, by state),
+//! "New payment request" ("Amount", "Reference", "Description", optional "Phone number",
+//! "Create request"), and a request's page with its pay code shown large, as the customer types
+//! it, and "Cancel request" while it is open. Creating and cancelling are idempotent: each form
+//! carries a one-time key.
+
+use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+use askama::Template;
+use malipo_auth::Permission;
+use malipo_countries::Country;
+use malipo_requests::{PaymentRequest, RequestFilter, RequestState};
+use malipo_service::{IdemOutcome, NewPaymentRequest, Page, ServiceError};
+use serde::Deserialize;
+
+use super::form::FieldErrors;
+use super::money_common::{choices, country_of, form_errors, given, href, refusal_text, sentence, spaced_code, Choice, PAGE_SIZE};
+use crate::chrome::{page, page_response, see_other, Chrome, Notice};
+use crate::csrf::Posted;
+use crate::session::{console_of, Person};
+use crate::{csrf_forms, format, idem, run, Console, ConsoleError};
+
+/// `/console/payment-requests`, `…/new`, `…/{id}`, `…/{id}/cancel`.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/payment-requests", web::get().to(list_page))
+        .route("/payment-requests", web::post().to(create))
+        .route("/payment-requests/new", web::get().to(new_page))
+        .route("/payment-requests/{request_id}", web::get().to(request_page))
+        .route("/payment-requests/{request_id}/cancel", web::post().to(cancel));
+}
+
+const SECTION: &str = "Payment requests";
+const STATES: [(&str, &str); 5] =
+    [("", "Any state"), ("open", "Open"), ("paid", "Paid"), ("cancelled", "Cancelled"), ("expired", "Expired")];
+
+/// The use case's field names, the form's, and their labels.
+const FIELDS: [(&str, &str, &str); 4] = [
+    ("amount", "amount", "Amount"),
+    ("reference", "reference", "Reference"),
+    ("description", "description", "Description"),
+    ("payer_msisdn", "payer_msisdn", "Phone number"),
+];
+
+/// One request as a row of the list.
+struct Row {
+    id: String,
+    created: String,
+    reference: String,
+    amount: String,
+    pay_code: String,
+    state: &'static str,
+    expires: String,
+}
+
+#[derive(Template)]
+#[template(path = "payment_requests/list.html")]
+struct ListPage {
+    chrome: Chrome,
+    can_create: bool,
+    states: Vec<Choice>,
+    rows: Vec<Row>,
+    filtered: bool,
+    next: Option<String>,
+    first: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ListQuery {
+    state: Option<String>,
+    cursor: Option<String>,
+}
+
+fn row(r: &PaymentRequest, country: &Country) -> Row {
+    Row {
+        id: r.id.to_string(),
+        created: format::time(r.created_at, country),
+        reference: r.reference.clone(),
+        amount: format::money(r.amount, r.currency),
+        pay_code: spaced_code(r.pay_code.as_str()),
+        state: r.state.as_str(),
+        expires: format::time(r.expires_at, country),
+    }
+}
+
+async fn list_page(req: HttpRequest, who: Person, query: web::Query<ListQuery>) -> Result<HttpResponse, ConsoleError> {
+    who.require(Permission::Read)?;
+    let console = console_of(&req)?;
+    let state = given(query.state.as_deref());
+    let filter = RequestFilter {
+        state: state
+            .map(|s| s.parse::<RequestState>().map_err(|_| ConsoleError::BadForm("state must be open, paid, cancelled or expired".into())))
+            .transpose()?,
+    };
+    let cursor = given(query.cursor.as_deref()).map(str::to_owned);
+    let page_of = list(&console, &who, filter, cursor.clone()).await?;
+    let country = country_of(&console, &who)?;
+    let path = "/console/payment-requests";
+    Ok(page(&ListPage {
+        chrome: Chrome::new(&who, SECTION, "Payment requests", path),
+        can_create: who.may(Permission::PaymentRequest),
+        states: choices(&STATES, state),
+        rows: page_of.data.iter().map(|r| row(r, &country)).collect(),
+        filtered: state.is_some(),
+        next: page_of.next_cursor.as_deref().map(|c| href(path, &[("state", state), ("cursor", Some(c))])),
+        first: cursor.map(|_| href(path, &[("state", state)])),
+    }))
+}
+
+/// The form of a new request, as shown (empty, or refused with its values).
+#[derive(Template)]
+#[template(path = "payment_requests/new.html")]
+struct NewPage {
+    chrome: Chrome,
+    form: CreateForm,
+    errors: FieldErrors,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+struct CreateForm {
+    #[serde(default)]
+    csrf_token: String,
+    #[serde(default)]
+    idempotency_key: String,
+    #[serde(default)]
+    amount: String,
+    #[serde(default)]
+    reference: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    payer_msisdn: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct CancelForm {
+    #[serde(default)]
+    csrf_token: String,
+    #[serde(default)]
+    idempotency_key: String,
+}
+csrf_forms!(CreateForm, CancelForm);
+
+fn new_form_page(who: &Person, form: CreateForm, errors: FieldErrors, notice: Option<Notice>) -> NewPage {
+    NewPage { chrome: Chrome::new(who, SECTION, "New payment request", "/console/payment-requests/new").with_notice(notice), form, errors }
+}
+
+async fn new_page(who: Person) -> Result<HttpResponse, ConsoleError> {
+    who.require(Permission::PaymentRequest)?;
+    let form = CreateForm { idempotency_key: idem::new_key(), ..CreateForm::default() };
+    Ok(page(&new_form_page(&who, form, FieldErrors::none(), None)))
+}
+
+async fn create(req: HttpRequest, posted: Posted<CreateForm>) -> Result<HttpResponse, ConsoleError> {
+    let Posted { person: who, mut form, .. } = posted;
+    who.require(Permission::PaymentRequest)?;
+    let console = console_of(&req)?;
+    match create_request(&console, &who, &form).await {
+        Ok(outcome) => Ok(see_other(&idem::location(&outcome))),
+        Err(ConsoleError::Service(e)) => {
+            // Refused: the form again, its values kept, each error beside its field.
+            let (errors, notice) = match (&e, form_errors(&e, &FIELDS)) {
+                (_, Some(errors)) => (errors, Notice::alert("The request was not created: some fields need attention.")),
+                (ServiceError::CurrencyMismatch(m), None) => (
+                    FieldErrors::one("payer_msisdn", sentence(m)),
+                    Notice::alert("The request was not created: some fields need attention."),
+                ),
+                (other, None) => (FieldErrors::none(), Notice::alert(refusal_text(other))),
+            };
+            if matches!(e, ServiceError::IdempotencyReused) {
+                form.idempotency_key = idem::new_key();
+            }
+            let status = ConsoleError::Service(e).status_code();
+            Ok(page_response(status, &new_form_page(&who, form, errors, notice)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The one call of the create use case (kept in one place for the typed commands to come).
+async fn create_request(console: &Console, who: &Person, form: &CreateForm) -> Result<IdemOutcome, ConsoleError> {
+    let fields = [
+        ("amount", form.amount.as_str()),
+        ("reference", form.reference.as_str()),
+        ("description", form.description.as_str()),
+        ("payer_msisdn", form.payer_msisdn.as_str()),
+    ];
+    let idem = idem::idem(who, "payment-request", &form.idempotency_key, &fields)?;
+    let new = NewPaymentRequest {
+        amount: form.amount.trim().to_owned(),
+        reference: form.reference.clone(),
+        description: given(Some(&form.description)).map(|_| form.description.clone()),
+        payer_msisdn: given(Some(&form.payer_msisdn)).map(str::to_owned),
+        expires_in: None,
+    };
+    let principal = who.principal();
+    run(console, move |p| {
+        p.payment_requests().create(&principal, &new, &idem, &|r| idem::go_to(format!("/console/payment-requests/{}?done=created", r.id)))
+    })
+    .await
+}
+
+#[derive(Template)]
+#[template(path = "payment_requests/detail.html")]
+struct RequestPage {
+    chrome: Chrome,
+    id: String,
+    pay_code: String,
+    state: &'static str,
+    open: bool,
+    amount: String,
+    fee: String,
+    receive: String,
+    reference: String,
+    description: Option<String>,
+    payer: Option<String>,
+    paid_by: Option<String>,
+    transaction_id: Option<String>,
+    expires: String,
+    created: String,
+    paid: Option<String>,
+    can_cancel: bool,
+    idempotency_key: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct DoneQuery {
+    done: Option<String>,
+}
+
+async fn request_page(
+    req: HttpRequest,
+    who: Person,
+    path: web::Path<String>,
+    query: web::Query<DoneQuery>,
+) -> Result<HttpResponse, ConsoleError> {
+    who.require(Permission::Read)?;
+    let console = console_of(&req)?;
+    let (principal, id) = (who.principal(), path.into_inner());
+    let r = run(&console, move |p| p.payment_requests().get(&principal, &id)).await?;
+    let country = country_of(&console, &who)?;
+    let notice = match query.done.as_deref() {
+        Some("created") => {
+            Notice::done(format!("Payment request created. Give the customer the pay code {}.", spaced_code(r.pay_code.as_str())))
+        }
+        Some("cancelled") => Notice::done("Payment request cancelled: its pay code can no longer be paid."),
+        _ => None,
+    };
+    let c = r.currency;
+    let open = r.state == RequestState::Open;
+    let id = r.id.to_string();
+    Ok(page(&RequestPage {
+        chrome: Chrome::new(&who, SECTION, format!("Payment request {id}"), &format!("/console/payment-requests/{id}")).with_notice(notice),
+        pay_code: spaced_code(r.pay_code.as_str()),
+        state: r.state.as_str(),
+        open,
+        amount: format::money(r.amount, c),
+        fee: format::money(r.fee, c),
+        receive: r.amount.checked_sub(r.fee).map_or_else(|_| String::new(), |v| format::money(v, c)),
+        reference: r.reference.clone(),
+        description: r.description.clone().filter(|d| !d.is_empty()),
+        payer: r.payer_msisdn.as_ref().map(ToString::to_string),
+        paid_by: r.paid_by_msisdn.as_ref().map(ToString::to_string),
+        transaction_id: r.transaction_id.as_ref().map(ToString::to_string),
+        expires: format::time(r.expires_at, &country),
+        created: format::time(r.created_at, &country),
+        paid: r.paid_at.map(|t| format::time(t, &country)),
+        can_cancel: open && who.may(Permission::PaymentRequest),
+        idempotency_key: idem::new_key(),
+        id,
+    }))
+}
+
+async fn cancel(req: HttpRequest, path: web::Path<String>, posted: Posted<CancelForm>) -> Result<HttpResponse, ConsoleError> {
+    let Posted { person: who, form, .. } = posted;
+    who.require(Permission::PaymentRequest)?;
+    let console = console_of(&req)?;
+    let outcome = cancel_request(&console, &who, &path.into_inner(), &form.idempotency_key).await?;
+    Ok(see_other(&idem::location(&outcome)))
+}
+
+/// The one call of the cancel use case.
+async fn cancel_request(console: &Console, who: &Person, id: &str, key: &str) -> Result<IdemOutcome, ConsoleError> {
+    let idem = idem::idem(who, "payment-request-cancel", key, &[("request_id", id)])?;
+    let (principal, id) = (who.principal(), id.to_owned());
+    run(console, move |p| {
+        p.payment_requests().cancel(&principal, &id, &idem, &|r| idem::go_to(format!("/console/payment-requests/{}?done=cancelled", r.id)))
+    })
+    .await
+}
+
+/// A page of the person's requests (the one call of the list use case).
+async fn list(
+    console: &Console,
+    who: &Person,
+    filter: RequestFilter,
+    cursor: Option<String>,
+) -> Result<Page<PaymentRequest>, ConsoleError> {
+    let principal = who.principal();
+    run(console, move |p| p.payment_requests().list(&principal, &filter, cursor.as_deref(), PAGE_SIZE)).await
+}
