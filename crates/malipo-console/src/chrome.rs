@@ -24,8 +24,8 @@ pub fn current_request_id() -> String {
 }
 
 /// The Content-Security-Policy of every console response: nothing from another origin, no
-/// inline script or style, no framing.
-pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+/// inline script or style, no framing; the script may fetch from the console itself only (live regions).
+pub const CSP: &str = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' data:; \
                        form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// Middleware of the `/console` scope: serves the request with its id at hand, and adds the

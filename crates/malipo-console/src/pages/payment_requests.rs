@@ -1,7 +1,8 @@
 //! Payment requests (console contract section 4, Merchant): the list (newest first, by state),
 //! "New payment request" ("Amount", "Reference", "Description", optional "Phone number",
 //! "Create request"), and a request's page with its pay code shown large, as the customer types
-//! it, and "Cancel request" while it is open. Creating and cancelling are idempotent: each form
+//! it, its facts following it (a live region refreshed by `assets/app.js` from `…/live`, until it
+//! is paid, cancelled or expired), and "Cancel request" while it is open. Creating and cancelling are idempotent: each form
 //! carries a one-time key.
 
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
@@ -25,7 +26,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/payment-requests", web::post().to(create))
         .route("/payment-requests/new", web::get().to(new_page))
         .route("/payment-requests/{request_id}", web::get().to(request_page))
-        .route("/payment-requests/{request_id}/cancel", web::post().to(cancel));
+        .route("/payment-requests/{request_id}/cancel", web::post().to(cancel))
+        .route("/payment-requests/{request_id}/live", web::get().to(live_facts));
 }
 
 const SECTION: &str = "Payment requests";
@@ -198,14 +200,12 @@ async fn create_request(console: &Console, who: &Person, form: &CreateForm) -> R
     .await
 }
 
-#[derive(Template)]
-#[template(path = "payment_requests/detail.html")]
-struct RequestPage {
-    chrome: Chrome,
+/// A request's facts, as its page shows them and its live region refreshes them.
+struct RequestFacts {
     id: String,
-    pay_code: String,
     state: &'static str,
-    open: bool,
+    /// Paid, cancelled or expired: the live region stops asking.
+    ended: bool,
     amount: String,
     fee: String,
     receive: String,
@@ -217,13 +217,54 @@ struct RequestPage {
     expires: String,
     created: String,
     paid: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "payment_requests/detail.html")]
+struct RequestPage {
+    chrome: Chrome,
+    pay_code: String,
+    facts: RequestFacts,
     can_cancel: bool,
     idempotency_key: String,
+}
+
+/// The facts alone (`/console/payment-requests/{id}/live`), for the page's live region.
+#[derive(Template)]
+#[template(path = "payment_requests/facts_fragment.html")]
+struct FactsFragment {
+    facts: RequestFacts,
 }
 
 #[derive(Debug, Default, Deserialize)]
 struct DoneQuery {
     done: Option<String>,
+}
+
+fn facts(r: &PaymentRequest, country: &Country) -> RequestFacts {
+    let c = r.currency;
+    RequestFacts {
+        id: r.id.to_string(),
+        state: r.state.as_str(),
+        ended: r.state != RequestState::Open,
+        amount: format::money(r.amount, c),
+        fee: format::money(r.fee, c),
+        receive: r.amount.checked_sub(r.fee).map_or_else(|_| String::new(), |v| format::money(v, c)),
+        reference: r.reference.clone(),
+        description: r.description.clone().filter(|d| !d.is_empty()),
+        payer: r.payer_msisdn.as_ref().map(ToString::to_string),
+        paid_by: r.paid_by_msisdn.as_ref().map(ToString::to_string),
+        transaction_id: r.transaction_id.as_ref().map(ToString::to_string),
+        expires: format::time(r.expires_at, country),
+        created: format::time(r.created_at, country),
+        paid: r.paid_at.map(|t| format::time(t, country)),
+    }
+}
+
+/// One of the person's requests (the one call of the use case).
+async fn request_of(console: &Console, who: &Person, id: String) -> Result<PaymentRequest, ConsoleError> {
+    let principal = who.principal();
+    run(console, move |p| p.payment_requests().get(&principal, &id)).await
 }
 
 async fn request_page(
@@ -234,8 +275,7 @@ async fn request_page(
 ) -> Result<HttpResponse, ConsoleError> {
     who.require(Permission::Read)?;
     let console = console_of(&req)?;
-    let (principal, id) = (who.principal(), path.into_inner());
-    let r = run(&console, move |p| p.payment_requests().get(&principal, &id)).await?;
+    let r = request_of(&console, &who, path.into_inner()).await?;
     let country = country_of(&console, &who)?;
     let notice = match query.done.as_deref() {
         Some("created") => {
@@ -244,29 +284,23 @@ async fn request_page(
         Some("cancelled") => Notice::done("Payment request cancelled: its pay code can no longer be paid."),
         _ => None,
     };
-    let c = r.currency;
-    let open = r.state == RequestState::Open;
-    let id = r.id.to_string();
+    let facts = facts(&r, &country);
     Ok(page(&RequestPage {
-        chrome: Chrome::new(&who, SECTION, format!("Payment request {id}"), &format!("/console/payment-requests/{id}")).with_notice(notice),
+        chrome: Chrome::new(&who, SECTION, format!("Payment request {}", facts.id), &format!("/console/payment-requests/{}", facts.id))
+            .with_notice(notice),
         pay_code: spaced_code(r.pay_code.as_str()),
-        state: r.state.as_str(),
-        open,
-        amount: format::money(r.amount, c),
-        fee: format::money(r.fee, c),
-        receive: r.amount.checked_sub(r.fee).map_or_else(|_| String::new(), |v| format::money(v, c)),
-        reference: r.reference.clone(),
-        description: r.description.clone().filter(|d| !d.is_empty()),
-        payer: r.payer_msisdn.as_ref().map(ToString::to_string),
-        paid_by: r.paid_by_msisdn.as_ref().map(ToString::to_string),
-        transaction_id: r.transaction_id.as_ref().map(ToString::to_string),
-        expires: format::time(r.expires_at, &country),
-        created: format::time(r.created_at, &country),
-        paid: r.paid_at.map(|t| format::time(t, &country)),
-        can_cancel: open && who.may(Permission::PaymentRequest),
+        can_cancel: !facts.ended && who.may(Permission::PaymentRequest),
         idempotency_key: idem::new_key(),
-        id,
+        facts,
     }))
+}
+
+async fn live_facts(req: HttpRequest, who: Person, path: web::Path<String>) -> Result<HttpResponse, ConsoleError> {
+    who.require(Permission::Read)?;
+    let console = console_of(&req)?;
+    let r = request_of(&console, &who, path.into_inner()).await?;
+    let country = country_of(&console, &who)?;
+    Ok(page(&FactsFragment { facts: facts(&r, &country) }))
 }
 
 async fn cancel(req: HttpRequest, path: web::Path<String>, posted: Posted<CancelForm>) -> Result<HttpResponse, ConsoleError> {

@@ -1,6 +1,7 @@
 //! Payouts (console contract section 4, Merchant): "Pay one person" ("Phone number", "Amount",
 //! "Reference", "Pay"), the payouts (newest first, by state; single payouts and bulk items
-//! alike) and a payout's page. Paying is idempotent: the form carries a one-time key.
+//! alike) and a payout's page, whose facts follow the payout while it settles (a live region,
+//! refreshed by `assets/app.js` from `…/live`). Paying is idempotent: the form carries a one-time key.
 //!
 //! A merchant's payout is `POST /payouts`. A corporate organisation's single payout must wait for
 //! a checker like any batch (the contract): until that is built, a corporate maker sees the list
@@ -26,7 +27,8 @@ use crate::{csrf_forms, format, idem, run, Console, ConsoleError};
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/payouts", web::get().to(list_page))
         .route("/payouts", web::post().to(pay))
-        .route("/payouts/{payout_ref}", web::get().to(payout_page));
+        .route("/payouts/{payout_ref}", web::get().to(payout_page))
+        .route("/payouts/{payout_ref}/live", web::get().to(live_facts));
 }
 
 const SECTION: &str = "Payouts";
@@ -190,11 +192,12 @@ async fn list(console: &Console, who: &Person, filter: PayoutFilter, cursor: Opt
     run(console, move |p| p.payouts().list(&principal, &filter, cursor.as_deref(), PAGE_SIZE)).await
 }
 
-#[derive(Template)]
-#[template(path = "payouts/detail.html")]
-struct PayoutPage {
-    chrome: Chrome,
+/// A payout's facts, as its page shows them and its live region refreshes them.
+struct PayoutFacts {
+    id: String,
     state: &'static str,
+    /// Completed or failed: the live region stops asking.
+    settled: bool,
     payee: String,
     amount: String,
     fee: String,
@@ -208,6 +211,20 @@ struct PayoutPage {
     created: String,
     updated: String,
     completed: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "payouts/detail.html")]
+struct PayoutPage {
+    chrome: Chrome,
+    facts: PayoutFacts,
+}
+
+/// The facts alone (`/console/payouts/{po_id}/live`), for the page's live region.
+#[derive(Template)]
+#[template(path = "payouts/facts_fragment.html")]
+struct FactsFragment {
+    facts: PayoutFacts,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -227,6 +244,34 @@ fn failure_text(p: &Payout) -> Option<&'static str> {
     })
 }
 
+fn facts(p: &Payout, country: &Country) -> PayoutFacts {
+    let c = p.currency;
+    PayoutFacts {
+        id: p.id.to_string(),
+        state: p.state.as_str(),
+        settled: p.state != PayoutState::Pending,
+        payee: p.payee_msisdn.to_string(),
+        amount: format::money(p.amount, c),
+        fee: format::money(p.fee, c),
+        debited: p.amount.checked_add(p.fee).map_or_else(|_| String::new(), |v| format::money(v, c)),
+        reference: p.reference.clone(),
+        narration: p.narration.clone().filter(|n| !n.is_empty()),
+        failure: failure_text(p),
+        transaction_id: p.transaction_id.as_ref().map(ToString::to_string),
+        batch: p.bulk_payout_id.as_ref().map(ToString::to_string),
+        reversed: (p.amount_reversed != malipo_core::MinorUnit::ZERO).then(|| format::money(p.amount_reversed, c)),
+        created: format::time(p.created_at, country),
+        updated: format::time(p.updated_at, country),
+        completed: p.completed_at.map(|t| format::time(t, country)),
+    }
+}
+
+/// One of the person's payouts (the one call of the use case).
+async fn payout_of(console: &Console, who: &Person, id: String) -> Result<Payout, ConsoleError> {
+    let principal = who.principal();
+    run(console, move |pl| pl.payouts().get(&principal, &id)).await
+}
+
 async fn payout_page(
     req: HttpRequest,
     who: Person,
@@ -235,30 +280,23 @@ async fn payout_page(
 ) -> Result<HttpResponse, ConsoleError> {
     who.require(Permission::Read)?;
     let console = console_of(&req)?;
-    let (principal, id) = (who.principal(), path.into_inner());
-    let p = run(&console, move |pl| pl.payouts().get(&principal, &id)).await?;
+    let p = payout_of(&console, &who, path.into_inner()).await?;
     let country = country_of(&console, &who)?;
     let notice = match query.done.as_deref() {
         Some("paid") => Notice::done("Payout accepted: the amount and its fee are reserved, and the payee is paid in a moment."),
         _ => None,
     };
-    let c = p.currency;
     let id = p.id.to_string();
     Ok(page(&PayoutPage {
         chrome: Chrome::new(&who, SECTION, format!("Payout {id}"), &format!("{PATH}/{id}")).with_notice(notice),
-        state: p.state.as_str(),
-        payee: p.payee_msisdn.to_string(),
-        amount: format::money(p.amount, c),
-        fee: format::money(p.fee, c),
-        debited: p.amount.checked_add(p.fee).map_or_else(|_| String::new(), |v| format::money(v, c)),
-        reference: p.reference.clone(),
-        narration: p.narration.clone().filter(|n| !n.is_empty()),
-        failure: failure_text(&p),
-        transaction_id: p.transaction_id.as_ref().map(ToString::to_string),
-        batch: p.bulk_payout_id.as_ref().map(ToString::to_string),
-        reversed: (p.amount_reversed != malipo_core::MinorUnit::ZERO).then(|| format::money(p.amount_reversed, c)),
-        created: format::time(p.created_at, &country),
-        updated: format::time(p.updated_at, &country),
-        completed: p.completed_at.map(|t| format::time(t, &country)),
+        facts: facts(&p, &country),
     }))
+}
+
+async fn live_facts(req: HttpRequest, who: Person, path: web::Path<String>) -> Result<HttpResponse, ConsoleError> {
+    who.require(Permission::Read)?;
+    let console = console_of(&req)?;
+    let p = payout_of(&console, &who, path.into_inner()).await?;
+    let country = country_of(&console, &who)?;
+    Ok(page(&FactsFragment { facts: facts(&p, &country) }))
 }

@@ -81,6 +81,12 @@ async fn admin_and_finance_create_a_request_see_its_pay_code_and_cancel_it(db: D
         assert!(facts.contains(&format!("KES {}", api["fee"])), "the fee: {facts:?}");
         assert!(facts.iter().any(|f| f.ends_with("Africa/Nairobi")), "times in the country's zone: {facts:?}");
         assert!(facts.contains(&"open".to_owned()));
+        // The facts are a live region (until it is paid, cancelled or expired).
+        let live = format!("/console/payment-requests/{id}/live");
+        assert_eq!(page.attrs("[data-live]", "data-live"), std::slice::from_ref(&live));
+        let fragment = b.get(&live).await;
+        assert_eq!((fragment.status, fragment.html.contains("<html")), (200, false));
+        assert!(fragment.attrs("dl.facts[data-final]", "class").is_empty(), "open: the region keeps asking");
         // The list, newest first, links to it; the state filter keeps to its state.
         let list = b.get("/console/payment-requests").await;
         assert_eq!(list.texts("tbody tr td:first-child a")[0], id);
@@ -95,6 +101,7 @@ async fn admin_and_finance_create_a_request_see_its_pay_code_and_cancel_it(db: D
         assert!(after.status_message().unwrap().contains("cancelled"));
         assert!(!after.texts("button").contains(&"Cancel request".to_owned()));
         assert_eq!(ok(app.get_answer(&t, &format!("/biz/requests/{id}")).await, "GET").json["state"], "cancelled");
+        assert_eq!(b.get(&live).await.attrs("dl.facts[data-final]", "class").len(), 1, "ended: the region stops");
         let again = post_keyed(&mut b, &page, &format!("/console/payment-requests/{id}/cancel"), &[]).await;
         assert_eq!(again.location, cancelled.location, "the same form again replays its answer");
         let listed = b.get("/console/payment-requests?state=cancelled").await;
@@ -233,6 +240,7 @@ async fn a_test_session_never_sees_or_touches_a_live_request(db: Db) {
     assert!(list.text(".test-banner").contains("Test mode"));
     assert!(!list.html.contains(id), "a live request is not listed in test mode");
     assert_eq!(b.get(&format!("/console/payment-requests/{id}")).await.status, 404);
+    assert_eq!(b.get(&format!("/console/payment-requests/{id}/live")).await.status, 404);
     let csrf = list.csrf();
     let cancel = b.post(&format!("/console/payment-requests/{id}/cancel"), &[("csrf_token", &csrf), ("idempotency_key", &key())]).await;
     assert_eq!(cancel.status, 404);

@@ -67,6 +67,17 @@ async fn admin_and_finance_pay_one_person_and_follow_the_payout(db: Db) {
         assert_eq!(done.status, 200);
         assert!(done.texts("dl.facts dd span.state").contains(&"completed".to_owned()), "{}", done.html);
         assert!(done.texts("dl.facts dd code").contains(&api["transaction_id"].as_str().unwrap().to_owned()));
+        // The page's facts are a live region, refreshed from a fragment until the payout settles.
+        let live = format!("/console/payouts/{id}/live");
+        assert_eq!(page.attrs("[data-live]", "data-live"), std::slice::from_ref(&live));
+        let csp = page.headers["content-security-policy"].to_str().unwrap();
+        assert!(csp.contains("connect-src 'self'") && csp.contains("default-src 'none'"), "the script may fetch the fragment: {csp}");
+        assert_eq!(page.attrs("link[rel=icon]", "href"), ["data:,"], "no request for /favicon.ico");
+        let fragment = b.get(&live).await;
+        assert_eq!(fragment.status, 200);
+        assert!(!fragment.html.contains("<html"), "a fragment, not a page");
+        assert_eq!(fragment.attrs("dl.facts[data-final]", "class").len(), 1, "settled: the region stops asking");
+        assert!(fragment.texts("dd span.state").contains(&"completed".to_owned()));
         // The list: newest first, filtered by state, each row linking to its page.
         let list = b.get("/console/payouts").await;
         assert_eq!(list.texts("tbody tr td:first-child a")[0], id);
@@ -124,6 +135,19 @@ async fn a_viewer_sees_payouts_but_cannot_pay(db: Db) {
         )
         .await;
     assert_eq!(made.status, 403);
+    assert_eq!(api_payouts(app, &m).await.len(), 1, "nothing paid");
+    // An admin's form from another origin, or without its token: refused, nothing paid.
+    let (mut admin, _) = join(app, &m.org_id, "admin").await;
+    let form = admin.get("/console/payouts").await;
+    let fields = [("payee_msisdn", msisdn("0000")), ("amount", "10".to_owned()), ("reference", "CROSS".to_owned())];
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    admin.origin = Some("https://evil.example".into());
+    assert_eq!(post_keyed(&mut admin, &form, "/console/payouts", &fields).await.status, 403);
+    admin.origin = Some(app.base.clone());
+    let mut no_token: Vec<(&str, &str)> = fields.clone();
+    let k = form.value_of("idempotency_key").unwrap();
+    no_token.push(("idempotency_key", &k));
+    assert_eq!(admin.post("/console/payouts", &no_token).await.status, 403);
     assert_eq!(api_payouts(app, &m).await.len(), 1, "nothing paid");
 }
 
@@ -198,6 +222,7 @@ async fn a_test_session_never_sees_a_live_payout(db: Db) {
     let (mut b, _) = join(app, &m.org_id, "admin").await;
     assert!(!b.get("/console/payouts").await.html.contains(id));
     assert_eq!(b.get(&format!("/console/payouts/{id}")).await.status, 404);
+    assert_eq!(b.get(&format!("/console/payouts/{id}/live")).await.status, 404);
     let switched = b.submit("/console/payouts", "/console/mode", &[("back", "/console/payouts")]).await;
     assert_eq!(switched.status, 303);
     assert_eq!(b.get(&format!("/console/payouts/{id}")).await.status, 200, "the live session sees it");
