@@ -1,104 +1,62 @@
-//! The CSV files Malipo writes, which the API and the console both serve (the transactions
-//! export, its day for reconciliation): one writer, so that the two front ends write the same
-//! bytes, and one guard against spreadsheet formulas (OWASP "CSV injection").
+//! The CSV files Malipo writes, for the API and the console alike (the transactions export and
+//! its day for reconciliation, the console's audit log): one writer, so that both front ends
+//! write the same bytes, and one guard against spreadsheet formulas (OWASP "CSV injection").
 //!
-//! A spreadsheet opening a CSV file reads a cell that starts with `=`, `+`, `-`, `@`, a tab or a
-//! carriage return as a formula, which can run commands or send the sheet's data elsewhere. So a
-//! column that holds text a person or an integrator typed ([`Column::Text`]: references,
-//! narrations, descriptions) is written with a leading `'` where it starts with one of those,
-//! which every spreadsheet shows as text. Columns Malipo writes itself ([`Column::Data`]: ids,
-//! times, kinds, currencies, amounts) are written as they are, so that `-250.00` stays a number.
-//! Records are RFC 4180 (quoted where a field needs it, `\n` line ends), by the `csv` crate.
-
-use std::borrow::Cow;
+//! Records are RFC 4180 (a field is quoted where it holds a comma, a quote or a line break, or
+//! where spaces at either end would be lost) with `\n` line ends. A spreadsheet opening the file
+//! reads a cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage return as a formula,
+//! which can run commands or send the sheet's data elsewhere; such a field is written with a `'`
+//! in front, which every spreadsheet shows as text, so `=HYPERLINK(...)` typed into a reference,
+//! a reason or a sign-in's email stays text. A plain number (`-250.00`, `42`) is left as it is:
+//! it cannot run as a formula, and a spreadsheet should still add it up.
 
 use malipo_ledger::Transaction;
 
 /// The first characters that make a spreadsheet read a cell as a formula.
 pub const FORMULA_STARTS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
 
-/// Text as a CSV field that a spreadsheet shows as text: with a leading `'` where it starts
-/// with one of [`FORMULA_STARTS`], else as it is.
-pub fn formula_safe(text: &str) -> Cow<'_, str> {
-    if text.starts_with(FORMULA_STARTS) {
-        Cow::Owned(format!("'{text}"))
+/// Whether `s` is a plain decimal number: an optional `-`, digits, and optionally `.` and digits.
+fn is_plain_number(s: &str) -> bool {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    let (whole, fraction) = digits.split_once('.').map_or((digits, None), |(w, f)| (w, Some(f)));
+    !whole.is_empty()
+        && whole.bytes().all(|b| b.is_ascii_digit())
+        && fraction.is_none_or(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// One field as written: with a `'` in front if a spreadsheet would run it as a formula, then
+/// quoted where RFC 4180 asks (a comma, a quote, a line break) or where spaces at either end
+/// would be lost.
+pub fn field(value: &str) -> String {
+    let risky = value.starts_with(FORMULA_STARTS) && !is_plain_number(value);
+    let text = if risky { format!("'{value}") } else { value.to_owned() };
+    let needs_quotes = text.contains([',', '"', '\r', '\n']) || text.starts_with(' ') || text.ends_with(' ');
+    if needs_quotes {
+        format!("\"{}\"", text.replace('"', "\"\""))
     } else {
-        Cow::Borrowed(text)
+        text
     }
 }
 
-/// What a column holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Column {
-    /// Values Malipo writes (ids, times, kinds, currencies, amounts such as `-250.00`): written
-    /// as they are.
-    Data,
-    /// Text a person or an integrator typed, or that may hold such text: written through
-    /// [`formula_safe`].
-    Text,
+/// One record: its fields written by [`field`], separated by commas, ending with `\n`.
+pub fn row<S: AsRef<str>>(fields: &[S]) -> String {
+    let mut out = fields.iter().map(|f| field(f.as_ref())).collect::<Vec<_>>().join(",");
+    out.push('\n');
+    out
 }
 
-/// The shape of a CSV file: its header row and what each column holds.
-#[derive(Clone, Copy, Debug)]
-pub struct CsvFormat<const N: usize> {
-    /// The header row.
-    pub header: [&'static str; N],
-    /// What each column holds.
-    pub columns: [Column; N],
+/// The header of the transactions export (`GET /transactions/export`, the console's "Export CSV"
+/// and "Download CSV"), one row per transaction in ledger order after it.
+pub const TRANSACTIONS_HEADER: [&str; 10] =
+    ["transaction_id", "created_at", "type", "source_ref", "account", "amount", "fee", "net", "currency", "balance_after"];
+
+/// The transactions export's header row.
+pub fn transactions_header() -> String {
+    row(&TRANSACTIONS_HEADER)
 }
 
-impl<const N: usize> CsvFormat<N> {
-    /// The header row, as bytes.
-    pub fn header_bytes(&self) -> Vec<u8> {
-        write_records(std::iter::once(self.header.map(Cow::Borrowed)))
-    }
-
-    /// Records in this format, as bytes; the [`Column::Text`] fields guarded.
-    pub fn records_bytes(&self, records: &[[String; N]]) -> Vec<u8> {
-        write_records(records.iter().map(|r| -> [Cow<'_, str>; N] {
-            std::array::from_fn(|i| {
-                let field = r.get(i).map_or("", String::as_str);
-                match self.columns.get(i) {
-                    Some(Column::Data) => Cow::Borrowed(field),
-                    _ => formula_safe(field),
-                }
-            })
-        }))
-    }
-}
-
-/// RFC 4180 records with `\n` line ends.
-fn write_records<'a, const N: usize>(records: impl Iterator<Item = [Cow<'a, str>; N]>) -> Vec<u8> {
-    let mut w = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
-    for r in records {
-        // Writing to a Vec cannot fail.
-        let _ = w.write_record(r.iter().map(|f| f.as_bytes()));
-    }
-    w.into_inner().unwrap_or_default()
-}
-
-/// The transactions export (`GET /transactions/export`, the console's "Export CSV" and
-/// "Download CSV"): one row per transaction, in ledger order. `source_ref` is an id today (a
-/// charge's, a payout's, an organisation's, a wallet's number), guarded all the same as the one
-/// free-text column of the ledger.
-pub const TRANSACTIONS: CsvFormat<10> = CsvFormat {
-    header: ["transaction_id", "created_at", "type", "source_ref", "account", "amount", "fee", "net", "currency", "balance_after"],
-    columns: [
-        Column::Data,
-        Column::Data,
-        Column::Data,
-        Column::Text,
-        Column::Data,
-        Column::Data,
-        Column::Data,
-        Column::Data,
-        Column::Data,
-        Column::Data,
-    ],
-};
-
-/// A transaction's fields in [`TRANSACTIONS`] order: times in RFC 3339 UTC, amounts as in the
-/// API (`-250.00`).
+/// A transaction's fields in [`TRANSACTIONS_HEADER`] order: times in RFC 3339 UTC, amounts as in
+/// the API (`-250.00`).
 pub fn transaction_record(t: &Transaction) -> [String; 10] {
     let c = t.currency;
     [
@@ -115,10 +73,9 @@ pub fn transaction_record(t: &Transaction) -> [String; 10] {
     ]
 }
 
-/// Transactions as rows of the export, as bytes.
-pub fn transaction_rows(transactions: &[Transaction]) -> Vec<u8> {
-    let records: Vec<[String; 10]> = transactions.iter().map(transaction_record).collect();
-    TRANSACTIONS.records_bytes(&records)
+/// Transactions as rows of the export.
+pub fn transaction_rows(transactions: &[Transaction]) -> String {
+    transactions.iter().map(|t| row(&transaction_record(t))).collect()
 }
 
 #[cfg(test)]
@@ -128,6 +85,38 @@ mod tests {
     use malipo_ledger::{AccountKind, JournalKind};
 
     use super::*;
+
+    #[test]
+    fn formulas_are_written_as_text() {
+        assert_eq!(field("=1+1"), "'=1+1");
+        assert_eq!(field("+254700000000"), "'+254700000000");
+        assert_eq!(field("-2+3"), "'-2+3");
+        assert_eq!(field("@SUM(A1:A2)"), "'@SUM(A1:A2)");
+        assert_eq!(field("\tx"), "'\tx");
+        assert_eq!(field("\rx"), "\"'\rx\"");
+        assert_eq!(field("=HYPERLINK(\"http://evil.example\",\"x\")"), "\"'=HYPERLINK(\"\"http://evil.example\"\",\"\"x\"\")\"");
+        assert_eq!(field("a=b"), "a=b", "only the first character counts");
+    }
+
+    #[test]
+    fn plain_numbers_stay_numbers() {
+        assert_eq!(field("-1250.00"), "-1250.00");
+        assert_eq!(field("42"), "42");
+        assert_eq!(field("-"), "'-");
+        assert_eq!(field("-1."), "'-1.");
+        assert_eq!(field("-.5"), "'-.5");
+    }
+
+    #[test]
+    fn fields_are_quoted_as_rfc_4180_asks() {
+        assert_eq!(field("plain"), "plain");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(field(" padded "), "\" padded \"");
+        assert_eq!(field(""), "");
+        assert_eq!(row(&["a", "=b", "c,d"]), "a,'=b,\"c,d\"\n");
+    }
 
     fn transaction(source_ref: &str, amount: i64) -> Transaction {
         Transaction {
@@ -148,34 +137,15 @@ mod tests {
 
     #[test]
     fn the_export_has_the_contracts_header_and_fields_in_order() {
+        assert_eq!(transactions_header(), "transaction_id,created_at,type,source_ref,account,amount,fee,net,currency,balance_after\n");
         assert_eq!(
-            String::from_utf8(TRANSACTIONS.header_bytes()).unwrap(),
-            "transaction_id,created_at,type,source_ref,account,amount,fee,net,currency,balance_after\n"
-        );
-        assert_eq!(
-            String::from_utf8(transaction_rows(&[transaction("ch_1", 25_000)])).unwrap(),
+            transaction_rows(&[transaction("ch_1", 25_000)]),
             "tx_1,2025-11-22T10:00:00Z,charge,ch_1,collection,250.00,2.50,247.50,KES,1247.50\n"
         );
-    }
-
-    #[test]
-    fn typed_text_cannot_become_a_formula_and_amounts_stay_numbers() {
-        for (typed, written) in [
-            ("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"),
-            ("+254", "'+254"),
-            ("-1", "'-1"),
-            ("@SUM(A1)", "'@SUM(A1)"),
-            ("\tx", "'\tx"),
-            ("\rx", "'\rx"),
-            ("INV-1", "INV-1"),
-            ("", ""),
-            (" =1", " =1"),
-        ] {
-            assert_eq!(formula_safe(typed), written, "{typed:?}");
-        }
-        // A negative amount is Malipo's, not typed: it stays `-2.50`; a typed source is guarded
-        // and quoted as RFC 4180 wants.
-        let row = String::from_utf8(transaction_rows(&[transaction("=1+2,\"x\"", -250)])).unwrap();
-        assert_eq!(row, "tx_1,2025-11-22T10:00:00Z,charge,\"'=1+2,\"\"x\"\"\",collection,-2.50,2.50,-5.00,KES,1247.50\n");
+        // Negative amounts stay numbers; a source that could run is text, quoted as RFC 4180 wants.
+        assert_eq!(
+            transaction_rows(&[transaction("=1+2,\"x\"", -250)]),
+            "tx_1,2025-11-22T10:00:00Z,charge,\"'=1+2,\"\"x\"\"\",collection,-2.50,2.50,-5.00,KES,1247.50\n"
+        );
     }
 }

@@ -9,11 +9,11 @@ pub mod form;
 pub mod home;
 pub mod invite;
 pub mod local_time;
-pub mod team;
 pub mod money_common;
 pub mod payment_requests;
 pub mod payouts;
 pub mod reconciliation;
+pub mod team;
 pub mod transactions;
 
 use actix_web::web;

@@ -1,32 +1,17 @@
-//! What the money sections share (payment requests, payouts, transactions, reconciliation): the
-//! organisation's country (money and times are shown in it), list pages of 20 with a "Next page"
-//! link, choices of a `<select>`, dates typed as a local calendar day, and the errors of a
-//! refused form in the form's words.
+//! What the money sections share (payment requests, payouts, transactions, reconciliation): list
+//! pages of 20 with a "Next page" link, choices of a `<select>`, the bounds of a period typed as
+//! local calendar days (or linked as instants), and the errors of a refused form in its words.
 
 use malipo_core::Timestamp;
-use malipo_countries::Country;
-use malipo_service::{ServiceError, SignedIn};
+use malipo_service::ServiceError;
 
 use super::form::FieldErrors;
+use super::local_time::LocalTime;
 use crate::chrome::url_encode;
 use crate::error::problem_text;
-use crate::{Console, ConsoleError};
 
 /// Rows of a list page.
 pub const PAGE_SIZE: usize = 20;
-
-/// The organisation's country (its currency, time zone and formats).
-///
-/// # Errors
-/// [`ConsoleError::Internal`] when the country is not configured.
-pub fn country_of(console: &Console, who: &SignedIn) -> Result<Country, ConsoleError> {
-    console
-        .platform
-        .countries()
-        .get(&who.org.country)
-        .cloned()
-        .ok_or_else(|| ConsoleError::Internal(format!("country {} is not configured", who.org.country)))
-}
 
 /// An optional query or form value: absent and empty are the same.
 pub fn given(value: Option<&str>) -> Option<&str> {
@@ -64,13 +49,6 @@ pub fn choices(all: &[(&'static str, &'static str)], current: Option<&str>) -> V
         .collect()
 }
 
-/// The UTC bounds `[start, end)` of the country's calendar day `date` (as the daily
-/// reconciliation takes them: the day holding its local noon).
-pub fn local_day(country: &Country, date: time::Date) -> (Timestamp, Timestamp) {
-    let noon = Timestamp::from_offset_datetime(date.with_hms(12, 0, 0).unwrap_or(date.midnight()).assume_utc());
-    country.local_day(noon.plus_seconds(i64::from(country.utc_offset_minutes).saturating_mul(-60)))
-}
-
 /// Which end of a period a bound is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum End {
@@ -85,17 +63,9 @@ pub enum End {
 ///
 /// # Errors
 /// A message for the field when it is neither.
-pub fn parse_bound(text: &str, country: &Country, end: End, label: &str) -> Result<Timestamp, String> {
-    if let Ok(date) = time::Date::parse(text, time::macros::format_description!("[year]-[month]-[day]")) {
-        let (start, next) = local_day(country, date);
-        return Ok(if end == End::Start { start } else { next });
-    }
-    Timestamp::parse_rfc3339(text).map_err(|_| format!("{label} must be a date, YYYY-MM-DD."))
-}
-
-/// Today's date in the country (`2026-11-28`).
-pub fn today(console: &Console, country: &Country) -> String {
-    crate::format::date(console.platform.now(), country)
+pub fn parse_bound(text: &str, clock: &LocalTime, end: End, label: &str) -> Result<Timestamp, String> {
+    let day = if end == End::Start { clock.day_start(text) } else { clock.day_end(text) };
+    day.or_else(|| Timestamp::parse_rfc3339(text).ok()).ok_or_else(|| format!("{label} must be a date, YYYY-MM-DD."))
 }
 
 /// The errors of a refused form, beside the form's fields and in its words: `fields` maps a
@@ -164,18 +134,6 @@ mod tests {
             href("/console/transactions/export", &[("from", Some("2026-11-27T21:00:00Z")), ("account", Some("payout"))]),
             "/console/transactions/export?from=2026-11-27T21%3A00%3A00Z&account=payout"
         );
-    }
-
-    #[test]
-    fn a_days_bounds_are_the_countrys_and_to_includes_its_day() {
-        let countries = malipo_countries::Countries::builtin().unwrap_or_else(|e| panic!("{e}"));
-        let ke = countries.get("KE").unwrap_or_else(|| panic!("KE"));
-        let from = parse_bound("2026-11-24", ke, End::Start, "From").unwrap_or_else(|e| panic!("{e}"));
-        let to = parse_bound("2026-11-24", ke, End::Finish, "To").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((from.to_rfc3339().as_str(), to.to_rfc3339().as_str()), ("2026-11-23T21:00:00Z", "2026-11-24T21:00:00Z"));
-        let exact = parse_bound("2026-11-23T21:00:00Z", ke, End::Finish, "To").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(exact, from);
-        assert_eq!(parse_bound("24/11/2026", ke, End::Start, "From"), Err("From must be a date, YYYY-MM-DD.".into()));
     }
 
     #[test]

@@ -5,16 +5,18 @@
 //! is paid, cancelled or expired), and "Cancel request" while it is open. Creating and cancelling are idempotent: each form
 //! carries a one-time key.
 
+use std::net::IpAddr;
+
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use askama::Template;
 use malipo_auth::Permission;
-use malipo_countries::Country;
 use malipo_requests::{PaymentRequest, RequestFilter, RequestState};
-use malipo_service::{IdemOutcome, NewPaymentRequest, Page, ServiceError};
+use malipo_service::{CancelPaymentRequest, CreatePaymentRequest, IdemOutcome, NewPaymentRequest, Page, ServiceError};
 use serde::Deserialize;
 
 use super::form::FieldErrors;
-use super::money_common::{choices, country_of, form_errors, given, href, refusal_text, sentence, spaced_code, Choice, PAGE_SIZE};
+use super::local_time::LocalTime;
+use super::money_common::{choices, form_errors, given, href, refusal_text, sentence, spaced_code, Choice, PAGE_SIZE};
 use crate::chrome::{page, page_response, see_other, Chrome, Notice};
 use crate::csrf::Posted;
 use crate::session::{console_of, Person};
@@ -71,15 +73,15 @@ struct ListQuery {
     cursor: Option<String>,
 }
 
-fn row(r: &PaymentRequest, country: &Country) -> Row {
+fn row(r: &PaymentRequest, clock: &LocalTime) -> Row {
     Row {
         id: r.id.to_string(),
-        created: format::time(r.created_at, country),
+        created: clock.time(r.created_at),
         reference: r.reference.clone(),
         amount: format::money(r.amount, r.currency),
         pay_code: spaced_code(r.pay_code.as_str()),
         state: r.state.as_str(),
-        expires: format::time(r.expires_at, country),
+        expires: clock.time(r.expires_at),
     }
 }
 
@@ -94,13 +96,13 @@ async fn list_page(req: HttpRequest, who: Person, query: web::Query<ListQuery>) 
     };
     let cursor = given(query.cursor.as_deref()).map(str::to_owned);
     let page_of = list(&console, &who, filter, cursor.clone()).await?;
-    let country = country_of(&console, &who)?;
+    let clock = LocalTime::of(&console, &who);
     let path = "/console/payment-requests";
     Ok(page(&ListPage {
         chrome: Chrome::new(&who, SECTION, "Payment requests", path),
         can_create: who.may(Permission::PaymentRequest),
         states: choices(&STATES, state),
-        rows: page_of.data.iter().map(|r| row(r, &country)).collect(),
+        rows: page_of.data.iter().map(|r| row(r, &clock)).collect(),
         filtered: state.is_some(),
         next: page_of.next_cursor.as_deref().map(|c| href(path, &[("state", state), ("cursor", Some(c))])),
         first: cursor.map(|_| href(path, &[("state", state)])),
@@ -152,10 +154,10 @@ async fn new_page(who: Person) -> Result<HttpResponse, ConsoleError> {
 }
 
 async fn create(req: HttpRequest, posted: Posted<CreateForm>) -> Result<HttpResponse, ConsoleError> {
-    let Posted { person: who, mut form, .. } = posted;
+    let Posted { person: who, mut form, ip } = posted;
     who.require(Permission::PaymentRequest)?;
     let console = console_of(&req)?;
-    match create_request(&console, &who, &form).await {
+    match create_request(&console, &who, &form, ip).await {
         Ok(outcome) => Ok(see_other(&idem::location(&outcome))),
         Err(ConsoleError::Service(e)) => {
             // Refused: the form again, its values kept, each error beside its field.
@@ -177,15 +179,16 @@ async fn create(req: HttpRequest, posted: Posted<CreateForm>) -> Result<HttpResp
     }
 }
 
-/// The one call of the create use case (kept in one place for the typed commands to come).
-async fn create_request(console: &Console, who: &Person, form: &CreateForm) -> Result<IdemOutcome, ConsoleError> {
+/// The one call of the create use case: the form parsed into its command, then run under the
+/// form's key, recorded in the audit log as `who`'s.
+async fn create_request(console: &Console, who: &Person, form: &CreateForm, ip: IpAddr) -> Result<IdemOutcome, ConsoleError> {
     let fields = [
         ("amount", form.amount.as_str()),
         ("reference", form.reference.as_str()),
         ("description", form.description.as_str()),
         ("payer_msisdn", form.payer_msisdn.as_str()),
     ];
-    let idem = idem::idem(who, "payment-request", &form.idempotency_key, &fields)?;
+    let idem = idem::by(idem::idem(who, "payment-request", &form.idempotency_key, &fields)?, who, ip, "payment_request.created");
     let new = NewPaymentRequest {
         amount: form.amount.trim().to_owned(),
         reference: form.reference.clone(),
@@ -195,7 +198,10 @@ async fn create_request(console: &Console, who: &Person, form: &CreateForm) -> R
     };
     let principal = who.principal();
     run(console, move |p| {
-        p.payment_requests().create(&principal, &new, &idem, &|r| idem::go_to(format!("/console/payment-requests/{}?done=created", r.id)))
+        let command = p.parse::<CreatePaymentRequest>(&principal, &new)?;
+        p.payment_requests().create(&principal, &command, &idem, &|r: &PaymentRequest| {
+            idem::go_to(format!("/console/payment-requests/{}?done=created", r.id))
+        })
     })
     .await
 }
@@ -241,7 +247,7 @@ struct DoneQuery {
     done: Option<String>,
 }
 
-fn facts(r: &PaymentRequest, country: &Country) -> RequestFacts {
+fn facts(r: &PaymentRequest, clock: &LocalTime) -> RequestFacts {
     let c = r.currency;
     RequestFacts {
         id: r.id.to_string(),
@@ -255,9 +261,9 @@ fn facts(r: &PaymentRequest, country: &Country) -> RequestFacts {
         payer: r.payer_msisdn.as_ref().map(ToString::to_string),
         paid_by: r.paid_by_msisdn.as_ref().map(ToString::to_string),
         transaction_id: r.transaction_id.as_ref().map(ToString::to_string),
-        expires: format::time(r.expires_at, country),
-        created: format::time(r.created_at, country),
-        paid: r.paid_at.map(|t| format::time(t, country)),
+        expires: clock.time(r.expires_at),
+        created: clock.time(r.created_at),
+        paid: r.paid_at.map(|t| clock.time(t)),
     }
 }
 
@@ -276,7 +282,7 @@ async fn request_page(
     who.require(Permission::Read)?;
     let console = console_of(&req)?;
     let r = request_of(&console, &who, path.into_inner()).await?;
-    let country = country_of(&console, &who)?;
+    let clock = LocalTime::of(&console, &who);
     let notice = match query.done.as_deref() {
         Some("created") => {
             Notice::done(format!("Payment request created. Give the customer the pay code {}.", spaced_code(r.pay_code.as_str())))
@@ -284,7 +290,7 @@ async fn request_page(
         Some("cancelled") => Notice::done("Payment request cancelled: its pay code can no longer be paid."),
         _ => None,
     };
-    let facts = facts(&r, &country);
+    let facts = facts(&r, &clock);
     Ok(page(&RequestPage {
         chrome: Chrome::new(&who, SECTION, format!("Payment request {}", facts.id), &format!("/console/payment-requests/{}", facts.id))
             .with_notice(notice),
@@ -299,24 +305,27 @@ async fn live_facts(req: HttpRequest, who: Person, path: web::Path<String>) -> R
     who.require(Permission::Read)?;
     let console = console_of(&req)?;
     let r = request_of(&console, &who, path.into_inner()).await?;
-    let country = country_of(&console, &who)?;
-    Ok(page(&FactsFragment { facts: facts(&r, &country) }))
+    let clock = LocalTime::of(&console, &who);
+    Ok(page(&FactsFragment { facts: facts(&r, &clock) }))
 }
 
 async fn cancel(req: HttpRequest, path: web::Path<String>, posted: Posted<CancelForm>) -> Result<HttpResponse, ConsoleError> {
-    let Posted { person: who, form, .. } = posted;
+    let Posted { person: who, form, ip } = posted;
     who.require(Permission::PaymentRequest)?;
     let console = console_of(&req)?;
-    let outcome = cancel_request(&console, &who, &path.into_inner(), &form.idempotency_key).await?;
+    let outcome = cancel_request(&console, &who, &path.into_inner(), &form.idempotency_key, ip).await?;
     Ok(see_other(&idem::location(&outcome)))
 }
 
-/// The one call of the cancel use case.
-async fn cancel_request(console: &Console, who: &Person, id: &str, key: &str) -> Result<IdemOutcome, ConsoleError> {
-    let idem = idem::idem(who, "payment-request-cancel", key, &[("request_id", id)])?;
+/// The one call of the cancel use case, recorded in the audit log as `who`'s.
+async fn cancel_request(console: &Console, who: &Person, id: &str, key: &str, ip: IpAddr) -> Result<IdemOutcome, ConsoleError> {
+    let idem = idem::by(idem::idem(who, "payment-request-cancel", key, &[("request_id", id)])?, who, ip, "payment_request.cancelled");
     let (principal, id) = (who.principal(), id.to_owned());
     run(console, move |p| {
-        p.payment_requests().cancel(&principal, &id, &idem, &|r| idem::go_to(format!("/console/payment-requests/{}?done=cancelled", r.id)))
+        let command = p.parse::<CancelPaymentRequest>(&principal, &id)?;
+        p.payment_requests().cancel(&principal, &command, &idem, &|r: &PaymentRequest| {
+            idem::go_to(format!("/console/payment-requests/{}?done=cancelled", r.id))
+        })
     })
     .await
 }

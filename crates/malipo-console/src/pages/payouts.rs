@@ -7,16 +7,18 @@
 //! a checker like any batch (the contract): until that is built, a corporate maker sees the list
 //! and the pages but no form, and a post is refused.
 
+use std::net::IpAddr;
+
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use askama::Template;
 use malipo_auth::{OrgKind, Permission};
-use malipo_countries::Country;
 use malipo_payouts::{Payout, PayoutFilter, PayoutState};
-use malipo_service::{IdemOutcome, NewPayout, Page, ServiceError};
+use malipo_service::{CreatePayout, IdemOutcome, NewPayout, Page, ServiceError};
 use serde::Deserialize;
 
 use super::form::FieldErrors;
-use super::money_common::{choices, country_of, form_errors, given, href, refusal_text, Choice, PAGE_SIZE};
+use super::local_time::LocalTime;
+use super::money_common::{choices, form_errors, given, href, refusal_text, Choice, PAGE_SIZE};
 use crate::chrome::{page, see_other};
 use crate::chrome::{page_response, Chrome, Notice};
 use crate::csrf::Posted;
@@ -51,10 +53,10 @@ struct Row {
     batch: Option<String>,
 }
 
-fn row(p: &Payout, country: &Country) -> Row {
+fn row(p: &Payout, clock: &LocalTime) -> Row {
     Row {
         id: p.id.to_string(),
-        created: format::time(p.created_at, country),
+        created: clock.time(p.created_at),
         payee: p.payee_msisdn.to_string(),
         amount: format::money(p.amount, p.currency),
         fee: format::money(p.fee, p.currency),
@@ -123,14 +125,14 @@ async fn render(
     };
     let cursor = given(query.cursor.as_deref()).map(str::to_owned);
     let found = list(console, who, filter, cursor.clone()).await?;
-    let country = country_of(console, who)?;
+    let clock = LocalTime::of(console, who);
     Ok(ListPage {
         chrome: Chrome::new(who, SECTION, "Payouts", PATH).with_notice(notice),
         can_pay: may_pay(who),
         form,
         errors,
         states: choices(&STATES, state),
-        rows: found.data.iter().map(|p| row(p, &country)).collect(),
+        rows: found.data.iter().map(|p| row(p, &clock)).collect(),
         filtered: state.is_some(),
         next: found.next_cursor.as_deref().map(|c| href(PATH, &[("state", state), ("cursor", Some(c))])),
         first: cursor.map(|_| href(PATH, &[("state", state)])),
@@ -145,13 +147,13 @@ async fn list_page(req: HttpRequest, who: Person, query: web::Query<ListQuery>) 
 }
 
 async fn pay(req: HttpRequest, posted: Posted<PayForm>) -> Result<HttpResponse, ConsoleError> {
-    let Posted { person: who, mut form, .. } = posted;
+    let Posted { person: who, mut form, ip } = posted;
     who.require(Permission::Payout)?;
     if !may_pay(&who) {
         return Err(ConsoleError::Forbidden("a corporate organisation's payout waits for a checker; use Bulk payouts".into()));
     }
     let console = console_of(&req)?;
-    match pay_one(&console, &who, &form).await {
+    match pay_one(&console, &who, &form, ip).await {
         Ok(outcome) => Ok(see_other(&idem::location(&outcome))),
         Err(ConsoleError::Service(e)) => {
             // Refused: the page again, the form's values kept, each error beside its field.
@@ -170,11 +172,12 @@ async fn pay(req: HttpRequest, posted: Posted<PayForm>) -> Result<HttpResponse, 
     }
 }
 
-/// The one call of the payout use case (kept in one place for the typed commands to come, and for
-/// a corporate maker's batch of one).
-async fn pay_one(console: &Console, who: &Person, form: &PayForm) -> Result<IdemOutcome, ConsoleError> {
+/// The one call of the payout use case: the form parsed into its command, then run under the
+/// form's key, recorded in the audit log as `who`'s (in one place, for a corporate maker's batch
+/// of one to come).
+async fn pay_one(console: &Console, who: &Person, form: &PayForm, ip: IpAddr) -> Result<IdemOutcome, ConsoleError> {
     let fields = [("payee_msisdn", form.payee_msisdn.as_str()), ("amount", form.amount.as_str()), ("reference", form.reference.as_str())];
-    let idem = idem::idem(who, "payout", &form.idempotency_key, &fields)?;
+    let idem = idem::by(idem::idem(who, "payout", &form.idempotency_key, &fields)?, who, ip, "payout.created");
     let new = NewPayout {
         payee_msisdn: form.payee_msisdn.trim().to_owned(),
         amount: form.amount.trim().to_owned(),
@@ -183,7 +186,11 @@ async fn pay_one(console: &Console, who: &Person, form: &PayForm) -> Result<Idem
         narration: None,
     };
     let principal = who.principal();
-    run(console, move |p| p.payouts().create(&principal, &new, &idem, &|po| idem::go_to(format!("{PATH}/{}?done=paid", po.id)))).await
+    run(console, move |p| {
+        let command = p.parse::<CreatePayout>(&principal, &new)?;
+        p.payouts().create(&principal, &command, &idem, &|po: &Payout| idem::go_to(format!("{PATH}/{}?done=paid", po.id)))
+    })
+    .await
 }
 
 /// A page of the person's payouts (the one call of the list use case).
@@ -244,7 +251,7 @@ fn failure_text(p: &Payout) -> Option<&'static str> {
     })
 }
 
-fn facts(p: &Payout, country: &Country) -> PayoutFacts {
+fn facts(p: &Payout, clock: &LocalTime) -> PayoutFacts {
     let c = p.currency;
     PayoutFacts {
         id: p.id.to_string(),
@@ -260,9 +267,9 @@ fn facts(p: &Payout, country: &Country) -> PayoutFacts {
         transaction_id: p.transaction_id.as_ref().map(ToString::to_string),
         batch: p.bulk_payout_id.as_ref().map(ToString::to_string),
         reversed: (p.amount_reversed != malipo_core::MinorUnit::ZERO).then(|| format::money(p.amount_reversed, c)),
-        created: format::time(p.created_at, country),
-        updated: format::time(p.updated_at, country),
-        completed: p.completed_at.map(|t| format::time(t, country)),
+        created: clock.time(p.created_at),
+        updated: clock.time(p.updated_at),
+        completed: p.completed_at.map(|t| clock.time(t)),
     }
 }
 
@@ -281,7 +288,7 @@ async fn payout_page(
     who.require(Permission::Read)?;
     let console = console_of(&req)?;
     let p = payout_of(&console, &who, path.into_inner()).await?;
-    let country = country_of(&console, &who)?;
+    let clock = LocalTime::of(&console, &who);
     let notice = match query.done.as_deref() {
         Some("paid") => Notice::done("Payout accepted: the amount and its fee are reserved, and the payee is paid in a moment."),
         _ => None,
@@ -289,7 +296,7 @@ async fn payout_page(
     let id = p.id.to_string();
     Ok(page(&PayoutPage {
         chrome: Chrome::new(&who, SECTION, format!("Payout {id}"), &format!("{PATH}/{id}")).with_notice(notice),
-        facts: facts(&p, &country),
+        facts: facts(&p, &clock),
     }))
 }
 
@@ -297,6 +304,6 @@ async fn live_facts(req: HttpRequest, who: Person, path: web::Path<String>) -> R
     who.require(Permission::Read)?;
     let console = console_of(&req)?;
     let p = payout_of(&console, &who, path.into_inner()).await?;
-    let country = country_of(&console, &who)?;
-    Ok(page(&FactsFragment { facts: facts(&p, &country) }))
+    let clock = LocalTime::of(&console, &who);
+    Ok(page(&FactsFragment { facts: facts(&p, &clock) }))
 }

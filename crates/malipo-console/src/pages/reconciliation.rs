@@ -12,7 +12,8 @@ use malipo_service::{Reconciliation, ServiceError};
 use serde::Deserialize;
 
 use super::form::FieldErrors;
-use super::money_common::{choices, country_of, form_errors, given, href, today, Choice};
+use super::local_time::LocalTime;
+use super::money_common::{choices, form_errors, given, href, Choice};
 use crate::chrome::{page_response, Chrome};
 use crate::session::{console_of, Person};
 use crate::{format, run, Console, ConsoleError};
@@ -104,8 +105,8 @@ fn report_of(r: &Reconciliation, may_export: bool) -> Report {
 async fn report_page(req: HttpRequest, who: Person, query: web::Query<ReportQuery>) -> Result<HttpResponse, ConsoleError> {
     who.require(Permission::Read)?;
     let console = console_of(&req)?;
-    let country = country_of(&console, &who)?;
-    let date = given(query.date.as_deref()).map_or_else(|| today(&console, &country), str::to_owned);
+    let clock = LocalTime::of(&console, &who);
+    let date = given(query.date.as_deref()).map_or_else(|| clock.date(console.platform.now()), str::to_owned);
     let account = given(query.account.as_deref()).unwrap_or("collection").to_owned();
     let (report, errors, status) = match daily(&console, &who, &date, &account).await {
         Ok(r) => (Some(report_of(&r, who.may(Permission::Export))), FieldErrors::none(), StatusCode::OK),

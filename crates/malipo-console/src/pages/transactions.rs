@@ -10,14 +10,14 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use futures_util::{stream, StreamExt};
 use malipo_auth::Permission;
-use malipo_countries::Country;
 use malipo_ledger::{Transaction, TRANSACTION_TYPES};
-use malipo_service::csv_files::{transaction_rows, TRANSACTIONS};
+use malipo_service::csv_files::{transaction_rows, transactions_header};
 use malipo_service::{ExportRun, Page, Platform, ServiceError, TransactionFilter};
 use serde::Deserialize;
 
 use super::form::FieldErrors;
-use super::money_common::{choices, country_of, form_errors, given, href, parse_bound, Choice, End, PAGE_SIZE};
+use super::local_time::LocalTime;
+use super::money_common::{choices, form_errors, given, href, parse_bound, Choice, End, PAGE_SIZE};
 use crate::chrome::{page_response, Chrome, Notice};
 use crate::session::{console_of, Person};
 use crate::{format, run, Console, ConsoleError};
@@ -45,10 +45,10 @@ pub struct TxQuery {
 }
 
 /// The query as the use case's filter, and what in it is not a date.
-fn read_filter(q: &TxQuery, country: &Country) -> (TransactionFilter, FieldErrors) {
+fn read_filter(q: &TxQuery, clock: &LocalTime) -> (TransactionFilter, FieldErrors) {
     let mut errors = FieldErrors::none();
     let mut bound = |field: &str, label: &str, end: End, text: Option<&str>| {
-        given(text).and_then(|t| parse_bound(t, country, end, label).map_err(|m| errors.add(field, m)).ok())
+        given(text).and_then(|t| parse_bound(t, clock, end, label).map_err(|m| errors.add(field, m)).ok())
     };
     let from = bound("from", "From", End::Start, q.from.as_deref());
     let to = bound("to", "To", End::Finish, q.to.as_deref());
@@ -91,11 +91,11 @@ fn source_href(source: &str) -> Option<String> {
     source.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-').then(|| format!("/console/{section}/{source}"))
 }
 
-fn row(t: &Transaction, country: &Country) -> Row {
+fn row(t: &Transaction, clock: &LocalTime) -> Row {
     let c = t.currency;
     Row {
         id: t.id.to_string(),
-        time: format::time(t.created_at, country),
+        time: clock.time(t.created_at),
         kind: t.type_name(),
         source: t.source_ref.clone(),
         source_href: source_href(&t.source_ref),
@@ -134,9 +134,9 @@ fn type_choices(current: Option<&str>) -> Vec<Choice> {
 async fn list_page(req: HttpRequest, who: Person, query: web::Query<TxQuery>) -> Result<HttpResponse, ConsoleError> {
     who.require(Permission::Read)?;
     let console = console_of(&req)?;
-    let country = country_of(&console, &who)?;
+    let clock = LocalTime::of(&console, &who);
     let q = query.into_inner();
-    let (filter, mut errors) = read_filter(&q, &country);
+    let (filter, mut errors) = read_filter(&q, &clock);
     let cursor = given(q.cursor.as_deref()).map(str::to_owned);
     let mut notice = None;
     let mut found = None;
@@ -156,7 +156,7 @@ async fn list_page(req: HttpRequest, who: Person, query: web::Query<TxQuery>) ->
     let (from, to) = (given(q.from.as_deref()), given(q.to.as_deref()));
     let params = [("type", kind), ("account", account), ("from", from), ("to", to)];
     let status = if found.is_some() { StatusCode::OK } else { StatusCode::UNPROCESSABLE_ENTITY };
-    let rows = found.as_ref().map_or_else(Vec::new, |p| p.data.iter().map(|t| row(t, &country)).collect());
+    let rows = found.as_ref().map_or_else(Vec::new, |p| p.data.iter().map(|t| row(t, &clock)).collect());
     let next = found.as_ref().and_then(|p| p.next_cursor.as_deref()).map(|c| {
         let mut with_cursor = params.to_vec();
         with_cursor.push(("cursor", Some(c)));
@@ -209,9 +209,9 @@ fn file_name(q: &TxQuery) -> String {
 async fn export(req: HttpRequest, who: Person, query: web::Query<TxQuery>) -> Result<HttpResponse, ConsoleError> {
     who.require(Permission::Export)?;
     let console = console_of(&req)?;
-    let country = country_of(&console, &who)?;
+    let clock = LocalTime::of(&console, &who);
     let q = query.into_inner();
-    let (filter, errors) = read_filter(&q, &country);
+    let (filter, errors) = read_filter(&q, &clock);
     if let Some(problem) = errors.of("from").or_else(|| errors.of("to")) {
         return Err(ConsoleError::BadForm(problem.to_owned()));
     }
@@ -235,7 +235,7 @@ async fn export(req: HttpRequest, who: Person, query: web::Query<TxQuery>) -> Re
         }
         Ok::<_, actix_web::Error>(Some((Bytes::from(transaction_rows(&batch)), Some::<(Platform, ExportRun)>((platform, run_of)))))
     });
-    let header = Bytes::from(TRANSACTIONS.header_bytes());
+    let header = Bytes::from(transactions_header());
     let body = stream::once(async move { Ok::<_, actix_web::Error>(header) }).chain(rows);
     Ok(HttpResponse::Ok()
         .content_type("text/csv; charset=utf-8")

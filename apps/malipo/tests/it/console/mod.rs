@@ -5,10 +5,10 @@ mod audit;
 mod auth;
 mod browser;
 mod developers;
-mod team;
 mod payment_requests;
 mod payouts;
 mod reconciliation;
+mod team;
 mod transactions;
 
 use std::time::Duration;

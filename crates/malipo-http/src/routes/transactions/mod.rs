@@ -8,7 +8,7 @@ use actix_web::web::Bytes;
 use actix_web::{web, HttpResponse};
 use futures_util::{stream, StreamExt};
 use malipo_auth::{Principal, Scope};
-use malipo_service::csv_files::{transaction_rows, TRANSACTIONS};
+use malipo_service::csv_files::{transaction_rows, transactions_header};
 use malipo_service::{ExportRun, Platform, ServiceError, TransactionFilter};
 use utoipa::OpenApi;
 
@@ -155,7 +155,7 @@ pub async fn export(auth: Auth, query: web::Query<HashMap<String, String>>, stat
     let principal = principal(&auth)?;
     let filter = filter(&query.into_inner())?;
     let export = run(&state, move |p| p.transactions().export(&principal, &filter)).await.map_err(bad_query)?;
-    let header = Bytes::from(TRANSACTIONS.header_bytes());
+    let header = Bytes::from(transactions_header());
     let platform = state.platform.clone();
     let rows = stream::try_unfold(Some((platform, export)), |next| async move {
         let Some((platform, export)) = next else { return Ok(None) };
