@@ -25,6 +25,16 @@ pub(super) async fn post_keyed(b: &mut Browser, form_page: &Page, action: &str, 
     b.post(action, &all).await
 }
 
+/// The objects of the audit log's entries of `action` (newest first), as an admin reads them.
+pub(super) async fn audited(b: &mut Browser, action: &str) -> Vec<String> {
+    let page = b.get(&format!("/console/audit?action={action}")).await;
+    assert_eq!(page.status, 200, "{}", page.html);
+    let headers = page.texts("table thead th");
+    let (a, o) = (headers.iter().position(|h| h == "Action").unwrap(), headers.iter().position(|h| h == "Object").unwrap());
+    let cells = page.texts("table tbody td");
+    cells.chunks(headers.len()).filter(|r| r[a] == action).map(|r| r[o].clone()).collect()
+}
+
 /// The organisation's payment requests as the API lists them.
 async fn api_requests(app: &TestApp, creds: &Creds) -> Vec<Value> {
     let t = app.token(creds).await;
@@ -106,6 +116,11 @@ async fn admin_and_finance_create_a_request_see_its_pay_code_and_cancel_it(db: D
         assert_eq!(again.location, cancelled.location, "the same form again replays its answer");
         let listed = b.get("/console/payment-requests?state=cancelled").await;
         assert!(listed.html.contains(&id));
+        if role == "admin" {
+            // Recorded in the audit log as the person's, once each.
+            assert_eq!(audited(&mut b, "payment_request.created").await, std::slice::from_ref(&id));
+            assert_eq!(audited(&mut b, "payment_request.cancelled").await, std::slice::from_ref(&id));
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use malipo_core::Mode;
 use serde_json::{json, Value};
 
-use super::payment_requests::post_keyed;
+use super::payment_requests::{audited, post_keyed};
 use super::{join, Browser};
 use crate::harness::{key, msisdn, ok, Creds, Db, TestApp};
 use crate::on_both;
@@ -105,6 +105,10 @@ async fn admin_and_finance_pay_one_person_and_follow_the_payout(db: Db) {
     assert!(second.texts("p.pager a").contains(&"First page".to_owned()));
     let api_all = api_payouts(app, &m).await;
     assert_eq!(second.texts("tbody tr td:first-child a")[0], api_all[20]["payout_ref"].as_str().unwrap(), "the API's order");
+    // The two payouts made in the console are in the audit log as their people's; the API's are not.
+    let (mut admin, _) = join(app, &m.org_id, "admin").await;
+    let audited = audited(&mut admin, "payout.created").await;
+    assert_eq!(audited, [api_all[19]["payout_ref"].as_str().unwrap(), api_all[20]["payout_ref"].as_str().unwrap()]);
 }
 
 async fn a_viewer_sees_payouts_but_cannot_pay(db: Db) {
@@ -170,6 +174,8 @@ async fn pay_submitted_twice_pays_once(db: Db) {
     let third = post_keyed(&mut b, &form, "/console/payouts", &fields).await;
     assert_eq!(third.location, first.location, "back and submit again: the same payout");
     assert_eq!(api_payouts(app, &m).await.len(), 1);
+    let (mut admin, _) = join(app, &m.org_id, "admin").await;
+    assert_eq!(audited(&mut admin, "payout.created").await.len(), 1, "audited once");
     let t = app.token(&m).await;
     let balance = ok(app.get_answer(&t, "/partner/balance?account=payout").await, "balance").json;
     assert_eq!(balance["available"].to_string(), "595.00", "reserved once: {balance}");
