@@ -19,6 +19,7 @@ pub mod charges;
 pub mod commands;
 pub mod config;
 mod core;
+pub mod csv_files;
 mod customers;
 mod drain;
 pub mod error;

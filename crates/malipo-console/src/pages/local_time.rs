@@ -35,6 +35,12 @@ impl LocalTime {
         self.country.as_ref().map_or(time::UtcOffset::UTC, format::offset)
     }
 
+    /// The local date of `at` (`2026-11-28`), as a date input shows it.
+    pub fn date(&self, at: Timestamp) -> String {
+        let f = time::macros::format_description!("[year]-[month]-[day]");
+        at.to_offset_datetime().to_offset(self.offset()).format(f).unwrap_or_default()
+    }
+
     /// The start of local day `date` (`YYYY-MM-DD`); `None` if it is not a date.
     pub fn day_start(&self, date: &str) -> Option<Timestamp> {
         let f = time::macros::format_description!("[year]-[month]-[day]");

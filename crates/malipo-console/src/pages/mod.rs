@@ -10,7 +10,12 @@ pub mod form;
 pub mod home;
 pub mod invite;
 pub mod local_time;
+pub mod money_common;
+pub mod payment_requests;
+pub mod payouts;
+pub mod reconciliation;
 pub mod team;
+pub mod transactions;
 
 use actix_web::web;
 
@@ -25,5 +30,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(charges::routes)
         .configure(developers::routes)
         .configure(team::routes)
-        .configure(audit::routes);
+        .configure(audit::routes)
+        .configure(payment_requests::routes)
+        .configure(payouts::routes)
+        .configure(transactions::routes)
+        .configure(reconciliation::routes);
 }

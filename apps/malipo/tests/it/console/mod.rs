@@ -7,7 +7,11 @@ mod browser;
 mod charges;
 mod developers;
 mod home;
+mod payment_requests;
+mod payouts;
+mod reconciliation;
 mod team;
+mod transactions;
 
 use std::time::Duration;
 

@@ -10,10 +10,6 @@ use utoipa::ToSchema;
 
 use crate::wire::{money, time};
 
-/// The header row of the export.
-pub const EXPORT_HEADER: [&str; 10] =
-    ["transaction_id", "created_at", "type", "source_ref", "account", "amount", "fee", "net", "currency", "balance_after"];
-
 /// One ledger journal entry as the organisation sees it, on one of its accounts.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TransactionDto {
@@ -61,23 +57,6 @@ impl From<&Transaction> for TransactionDto {
             created_at: time(t.created_at),
         }
     }
-}
-
-/// The export's fields of a transaction, in [`EXPORT_HEADER`] order.
-pub fn export_record(t: &Transaction) -> [String; 10] {
-    let c = t.currency;
-    [
-        t.id.to_string(),
-        time(t.created_at),
-        t.type_name().to_owned(),
-        t.source_ref.clone(),
-        t.account_kind.as_str().to_owned(),
-        c.format_amount(t.amount),
-        c.format_amount(t.fee),
-        c.format_amount(t.net),
-        c.to_string(),
-        c.format_amount(t.balance_after),
-    ]
 }
 
 /// Count and sums of one transaction type in the day.
@@ -189,6 +168,5 @@ mod tests {
             serde_json::to_string(&TransactionDto::from(&t)).unwrap(),
             r#"{"transaction_id":"tx_1","type":"charge","source_ref":"ch_1","account":"collection","amount":250.00,"fee":2.50,"net":247.50,"currency":"KES","balance_after":1247.50,"created_at":"2025-11-22T10:00:00Z"}"#
         );
-        assert_eq!(export_record(&t).join(","), "tx_1,2025-11-22T10:00:00Z,charge,ch_1,collection,250.00,2.50,247.50,KES,1247.50");
     }
 }

@@ -8,10 +8,11 @@ use actix_web::web::Bytes;
 use actix_web::{web, HttpResponse};
 use futures_util::{stream, StreamExt};
 use malipo_auth::{Principal, Scope};
+use malipo_service::csv_files::{transaction_rows, transactions_header};
 use malipo_service::{ExportRun, Platform, ServiceError, TransactionFilter};
 use utoipa::OpenApi;
 
-use self::dto::{export_record, ReconciliationDto, TransactionDto, TypeTotalsDto, EXPORT_HEADER};
+use self::dto::{ReconciliationDto, TransactionDto, TypeTotalsDto};
 use crate::extract::Auth;
 use crate::handler::{limit, resource, run};
 use crate::problem::{ApiError, Problem};
@@ -154,7 +155,7 @@ pub async fn export(auth: Auth, query: web::Query<HashMap<String, String>>, stat
     let principal = principal(&auth)?;
     let filter = filter(&query.into_inner())?;
     let export = run(&state, move |p| p.transactions().export(&principal, &filter)).await.map_err(bad_query)?;
-    let header = csv_bytes(&[EXPORT_HEADER.map(str::to_owned)]);
+    let header = Bytes::from(transactions_header());
     let platform = state.platform.clone();
     let rows = stream::try_unfold(Some((platform, export)), |next| async move {
         let Some((platform, export)) = next else { return Ok(None) };
@@ -169,8 +170,7 @@ pub async fn export(auth: Auth, query: web::Query<HashMap<String, String>>, stat
         if batch.is_empty() {
             return Ok(None);
         }
-        let records: Vec<[String; 10]> = batch.iter().map(export_record).collect();
-        Ok::<_, actix_web::Error>(Some((csv_bytes(&records), Some((platform, export)))))
+        Ok::<_, actix_web::Error>(Some((Bytes::from(transaction_rows(&batch)), Some((platform, export)))))
     });
     let body = stream::once(async move { Ok::<_, actix_web::Error>(header) }).chain(rows);
     Ok(HttpResponse::Ok()
@@ -184,16 +184,6 @@ pub async fn export(auth: Auth, query: web::Query<HashMap<String, String>>, stat
 fn export_failed(why: &str) -> actix_web::Error {
     tracing::error!(error = why, "transactions export failed midway");
     actix_web::error::ErrorInternalServerError("export failed")
-}
-
-/// CSV records (RFC 4180, `\n` line ends) as bytes.
-fn csv_bytes<const N: usize>(records: &[[String; N]]) -> Bytes {
-    let mut w = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::with_capacity(records.len() * 128));
-    for r in records {
-        // Writing to a Vec cannot fail.
-        let _ = w.write_record(r);
-    }
-    Bytes::from(w.into_inner().unwrap_or_default())
 }
 
 /// The daily reconciliation of one account: the organisation's local day, opening and closing
