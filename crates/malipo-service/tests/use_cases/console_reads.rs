@@ -4,9 +4,9 @@
 use malipo_auth::OrgKind;
 use malipo_charges::ChargeState;
 use malipo_core::{MinorUnit, Mode};
-use malipo_service::{ServiceConfig, ServiceError, SimulateAction};
+use malipo_service::{ServiceConfig, ServiceError};
 
-use crate::support::{idem, ignored, number, World};
+use crate::support::{number, World};
 
 fn settle(world: &World) {
     while world.platform.processing().process_due(100).unwrap() > 0 {}
@@ -81,11 +81,7 @@ fn a_finished_day_is_read_again_while_any_of_its_charges_can_still_move() {
     assert_eq!((seen[0].count, seen[0].completed), (2, 1));
     assert_eq!(world.platform.charges().days(&shop, 2).unwrap(), seen, "the same, read again");
     // The customer approves it now: yesterday is read again, not kept as it was.
-    world
-        .platform
-        .sandbox()
-        .simulate(&shop, waiting.id.as_str(), SimulateAction::Approve, &idem(&shop, "POST /sandbox"), &ignored)
-        .unwrap();
+    world.simulate(&shop, waiting.id.as_str(), "approve", "POST /sandbox").unwrap();
     settle(&world);
     assert_eq!(world.reload(&shop, &waiting).state, ChargeState::Completed);
     let later = world.platform.charges().days(&shop, 2).unwrap();
