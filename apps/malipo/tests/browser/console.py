@@ -4,6 +4,7 @@ the setup key a person would type into their app."""
 
 import json
 import os
+import re
 import time
 import urllib.request
 
@@ -19,6 +20,8 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+REFUSED_PAGE = re.compile(r"Failed to load resource: the server responded with a status of 4(01|22|29)")
 
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 360, "height": 740}
@@ -39,7 +42,9 @@ class Journey:
         self.context.set_default_timeout(15_000)
         self.page = self.context.new_page()
         self.errors = []
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        # Script errors and refused resources (a CSP violation, a missing asset) are failures; a
+        # page answered with 4xx on purpose (a refused form) is logged by the browser too, and is not.
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" and not REFUSED_PAGE.match(m.text) else None)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
 
     def goto(self, path):
