@@ -34,7 +34,7 @@ pub use charges::{ChargeDayTotal, ChargeRepo, DAY_MICROS};
 pub use endpoints::EndpointRepo;
 pub use idempotency::IdempotencyRepo;
 pub use ledger::{AccountKey, LedgerRepo, PostingQuery, StatementLine};
-pub use outbox::OutboxRepo;
+pub use outbox::{EventsPage, OutboxRepo};
 pub use payment_requests::PaymentRequestRepo;
 pub use payouts::{BulkRepo, PayoutRepo};
 pub use people::{AuditEntry, AuditFilter, AuditRepo, Invitation, SessionRepo, UserRepo};

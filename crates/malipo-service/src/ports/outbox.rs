@@ -26,8 +26,9 @@ pub trait OutboxRepo {
     /// # Errors
     /// Storage failures.
     fn event(&mut self, org_id: &OrgId, mode: Mode, id: &EventId) -> Result<Option<Event>, StoreError>;
-    /// An organisation's events in a mode, oldest first (by id, which is time-ordered), with ids
-    /// strictly above `after` when given, of one kind when given, at most `limit`.
+    /// A page of an organisation's events in a mode, of one kind when given, at most `limit`:
+    /// oldest first after an id (the API's list, for catching up) or newest first before one
+    /// (the console's); ids are time-ordered.
     ///
     /// # Errors
     /// Storage failures.
@@ -36,20 +37,7 @@ pub trait OutboxRepo {
         org_id: &OrgId,
         mode: Mode,
         kind: Option<&str>,
-        after: Option<&EventId>,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError>;
-    /// An organisation's events in a mode, newest first (by id), with ids strictly below
-    /// `before` when given, of one kind when given, at most `limit` (the console's list).
-    ///
-    /// # Errors
-    /// Storage failures.
-    fn list_events_newest(
-        &mut self,
-        org_id: &OrgId,
-        mode: Mode,
-        kind: Option<&str>,
-        before: Option<&EventId>,
+        page: EventsPage<'_>,
         limit: usize,
     ) -> Result<Vec<Event>, StoreError>;
     /// The events of one object (`ch_…`, `po_…`) of an organisation in a mode, oldest first (by
@@ -133,4 +121,13 @@ pub trait OutboxRepo {
     /// # Errors
     /// Storage failures.
     fn purge_events(&mut self, before: Timestamp) -> Result<u64, StoreError>;
+}
+
+/// Which page of an organisation's events [`OutboxRepo::list_events`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventsPage<'a> {
+    /// Oldest first, with ids strictly above this one when given.
+    After(Option<&'a EventId>),
+    /// Newest first, with ids strictly below this one when given.
+    Before(Option<&'a EventId>),
 }

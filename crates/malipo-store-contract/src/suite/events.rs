@@ -1,7 +1,7 @@
 //! The console's list of events: newest first, before a cursor.
 
 use malipo_core::{EventId, Mode, OrgId};
-use malipo_service::Store;
+use malipo_service::{EventsPage, Store};
 use malipo_webhooks::Event;
 
 use crate::fixtures::*;
@@ -28,7 +28,7 @@ pub fn list_events_pages_newest_first(store: &dyn Store) {
         Ok(())
     });
     let list = |org: &OrgId, mode: Mode, kind: Option<&str>, before: Option<&EventId>, limit: usize| {
-        query(store, |tx| Ok(tx.list_events_newest(org, mode, kind, before, limit)?))
+        query(store, |tx| Ok(tx.list_events(org, mode, kind, EventsPage::Before(before), limit)?))
     };
     let newest: Vec<Event> = mine.iter().rev().cloned().collect();
 

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use malipo_core::{EndpointId, EventId, Mode, OrgId, Timestamp};
-use malipo_service::{write, ServiceError, Store, StoreError};
+use malipo_service::{write, EventsPage, ServiceError, Store, StoreError};
 use malipo_webhooks::{Delivery, DeliveryState, Endpoint, Event, EventFilter, Summary};
 
 use crate::fixtures::duplicate;
@@ -233,7 +233,7 @@ pub fn list_events_pages_oldest_first(store: &dyn Store) {
         Ok(())
     });
     let list = |org: &OrgId, mode: Mode, kind: Option<&str>, after: Option<&EventId>, limit: usize| {
-        query(store, |tx| Ok(tx.list_events(org, mode, kind, after, limit)?))
+        query(store, |tx| Ok(tx.list_events(org, mode, kind, EventsPage::After(after), limit)?))
     };
 
     assert_eq!(list(&a.id, Mode::Test, None, None, 100), mine, "every event, oldest first, whole");
@@ -535,7 +535,7 @@ pub fn purge_events_removes_old_events_with_their_deliveries(store: &dyn Store) 
     let reused = insert_event(store, Event { created_at: at(3), ..old.clone() });
     assert_eq!(get_event(store, &org.id, Mode::Test, &old.id), Some(reused), "a purged id is free again");
     assert_eq!(commit(store, |tx| Ok(tx.purge_events(at(7))?)), 3);
-    assert_eq!(query(store, |tx| Ok(tx.list_events(&org.id, Mode::Test, None, None, 100)?)), vec![]);
+    assert_eq!(query(store, |tx| Ok(tx.list_events(&org.id, Mode::Test, None, EventsPage::After(None), 100)?)), vec![]);
 }
 
 /// A closure that returns `Err` after every kind of webhook write leaves the store as it was.

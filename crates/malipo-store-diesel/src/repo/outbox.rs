@@ -4,7 +4,7 @@ use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::Bool;
 use malipo_core::{EndpointId, EventId, Mode, OrgId, Timestamp};
-use malipo_service::{OutboxRepo, StoreError};
+use malipo_service::{EventsPage, OutboxRepo, StoreError};
 use malipo_webhooks::{Attempt, Delivery, Event};
 
 use crate::cached::written;
@@ -65,7 +65,7 @@ impl OutboxRepo for DieselTx<'_> {
         org_id: &OrgId,
         mode: Mode,
         kind: Option<&str>,
-        after: Option<&EventId>,
+        page: EventsPage<'_>,
         limit: usize,
     ) -> Result<Vec<Event>, StoreError> {
         self.flush_events()?;
@@ -73,38 +73,23 @@ impl OutboxRepo for DieselTx<'_> {
         if let Some(kind) = kind {
             query = query.filter(events::kind.eq(kind));
         }
-        if let Some(after) = after {
-            query = query.filter(events::id.gt(after.as_str()));
-        }
+        query = match page {
+            EventsPage::After(after) => {
+                let query = query.order(events::id.asc());
+                match after {
+                    Some(a) => query.filter(events::id.gt(a.as_str())),
+                    None => query,
+                }
+            }
+            EventsPage::Before(before) => {
+                let query = query.order(events::id.desc());
+                match before {
+                    Some(b) => query.filter(events::id.lt(b.as_str())),
+                    None => query,
+                }
+            }
+        };
         query
-            .order(events::id.asc())
-            .limit(limit_i64(limit))
-            .select(EventRow::as_select())
-            .load(self.conn)
-            .map_err(db_error)?
-            .into_iter()
-            .map(Event::try_from)
-            .collect()
-    }
-
-    fn list_events_newest(
-        &mut self,
-        org_id: &OrgId,
-        mode: Mode,
-        kind: Option<&str>,
-        before: Option<&EventId>,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError> {
-        self.flush_events()?;
-        let mut query = events::table.filter(events::org_id.eq(org_id.as_str())).filter(events::mode.eq(mode.as_str())).into_boxed();
-        if let Some(kind) = kind {
-            query = query.filter(events::kind.eq(kind));
-        }
-        if let Some(before) = before {
-            query = query.filter(events::id.lt(before.as_str()));
-        }
-        query
-            .order(events::id.desc())
             .limit(limit_i64(limit))
             .select(EventRow::as_select())
             .load(self.conn)

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use malipo_core::{EndpointId, EventId, Mode, OrgId, Timestamp};
-use malipo_service::{OutboxRepo, StoreError};
+use malipo_service::{EventsPage, OutboxRepo, StoreError};
 use malipo_webhooks::{Attempt, Delivery, DeliveryState, Event};
 
 use crate::tx::{check, foreign_key, MemoryTx};
@@ -45,44 +45,24 @@ impl OutboxRepo for MemoryTx<'_> {
         org_id: &OrgId,
         mode: Mode,
         kind: Option<&str>,
-        after: Option<&EventId>,
+        page: EventsPage<'_>,
         limit: usize,
     ) -> Result<Vec<Event>, StoreError> {
+        use std::ops::Bound::{Excluded, Unbounded};
         self.flush_events()?;
         let s = self.r();
-        let above = match after {
-            Some(a) => s.events.range::<EventId, _>((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)),
-            None => s.events.range::<EventId, _>(..),
+        let theirs = |e: &&Event| &e.org_id == org_id && e.mode == mode && kind.is_none_or(|k| e.kind == k);
+        let listed: Vec<Event> = match page {
+            EventsPage::After(after) => {
+                let from = after.map_or(Unbounded, Excluded);
+                s.events.range::<EventId, _>((from, Unbounded)).map(|(_, e)| e).filter(theirs).take(limit).cloned().collect()
+            }
+            EventsPage::Before(before) => {
+                let to = before.map_or(Unbounded, Excluded);
+                s.events.range::<EventId, _>((Unbounded, to)).rev().map(|(_, e)| e).filter(theirs).take(limit).cloned().collect()
+            }
         };
-        Ok(above
-            .map(|(_, e)| e)
-            .filter(|e| &e.org_id == org_id && e.mode == mode && kind.is_none_or(|k| e.kind == k))
-            .take(limit)
-            .cloned()
-            .collect())
-    }
-
-    fn list_events_newest(
-        &mut self,
-        org_id: &OrgId,
-        mode: Mode,
-        kind: Option<&str>,
-        before: Option<&EventId>,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError> {
-        self.flush_events()?;
-        let s = self.r();
-        let below = match before {
-            Some(b) => s.events.range::<EventId, _>((std::ops::Bound::Unbounded, std::ops::Bound::Excluded(b))),
-            None => s.events.range::<EventId, _>(..),
-        };
-        Ok(below
-            .rev()
-            .map(|(_, e)| e)
-            .filter(|e| &e.org_id == org_id && e.mode == mode && kind.is_none_or(|k| e.kind == k))
-            .take(limit)
-            .cloned()
-            .collect())
+        Ok(listed)
     }
 
     fn events_of_object(&mut self, org_id: &OrgId, mode: Mode, object_id: &str, limit: usize) -> Result<Vec<Event>, StoreError> {
