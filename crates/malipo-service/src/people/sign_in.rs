@@ -66,23 +66,49 @@ impl People<'_> {
         }
     }
 
+    /// Gives one counted attempt back to `subject`: re-locks its row and subtracts from the
+    /// count as it is now, never writing back the count as it was, so that failures counted
+    /// meanwhile (while a password was being checked) stay counted. Nothing is given back to
+    /// a window that has since ended.
+    fn give_back(tx: &mut dyn Tx, (key, counted): &(String, Failures), limit: u32, now: Timestamp) -> Result<(), ServiceError> {
+        let current = tx.lock_failures(key, now)?;
+        if current.window_start == counted.window_start && current.count > 0 {
+            tx.put_failures(key, &current.succeeded(limit))?;
+        }
+        Ok(())
+    }
+
     /// Gives a successful attempt's count back: the address's one attempt, the account's all
     /// (a person who signs in is no longer being guessed at).
-    fn succeeded(tx: &mut dyn Tx, counted: &Counted) -> Result<(), ServiceError> {
+    fn succeeded(tx: &mut dyn Tx, counted: &Counted, now: Timestamp) -> Result<(), ServiceError> {
         if let Counted::Yes { address, account } = counted {
-            tx.put_failures(&address.0, &address.1.succeeded(malipo_auth::session::ADDRESS_FAILURES))?;
+            Self::give_back(tx, address, malipo_auth::session::ADDRESS_FAILURES, now)?;
             tx.clear_failures(&account.0)?;
         }
         Ok(())
     }
 
     /// Gives an attempt that was not judged back to both its subjects.
-    fn given_back(tx: &mut dyn Tx, counted: &Counted) -> Result<(), ServiceError> {
+    fn given_back(tx: &mut dyn Tx, counted: &Counted, now: Timestamp) -> Result<(), ServiceError> {
         if let Counted::Yes { address, account } = counted {
-            tx.put_failures(&address.0, &address.1.succeeded(malipo_auth::session::ADDRESS_FAILURES))?;
-            tx.put_failures(&account.0, &account.1.succeeded(malipo_auth::session::ACCOUNT_FAILURES))?;
+            Self::give_back(tx, address, malipo_auth::session::ADDRESS_FAILURES, now)?;
+            Self::give_back(tx, account, malipo_auth::session::ACCOUNT_FAILURES, now)?;
         }
         Ok(())
+    }
+
+    /// When either subject is locked already, by a plain read before any row is locked: a
+    /// flood from a locked address is refused without queueing on its row's lock, so it
+    /// slows no one else's sign-in.
+    fn already_locked(&self, address: &Subject, account: &Subject, now: Timestamp) -> Result<Option<Timestamp>, ServiceError> {
+        read(self.core.store(), |tx| {
+            for subject in [address, account] {
+                if let Some(until) = tx.failures(&subject.key())?.and_then(|f| f.locked(now)) {
+                    return Ok(Some(until));
+                }
+            }
+            Ok(None)
+        })
     }
 
     /// Step one of signing in: email and password from `ip`.
@@ -95,6 +121,9 @@ impl People<'_> {
         let now = self.core.now();
         let key = User::email_key(email);
         let (address, account) = (Subject::Address(ip), Subject::Account(key.clone()));
+        if let Some(until) = self.already_locked(&address, &account, now)? {
+            return Ok(SignIn::Locked { until });
+        }
         let (counted, user) = write(self.core.store(), |tx| {
             let counted = Self::count_attempt(tx, &address, &account, now)?;
             let user = match counted {
@@ -110,12 +139,12 @@ impl People<'_> {
         let typed: String = password.chars().take(MAX_PASSWORD_CHARS.saturating_add(1)).collect();
         let Ok(right) = passwords.try_verify(&typed, user.as_ref().and_then(|u| u.password_hash.as_deref())) else {
             // Not checked: the attempt is given back, and the person asked to retry shortly.
-            write(self.core.store(), |tx| Self::given_back(tx, &counted))?;
+            write(self.core.store(), |tx| Self::given_back(tx, &counted, now))?;
             return Err(ServiceError::Busy { retry_after: 1 });
         };
         write(self.core.store(), |tx| match (&user, right) {
             (Some(user), true) => {
-                Self::succeeded(tx, &counted)?;
+                Self::succeeded(tx, &counted, now)?;
                 let stage = if user.has_second_factor() { SessionStage::SecondFactor } else { SessionStage::Active };
                 let token = self.open_session(tx, user, stage, Mode::Test, ip, now)?;
                 let action = if stage == SessionStage::Active { "sign_in" } else { "sign_in.password" };
@@ -165,7 +194,7 @@ impl People<'_> {
                 tx.append_audit(&entry(&user, "sign_in.failed", Some(user.id.to_string()), "wrong authentication code".into(), ip, now))?;
                 return Ok(SignIn::Refused);
             }
-            Self::succeeded(tx, &counted)?;
+            Self::succeeded(tx, &counted, now)?;
             tx.delete_session(&digest)?;
             let token = self.open_session(tx, &user, SessionStage::Active, pending.mode, ip, now)?;
             tx.append_audit(&entry(&user, "sign_in", Some(user.id.to_string()), "with the second factor".into(), ip, now))?;
@@ -254,21 +283,21 @@ impl People<'_> {
             ));
         }
         let Ok(right) = passwords.try_verify(current, who.user.password_hash.as_deref()) else {
-            write(self.core.store(), |tx| Self::given_back(tx, &counted))?;
+            write(self.core.store(), |tx| Self::given_back(tx, &counted, now))?;
             return Err(ServiceError::Busy { retry_after: 1 });
         };
         if !right {
             errors.insert(0, crate::error::FieldError::new("current_password", "wrong_password", "The current password is wrong."));
         } else if !errors.is_empty() {
             // The right password with a refused new one: not a failed attempt.
-            write(self.core.store(), |tx| Self::succeeded(tx, &counted))?;
+            write(self.core.store(), |tx| Self::succeeded(tx, &counted, now))?;
         }
         if !errors.is_empty() {
             return Err(ServiceError::Validation(errors));
         }
         let hash = passwords.hash(new).map_err(|e| ServiceError::Internal(e.to_string()))?;
         write(self.core.store(), |tx| {
-            Self::succeeded(tx, &counted)?;
+            Self::succeeded(tx, &counted, now)?;
             tx.set_password(&who.user.id, &hash)?;
             tx.delete_user_sessions(&who.user.id)?;
             let token = self.open_session(tx, &who.user, SessionStage::Active, who.session.mode, ip, now)?;

@@ -205,6 +205,12 @@ pub trait SessionRepo {
     /// # Errors
     /// Storage failures.
     fn purge_sessions(&mut self, ended_before: Timestamp, idle_before: Timestamp) -> Result<usize, StoreError>;
+    /// The failure count of a subject as last committed, without a lock (`None` when it has
+    /// none): a cheap first look that refuses a locked subject before anything is locked.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn failures(&mut self, subject: &str) -> Result<Option<Failures>, StoreError>;
     /// The failure count of a subject ([`malipo_auth::Subject::key`]), locked until the
     /// transaction ends (created with no failures when absent), so that concurrent attempts
     /// count one after the other.

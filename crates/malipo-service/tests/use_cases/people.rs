@@ -209,3 +209,44 @@ fn a_persons_idempotent_action_is_audited_in_its_own_transaction_once() {
     assert_eq!((entry.actor.as_str(), entry.ip.as_deref(), entry.mode), (email.as_str(), Some("203.0.113.9"), Some(Mode::Test)));
     assert!(entry.detail.contains("KES 500.00"), "{}", entry.detail);
 }
+
+/// A success gives back its own attempt only: failures counted from the same address while its
+/// password was being checked stay counted (a stale count written back would erase them, and
+/// let one known password reset an address's limit).
+#[test]
+fn a_success_racing_failures_from_its_address_erases_none_of_them() {
+    let world = World::new();
+    let org = org(&world);
+    let (email, _) = join(&world, &org, "viewer");
+    let (failers, each, successes) = (4, 20, 40);
+    std::thread::scope(|s| {
+        for t in 0..failers {
+            let world = &world;
+            s.spawn(move || {
+                for i in 0..each {
+                    let unknown = format!("nobody-{t}-{i}@example.com");
+                    assert_eq!(world.platform.people().sign_in(&unknown, "wrong password!", ip(9)).unwrap(), SignIn::Refused);
+                }
+            });
+        }
+        let (world, email) = (&world, &email);
+        s.spawn(move || {
+            for _ in 0..successes {
+                assert!(matches!(world.platform.people().sign_in(email, PASSWORD, ip(9)).unwrap(), SignIn::SignedIn { .. }));
+            }
+        });
+    });
+    // Every failure still counts: exactly as many more reach the address's limit of 100.
+    let people = world.platform.people();
+    let counted = failers * each;
+    for i in counted..99 {
+        assert_eq!(
+            people.sign_in(&format!("more-{i}@example.com"), "wrong password!", ip(9)).unwrap(),
+            SignIn::Refused,
+            "failure {}",
+            i + 1
+        );
+    }
+    assert_eq!(people.sign_in("last@example.com", "wrong password!", ip(9)).unwrap(), SignIn::Refused, "the hundredth failure");
+    assert!(matches!(people.sign_in(&email, PASSWORD, ip(9)).unwrap(), SignIn::Locked { .. }), "the address waits after 100 failures");
+}

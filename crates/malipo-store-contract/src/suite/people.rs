@@ -301,15 +301,18 @@ pub fn purge_sessions_by_end_and_by_idle(store: &dyn Store) {
 
 /// A subject's failures: locking an absent one creates it with no failures and a window from
 /// now (locked again later, it is the same row); what is put is locked back as put (a lock set
-/// and cleared again); a cleared subject starts afresh; subjects are independent.
+/// and cleared again) and read back without a lock; a cleared subject starts afresh; subjects
+/// are independent.
 pub fn failure_counts_lock_put_and_clear(store: &dyn Store) {
     let (account, address) = ("account:a@duka.example", "address:203.0.113.7");
     let fresh = Failures { window_start: at(10), count: 0, locked_until: None };
+    assert_eq!(query(store, |tx| Ok(tx.failures(account)?)), None, "none before the first lock");
     assert_eq!(commit(store, |tx| Ok(tx.lock_failures(account, at(10))?)), fresh);
     assert_eq!(commit(store, |tx| Ok(tx.lock_failures(account, at(20))?)), fresh, "created by the first lock");
 
     let counted = Failures { window_start: at(10), count: 10, locked_until: Some(at(910)) };
     commit(store, |tx| Ok(tx.put_failures(account, &counted)?));
+    assert_eq!(query(store, |tx| Ok(tx.failures(account)?)), Some(counted), "read without a lock");
     assert_eq!(commit(store, |tx| Ok(tx.lock_failures(account, at(30))?)), counted);
     let unlocked = Failures { count: 9, locked_until: None, ..counted };
     commit(store, |tx| Ok(tx.put_failures(account, &unlocked)?));

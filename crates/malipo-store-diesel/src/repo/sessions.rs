@@ -66,6 +66,17 @@ impl SessionRepo for DieselTx<'_> {
             .map_err(db_error)
     }
 
+    fn failures(&mut self, subject: &str) -> Result<Option<Failures>, StoreError> {
+        sign_in_failures::table
+            .find(subject)
+            .select(FailuresRow::as_select())
+            .first(self.conn)
+            .optional()
+            .map_err(db_error)?
+            .map(Failures::try_from)
+            .transpose()
+    }
+
     fn lock_failures(&mut self, subject: &str, now: Timestamp) -> Result<Failures, StoreError> {
         // Created with no failures when absent. On PostgreSQL a concurrent transaction's insert
         // of the same subject, not yet committed, makes this one wait for its end; the row is

@@ -63,6 +63,10 @@ impl SessionRepo for MemoryTx<'_> {
         Ok(before - s.failures.len())
     }
 
+    fn failures(&mut self, subject: &str) -> Result<Option<Failures>, StoreError> {
+        Ok(self.r().failures.get(subject).copied())
+    }
+
     fn lock_failures(&mut self, subject: &str, now: Timestamp) -> Result<Failures, StoreError> {
         let s = self.w()?;
         let fresh = Failures { window_start: now, count: 0, locked_until: None };
