@@ -1,5 +1,7 @@
 //! Signing in (`/console/login`, then the second factor at `/console/login/verify`) and out.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -49,6 +51,37 @@ struct LoginForm {
     next: Option<String>,
 }
 
+/// How long the answer to a sign-in from a locked account or address is held before it is sent.
+/// A flood that waits for its answers, as any client on a connection does, then sends one
+/// attempt a second per connection instead of thousands, and costs everyone else next to
+/// nothing; a person who is locked out loses a second on a page that asks them to wait 15
+/// minutes.
+const LOCKED_HOLD: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Locked answers held at once, over every address; more are answered at once (a flood from
+/// more connections than that costs memory no further).
+const MAX_HELD: usize = 4096;
+
+static HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// A place among the answers held at once, given back when dropped (also when the client goes
+/// away meanwhile).
+struct Held;
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        HELD.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Holds a locked answer for [`LOCKED_HOLD`] while fewer than [`MAX_HELD`] are held.
+async fn hold_locked() {
+    let _held = Held;
+    if HELD.fetch_add(1, Ordering::Relaxed) < MAX_HELD {
+        tokio::time::sleep(LOCKED_HOLD).await;
+    }
+}
+
 fn locked_message(until: malipo_core::Timestamp) -> String {
     let utc = format!("{} UTC", until.to_offset_datetime().time().to_string().get(..5).unwrap_or_default());
     format!("Too many failed sign-ins: this account or address must wait 15 minutes before trying again (until {utc}).")
@@ -73,6 +106,7 @@ async fn login(req: HttpRequest, posted: PublicPosted<LoginForm>) -> Result<Http
         SignIn::SecondFactor { token } => signed_in(&format!("/console/login/verify?next={}", url_encode(&next)), &token, &console),
         SignIn::Refused => refused(StatusCode::UNAUTHORIZED, WRONG_CREDENTIALS.to_owned()),
         SignIn::Locked { until } => {
+            hold_locked().await;
             let mut r = refused(StatusCode::TOO_MANY_REQUESTS, locked_message(until));
             r.headers_mut().insert(actix_web::http::header::RETRY_AFTER, actix_web::http::header::HeaderValue::from_static("900"));
             r
@@ -115,7 +149,10 @@ async fn verify(req: HttpRequest, posted: PublicPosted<VerifyForm>) -> Result<Ht
             StatusCode::UNAUTHORIZED,
             &VerifyPage { next, alert: Some("The authentication code is wrong or was already used, or the sign-in took too long.".into()) },
         ),
-        SignIn::Locked { until } => page_response(StatusCode::TOO_MANY_REQUESTS, &VerifyPage { next, alert: Some(locked_message(until)) }),
+        SignIn::Locked { until } => {
+            hold_locked().await;
+            page_response(StatusCode::TOO_MANY_REQUESTS, &VerifyPage { next, alert: Some(locked_message(until)) })
+        }
     })
 }
 

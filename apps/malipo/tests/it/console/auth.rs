@@ -116,9 +116,13 @@ async fn ten_failures_lock_the_account_and_a_hundred_lock_the_address(db: Db) {
         let r = sign_in(&mut b, &format!("guess-{i}@example.com"), "not the password!").await;
         assert_eq!(r.status, 401, "failure {}", i + 11);
     }
+    let started = std::time::Instant::now();
     let address_locked = sign_in(&mut Browser::new(&app), &other.email, &other.password).await;
     assert_eq!(address_locked.status, 429, "the address waits 15 minutes");
     assert!(address_locked.alert().unwrap().contains("address"));
+    // A locked answer is held a second, so that a flood waiting for its answers sends one
+    // attempt a second per connection (bench/console.sh measures what that spares others).
+    assert!(started.elapsed() >= std::time::Duration::from_secs(1), "held {:?}", started.elapsed());
 }
 
 async fn forms_from_another_origin_or_without_their_token_are_refused_and_do_nothing(db: Db) {
@@ -206,8 +210,8 @@ async fn a_recovery_code_signs_in_once_and_a_code_is_never_accepted_twice(db: Db
     assert_eq!(sign_in(&mut again, &admin.email, &admin.password).await.status, 303);
     let twice = again.post("/console/login/verify", &[("code", code), ("next", "/console/")]).await;
     assert_eq!(twice.status, 401, "a recovery code works once");
-    // The TOTP code used at enrolment (this step's) is refused: it was used.
-    let replay = again.post("/console/login/verify", &[("code", &admin.code(0)), ("next", "/console/")]).await;
+    // The TOTP code used at enrolment is refused: it was used.
+    let replay = again.post("/console/login/verify", &[("code", &admin.enrolled_with), ("next", "/console/")]).await;
     assert_eq!(replay.status, 401, "a code is accepted once");
     let next = again.post("/console/login/verify", &[("code", &admin.code(1)), ("next", "/console/")]).await;
     assert_eq!(next.status, 303);

@@ -126,7 +126,7 @@ async fn key_pairs_and_secret_rotations_need_a_fresh_authentication_code(db: Db)
     let app = TestApp::spawn(db).await;
     let (_, mut b, admin) = new_admin(&app).await;
     let before = key_rows(&b.get("/console/developers").await).len();
-    for (code, why) in [("000000", "wrong"), (admin.code(0).as_str(), "used at enrolment"), ("", "missing")] {
+    for (code, why) in [("000000", "wrong"), (admin.enrolled_with.as_str(), "used at enrolment"), ("", "missing")] {
         let refused = create_key(&mut b, "test", code).await;
         assert_eq!(refused.status, 422, "{why}: {}", refused.html);
         assert!(refused.field_error("code").is_some(), "{why}: the error beside Authentication code");

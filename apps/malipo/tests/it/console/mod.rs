@@ -152,6 +152,9 @@ pub struct Someone {
     pub password: String,
     pub totp: Option<TotpSecret>,
     pub recovery: Vec<String>,
+    /// The code used at enrolment (a replay of it must be refused; `code(0)` may be a fresh
+    /// code by the time a test replays, once a 30-second step has passed).
+    pub enrolled_with: String,
 }
 
 impl Someone {
@@ -184,13 +187,14 @@ pub async fn join(app: &TestApp, org_id: &str, role: &str) -> (Browser, Someone)
     let password = format!("pw-{}", uuid::Uuid::new_v4().simple());
     let page = b.post(&link, &[("name", "Amina Njeri"), ("new_password", &password), ("confirm_password", &password)]).await;
     assert_eq!(page.status, 303, "{}", page.html);
-    let mut someone = Someone { email, password, totp: None, recovery: Vec::new() };
+    let mut someone = Someone { email, password, totp: None, recovery: Vec::new(), enrolled_with: String::new() };
     if page.location.as_deref() == Some("/console/enrol") {
         let enrol = b.follow(&page).await;
         let key = enrol.text("#setup-key");
         let secret = TotpSecret::from_setup_key(&key).unwrap();
         someone.totp = Some(secret);
-        let done = b.post("/console/enrol", &[("csrf_token", &enrol.csrf()), ("code", &someone.code(0))]).await;
+        someone.enrolled_with = someone.code(0);
+        let done = b.post("/console/enrol", &[("csrf_token", &enrol.csrf()), ("code", &someone.enrolled_with)]).await;
         assert_eq!(done.status, 200, "{}", done.html);
         someone.recovery = done.texts("ul.codes li");
         assert_eq!(someone.recovery.len(), 10);

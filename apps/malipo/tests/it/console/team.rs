@@ -97,7 +97,7 @@ async fn a_role_change_needs_a_fresh_code_and_ends_the_persons_sessions(db: Db) 
     let page = b.get("/console/team").await;
     let id = id_of(&page, &viewer.email);
     let action = format!("/console/team/{id}/role");
-    for code in ["000000", admin.code(0).as_str(), ""] {
+    for code in ["000000", admin.enrolled_with.as_str(), ""] {
         let refused = b.submit("/console/team", &action, &[("role", "finance"), ("code", code)]).await;
         assert_eq!(refused.status, 422, "{code:?}: {}", refused.html);
         assert!(!refused.texts(&format!("#f-code-{id}-error")).is_empty(), "beside the row's Authentication code");
