@@ -12,6 +12,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from report_console import console_section
 from report_targets import targets_section
 
 BACKENDS = [("postgres", "PostgreSQL"), ("sqlite", "SQLite")]
@@ -797,6 +798,7 @@ def main(argv):
     lines.extend(money_out_section(out))
     lines.extend(transactions_section(out))
     lines.extend(token_flood_section(out))
+    lines.extend(console_section(out))
     lines.extend(intake_section(out))
 
     add("## Method")
