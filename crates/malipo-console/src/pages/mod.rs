@@ -16,6 +16,7 @@ pub mod payouts;
 pub mod reconciliation;
 pub mod team;
 pub mod transactions;
+pub mod wallets;
 
 use actix_web::web;
 
@@ -34,5 +35,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(payment_requests::routes)
         .configure(payouts::routes)
         .configure(transactions::routes)
-        .configure(reconciliation::routes);
+        .configure(reconciliation::routes)
+        .configure(wallets::routes);
 }

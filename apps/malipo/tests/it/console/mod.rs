@@ -7,6 +7,7 @@ mod browser;
 mod charges;
 mod developers;
 mod home;
+mod operator;
 mod payment_requests;
 mod payouts;
 mod reconciliation;
