@@ -11,6 +11,7 @@ pub mod home;
 pub mod invite;
 pub mod local_time;
 pub mod money_common;
+pub mod organisations;
 pub mod payment_requests;
 pub mod payouts;
 pub mod reconciliation;
@@ -36,5 +37,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(payouts::routes)
         .configure(transactions::routes)
         .configure(reconciliation::routes)
-        .configure(wallets::routes);
+        .configure(wallets::routes)
+        .configure(organisations::routes);
 }

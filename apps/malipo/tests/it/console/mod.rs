@@ -8,6 +8,7 @@ mod charges;
 mod developers;
 mod home;
 mod operator;
+mod organisations;
 mod payment_requests;
 mod payouts;
 mod reconciliation;

@@ -4,7 +4,7 @@
 //! who may, double submits, refused forms, markup, and test/live isolation.
 
 use super::payment_requests::post_keyed;
-use super::{join, Browser, Page};
+use super::{join, Browser, Page, Someone};
 use crate::harness::{kra_pin, msisdn, national_id, ok, Creds, Db, TestApp};
 use crate::on_both;
 
@@ -18,9 +18,15 @@ on_both!(
 
 /// An operator organisation and one of its people, signed in.
 pub(super) async fn operator(app: &TestApp) -> (Creds, Browser) {
-    let creds = app.org("operator", "KE").await;
-    let (b, _) = join(app, &creds.org_id, "operator").await;
+    let (creds, b, _) = operator_person(app).await;
     (creds, b)
+}
+
+/// An operator organisation and one of its people, signed in, with their second factor.
+pub(super) async fn operator_person(app: &TestApp) -> (Creds, Browser, Someone) {
+    let creds = app.org("operator", "KE").await;
+    let (b, someone) = join(app, &creds.org_id, "operator").await;
+    (creds, b, someone)
 }
 
 /// The wallet page of `n`.

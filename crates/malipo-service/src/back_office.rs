@@ -1,0 +1,133 @@
+//! The operator's back office in the console: organisations listed, created, given credentials,
+//! funded, and their first people invited. The same use cases as the operator's commands
+//! (`malipo org create`, `malipo credentials issue`, `malipo account fund`, `malipo user invite`),
+//! each recorded in the audit log as the person's (in the operator's organisation, naming the
+//! object touched); funding moves money, so it runs under the form's one-time key.
+
+use std::net::IpAddr;
+
+use malipo_auth::{Credential, OrgKind, Organisation, Permission};
+use malipo_core::{Mode, OrgId};
+
+use crate::access::{Access, IssuedCredential};
+use crate::accounts::{Accounts, Funded};
+use crate::core::Core;
+use crate::error::ServiceError;
+use crate::idempotency::{Idem, IdemOutcome};
+use crate::people::{entry, Invited, Invitee, Inviter, People, SignedIn};
+use crate::ports::{read, Answer};
+
+/// The most organisations a list shows.
+pub const ORG_LIST_LIMIT: usize = 500;
+
+/// The operator's back office: organisations.
+pub struct BackOffice<'a> {
+    core: &'a Core,
+}
+
+impl<'a> BackOffice<'a> {
+    pub(crate) fn new(core: &'a Core) -> Self {
+        BackOffice { core }
+    }
+
+    /// Every organisation, newest first (at most [`ORG_LIST_LIMIT`]).
+    ///
+    /// # Errors
+    /// [`ServiceError::Forbidden`] unless `who` may manage organisations.
+    pub fn organisations(&self, who: &SignedIn) -> Result<Vec<Organisation>, ServiceError> {
+        who.require(Permission::Organisations)?;
+        read(self.core.store(), |tx| Ok(tx.orgs(ORG_LIST_LIMIT)?))
+    }
+
+    /// One organisation.
+    ///
+    /// # Errors
+    /// [`ServiceError::Forbidden`], [`ServiceError::NotFound`].
+    pub fn organisation(&self, who: &SignedIn, org_id: &OrgId) -> Result<Organisation, ServiceError> {
+        who.require(Permission::Organisations)?;
+        read(self.core.store(), |tx| Ok(tx.org(org_id)?))?.ok_or(ServiceError::NotFound)
+    }
+
+    /// Creates an organisation (as `malipo org create`): its accounts in both modes and a test
+    /// credential, whose secret is shown once.
+    ///
+    /// # Errors
+    /// [`ServiceError::Forbidden`], [`ServiceError::Validation`] (`name`, `country`).
+    pub fn create_org(
+        &self,
+        who: &SignedIn,
+        ip: IpAddr,
+        name: &str,
+        kind: OrgKind,
+        country: &str,
+    ) -> Result<IssuedCredential, ServiceError> {
+        who.require(Permission::Organisations)?;
+        let now = self.core.now();
+        let audit = |org: &Organisation| {
+            entry(
+                &who.user,
+                "organisation.created",
+                Some(org.id.to_string()),
+                format!("{} {} in {}", org.kind, org.name, org.country),
+                ip,
+                now,
+            )
+        };
+        Access::new(self.core).create_org_by(name, kind, country, Some(&audit))
+    }
+
+    /// Issues a credential of `mode` with the kind's scopes (as `malipo credentials issue`; a
+    /// live one is the organisation's reviewed first); its secret is shown once. A step-up
+    /// action: `code` is a fresh authentication code.
+    ///
+    /// # Errors
+    /// [`ServiceError::Forbidden`], [`ServiceError::Validation`] (`code`),
+    /// [`ServiceError::NotFound`].
+    pub fn issue_credential(
+        &self,
+        who: &SignedIn,
+        ip: IpAddr,
+        org_id: &OrgId,
+        mode: Mode,
+        code: &str,
+    ) -> Result<IssuedCredential, ServiceError> {
+        who.require(Permission::Organisations)?;
+        self.organisation(who, org_id)?;
+        People::new(self.core).step_up(who, code, ip)?;
+        let now = self.core.now();
+        let audit = |c: &Credential| {
+            entry(&who.user, "credential.issued", Some(c.client_id.clone()), format!("{} credential of {}", c.mode, c.org_id), ip, now)
+        };
+        Access::new(self.core).issue_credential_by(org_id, mode, None, Some(&audit))
+    }
+
+    /// Funds an agent's float or a merchant's or corporate's payout account from the issuance
+    /// account (as `malipo account fund`), once per form key; `idem` carries the person.
+    ///
+    /// # Errors
+    /// [`ServiceError::Forbidden`], [`ServiceError::NotFound`], [`ServiceError::Validation`]
+    /// (`amount`, `org`), idempotency errors.
+    pub fn fund(
+        &self,
+        who: &SignedIn,
+        org_id: &OrgId,
+        mode: Mode,
+        amount: &str,
+        idem: &Idem,
+        answer: &dyn Answer<Funded>,
+    ) -> Result<IdemOutcome, ServiceError> {
+        who.require(Permission::Organisations)?;
+        let accounts = Accounts::new(self.core);
+        self.core.idempotent(idem, |tx| accounts.fund_in(tx, org_id, mode, amount, self.core.now()), answer)
+    }
+
+    /// Invites a person into any organisation (as `malipo user invite`): the one-time link's
+    /// token is shown once.
+    ///
+    /// # Errors
+    /// [`ServiceError::Forbidden`], and those of [`People::invite`].
+    pub fn invite(&self, who: &SignedIn, ip: IpAddr, org_id: &OrgId, invitee: &Invitee) -> Result<Invited, ServiceError> {
+        who.require(Permission::Organisations)?;
+        People::new(self.core).invite(Inviter::BackOffice(who, ip), org_id, invitee)
+    }
+}
