@@ -198,6 +198,21 @@ impl<'a> Accounts<'a> {
         Ok(self.check_ledger(mode)?.violations)
     }
 
+    /// What `malipo ledger verify` and the console's "Verify now" run: seals every committed
+    /// journal not yet sealed (the servers' sealers may be down, or a crash may have come
+    /// between a commit and its seal) and applies the lines waiting on hot accounts, so that
+    /// every journal is checked against its chain entry and every line is a posting; then checks.
+    /// Returns how many journals it sealed, and the check.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn seal_and_check(&self, mode: Option<Mode>) -> Result<(usize, LedgerCheck), ServiceError> {
+        let sealer = crate::sealer::Sealer::new(self.core);
+        let sealed = sealer.seal_all()?;
+        sealer.apply_waiting(usize::MAX)?;
+        Ok((sealed, self.check_ledger(mode)?))
+    }
+
     /// [`Accounts::verify_ledger`], with how many journals were checked and are unsealed.
     ///
     /// # Errors

@@ -10,12 +10,26 @@ use malipo_auth::{Credential, OrgKind, Organisation, Permission};
 use malipo_core::{Mode, OrgId};
 
 use crate::access::{Access, IssuedCredential};
-use crate::accounts::{Accounts, Funded};
+use crate::accounts::{Accounts, Funded, LedgerCheck};
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::people::{entry, Invited, Invitee, Inviter, People, SignedIn};
-use crate::ports::{read, Answer};
+use crate::ports::{read, write, Answer, AuditEntry, AuditFilter};
+
+/// The audit log's action of a verification of the ledger.
+pub const LEDGER_VERIFIED: &str = "ledger.verified";
+
+/// What the back office shows of the ledger's health.
+#[derive(Clone, Debug)]
+pub struct LedgerHealth {
+    /// The last verification, as the audit log recorded it (its detail is the outcome).
+    pub last: Option<AuditEntry>,
+    /// Journals committed but not yet sealed into their ledger's audit chain.
+    pub unsealed: u64,
+    /// How long the oldest of them has waited.
+    pub lag: std::time::Duration,
+}
 
 /// The most organisations a list shows.
 pub const ORG_LIST_LIMIT: usize = 500;
@@ -119,6 +133,44 @@ impl<'a> BackOffice<'a> {
         who.require(Permission::Organisations)?;
         let accounts = Accounts::new(self.core);
         self.core.idempotent(idem, |tx| accounts.fund_in(tx, org_id, mode, amount, self.core.now()), answer)
+    }
+
+    /// "Verify now" (as `malipo ledger verify`): seals, then checks the whole ledger, and records
+    /// the result in the audit log (`ledger.verified`, its detail the outcome), where
+    /// [`BackOffice::ledger_health`] finds the last one. Slow on a large ledger: the console
+    /// runs it in the background.
+    ///
+    /// # Errors
+    /// [`ServiceError::Forbidden`], storage failures.
+    pub fn verify_ledger(&self, who: &SignedIn, ip: IpAddr) -> Result<LedgerCheck, ServiceError> {
+        who.require(Permission::BackOffice)?;
+        let started = self.core.now();
+        let (sealed, check) = Accounts::new(self.core).seal_and_check(None)?;
+        let outcome = if check.violations.is_empty() { "ok".to_owned() } else { format!("{} violation(s)", check.violations.len()) };
+        let mut detail = format!("{outcome}: {} journals checked, {sealed} sealed first, {} unsealed", check.journals, check.unsealed);
+        for v in check.violations.iter().take(5) {
+            detail.push_str(&format!("; {v}"));
+        }
+        let took = self.core.now().as_micros().saturating_sub(started.as_micros()) / 1000;
+        detail.push_str(&format!(" ({took} ms)"));
+        let record = entry(&who.user, LEDGER_VERIFIED, None, detail, ip, self.core.now());
+        write(self.core.store(), |tx| Ok(tx.append_audit(&record)?))?;
+        Ok(check)
+    }
+
+    /// The ledger's health: the last verification ("Verify now") and the audit chain's sealing
+    /// lag (how many journals wait for their seal, and how long the oldest has waited).
+    ///
+    /// # Errors
+    /// [`ServiceError::Forbidden`], storage failures.
+    pub fn ledger_health(&self, who: &SignedIn) -> Result<LedgerHealth, ServiceError> {
+        who.require(Permission::BackOffice)?;
+        let filter = AuditFilter { action: Some(LEDGER_VERIFIED.into()), ..AuditFilter::default() };
+        let last = read(self.core.store(), |tx| Ok(tx.audit_entries(&filter, None, 1)?))?.into_iter().next();
+        let sealer = crate::sealer::Sealer::new(self.core);
+        let unsealed = sealer.unsealed()?;
+        let lag = sealer.lag(&unsealed);
+        Ok(LedgerHealth { last, unsealed: unsealed.count, lag })
     }
 
     /// Invites a person into any organisation (as `malipo user invite`): the one-time link's

@@ -51,7 +51,7 @@ pub mod webhooks;
 pub use access::{Access, IssuedCredential, IssuedToken};
 pub use accounts::{Accounts, Balance, Funded, LedgerCheck};
 pub use agents::{Agents, CashIn};
-pub use back_office::BackOffice;
+pub use back_office::{BackOffice, LedgerHealth};
 pub use backlog::{Backlog, BacklogReading, Intake};
 pub use charges::{ChargeActivity, ChargeDay, ChargeDelivery, ChargeStep, Charges};
 // Every command and raw input, and the parsing they share.

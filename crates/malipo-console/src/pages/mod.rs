@@ -9,6 +9,7 @@ pub mod enrol;
 pub mod form;
 pub mod home;
 pub mod invite;
+pub mod ledger;
 pub mod local_time;
 pub mod money_common;
 pub mod organisations;
@@ -38,5 +39,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(transactions::routes)
         .configure(reconciliation::routes)
         .configure(wallets::routes)
-        .configure(organisations::routes);
+        .configure(organisations::routes)
+        .configure(ledger::routes);
 }

@@ -14,6 +14,8 @@ on_both!(
     a_lock_submitted_twice_locks_once,
     only_operators_reach_wallets,
     a_test_session_never_sees_a_live_wallet,
+    verify_now_runs_in_the_background_and_shows_its_result,
+    an_operator_filters_and_exports_any_organisations_audit_log,
 );
 
 /// An operator organisation and one of its people, signed in.
@@ -217,4 +219,63 @@ async fn a_test_session_never_sees_a_live_wallet(db: Db) {
     ok(app.post_new(&token, "/wallets", &body).await, "POST /wallets (live)");
     let page = find(&mut b, &n).await;
     assert!(page.texts("button").contains(&"Open wallet".to_owned()), "the test session sees no live wallet");
+}
+
+async fn verify_now_runs_in_the_background_and_shows_its_result(db: Db) {
+    let app = TestApp::shared(db);
+    let (_, mut b, someone) = operator_person(app).await;
+    let wallets = b.get("/console/wallets").await;
+    assert!(wallets.texts("a").contains(&"Ledger health".to_owned()), "reached from Wallets");
+    let page = b.get("/console/ledger").await;
+    assert_eq!(page.status, 200, "{}", page.html);
+    assert_eq!(page.text("h1"), "Ledger health");
+    for term in ["Last verification", "Unsealed journals", "Sealing lag"] {
+        assert!(page.texts("dl.facts dt").contains(&term.to_owned()), "{term}");
+    }
+    let started = b.submit("/console/ledger", "/console/ledger/verify", &[]).await;
+    assert_eq!(started.status, 303, "{}", started.html);
+    assert!(b.follow(&started).await.status_message().unwrap().contains("erification"));
+    let email = someone.email.clone();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let last = loop {
+        let live = b.get("/console/ledger/live").await;
+        let last = live.text("#last-verification");
+        if live.html.contains("data-final") && last.contains(email.as_str()) {
+            break last;
+        }
+        assert!(std::time::Instant::now() < deadline, "no result: {}", live.html);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert!(last.starts_with("ok"), "{last}");
+    assert!(last.contains("journals checked"), "{last}");
+    // Not for others.
+    let m = app.merchant().await;
+    let (mut admin, _) = join(app, &m.org_id, "admin").await;
+    assert_eq!(admin.get("/console/ledger").await.status, 403);
+    let csrf = admin.get("/console/").await.csrf();
+    assert_eq!(admin.post("/console/ledger/verify", &[("csrf_token", &csrf)]).await.status, 403);
+}
+
+async fn an_operator_filters_and_exports_any_organisations_audit_log(db: Db) {
+    let app = TestApp::shared(db);
+    let (creds, mut b) = operator(app).await;
+    let n = msisdn("0000");
+    let page = open_wallet(&mut b, &n, "Achieng").await;
+    let locked = post_keyed(&mut b, &page, &format!("/console/wallets/{n}/lock"), &[("reason", "=cmd|' /C calc'!A0")]).await;
+    assert_eq!(locked.status, 303, "{}", locked.html);
+    let page = b.get(&format!("/console/audit?org={}", creds.org_id)).await;
+    assert!(page.texts("label").contains(&"Organisation".to_owned()));
+    let export = page.attrs("a[download]", "href")[0].clone();
+    assert!(export.contains(&creds.org_id), "{export}");
+    let csv = b.get(&export).await;
+    assert_eq!(csv.status, 200);
+    let lines: Vec<&str> = csv.html.lines().collect();
+    assert!(lines.len() >= 3, "{}", csv.html);
+    assert!(lines[1..].iter().all(|l| l.contains(&creds.org_id)), "only the organisation asked for: {}", csv.html);
+    let lock = lines.iter().find(|l| l.contains("wallet.locked")).unwrap();
+    assert!(lock.contains("locked: =cmd|' /C calc'!A0") && lock.contains(&n), "{lock}");
+    // Another organisation's entries too.
+    let m = app.merchant().await;
+    join(app, &m.org_id, "admin").await;
+    assert_eq!(audited_in(&mut b, &m.org_id, "user.invited").await.len(), 1, "the merchant's own log, seen by the operator");
 }
