@@ -12,6 +12,7 @@ mod organisations;
 mod payment_requests;
 mod payouts;
 mod reconciliation;
+mod roles;
 mod team;
 mod transactions;
 
