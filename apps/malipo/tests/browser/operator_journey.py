@@ -125,6 +125,18 @@ def operator_journey(base, invite_path, msisdn, pin, merchant_token, gateway_tok
         table = page.get_by_role("table").inner_text()
         assert "wallet.locked" in table and "wallet.unlocked" in table, table
         j.shot("audit-log")
+
+        step(9, "Organisations, and Ledger health's Verify now followed to its result")
+        page.get_by_role("navigation").get_by_role("link", name="Organisations").click()
+        expect(page.get_by_role("heading", level=1)).to_have_text("Organisations")
+        j.shot("organisations")
+        page.get_by_role("navigation").get_by_role("link", name="Wallets").click()
+        page.get_by_role("link", name="Ledger health").click()
+        expect(page.get_by_role("heading", level=1)).to_have_text("Ledger health")
+        page.get_by_role("button", name="Verify now").click()
+        expect(page.locator("#last-verification")).to_contain_text("journals checked", timeout=30_000)
+        expect(page.locator("#last-verification")).to_contain_text("ok")
+        j.shot("ledger-health")
         assert not j.errors, j.errors
         j.close()
     except BaseException:
