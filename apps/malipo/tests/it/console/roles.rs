@@ -1,4 +1,5 @@
-//! Roles enforced for form posts (issue 31, item 4): every console form posted as every role
+//! Roles enforced for pages and form posts (issue 31, item 4): every section's page opened, and
+//! every console form posted, as every role
 //! (a merchant's admin, finance and viewer; a corporate's admin, maker and checker; an agent; an
 //! operator). Who may gets past the role check (200 or 303, or, for a form about an object this
 //! test does not make, the object's own answer: 404, 409 or 422); who may not gets 403, and
@@ -206,6 +207,28 @@ fn forms() -> Vec<Form> {
     ]
 }
 
+const READERS: &[&str] =
+    &["merchant admin", "merchant finance", "merchant viewer", "corporate admin", "corporate maker", "corporate checker"];
+/// Every section's page (GET), with the roles that may open it (the others get 403).
+fn pages() -> Vec<(&'static str, &'static [&'static str])> {
+    vec![
+        // Reading needs `Permission::Read` alone: a corporate's people may open these by address,
+        // though their navigation does not show them (the pages do not check the kind).
+        ("/console/charges", READERS),
+        ("/console/payment-requests", READERS),
+        ("/console/payouts", READERS),
+        ("/console/transactions", READERS),
+        ("/console/reconciliation", READERS),
+        ("/console/developers", ADMINS),
+        ("/console/team", ADMINS),
+        ("/console/audit", &["merchant admin", "corporate admin", "operator operator"]),
+        ("/console/wallets", OPERATOR),
+        ("/console/organisations", OPERATOR),
+        ("/console/organisations/{merchant}", OPERATOR),
+        ("/console/ledger", OPERATOR),
+    ]
+}
+
 /// A person of the table, signed in.
 struct Poster {
     role: &'static str,
@@ -270,6 +293,15 @@ async fn every_form_as_every_role(db: Db) {
     open_wallet(&mut op.browser, &n, "Table").await;
 
     let mut failures = Vec::new();
+    for (path, may) in pages() {
+        for poster in &mut posters {
+            let page = poster.browser.get(&path.replace("{merchant}", &merchant.org_id)).await;
+            let expected = if may.contains(&poster.role) { 200 } else { 403 };
+            if page.status != expected {
+                failures.push(format!("GET {path} as {}: {}, {expected} expected", poster.role, page.status));
+            }
+        }
+    }
     for form in forms() {
         // Those who may not first, so that an allowed action (a lock) comes after the refusals.
         let order: Vec<usize> = (0..posters.len())
