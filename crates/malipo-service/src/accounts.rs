@@ -213,6 +213,18 @@ impl<'a> Accounts<'a> {
         Ok((sealed, self.check_ledger(mode)?))
     }
 
+    /// [`Accounts::seal_and_check`] for these organisations' part of the ledger
+    /// ([`Accounts::check_org_ledger`]).
+    ///
+    /// # Errors
+    /// Storage failures; [`ServiceError::NotFound`] for an unknown organisation.
+    pub fn seal_and_check_orgs(&self, orgs: &[OrgId]) -> Result<(usize, LedgerCheck), ServiceError> {
+        let sealer = crate::sealer::Sealer::new(self.core);
+        let sealed = sealer.seal_all()?;
+        sealer.apply_waiting(usize::MAX)?;
+        Ok((sealed, self.check_org_ledger(orgs)?))
+    }
+
     /// [`Accounts::verify_ledger`], with how many journals were checked and are unsealed.
     ///
     /// # Errors
