@@ -349,19 +349,16 @@ pub fn run(settings: &Settings, command: Command) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Ledger(LedgerCommand::Verify { mode: m, org, json, .. }) => {
-            // Seal what is committed first (the servers' sealers may be down, or a crash may
-            // have come between a commit and its seal), so that every journal is checked against
-            // its chain entry; only journals committed since remain unsealed.
-            let sealed = platform.sealer().seal_all().map_err(|e| failure(e, "ledger"))?;
-            // And apply the lines waiting on hot accounts, so that every line is a posting.
-            platform.sealer().apply_waiting(usize::MAX).map_err(|e| failure(e, "ledger"))?;
-            let check = match org {
+            // Seal what is committed and apply the lines waiting on hot accounts first, then
+            // check (`Accounts::seal_and_check`, which the console's "Verify now" runs too): only
+            // journals committed since remain unsealed.
+            let (sealed, check) = match org {
                 Some(org) => {
-                    platform.accounts().check_org_ledger(&[org_id(&org)?]).map_err(|e| failure(e, &format!("organisation {org}")))?
+                    platform.accounts().seal_and_check_orgs(&[org_id(&org)?]).map_err(|e| failure(e, &format!("organisation {org}")))?
                 }
                 None => {
                     let m = m.as_deref().map(mode).transpose()?;
-                    platform.accounts().check_ledger(m).map_err(|e| failure(e, "ledger"))?
+                    platform.accounts().seal_and_check(m).map_err(|e| failure(e, "ledger"))?
                 }
             };
             let violations = &check.violations;

@@ -10,7 +10,7 @@ use malipo_ledger::{Account, AccountKind};
 use crate::core::Core;
 use crate::error::StoreError;
 use crate::error::{OAuthProblem, ServiceError, TokenProblem};
-use crate::ports::{query, read, write, AccountKey};
+use crate::ports::{query, read, write, AccountKey, AuditEntry};
 use crate::validate::check_text;
 
 /// A credential as printed once at issue: the secret is never shown again.
@@ -82,6 +82,21 @@ impl<'a> Access<'a> {
     /// # Errors
     /// [`ServiceError::Validation`] for an empty name or unknown country; storage failures.
     pub fn create_org(&self, name: &str, kind: OrgKind, country: &str) -> Result<IssuedCredential, ServiceError> {
+        self.create_org_by(name, kind, country, None)
+    }
+
+    /// [`Access::create_org`], recorded in the audit log in its own transaction when `by` (the
+    /// back office's person) is given.
+    ///
+    /// # Errors
+    /// As [`Access::create_org`].
+    pub(crate) fn create_org_by(
+        &self,
+        name: &str,
+        kind: OrgKind,
+        country: &str,
+        by: Option<&dyn Fn(&Organisation) -> AuditEntry>,
+    ) -> Result<IssuedCredential, ServiceError> {
         let name = name.trim();
         if name.is_empty() || name.chars().count() > 200 {
             return Err(ServiceError::field("name", "invalid_value", "must be 1 to 200 characters"));
@@ -116,6 +131,9 @@ impl<'a> Access<'a> {
                 tx.insert_account(a)?;
             }
             tx.insert_credential(&credential)?;
+            if let Some(by) = by {
+                tx.append_audit(&by(&org))?;
+            }
             Ok(())
         })?;
         Ok(issued)
@@ -127,13 +145,34 @@ impl<'a> Access<'a> {
     /// [`ServiceError::NotFound`] for an unknown organisation; [`ServiceError::Validation`] for
     /// scopes the kind may not have.
     pub fn issue_credential(&self, org_id: &OrgId, mode: Mode, scopes: Option<Scopes>) -> Result<IssuedCredential, ServiceError> {
+        self.issue_credential_by(org_id, mode, scopes, None)
+    }
+
+    /// [`Access::issue_credential`], recorded in the audit log in its own transaction when `by`
+    /// (the back office's person) is given.
+    ///
+    /// # Errors
+    /// As [`Access::issue_credential`].
+    pub(crate) fn issue_credential_by(
+        &self,
+        org_id: &OrgId,
+        mode: Mode,
+        scopes: Option<Scopes>,
+        by: Option<&dyn Fn(&Credential) -> AuditEntry>,
+    ) -> Result<IssuedCredential, ServiceError> {
         let org = read(self.core.store(), |tx| Ok(tx.org(org_id)?))?.ok_or(ServiceError::NotFound)?;
         let scopes = scopes.unwrap_or_else(|| org.kind.default_scopes());
         if scopes.is_empty() {
             return Err(ServiceError::field("scopes", "invalid_value", "at least one scope is required"));
         }
         let (credential, issued) = self.new_credential(&org.id, mode, scopes)?;
-        write(self.core.store(), |tx| Ok(tx.insert_credential(&credential)?))?;
+        write(self.core.store(), |tx| {
+            tx.insert_credential(&credential)?;
+            if let Some(by) = by {
+                tx.append_audit(&by(&credential))?;
+            }
+            Ok(())
+        })?;
         Ok(issued)
     }
 

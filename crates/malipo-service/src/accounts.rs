@@ -8,7 +8,7 @@ use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine, Vio
 
 use crate::core::Core;
 use crate::error::ServiceError;
-use crate::ports::{read, write, AccountKey};
+use crate::ports::{read, write, AccountKey, Tx};
 
 /// An account with what is on its way into it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,6 +19,31 @@ pub struct Balance {
     pub pending: MinorUnit,
     /// When read.
     pub as_of: Timestamp,
+}
+
+/// A funding: the operator's issuance account credited an organisation's float or payout
+/// account.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Funded {
+    /// The ledger entry.
+    pub transaction_id: TransactionId,
+    /// The organisation funded.
+    pub org_id: OrgId,
+    /// Its account credited (agent float or payout).
+    pub account: AccountKind,
+    /// The mode.
+    pub mode: Mode,
+    /// How much.
+    pub amount: MinorUnit,
+    /// In what.
+    pub currency: malipo_core::Currency,
+}
+
+impl crate::idempotency::Subject for Funded {
+    fn subject(&self) -> (String, String) {
+        let amount = self.currency.format_amount(self.amount);
+        (self.transaction_id.to_string(), format!("{} {amount} into {} ({}, {})", self.currency, self.org_id, self.account, self.mode))
+    }
 }
 
 /// What [`Accounts::check_ledger`] found.
@@ -82,7 +107,22 @@ impl<'a> Accounts<'a> {
     /// with nothing to fund).
     pub fn fund(&self, org_id: &OrgId, mode: Mode, amount: &str) -> Result<TransactionId, ServiceError> {
         let now = self.core.now();
-        write(self.core.store(), |tx| {
+        write(self.core.store(), |tx| Ok(self.fund_in(tx, org_id, mode, amount, now)?.transaction_id))
+    }
+
+    /// [`Accounts::fund`] in `tx` (the back office runs it under a form's one-time key).
+    ///
+    /// # Errors
+    /// As [`Accounts::fund`].
+    pub(crate) fn fund_in(
+        &self,
+        tx: &mut dyn Tx,
+        org_id: &OrgId,
+        mode: Mode,
+        amount: &str,
+        now: Timestamp,
+    ) -> Result<Funded, ServiceError> {
+        {
             let org = tx.org(org_id)?.ok_or(ServiceError::NotFound)?;
             let kind = match org.kind {
                 malipo_auth::OrgKind::Agent => AccountKind::AgentFloat,
@@ -102,8 +142,8 @@ impl<'a> Accounts<'a> {
                 now,
             )?;
             tx.post_journal(&journal)?;
-            Ok(journal.id)
-        })
+            Ok(Funded { transaction_id: journal.id, org_id: org.id, account: kind, mode, amount, currency: target.currency })
+        }
     }
 
     /// Checks the part of the ledger that belongs to these organisations: their accounts (in
@@ -156,6 +196,33 @@ impl<'a> Accounts<'a> {
     /// Storage failures.
     pub fn verify_ledger(&self, mode: Option<Mode>) -> Result<Vec<Violation>, ServiceError> {
         Ok(self.check_ledger(mode)?.violations)
+    }
+
+    /// What `malipo ledger verify` and the console's "Verify now" run: seals every committed
+    /// journal not yet sealed (the servers' sealers may be down, or a crash may have come
+    /// between a commit and its seal) and applies the lines waiting on hot accounts, so that
+    /// every journal is checked against its chain entry and every line is a posting; then checks.
+    /// Returns how many journals it sealed, and the check.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn seal_and_check(&self, mode: Option<Mode>) -> Result<(usize, LedgerCheck), ServiceError> {
+        let sealer = crate::sealer::Sealer::new(self.core);
+        let sealed = sealer.seal_all()?;
+        sealer.apply_waiting(usize::MAX)?;
+        Ok((sealed, self.check_ledger(mode)?))
+    }
+
+    /// [`Accounts::seal_and_check`] for these organisations' part of the ledger
+    /// ([`Accounts::check_org_ledger`]).
+    ///
+    /// # Errors
+    /// Storage failures; [`ServiceError::NotFound`] for an unknown organisation.
+    pub fn seal_and_check_orgs(&self, orgs: &[OrgId]) -> Result<(usize, LedgerCheck), ServiceError> {
+        let sealer = crate::sealer::Sealer::new(self.core);
+        let sealed = sealer.seal_all()?;
+        sealer.apply_waiting(usize::MAX)?;
+        Ok((sealed, self.check_org_ledger(orgs)?))
     }
 
     /// [`Accounts::verify_ledger`], with how many journals were checked and are unsealed.

@@ -14,6 +14,7 @@
 pub mod access;
 pub mod accounts;
 pub mod agents;
+pub mod back_office;
 pub mod backlog;
 pub mod charges;
 pub mod commands;
@@ -48,8 +49,9 @@ pub mod wallets;
 pub mod webhooks;
 
 pub use access::{Access, IssuedCredential, IssuedToken};
-pub use accounts::{Accounts, Balance, LedgerCheck};
+pub use accounts::{Accounts, Balance, Funded, LedgerCheck};
 pub use agents::{Agents, CashIn};
+pub use back_office::{BackOffice, LedgerHealth};
 pub use backlog::{Backlog, BacklogReading, Intake};
 pub use charges::{ChargeActivity, ChargeDay, ChargeDelivery, ChargeStep, Charges};
 // Every command and raw input, and the parsing they share.

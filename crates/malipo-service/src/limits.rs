@@ -127,6 +127,8 @@ impl<'a> Limits<'a> {
 
 impl crate::idempotency::Subject for WalletDetails {
     fn subject(&self) -> (String, String) {
-        (self.wallet.msisdn.to_string(), format!("tier {}", self.tier.tier))
+        let w = &self.wallet;
+        let reason = w.lock_reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+        (w.msisdn.to_string(), format!("tier {}, {}{reason}", self.tier.tier, w.state.as_str()))
     }
 }

@@ -13,6 +13,7 @@ use malipo_webhooks::SecretCipher;
 use crate::access::Access;
 use crate::accounts::Accounts;
 use crate::agents::Agents;
+use crate::back_office::BackOffice;
 use crate::backlog::Backlog;
 use crate::charges::Charges;
 use crate::commands::{Command, ParseContext};
@@ -200,6 +201,11 @@ impl Platform {
     /// Wallets (operator back office).
     pub fn wallets(&self) -> Wallets<'_> {
         Wallets::new(&self.core)
+    }
+
+    /// The operator's back office: organisations.
+    pub fn back_office(&self) -> BackOffice<'_> {
+        BackOffice::new(&self.core)
     }
 
     /// Agents.

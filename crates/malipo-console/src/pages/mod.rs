@@ -9,13 +9,16 @@ pub mod enrol;
 pub mod form;
 pub mod home;
 pub mod invite;
+pub mod ledger;
 pub mod local_time;
 pub mod money_common;
+pub mod organisations;
 pub mod payment_requests;
 pub mod payouts;
 pub mod reconciliation;
 pub mod team;
 pub mod transactions;
+pub mod wallets;
 
 use actix_web::web;
 
@@ -34,5 +37,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(payment_requests::routes)
         .configure(payouts::routes)
         .configure(transactions::routes)
-        .configure(reconciliation::routes);
+        .configure(reconciliation::routes)
+        .configure(wallets::routes)
+        .configure(organisations::routes)
+        .configure(ledger::routes);
 }

@@ -183,7 +183,7 @@ csrf_forms!(InviteForm, RoleForm, RemoveForm, TwoFactorForm);
 
 /// The console's own origin, as links to it are written: `MALIPO_CONSOLE_URL`'s origin when
 /// set, else the request's own scheme and host.
-fn origin(req: &HttpRequest, console: &Console) -> String {
+pub(super) fn origin(req: &HttpRequest, console: &Console) -> String {
     console.settings.origin.clone().unwrap_or_else(|| {
         let info = req.connection_info();
         format!("{}://{}", info.scheme(), info.host())

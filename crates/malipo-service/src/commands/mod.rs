@@ -30,5 +30,5 @@ pub use reversals::{CreateReversal, NewReversal, ReversalTarget};
 pub use sandbox::{NewSandboxWallet, NewSimulation, SandboxWallet, Simulate, SimulateAction};
 pub use transfers::{CreateTransfer, NewTransfer};
 pub(crate) use wallets::check_id;
-pub use wallets::{NewKyc, NewPin, NewWallet, NewWalletLock, OpenWallet, RaiseKyc, SetPin, WalletLock};
+pub use wallets::{NewKyc, NewPin, NewPinReset, NewWallet, NewWalletLock, OpenWallet, RaiseKyc, ResetPinAttempts, SetPin, WalletLock};
 pub use webhooks::{CreateEndpoint, EndpointTarget, Named, NewEndpoint, NewRedelivery, Redeliver};

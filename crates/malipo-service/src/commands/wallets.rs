@@ -234,6 +234,31 @@ impl Command for RaiseKyc {
     }
 }
 
+/// A wallet whose failed PIN attempts to forget, as received.
+#[derive(Clone, Debug, Default)]
+pub struct NewPinReset {
+    /// The wallet's number.
+    pub msisdn: String,
+}
+
+/// A wallet whose failed PIN attempts to forget, parsed from [`NewPinReset`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ResetPinAttempts {
+    /// The wallet.
+    pub wallet: Msisdn,
+}
+
+impl Command for ResetPinAttempts {
+    type Raw = NewPinReset;
+
+    /// # Errors
+    /// [`ServiceError::NotFound`] for a path that is no number.
+    fn parse(new: &NewPinReset, _: &ParseContext<'_>) -> Result<Self, ServiceError> {
+        Ok(ResetPinAttempts { wallet: wallet_number(&new.msisdn)? })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -9,6 +9,7 @@ pub mod audit;
 pub mod enrol;
 pub mod keys;
 mod person;
+pub(crate) use person::entry;
 pub mod sign_in;
 pub mod team;
 

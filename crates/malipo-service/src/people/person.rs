@@ -105,7 +105,7 @@ impl<'a> People<'a> {
 }
 
 /// An audit entry of `user`'s action at `now` (the organisation is the user's).
-pub(super) fn entry(user: &User, action: &str, object_id: Option<String>, detail: String, ip: IpAddr, now: Timestamp) -> AuditEntry {
+pub(crate) fn entry(user: &User, action: &str, object_id: Option<String>, detail: String, ip: IpAddr, now: Timestamp) -> AuditEntry {
     AuditEntry {
         id: malipo_core::AuditId::new(),
         org_id: Some(user.org_id.clone()),

@@ -20,6 +20,9 @@ pub enum Inviter<'a> {
     Operator,
     /// A person of the organisation, on the Team page (their role must manage the team).
     Member(&'a SignedIn, IpAddr),
+    /// An operator in the console's back office, into any organisation (their role must manage
+    /// organisations; checked by [`crate::back_office::BackOffice::invite`]).
+    BackOffice(&'a SignedIn, IpAddr),
 }
 
 /// Who is invited, as typed.
@@ -93,6 +96,9 @@ impl People<'_> {
     /// someone), [`ServiceError::NotFound`] (no such organisation), [`ServiceError::Forbidden`]
     /// (a member whose role does not manage the team, or of another organisation).
     pub fn invite(&self, by: Inviter<'_>, org_id: &OrgId, invitee: &Invitee) -> Result<Invited, ServiceError> {
+        if let Inviter::BackOffice(who, _) = by {
+            who.require(Permission::Organisations)?;
+        }
         if let Inviter::Member(who, _) = by {
             who.require(Permission::ManageTeam)?;
             if &who.org.id != org_id {
@@ -138,7 +144,7 @@ impl People<'_> {
             digest: token_digest(&token),
             user_id: user.id.clone(),
             invited_by: match by {
-                Inviter::Member(who, _) => Some(who.user.id.clone()),
+                Inviter::Member(who, _) | Inviter::BackOffice(who, _) => Some(who.user.id.clone()),
                 Inviter::Operator => None,
             },
             created_at: now,
@@ -156,6 +162,9 @@ impl People<'_> {
             let detail = format!("{} as {role}", user.email);
             let record = match by {
                 Inviter::Member(who, ip) => entry(&who.user, "user.invited", Some(user.id.to_string()), detail.clone(), ip, now),
+                Inviter::BackOffice(who, ip) => {
+                    entry(&who.user, "user.invited", Some(user.id.to_string()), format!("{detail} into {}", org.id), ip, now)
+                }
                 Inviter::Operator => AuditEntry {
                     id: malipo_core::AuditId::new(),
                     org_id: Some(org.id.clone()),

@@ -33,6 +33,11 @@ pub trait AuthRepo {
     /// # Errors
     /// Storage failures.
     fn org_by_name(&mut self, name: &str) -> Result<Option<Organisation>, StoreError>;
+    /// Organisations, newest first (by creation, then id), at most `limit`.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn orgs(&mut self, limit: usize) -> Result<Vec<Organisation>, StoreError>;
     /// Inserts a credential.
     ///
     /// # Errors

@@ -6,7 +6,7 @@ use malipo_core::{Mode, Msisdn};
 use malipo_countries::PinError;
 use malipo_ledger::{Account, AccountKind};
 
-use crate::commands::{check_id, OpenWallet, RaiseKyc, SetPin, WalletLock};
+use crate::commands::{check_id, OpenWallet, RaiseKyc, ResetPinAttempts, SetPin, WalletLock};
 use crate::core::Core;
 use crate::error::{FieldError, ServiceError, StoreError};
 use crate::idempotency::{Idem, IdemOutcome};
@@ -270,6 +270,39 @@ impl<'a> Wallets<'a> {
         )
     }
 
+    /// Forgets an active wallet's failed PIN attempts (operator back office: a customer who
+    /// mistyped, confirmed by other means). A locked wallet is unlocked instead, which resets them
+    /// too.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`], [`ServiceError::WalletLocked`], idempotency errors.
+    pub fn reset_pin_attempts(
+        &self,
+        principal: &Principal,
+        command: &ResetPinAttempts,
+        idem: &Idem,
+        answer: &dyn Answer<WalletDetails>,
+    ) -> Result<IdemOutcome, ServiceError> {
+        let msisdn = &command.wallet;
+        self.core.idempotent(
+            idem,
+            |tx| {
+                let now = self.core.now();
+                let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
+                if wallet.state == WalletState::Locked {
+                    return Err(ServiceError::WalletLocked);
+                }
+                if wallet.pin_attempts != 0 {
+                    wallet.pin_attempts = 0;
+                    wallet.updated_at = now;
+                    tx.update_wallet(&wallet)?;
+                }
+                Limits(self.core).details(tx, &wallet, now)
+            },
+            answer,
+        )
+    }
+
     /// Raises a wallet's KYC tier on an identity document that grants at least that tier. The
     /// tier and the document are checked here, against the found wallet's country.
     ///
@@ -343,6 +376,19 @@ impl<'a> Wallets<'a> {
             let query = PostingQuery { cursor: after, ..PostingQuery::oldest_first(wallet.account_id.clone(), limit.saturating_add(1)) };
             let data = tx.account_postings(&query)?;
             Ok((wallet, Page::from_fetched(data, limit, |l| l.seq.to_string())))
+        })
+    }
+
+    /// A wallet's last `limit` postings, newest first (the back office's "recent transactions").
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`].
+    pub fn recent(&self, principal: &Principal, msisdn: &str, limit: usize) -> Result<Vec<StatementLine>, ServiceError> {
+        let msisdn = wallet_number(msisdn)?;
+        read(self.core.store(), |tx| {
+            let wallet = tx.wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
+            let query = PostingQuery { newest_first: true, ..PostingQuery::oldest_first(wallet.account_id.clone(), limit) };
+            Ok(tx.account_postings(&query)?)
         })
     }
 }

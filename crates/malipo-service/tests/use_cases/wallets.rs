@@ -4,9 +4,9 @@
 use malipo_auth::{OrgKind, Principal};
 use malipo_charges::{Charge, ChargeState, FailureReason};
 use malipo_core::{MinorUnit, Mode};
-use malipo_service::{NewWallet, ServiceError};
+use malipo_service::{NewAgentCash, NewPin, NewPinReset, NewWallet, ResetPinAttempts, ServiceError, SetPin, WalletState};
 
-use crate::support::{number, World};
+use crate::support::{id_body, idem, ignored, number, World};
 
 const PIN: &str = "4826";
 
@@ -464,4 +464,71 @@ fn a_session_expires_after_180_seconds_without_a_hop_counting_hops_not_written()
     live.world.dial(&live.gateway, "s-gone", &n, "3*1");
     live.world.advance(211);
     assert_eq!(live.world.dial(&live.gateway, "s-gone", &n, "3*1*1"), expired);
+}
+
+/// The customer's PIN hop of a cash-out and an operator's lock at the same moment (the console's
+/// "Lock" and the API's call the same use case): locked first means no cash-out; approved first
+/// means the lock finds nothing pending. Never a cash-out out of a locked wallet, never half.
+#[test]
+fn a_cash_out_approval_racing_an_operator_lock_is_either_before_it_or_refused() {
+    let live = Live::new();
+    let p = &live.world.platform;
+    for round in 0..16 {
+        let n = live.customer(&["5000"]);
+        let cash = p.parse(&live.agent, &NewAgentCash { customer_msisdn: n.clone(), amount: "1000".into() }).unwrap();
+        let out =
+            p.agents().cash_out(&live.agent, &cash, &idem(&live.agent, "POST /agents/cash-out"), &id_body(|c: &Charge| c.id.to_string()));
+        let id = String::from_utf8(out.unwrap().response.body).unwrap();
+        let session = format!("s-{id}");
+        for text in ["", "3", "3*1", "3*1*1"] {
+            live.world.dial(&live.gateway, &session, &n, text);
+        }
+        let last = format!("3*1*1*{PIN}");
+        let locked = std::thread::scope(|s| {
+            let approve = s.spawn(|| live.world.dial(&live.gateway, &session, &n, &last));
+            let lock = s.spawn(|| live.world.lock_wallet(&live.operator, &n, "suspected fraud"));
+            let _screen = approve.join().unwrap();
+            lock.join().unwrap()
+        });
+        locked.unwrap();
+        while p.processing().process_due(100).unwrap() > 0 {}
+        let c = p.agents().get_cash_out(&live.agent, &id).unwrap();
+        let w = p.wallets().details(&live.operator, &n).unwrap();
+        assert_eq!(w.wallet.state, WalletState::Locked, "round {round}");
+        match c.state {
+            // The approval came first: the lock found it no longer pending.
+            ChargeState::Completed => assert!(w.account.balance < MinorUnit::new(500_000), "round {round}"),
+            // The lock came first: nothing left the locked wallet.
+            ChargeState::Failed => {
+                assert_eq!(c.failure_reason, Some(FailureReason::WalletLocked), "round {round}");
+                assert_eq!(w.account.balance, MinorUnit::new(500_000), "round {round}");
+                assert_eq!(w.account.held, MinorUnit::ZERO, "round {round}");
+            }
+            other => panic!("round {round}: {other:?}"),
+        }
+    }
+    assert!(live.world.verified_ledger(Some(Mode::Live)).is_empty());
+}
+
+#[test]
+fn resetting_pin_attempts_forgets_them_on_an_active_wallet_only() {
+    let live = Live::new();
+    let p = &live.world.platform;
+    let n = live.customer(&["100"]);
+    // A wrong current PIN counts as a failed attempt.
+    let change: SetPin =
+        p.parse(&live.operator, &NewPin { msisdn: n.clone(), new_pin: "9137".into(), current_pin: Some("1357".into()) }).unwrap();
+    assert!(p.wallets().set_pin(&live.operator, &change, &idem(&live.operator, "POST /wallets/pin"), &ignored).is_err());
+    assert_eq!(p.wallets().details(&live.operator, &n).unwrap().wallet.pin_attempts, 1);
+    let reset = |who: &Principal| {
+        let command: ResetPinAttempts = p.parse(who, &NewPinReset { msisdn: n.clone() }).unwrap();
+        p.wallets().reset_pin_attempts(who, &command, &idem(who, "console reset"), &ignored)
+    };
+    reset(&live.operator).unwrap();
+    assert_eq!(p.wallets().details(&live.operator, &n).unwrap().wallet.pin_attempts, 0);
+    live.world.lock_wallet(&live.operator, &n, "lost phone").unwrap();
+    assert!(matches!(reset(&live.operator), Err(ServiceError::WalletLocked)), "a locked wallet is unlocked instead");
+    let recent = p.wallets().recent(&live.operator, &n, 5).unwrap();
+    assert_eq!(recent.len(), 1, "the cash-in");
+    assert!(matches!(p.wallets().recent(&live.operator, "254700000000", 5), Err(ServiceError::NotFound)));
 }

@@ -25,8 +25,14 @@ pub fn organisations_round_trip(store: &dyn Store) {
     assert_eq!(query(store, |tx| Ok(tx.org(&newer.id)?)), Some(newer.clone()));
     assert_eq!(query(store, |tx| Ok(tx.org(&OrgId::new())?)), None);
     assert_eq!(query(store, |tx| Ok(tx.org_by_name("Duka")?)), Some(older.clone()), "the oldest of the name");
-    assert_eq!(query(store, |tx| Ok(tx.org_by_name("Other")?)), Some(other));
+    assert_eq!(query(store, |tx| Ok(tx.org_by_name("Other")?)), Some(other.clone()));
     assert_eq!(query(store, |tx| Ok(tx.org_by_name("Nobody")?)), None);
+
+    // Listed newest first (the back office's list).
+    let ours = [&newer.id, &other.id, &older.id];
+    let listed: Vec<OrgId> = query(store, |tx| Ok(tx.orgs(1000)?)).into_iter().map(|o| o.id).filter(|id| ours.contains(&id)).collect();
+    assert_eq!(listed, [newer.id.clone(), other.id.clone(), older.id.clone()]);
+    assert_eq!(query(store, |tx| Ok(tx.orgs(1)?)).len(), 1);
 
     let again = Organisation { name: "Renamed".into(), ..older.clone() };
     assert_eq!(refused(store, |tx| Ok(tx.insert_org(&again)?)), duplicate());

@@ -9,7 +9,7 @@ use crate::cached::written;
 use crate::error::db_error;
 use crate::rows::{CredentialRow, OrgRow, TokenRow};
 use crate::schema::{access_tokens, credentials, organisations};
-use crate::tx::{inserted, per_backend, DieselTx};
+use crate::tx::{inserted, limit_i64, per_backend, DieselTx};
 use crate::DbConnection;
 
 impl AuthRepo for DieselTx<'_> {
@@ -42,6 +42,18 @@ impl AuthRepo for DieselTx<'_> {
             .map_err(db_error)?
             .map(Organisation::try_from)
             .transpose()
+    }
+
+    fn orgs(&mut self, limit: usize) -> Result<Vec<Organisation>, StoreError> {
+        organisations::table
+            .order((organisations::created_at.desc(), organisations::id.desc()))
+            .limit(limit_i64(limit))
+            .select(OrgRow::as_select())
+            .load(self.conn)
+            .map_err(db_error)?
+            .into_iter()
+            .map(Organisation::try_from)
+            .collect()
     }
 
     fn insert_credential(&mut self, credential: &Credential) -> Result<(), StoreError> {

@@ -24,6 +24,13 @@ impl AuthRepo for MemoryTx<'_> {
         Ok(self.r().orgs.values().filter(|o| o.name == name).min_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id))).cloned())
     }
 
+    fn orgs(&mut self, limit: usize) -> Result<Vec<Organisation>, StoreError> {
+        let mut all: Vec<Organisation> = self.r().orgs.values().cloned().collect();
+        all.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+        all.truncate(limit);
+        Ok(all)
+    }
+
     fn insert_credential(&mut self, credential: &Credential) -> Result<(), StoreError> {
         let s = self.w()?;
         if s.credentials.contains_key(&credential.client_id) {

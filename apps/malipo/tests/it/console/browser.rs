@@ -9,7 +9,7 @@ use super::invite;
 use crate::harness::{Db, TestApp};
 use crate::on_both;
 
-on_both!(the_merchant_journey_passes_in_a_real_browser);
+on_both!(the_merchant_journey_passes_in_a_real_browser, the_operator_journey_passes_in_a_real_browser);
 
 async fn the_merchant_journey_passes_in_a_real_browser(db: Db) {
     let app = TestApp::spawn(db).await;
@@ -25,5 +25,28 @@ async fn the_merchant_journey_passes_in_a_real_browser(db: Db) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "the browser journey failed:\n{stdout}\n{stderr}");
+    assert!(stdout.trim_end().ends_with("ok"), "{stdout}");
+}
+
+/// The operator locks a live wallet, the customer's next charge is refused, the operator unlocks
+/// it and the next charge is approved over USSD (`tests/browser/operator_journey.py`: not `operator.py`, which would hide Python's own `operator` module).
+async fn the_operator_journey_passes_in_a_real_browser(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let cast = crate::harness::Cast::live(&app).await;
+    let pin = "4826";
+    let n = cast.customer(&app, "7001", pin, "5000").await;
+    let (p, token) = (app.platform.clone(), cast.operator.clone());
+    let org = tokio::task::spawn_blocking(move || p.access().authenticate(&token)).await.unwrap().unwrap().org_id;
+    let (_, link) = invite(&app, org.as_str(), "operator").await;
+    let python = std::env::var("MALIPO_TEST_PYTHON")
+        .expect("MALIPO_TEST_PYTHON: run the tests with `bash scripts/test.sh`, which installs Playwright");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let shots = root.join("target/console-screenshots").join(format!("{db:?}").to_lowercase());
+    let script = root.join("apps/malipo/tests/browser/operator_journey.py");
+    let args = [app.base.clone(), link, n, pin.to_owned(), cast.merchant_token.clone(), cast.gateway.clone(), shots.display().to_string()];
+    let out = tokio::task::spawn_blocking(move || Command::new(python).arg(script).args(args).output()).await.unwrap().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the operator's browser journey failed:\n{stdout}\n{stderr}");
     assert!(stdout.trim_end().ends_with("ok"), "{stdout}");
 }

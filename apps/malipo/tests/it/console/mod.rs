@@ -7,9 +7,12 @@ mod browser;
 mod charges;
 mod developers;
 mod home;
+mod operator;
+mod organisations;
 mod payment_requests;
 mod payouts;
 mod reconciliation;
+mod roles;
 mod team;
 mod transactions;
 
