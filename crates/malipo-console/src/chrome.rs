@@ -124,6 +124,21 @@ const SECTIONS: &[(&str, &str, Permission, &[OrgKind])] = &[
     ("Organisations", "/console/organisations", Permission::Organisations, &[OrgKind::Operator]),
 ];
 
+/// Whether `who` may open `path` as far as the sections go: every page and form under a
+/// section's path (the path itself, or below it) belongs to that section (the longest match), and
+/// is refused to a person whose organisation's kind has no such section or whose role may not use
+/// it, whatever the handler checks besides. The one gate of pages and form posts alike, from the
+/// same table as the navigation. Home (`/console/`) sends each person to their first section, so
+/// it is open to all; paths outside every section (account, mode, enrolment) are their handlers'.
+pub fn section_allows(who: &SignedIn, path: &str) -> bool {
+    let under = |href: &str| path == href || path.strip_prefix(href).is_some_and(|rest| rest.starts_with('/'));
+    SECTIONS
+        .iter()
+        .filter(|(_, href, _, _)| *href != "/console/" && under(href))
+        .max_by_key(|(_, href, _, _)| href.len())
+        .is_none_or(|(_, _, permission, kinds)| kinds.contains(&who.org.kind) && who.may(*permission))
+}
+
 /// The sections `who` may use, with `current` marked.
 pub fn nav(who: &SignedIn, current: &str) -> Vec<NavLink> {
     SECTIONS

@@ -102,6 +102,9 @@ pub async fn person_of(req: &HttpRequest) -> Result<Person, ConsoleError> {
     if who.must_enrol() && !open_before_enrolment(req.path()) {
         return Err(ConsoleError::Enrol);
     }
+    if !crate::chrome::section_allows(&who, req.path()) {
+        return Err(ConsoleError::Forbidden("your role may not use this section".into()));
+    }
     Ok(Person(who))
 }
 

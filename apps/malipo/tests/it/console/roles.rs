@@ -209,13 +209,14 @@ fn forms() -> Vec<Form> {
 
 const READERS: &[&str] =
     &["merchant admin", "merchant finance", "merchant viewer", "corporate admin", "corporate maker", "corporate checker"];
+const MERCHANT_READERS: &[&str] = &["merchant admin", "merchant finance", "merchant viewer"];
 /// Every section's page (GET), with the roles that may open it (the others get 403).
 fn pages() -> Vec<(&'static str, &'static [&'static str])> {
     vec![
-        // Reading needs `Permission::Read` alone: a corporate's people may open these by address,
-        // though their navigation does not show them (the pages do not check the kind).
-        ("/console/charges", READERS),
-        ("/console/payment-requests", READERS),
+        // A merchant's sections: refused to a corporate's people by the one gate
+        // (`chrome::section_allows`), by address as in the navigation.
+        ("/console/charges", MERCHANT_READERS),
+        ("/console/payment-requests", MERCHANT_READERS),
         ("/console/payouts", READERS),
         ("/console/transactions", READERS),
         ("/console/reconciliation", READERS),
