@@ -18,6 +18,9 @@ use crate::lifecycle::Lifecycle;
 use crate::limits::{limit_error, Limits};
 use crate::ports::{read, AccountKey, Answer, Tx};
 
+mod quote;
+pub use quote::CashInQuote;
+
 /// A completed cash-in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CashIn {

@@ -49,7 +49,7 @@ pub mod webhooks;
 
 pub use access::{Access, IssuedCredential, IssuedToken};
 pub use accounts::{Accounts, Balance, LedgerCheck};
-pub use agents::{Agents, CashIn};
+pub use agents::{Agents, CashIn, CashInQuote};
 pub use backlog::{Backlog, BacklogReading, Intake};
 pub use charges::{ChargeActivity, ChargeDay, ChargeDelivery, ChargeStep, Charges};
 // Every command and raw input, and the parsing they share.
