@@ -147,6 +147,12 @@ async fn cash_in_shows_the_registered_name_before_anything_moves_and_confirms_on
     assert_eq!(fact(&receipt, "Float after"), "KES 9,750.00");
     assert!(fact(&receipt, "Time").ends_with("Africa/Nairobi"), "{}", fact(&receipt, "Time"));
     assert_eq!(receipt.attrs("section.receipt", "aria-label"), vec!["Receipt"]);
+    // Audited once, as the agent's, where an operator reads every organisation's audit log.
+    let operator_org = app.org("operator", "KE").await.org_id;
+    let (mut operator, _) = join(app, &operator_org, "operator").await;
+    let audit = operator.get(&format!("/console/audit?action=cash_in.created&org={}", cast.agent.org_id)).await;
+    assert_eq!(audit.status, 200, "{}", audit.html);
+    assert_eq!(audit.texts("table tbody td").iter().filter(|c| **c == tx).count(), 1, "{}", audit.html);
     // The float page shows it among today's transactions.
     let page = b.get("/console/float").await;
     assert_eq!(figure(&page, "Available balance"), "KES 9,750.00");

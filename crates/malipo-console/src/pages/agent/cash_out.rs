@@ -12,12 +12,12 @@ use malipo_charges::{Charge, ChargeState, FailureReason};
 use malipo_service::{AgentCash, IdemOutcome, NewAgentCash, ServiceError};
 use serde::Deserialize;
 
-use super::super::form::FieldErrors;
-use super::super::local_time::LocalTime;
-use super::super::money_common::{form_errors, refusal_text};
-use super::require_agent;
+use super::gate::require_agent;
 use crate::chrome::{page, page_response, see_other, Chrome, Notice};
 use crate::csrf::Posted;
+use crate::pages::form::FieldErrors;
+use crate::pages::local_time::LocalTime;
+use crate::pages::money_common::{form_errors, refusal_text};
 use crate::session::{console_of, Person};
 use crate::{csrf_forms, format, idem, run, Console, ConsoleError};
 

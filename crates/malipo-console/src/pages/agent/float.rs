@@ -9,10 +9,10 @@ use malipo_ledger::{JournalKind, Transaction};
 use malipo_service::{Balance, Page, TransactionFilter};
 use serde::Deserialize;
 
-use super::super::local_time::LocalTime;
-use super::super::money_common::{given, href, PAGE_SIZE};
-use super::{require_agent, FLOAT};
+use super::gate::{require_agent, FLOAT};
 use crate::chrome::{page, Chrome};
+use crate::pages::local_time::LocalTime;
+use crate::pages::money_common::{given, href, PAGE_SIZE};
 use crate::session::{console_of, Person};
 use crate::{format, run, ConsoleError};
 

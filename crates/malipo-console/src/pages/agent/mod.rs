@@ -10,23 +10,12 @@
 mod cash_in;
 mod cash_out;
 mod float;
+mod gate;
 mod statement;
 
 use actix_web::web;
-use malipo_auth::Permission;
-
-use crate::session::Person;
-use crate::ConsoleError;
 
 /// `/console/float…`, `/console/cash-in…`, `/console/cash-out…`.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.configure(float::routes).configure(statement::routes).configure(cash_in::routes).configure(cash_out::routes);
-}
-
-/// The float account's kind, as the transactions use case names it.
-const FLOAT: &str = "agent_float";
-
-/// The agent's pages are for people who may handle an agent's cash (the one table).
-fn require_agent(who: &Person) -> Result<(), ConsoleError> {
-    who.require(Permission::AgentCash)
 }

@@ -12,12 +12,12 @@ use malipo_service::csv_files::{transaction_rows, transactions_header};
 use malipo_service::{ExportRun, Platform, TransactionFilter};
 use serde::Deserialize;
 
-use super::super::form::FieldErrors;
-use super::super::local_time::LocalTime;
-use super::super::money_common::{given, href, parse_bound, End, PAGE_SIZE};
 use super::float::{row, Row};
-use super::{require_agent, FLOAT};
+use super::gate::{require_agent, FLOAT};
 use crate::chrome::{page_response, Chrome};
+use crate::pages::form::FieldErrors;
+use crate::pages::local_time::LocalTime;
+use crate::pages::money_common::{given, href, parse_bound, End, PAGE_SIZE};
 use crate::session::{console_of, Person};
 use crate::{run, ConsoleError};
 
