@@ -48,4 +48,9 @@
     };
     setTimeout(tick, 2000);
   });
+  // "Print" on a receipt (without script the browser's own print prints it the same).
+  document.querySelectorAll("button[data-print]").forEach(function (button) {
+    button.hidden = false;
+    button.addEventListener("click", function () { window.print(); });
+  });
 })();

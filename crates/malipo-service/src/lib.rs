@@ -50,7 +50,7 @@ pub mod webhooks;
 
 pub use access::{Access, IssuedCredential, IssuedToken};
 pub use accounts::{Accounts, Balance, Funded, LedgerCheck};
-pub use agents::{Agents, CashIn};
+pub use agents::{Agents, CashIn, CashInQuote};
 pub use back_office::{BackOffice, LedgerHealth};
 pub use backlog::{Backlog, BacklogReading, Intake};
 pub use charges::{ChargeActivity, ChargeDay, ChargeDelivery, ChargeStep, Charges};

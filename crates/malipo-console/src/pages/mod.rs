@@ -1,6 +1,7 @@
 //! The console's pages, one module per section. A section registers its routes here, once.
 
 pub mod account;
+pub mod agent;
 pub mod audit;
 pub mod auth;
 pub mod charges;
@@ -30,6 +31,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(enrol::routes)
         .configure(account::routes)
         .configure(home::routes)
+        .configure(agent::routes)
         .configure(charges::routes)
         .configure(developers::routes)
         .configure(team::routes)

@@ -9,7 +9,11 @@ use super::invite;
 use crate::harness::{Db, TestApp};
 use crate::on_both;
 
-on_both!(the_merchant_journey_passes_in_a_real_browser, the_operator_journey_passes_in_a_real_browser);
+on_both!(
+    the_merchant_journey_passes_in_a_real_browser,
+    the_operator_journey_passes_in_a_real_browser,
+    the_agent_journey_passes_in_a_real_browser_at_360_px
+);
 
 async fn the_merchant_journey_passes_in_a_real_browser(db: Db) {
     let app = TestApp::spawn(db).await;
@@ -48,5 +52,25 @@ async fn the_operator_journey_passes_in_a_real_browser(db: Db) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "the operator's browser journey failed:\n{stdout}\n{stderr}");
+    assert!(stdout.trim_end().ends_with("ok"), "{stdout}");
+}
+
+/// The agent's journey (`tests/browser/agent.py`) at 360 px: live mode, a customer with a wallet,
+/// a PIN and a balance, and the gateway's token for the customer's USSD approval.
+async fn the_agent_journey_passes_in_a_real_browser_at_360_px(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let cast = crate::harness::Cast::live(&app).await;
+    let phone = cast.customer(&app, "6001", "4826", "5000").await;
+    let (_, link) = invite(&app, &cast.agent.org_id, "agent").await;
+    let python = std::env::var("MALIPO_TEST_PYTHON")
+        .expect("MALIPO_TEST_PYTHON: run the tests with `bash scripts/test.sh`, which installs Playwright");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let shots = root.join("target/console-screenshots").join(format!("{db:?}").to_lowercase());
+    let script = root.join("apps/malipo/tests/browser/agent.py");
+    let args = [app.base.clone(), link, cast.gateway.clone(), phone, "4826".to_owned(), shots.display().to_string()];
+    let out = tokio::task::spawn_blocking(move || Command::new(python).arg(script).args(args).output()).await.unwrap().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the agent's browser journey failed:\n{stdout}\n{stderr}");
     assert!(stdout.trim_end().ends_with("ok"), "{stdout}");
 }

@@ -1,6 +1,7 @@
 //! The console over HTTP, as a browser without script talks to it: forms posted, cookies kept,
 //! redirects looked at. (The real-browser journeys are in `tests/browser/`.)
 
+mod agent;
 mod audit;
 mod auth;
 mod browser;
