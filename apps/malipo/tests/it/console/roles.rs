@@ -57,6 +57,7 @@ const PASSED: &[u16] = &[200, 303, 404, 409, 422];
 const MERCHANT_MONEY: &[&str] = &["merchant admin", "merchant finance"];
 const ADMINS: &[&str] = &["merchant admin", "corporate admin"];
 const OPERATOR: &[&str] = &["operator operator"];
+const AGENT: &[&str] = &["agent agent"];
 
 /// Every console form, in the order posted.
 fn forms() -> Vec<Form> {
@@ -194,6 +195,28 @@ fn forms() -> Vec<Form> {
             ok: DONE,
         },
         Form { name: "Verify now", path: "/console/ledger/verify", fields: &[], may: OPERATOR, ok: DONE },
+        // Agent (the customer is one no wallet has: the pages answer with the reason).
+        Form {
+            name: "Continue (cash in)",
+            path: "/console/cash-in",
+            fields: &[("customer_msisdn", "{unique_msisdn}"), ("amount", "10.00")],
+            may: AGENT,
+            ok: PASSED,
+        },
+        Form {
+            name: "Confirm (cash in)",
+            path: "/console/cash-in/confirm",
+            fields: &[("customer_msisdn", "{unique_msisdn}"), ("amount", "10.00")],
+            may: AGENT,
+            ok: PASSED,
+        },
+        Form {
+            name: "Request approval (cash out)",
+            path: "/console/cash-out",
+            fields: &[("customer_msisdn", "{unique_msisdn}"), ("amount", "10.00")],
+            may: AGENT,
+            ok: PASSED,
+        },
         // Everyone's.
         Form { name: "Test mode", path: "/console/mode", fields: &[("test_mode", "on"), ("back", "/console/")], may: &ROLES, ok: DONE },
         // Last: it sends the merchant's viewer to enrolment.
@@ -224,6 +247,10 @@ fn pages() -> Vec<(&'static str, &'static [&'static str])> {
         ("/console/team", ADMINS),
         ("/console/audit", &["merchant admin", "corporate admin", "operator operator"]),
         ("/console/wallets", OPERATOR),
+        ("/console/float", AGENT),
+        ("/console/float/statement", AGENT),
+        ("/console/cash-in", AGENT),
+        ("/console/cash-out", AGENT),
         ("/console/organisations", OPERATOR),
         ("/console/organisations/{merchant}", OPERATOR),
         ("/console/ledger", OPERATOR),
