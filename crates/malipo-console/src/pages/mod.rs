@@ -4,6 +4,7 @@ pub mod account;
 pub mod audit;
 pub mod auth;
 pub mod charges;
+pub mod corporate;
 pub mod developers;
 pub mod enrol;
 pub mod form;
@@ -34,5 +35,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(payment_requests::routes)
         .configure(payouts::routes)
         .configure(transactions::routes)
-        .configure(reconciliation::routes);
+        .configure(reconciliation::routes)
+        .configure(corporate::routes);
 }
