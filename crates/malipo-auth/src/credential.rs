@@ -145,8 +145,9 @@ pub struct Principal {
     pub mode: Mode,
     /// Granted scopes.
     pub scopes: Scopes,
-    /// The person acting, when a person acts through the console (their `usr_` id stands in
-    /// `client_id` too); `None` for a key pair.
+    /// The person acting: a person in the console (their `usr_` id stands in `client_id` too),
+    /// or the person who created the key pair in the console (maker/checker compares people);
+    /// `None` for a key pair an operator issued.
     pub person: Option<UserId>,
 }
 

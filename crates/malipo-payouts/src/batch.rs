@@ -1,13 +1,14 @@
 //! A bulk payout batch and its state machine (contract section 6).
 //!
 //! `awaiting_approval → processing → completed`; `awaiting_approval → rejected`. The checker
-//! (who approves or rejects) must differ from the maker. A processing batch completes when its
-//! last item settles.
+//! (who approves or rejects) must differ from the maker: another credential, and, when both
+//! sides are people (a person in the console, or a key pair a person created there), another
+//! person. A processing batch completes when its last item settles.
 
 use std::fmt;
 use std::str::FromStr;
 
-use malipo_core::{AccountId, BulkPayoutId, Currency, MinorUnit, Mode, OrgId, Timestamp};
+use malipo_core::{AccountId, BulkPayoutId, Currency, MinorUnit, Mode, OrgId, Timestamp, UserId};
 
 use crate::payout::UnknownPayoutName;
 
@@ -70,11 +71,15 @@ pub enum BatchEvent {
     Approve {
         /// The checker's client id.
         by: String,
+        /// The person behind the checker, if a person acts.
+        person: Option<UserId>,
     },
     /// The checker rejected it.
     Reject {
         /// The checker's client id.
         by: String,
+        /// The person behind the checker, if a person acts.
+        person: Option<UserId>,
         /// Why.
         reason: String,
     },
@@ -96,8 +101,8 @@ pub enum BulkTransitionError {
         /// What was tried (`approved`, `rejected`, `settled`).
         action: &'static str,
     },
-    /// The checker is the maker.
-    #[error("the credential that created a bulk payout cannot approve or reject it")]
+    /// The checker is the maker (the same credential, or the same person).
+    #[error("the credential or person that created a bulk payout cannot approve or reject it")]
     MakerChecker,
 }
 
@@ -122,12 +127,18 @@ pub struct BulkPayout {
     pub total_fees: MinorUnit,
     /// The account the items are paid from.
     pub payout_account: AccountId,
-    /// The maker's client id.
+    /// The maker's client id (a person's `usr_` id when a person made it in the console).
     pub created_by: String,
+    /// The person who made it: in the console, or through a key pair they created there.
+    pub created_by_person: Option<UserId>,
     /// The checker's client id, once approved.
     pub approved_by: Option<String>,
+    /// The person who approved it, if a person did.
+    pub approved_by_person: Option<UserId>,
     /// The checker's client id, once rejected.
     pub rejected_by: Option<String>,
+    /// The person who rejected it, if a person did.
+    pub rejected_by_person: Option<UserId>,
     /// The checker's reason, once rejected.
     pub rejection_reason: Option<String>,
     /// Where it is.
@@ -153,6 +164,12 @@ impl BulkPayout {
         self.total_amount.checked_add(self.total_fees)
     }
 
+    /// Whether `by` (a client id) with `person` behind it is the maker: the same credential,
+    /// or the same person when both sides are people.
+    pub fn is_maker(&self, by: &str, person: Option<&UserId>) -> bool {
+        by == self.created_by || person.is_some_and(|p| self.created_by_person.as_ref() == Some(p))
+    }
+
     /// Applies an event at `now`. Approval and rejection check the maker/checker rule first;
     /// the last item to settle completes the batch.
     ///
@@ -161,26 +178,28 @@ impl BulkPayout {
     pub fn apply(&mut self, event: BatchEvent, now: Timestamp) -> Result<(), BulkTransitionError> {
         let invalid = |state, action| Err(BulkTransitionError::InvalidState { state, action });
         match event {
-            BatchEvent::Approve { by } => {
+            BatchEvent::Approve { by, person } => {
                 if self.state != BatchState::AwaitingApproval {
                     return invalid(self.state, "approved");
                 }
-                if by == self.created_by {
+                if self.is_maker(&by, person.as_ref()) {
                     return Err(BulkTransitionError::MakerChecker);
                 }
                 self.state = BatchState::Processing;
                 self.approved_by = Some(by);
+                self.approved_by_person = person;
                 self.approved_at = Some(now);
             }
-            BatchEvent::Reject { by, reason } => {
+            BatchEvent::Reject { by, person, reason } => {
                 if self.state != BatchState::AwaitingApproval {
                     return invalid(self.state, "rejected");
                 }
-                if by == self.created_by {
+                if self.is_maker(&by, person.as_ref()) {
                     return Err(BulkTransitionError::MakerChecker);
                 }
                 self.state = BatchState::Rejected;
                 self.rejected_by = Some(by);
+                self.rejected_by_person = person;
                 self.rejection_reason = Some(reason);
                 self.counts = BatchCounts { pending: 0, completed: 0, failed: self.item_count };
                 self.completed_at = Some(now);
@@ -223,8 +242,11 @@ mod tests {
             total_fees: MinorUnit::new(300),
             payout_account: AccountId::new(),
             created_by: "ck_test_maker".into(),
+            created_by_person: None,
             approved_by: None,
+            approved_by_person: None,
             rejected_by: None,
+            rejected_by_person: None,
             rejection_reason: None,
             state: BatchState::AwaitingApproval,
             counts: BatchCounts { pending: items, completed: 0, failed: 0 },
@@ -236,10 +258,10 @@ mod tests {
     }
 
     fn approve(by: &str) -> BatchEvent {
-        BatchEvent::Approve { by: by.into() }
+        BatchEvent::Approve { by: by.into(), person: None }
     }
     fn reject(by: &str) -> BatchEvent {
-        BatchEvent::Reject { by: by.into(), reason: "wrong month".into() }
+        BatchEvent::Reject { by: by.into(), person: None, reason: "wrong month".into() }
     }
     const SETTLED: BatchEvent = BatchEvent::ItemSettled { completed: true };
 
@@ -274,6 +296,26 @@ mod tests {
         assert_eq!(b.apply(approve("ck_test_maker"), Timestamp::from_micros(2)), Err(BulkTransitionError::MakerChecker));
         assert_eq!(b.apply(reject("ck_test_maker"), Timestamp::from_micros(2)), Err(BulkTransitionError::MakerChecker));
         assert_eq!(b.state, BatchState::AwaitingApproval);
+    }
+
+    #[test]
+    fn a_person_can_neither_approve_nor_reject_what_they_made_through_another_credential() {
+        let maker = UserId::new();
+        let mut b = batch(1);
+        b.created_by_person = Some(maker.clone());
+        let now = Timestamp::from_micros(2);
+        // Their key pair (another client id), or their console session: the same person.
+        for by in ["ck_test_theirs", maker.as_str()] {
+            let approve = BatchEvent::Approve { by: by.into(), person: Some(maker.clone()) };
+            assert_eq!(b.apply(approve, now), Err(BulkTransitionError::MakerChecker), "{by}");
+            let reject = BatchEvent::Reject { by: by.into(), person: Some(maker.clone()), reason: "no".into() };
+            assert_eq!(b.apply(reject, now), Err(BulkTransitionError::MakerChecker), "{by}");
+        }
+        assert_eq!(b.state, BatchState::AwaitingApproval);
+        // Another person, or a key pair nobody in the console made: allowed.
+        let other = UserId::new();
+        b.apply(BatchEvent::Approve { by: other.as_str().into(), person: Some(other.clone()) }, now).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(b.approved_by_person, Some(other));
     }
 
     #[test]

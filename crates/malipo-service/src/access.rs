@@ -316,7 +316,8 @@ impl<'a> Access<'a> {
             country: record.org.country,
             mode: record.token.mode,
             scopes: record.token.scopes,
-            person: None,
+            // A key pair a person created in the console acts as that person for maker/checker.
+            person: record.credential_person,
         })
     }
 }

@@ -115,6 +115,7 @@ macro_rules! __store_contract_cases {
                 payment_requests::a_payment_request_is_paid_once,
                 bulk::batches_round_trip_and_update,
                 bulk::batches_refuse_impossible_states,
+                bulk::batches_keep_people_apart,
                 bulk::list_batches_pages_newest_first,
                 bulk::batch_items_in_batch_order,
                 bulk::schedule_and_fail_only_the_pending_items_of_the_batch,

@@ -255,6 +255,10 @@ diesel::table! {
         approved_at -> Nullable<BigInt>,
         completed_at -> Nullable<BigInt>,
         updated_at -> BigInt,
+        // `…-000012_corporate`: the people behind maker and checker.
+        created_by_person -> Nullable<Text>,
+        approved_by_person -> Nullable<Text>,
+        rejected_by_person -> Nullable<Text>,
     }
 }
 

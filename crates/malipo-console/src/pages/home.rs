@@ -89,6 +89,16 @@ struct HomePage {
     figures: Vec<Figure>,
     today: Vec<Figure>,
     chart: Option<Chart>,
+    /// A corporate maker's "Transfer" between the organisation's own accounts.
+    can_transfer: bool,
+    form: super::corporate::transfer::TransferForm,
+    errors: super::form::FieldErrors,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+struct HomeQuery {
+    done: Option<String>,
+    tx: Option<String>,
 }
 
 /// The SVG's geometry: a slot per day, bars in them, labels under them.
@@ -99,7 +109,7 @@ const BASELINE: i64 = 150;
 const LABEL_Y: i64 = 166;
 const HEIGHT: i64 = 176;
 
-async fn home(req: HttpRequest, who: Person) -> Result<HttpResponse, ConsoleError> {
+async fn home(req: HttpRequest, who: Person, query: web::Query<HomeQuery>) -> Result<HttpResponse, ConsoleError> {
     if !matches!(who.org.kind, OrgKind::Merchant | OrgKind::Corporate) || !who.may(Permission::Read) {
         let first = crate::chrome::nav(&who, "").into_iter().next().map_or("/console/account", |l| l.href);
         return Ok(see_other(first));
@@ -138,7 +148,20 @@ async fn home(req: HttpRequest, who: Person) -> Result<HttpResponse, ConsoleErro
         (true, Some(c)) => (today_figures(days.last(), c), Some(chart(&days, c))),
         _ => (Vec::new(), None),
     };
-    Ok(page(&HomePage { chrome: Chrome::new(&who, "Home", "Home", "/console/"), figures, today, chart }))
+    let notice = match (query.done.as_deref(), query.tx.as_deref()) {
+        (Some("transferred"), tx) => crate::chrome::Notice::done(format!("Transfer done: {}", tx.unwrap_or_default())),
+        _ => None,
+    };
+    let can_transfer = !merchant && who.may(Permission::Transfer);
+    Ok(page(&HomePage {
+        chrome: Chrome::new(&who, "Home", "Home", "/console/").with_notice(notice),
+        figures,
+        today,
+        chart,
+        can_transfer,
+        form: super::corporate::transfer::TransferForm::fresh(),
+        errors: super::form::FieldErrors::none(),
+    }))
 }
 
 /// Today's charges: how many, their amount, and the share completed.

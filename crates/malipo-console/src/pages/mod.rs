@@ -5,6 +5,7 @@ pub mod agent;
 pub mod audit;
 pub mod auth;
 pub mod charges;
+pub mod corporate;
 pub mod developers;
 pub mod enrol;
 pub mod form;
@@ -42,5 +43,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .configure(reconciliation::routes)
         .configure(wallets::routes)
         .configure(organisations::routes)
-        .configure(ledger::routes);
+        .configure(ledger::routes)
+        .configure(corporate::routes);
 }

@@ -34,7 +34,8 @@ impl<'a> BulkPayouts<'a> {
     }
 
     /// Stores the batch `awaiting_approval` with its items (each with its payout fee), exactly
-    /// once per key. The principal is the maker.
+    /// once per key. The principal is the maker (and the person behind it, if any, is recorded:
+    /// that person can approve or reject it through no credential).
     ///
     /// # Errors
     /// Idempotency errors.
@@ -66,8 +67,11 @@ impl<'a> BulkPayouts<'a> {
                     total_fees,
                     payout_account: account.clone(),
                     created_by: principal.client_id.clone(),
+                    created_by_person: principal.person.clone(),
                     approved_by: None,
+                    approved_by_person: None,
                     rejected_by: None,
+                    rejected_by_person: None,
                     rejection_reason: None,
                     state: BatchState::AwaitingApproval,
                     counts: BatchCounts { pending: item_count, completed: 0, failed: 0 },
@@ -105,7 +109,9 @@ impl<'a> BulkPayouts<'a> {
             idem,
             |tx| {
                 let mut batch = self.locked(tx, principal, id)?;
-                batch.apply(BatchEvent::Approve { by: principal.client_id.clone() }, now).map_err(transition_error)?;
+                batch
+                    .apply(BatchEvent::Approve { by: principal.client_id.clone(), person: principal.person.clone() }, now)
+                    .map_err(transition_error)?;
                 // The whole total at once, on the locked account row: the items then only
                 // release their share of it as they settle.
                 tx.hold(&batch.payout_account, batch.total_debit()?).map_err(ServiceError::from).map_err(insufficient)?;
@@ -143,7 +149,10 @@ impl<'a> BulkPayouts<'a> {
             |tx| {
                 let mut batch = self.locked(tx, principal, id)?;
                 batch
-                    .apply(BatchEvent::Reject { by: principal.client_id.clone(), reason: reason.clone() }, now)
+                    .apply(
+                        BatchEvent::Reject { by: principal.client_id.clone(), person: principal.person.clone(), reason: reason.clone() },
+                        now,
+                    )
                     .map_err(transition_error)?;
                 tx.fail_batch_items(&batch.id, PayoutFailure::BulkPayoutRejected, now)?;
                 tx.update_batch(&batch)?;

@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod enrol;
 pub mod keys;
+pub mod names;
 mod person;
 pub(crate) use person::entry;
 pub mod sign_in;

@@ -1,7 +1,7 @@
 //! Organisations, credentials and bearer tokens.
 
 use malipo_auth::{AccessToken, Credential, Organisation};
-use malipo_core::{OrgId, Timestamp};
+use malipo_core::{OrgId, Timestamp, UserId};
 
 use crate::error::StoreError;
 
@@ -14,6 +14,8 @@ pub struct TokenRecord {
     pub org: Organisation,
     /// Whether its credential has been revoked (which revokes the token too).
     pub credential_revoked: bool,
+    /// The person who created its credential in the console, if one did.
+    pub credential_person: Option<UserId>,
 }
 
 /// Organisations, credentials and bearer tokens: part of the one transaction handle [`super::Tx`].

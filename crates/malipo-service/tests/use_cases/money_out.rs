@@ -274,6 +274,51 @@ fn a_rejected_batch_pays_nothing_and_an_unfunded_approval_is_refused() {
     assert_eq!(payout_account(&world, &maker).balance, MinorUnit::new(10_000));
 }
 
+/// A person as the console's principal, or through a key pair they created there: another
+/// client id, the same person.
+fn as_person(org: &Principal, person: &malipo_core::UserId, client_id: &str, scopes: &str) -> Principal {
+    Principal {
+        client_id: client_id.to_owned(),
+        scopes: malipo_auth::Scopes::parse(scopes).unwrap(),
+        person: Some(person.clone()),
+        ..org.clone()
+    }
+}
+
+#[test]
+fn a_person_neither_approves_nor_rejects_a_batch_they_made_whatever_credential_either_side_uses() {
+    let world = World::new();
+    let org = funded(&world, OrgKind::Corporate, Mode::Test, "1000.00");
+    let (amina, baraka) = (malipo_core::UserId::new(), malipo_core::UserId::new());
+    let amina_console = as_person(&org, &amina, amina.as_str(), "payments payouts bulk:create");
+    let amina_key = as_person(&org, &amina, "ck_test_aminas_key", "payments bulk:approve");
+    let baraka_console = as_person(&org, &baraka, baraka.as_str(), "payments bulk:approve");
+    let reject = |who: &Principal, b: &BulkPayout| {
+        let r = world.platform.parse(who, &NewRejection { batch_id: b.id.to_string(), reason: "no".into() })?;
+        world.platform.bulk_payouts().reject(who, &r, &idem(who, "reject"), &crate::support::ignored)
+    };
+    // Made in the console: refused through her own key pair; made through her key pair: refused
+    // in her console session.
+    for (maker, checker) in [(&amina_console, &amina_key), (&amina_key, &amina_console)] {
+        let b = bulk(&world, maker, BulkInput::Items(items(&[("254712345678", "10.00")]))).unwrap();
+        assert_eq!(b.created_by_person.as_ref(), Some(&amina));
+        assert_eq!(approve(&world, checker, &b), Err(ServiceError::MakerChecker));
+        assert_eq!(reject(checker, &b).map(|_| ()), Err(ServiceError::MakerChecker));
+        let untouched = world.platform.bulk_payouts().get(&org, b.id.as_str()).unwrap();
+        assert_eq!((untouched.state, untouched.approved_by_person), (BatchState::AwaitingApproval, None));
+        assert_eq!(payout_account(&world, &org).held, MinorUnit::ZERO, "nothing reserved");
+        let approved = approve(&world, &baraka_console, &b).unwrap();
+        assert_eq!((approved.state, approved.approved_by_person.as_ref()), (BatchState::Processing, Some(&baraka)));
+        settle(&world);
+    }
+    // A key pair an operator issued is no person: another person's approval of its batch is fine.
+    let b = bulk(&world, &org, BulkInput::Items(items(&[("254712345678", "10.00")]))).unwrap();
+    assert_eq!(b.created_by_person, None);
+    assert_eq!(approve(&world, &amina_key, &b).map(|b| b.state), Ok(BatchState::Processing));
+    settle(&world);
+    clean_ledger(&world);
+}
+
 fn reverse(world: &World, org: &Principal, new: NewReversal) -> Result<Reversal, ServiceError> {
     let reversal = world.platform.parse(org, &new)?;
     let out =

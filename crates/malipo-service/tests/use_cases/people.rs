@@ -250,3 +250,20 @@ fn a_success_racing_failures_from_its_address_erases_none_of_them() {
     assert_eq!(people.sign_in("last@example.com", "wrong password!", ip(9)).unwrap(), SignIn::Refused, "the hundredth failure");
     assert!(matches!(people.sign_in(&email, PASSWORD, ip(9)).unwrap(), SignIn::Locked { .. }), "the address waits after 100 failures");
 }
+
+#[test]
+fn a_key_pair_a_person_created_acts_as_that_person_and_an_operators_as_nobody() {
+    let world = World::new();
+    let org = world.platform.access().create_org("Payroll Ltd", OrgKind::Corporate, "KE").unwrap();
+    let (_, who) = join(&world, &org.org_id, "admin");
+    let (secret, _, who) = enrol(&world, &who);
+    world.advance(30);
+    let people = world.platform.people();
+    let theirs = people.create_key(&who, Mode::Test, &code(&world, &secret), ip(1)).unwrap();
+    let access = world.platform.access();
+    let token = access.issue_token(&theirs.client_id, &theirs.client_secret, None).unwrap();
+    let principal = access.authenticate(&token.access_token).unwrap();
+    assert_eq!((principal.client_id.as_str(), principal.person.as_ref()), (theirs.client_id.as_str(), Some(&who.user.id)));
+    let token = access.issue_token(&org.client_id, &org.client_secret, None).unwrap();
+    assert_eq!(access.authenticate(&token.access_token).unwrap().person, None, "the operator's key pair");
+}

@@ -115,7 +115,7 @@ pub fn token_returns_its_organisation(store: &dyn Store) {
     });
     assert_eq!(
         query(store, |tx| Ok(tx.token(&token.digest)?)),
-        Some(TokenRecord { token: token.clone(), org: org.clone(), credential_revoked: false })
+        Some(TokenRecord { token: token.clone(), org: org.clone(), credential_revoked: false, credential_person: None })
     );
     assert_eq!(query(store, |tx| Ok(tx.token(&digest("nobody"))?)), None);
     assert_eq!(refused(store, |tx| Ok(tx.insert_token(&token)?)), duplicate());

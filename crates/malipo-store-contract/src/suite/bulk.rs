@@ -89,6 +89,43 @@ pub fn batches_round_trip_and_update(store: &dyn Store) {
     assert!(is_other(&refused(store, |tx| Ok(tx.update_batch(&ghost)?))), "no such batch");
 }
 
+/// The people behind maker and checker are stored and read back; the store refuses a batch
+/// approved or rejected by the person who made it, whatever credentials the two sides used
+/// (`bulk_payouts_people_check`), and allows another person or no person.
+pub fn batches_keep_people_apart(store: &dyn Store) {
+    let m = insert_merchant(store, "Payroll Ltd", Mode::Test);
+    let payee = msisdn("254712000062");
+    let (maker, other) = (malipo_core::UserId::new(), malipo_core::UserId::new());
+    let (made, items) = bulk_payout(&m.payout, "ck_test_makers_key", &payee, &[1_000], at(1));
+    let (batch, _) = insert_batch(store, (BulkPayout { created_by_person: Some(maker.clone()), ..made }, items));
+    assert_eq!(get(store, &m.org.id, Mode::Test, &batch.id).and_then(|b| b.created_by_person), Some(maker.clone()));
+    let approved_by = |person: Option<&malipo_core::UserId>| BulkPayout {
+        approved_by_person: person.cloned(),
+        ..batch_approved(batch.clone(), "ck_test_checkers_key", at(2))
+    };
+    let rejected_by_maker = BulkPayout {
+        state: BatchState::Rejected,
+        rejected_by: Some(maker.as_str().to_owned()),
+        rejected_by_person: Some(maker.clone()),
+        rejection_reason: Some("mine".into()),
+        counts: BatchCounts { pending: 0, completed: 0, failed: 1 },
+        completed_at: Some(at(3)),
+        updated_at: at(3),
+        ..batch.clone()
+    };
+    for (what, bad) in [("approved by its maker", approved_by(Some(&maker))), ("rejected by its maker", rejected_by_maker)] {
+        assert!(is_other(&refused(store, |tx| Ok(tx.update_batch(&bad)?))), "{what}");
+    }
+    assert_eq!(get(store, &m.org.id, Mode::Test, &batch.id), Some(batch.clone()), "unchanged");
+    let fine = approved_by(Some(&other));
+    commit(store, |tx| Ok(tx.update_batch(&fine)?));
+    assert_eq!(get(store, &m.org.id, Mode::Test, &batch.id), Some(fine));
+    let (anyone, _) = insert_batch(store, bulk_payout(&m.payout, "ck_test_maker", &payee, &[1_000], at(4)));
+    let by_a_key = BulkPayout { approved_by_person: Some(maker), ..batch_approved(anyone.clone(), "ck_test_checker", at(5)) };
+    commit(store, |tx| Ok(tx.update_batch(&by_a_key)?));
+    assert_eq!(get(store, &m.org.id, Mode::Test, &anyone.id), Some(by_a_key), "a batch no person made");
+}
+
 /// The store refuses batches its constraints forbid: the maker as checker, counts that do not
 /// sum to the item count or do not fit the state, approval or rejection fields outside their
 /// states, no items or more than 10,000.

@@ -109,20 +109,21 @@ impl AuthRepo for DieselTx<'_> {
     }
 
     fn token(&mut self, digest: &str) -> Result<Option<TokenRecord>, StoreError> {
-        let found: Option<(TokenRow, OrgRow, Option<i64>)> = access_tokens::table
+        let found: Option<(TokenRow, OrgRow, Option<i64>, Option<String>)> = access_tokens::table
             .inner_join(credentials::table)
             .inner_join(organisations::table.on(organisations::id.eq(access_tokens::org_id)))
             .filter(access_tokens::digest.eq(digest))
-            .select((TokenRow::as_select(), OrgRow::as_select(), credentials::revoked_at))
+            .select((TokenRow::as_select(), OrgRow::as_select(), credentials::revoked_at, credentials::created_by))
             .first(self.conn)
             .optional()
             .map_err(db_error)?;
         found
-            .map(|(token, org, credential_revoked_at)| {
+            .map(|(token, org, credential_revoked_at, created_by)| {
                 Ok(TokenRecord {
                     token: AccessToken::try_from(token)?,
                     org: Organisation::try_from(org)?,
                     credential_revoked: credential_revoked_at.is_some(),
+                    credential_person: created_by.map(malipo_core::UserId::from_trusted),
                 })
             })
             .transpose()

@@ -220,6 +220,8 @@ impl BulkRepo for DieselTx<'_> {
             .set((
                 bulk_payouts::state.eq(&row.state),
                 bulk_payouts::approved_by.eq(&row.approved_by),
+                bulk_payouts::approved_by_person.eq(&row.approved_by_person),
+                bulk_payouts::rejected_by_person.eq(&row.rejected_by_person),
                 bulk_payouts::approved_at.eq(row.approved_at),
                 bulk_payouts::rejected_by.eq(&row.rejected_by),
                 bulk_payouts::rejection_reason.eq(&row.rejection_reason),

@@ -3,7 +3,7 @@
 use std::str::FromStr;
 
 use diesel::prelude::*;
-use malipo_core::{AccountId, BulkPayoutId, MinorUnit, Msisdn, OrgId, PayoutRef, Timestamp, TransactionId};
+use malipo_core::{AccountId, BulkPayoutId, MinorUnit, Msisdn, OrgId, PayoutRef, Timestamp, TransactionId, UserId};
 use malipo_payouts::{BatchCounts, BatchState, BulkPayout, Payout, PayoutFailure, PayoutState};
 use malipo_service::StoreError;
 
@@ -129,6 +129,9 @@ pub(crate) struct BulkPayoutRow {
     pub(crate) approved_at: Option<i64>,
     pub(crate) completed_at: Option<i64>,
     pub(crate) updated_at: i64,
+    pub(crate) created_by_person: Option<String>,
+    pub(crate) approved_by_person: Option<String>,
+    pub(crate) rejected_by_person: Option<String>,
 }
 
 impl TryFrom<&BulkPayout> for BulkPayoutRow {
@@ -156,6 +159,9 @@ impl TryFrom<&BulkPayout> for BulkPayoutRow {
             approved_at: b.approved_at.map(Timestamp::as_micros),
             completed_at: b.completed_at.map(Timestamp::as_micros),
             updated_at: b.updated_at.as_micros(),
+            created_by_person: b.created_by_person.as_ref().map(|u| u.as_str().to_owned()),
+            approved_by_person: b.approved_by_person.as_ref().map(|u| u.as_str().to_owned()),
+            rejected_by_person: b.rejected_by_person.as_ref().map(|u| u.as_str().to_owned()),
         })
     }
 }
@@ -180,8 +186,11 @@ impl TryFrom<BulkPayoutRow> for BulkPayout {
             total_fees: MinorUnit::new(r.total_fees),
             payout_account: AccountId::from_trusted(r.payout_account),
             created_by: r.created_by,
+            created_by_person: r.created_by_person.map(UserId::from_trusted),
             approved_by: r.approved_by,
+            approved_by_person: r.approved_by_person.map(UserId::from_trusted),
             rejected_by: r.rejected_by,
+            rejected_by_person: r.rejected_by_person.map(UserId::from_trusted),
             rejection_reason: r.rejection_reason,
             created_at: ts(r.created_at),
             approved_at: r.approved_at.map(ts),

@@ -93,7 +93,12 @@ impl AuthRepo for MemoryTx<'_> {
             .credentials
             .get(&token.client_id)
             .ok_or_else(|| StoreError::Other(format!("token's credential {} is missing", token.client_id)))?;
-        Ok(Some(TokenRecord { token: token.clone(), org: org.clone(), credential_revoked: credential.revoked_at.is_some() }))
+        Ok(Some(TokenRecord {
+            token: token.clone(),
+            org: org.clone(),
+            credential_revoked: credential.revoked_at.is_some(),
+            credential_person: credential.created_by.clone(),
+        }))
     }
 
     fn revoke_token(&mut self, digest: &str, client_id: &str, now: Timestamp) -> Result<bool, StoreError> {

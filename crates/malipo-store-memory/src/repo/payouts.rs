@@ -45,6 +45,8 @@ fn check_batch(b: &BulkPayout) -> Result<(), StoreError> {
     check(sum == u64::from(b.item_count), "bulk_payouts_counts_check")?;
     let not_maker = |by: &Option<String>| by.as_ref().is_none_or(|by| *by != b.created_by);
     check(not_maker(&b.approved_by) && not_maker(&b.rejected_by), "bulk_payouts_maker_checker_check")?;
+    let not_maker_person = |by: &Option<malipo_core::UserId>| by.is_none() || b.created_by_person.is_none() || *by != b.created_by_person;
+    check(not_maker_person(&b.approved_by_person) && not_maker_person(&b.rejected_by_person), "bulk_payouts_people_check")?;
     let approved = matches!(b.state, BatchState::Processing | BatchState::Completed);
     check(approved == b.approved_by.is_some() && approved == b.approved_at.is_some(), "bulk_payouts_approval_check")?;
     let rejected = b.state == BatchState::Rejected;
@@ -279,6 +281,8 @@ impl BulkRepo for MemoryTx<'_> {
         let updated = BulkPayout {
             state: batch.state,
             approved_by: batch.approved_by.clone(),
+            approved_by_person: batch.approved_by_person.clone(),
+            rejected_by_person: batch.rejected_by_person.clone(),
             approved_at: batch.approved_at,
             rejected_by: batch.rejected_by.clone(),
             rejection_reason: batch.rejection_reason.clone(),
