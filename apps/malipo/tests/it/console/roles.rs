@@ -58,6 +58,8 @@ const MERCHANT_MONEY: &[&str] = &["merchant admin", "merchant finance"];
 const ADMINS: &[&str] = &["merchant admin", "corporate admin"];
 const OPERATOR: &[&str] = &["operator operator"];
 const AGENT: &[&str] = &["agent agent"];
+const MAKER: &[&str] = &["corporate maker"];
+const CHECKER: &[&str] = &["corporate checker"];
 
 /// Every console form, in the order posted.
 fn forms() -> Vec<Form> {
@@ -195,6 +197,28 @@ fn forms() -> Vec<Form> {
             ok: DONE,
         },
         Form { name: "Verify now", path: "/console/ledger/verify", fields: &[], may: OPERATOR, ok: DONE },
+        // Corporate.
+        Form {
+            name: "Transfer",
+            path: "/console/transfer",
+            fields: &[("from", "payout"), ("to", "collection"), ("amount", "1.00")],
+            may: MAKER,
+            ok: PASSED,
+        },
+        Form {
+            name: "Approve (a batch)",
+            path: "/console/bulk-payouts/bp_00000000000000000000000000000000/approve",
+            fields: &[("code", "{code}")],
+            may: CHECKER,
+            ok: PASSED,
+        },
+        Form {
+            name: "Reject (a batch)",
+            path: "/console/bulk-payouts/bp_00000000000000000000000000000000/reject",
+            fields: &[("reason", "table")],
+            may: CHECKER,
+            ok: PASSED,
+        },
         // Agent (the customer is one no wallet has: the pages answer with the reason).
         Form {
             name: "Continue (cash in)",
@@ -247,6 +271,8 @@ fn pages() -> Vec<(&'static str, &'static [&'static str])> {
         ("/console/team", ADMINS),
         ("/console/audit", &["merchant admin", "corporate admin", "operator operator"]),
         ("/console/wallets", OPERATOR),
+        ("/console/bulk-payouts", &["corporate admin", "corporate maker", "corporate checker"]),
+        ("/console/approvals", CHECKER),
         ("/console/float", AGENT),
         ("/console/float/statement", AGENT),
         ("/console/cash-in", AGENT),

@@ -6,7 +6,7 @@ use askama::Template;
 use malipo_auth::Permission;
 use malipo_payouts::BatchState;
 
-use super::{BatchRow, Names};
+use super::rows::{BatchRow, Names};
 use crate::chrome::{page, Chrome};
 use crate::pages::local_time::LocalTime;
 use crate::session::{console_of, Person};

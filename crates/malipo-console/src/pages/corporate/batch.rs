@@ -13,7 +13,7 @@ use malipo_payouts::{BatchState, BulkPayout, Payout, PayoutState};
 use malipo_service::{ApproveBulkPayout, NewRejection, RejectBulkPayout, ServiceError};
 use serde::Deserialize;
 
-use super::{BatchRow, Names, BULK_PATH};
+use super::rows::{BatchRow, Names, BULK_PATH};
 use crate::chrome::{page, page_response, see_other, Chrome, Notice};
 use crate::csrf::Posted;
 use crate::pages::form::FieldErrors;

@@ -21,7 +21,7 @@ use malipo_service::{BulkInput, CreateBulkPayout, FieldError, NewBulkPayout, Ser
 use sha2::{Digest, Sha256};
 
 use super::multipart::{posted, Parts};
-use super::{BatchRow, Names, BULK_PATH};
+use super::rows::{BatchRow, Names, BULK_PATH};
 use crate::chrome::{page, page_response, see_other, Chrome, Notice};
 use crate::pages::form::FieldErrors;
 use crate::pages::local_time::LocalTime;
