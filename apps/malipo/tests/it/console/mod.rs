@@ -6,6 +6,7 @@ mod audit;
 mod auth;
 mod browser;
 mod charges;
+mod corporate;
 mod developers;
 mod home;
 mod operator;
