@@ -297,7 +297,10 @@ async fn audit_count(app: &TestApp) -> usize {
     let p = app.platform.clone();
     tokio::task::spawn_blocking(move || {
         let store: &dyn Store = p.store();
-        malipo_service::ports::read(store, |tx| Ok(tx.audit_entries(&AuditFilter::default(), None, 1_000_000)?.len())).unwrap()
+        // "Verify now" records its result when the background verification ends, which may be
+        // while a later row is posted: that entry is nobody's refused form.
+        let entries = malipo_service::ports::read(store, |tx| Ok(tx.audit_entries(&AuditFilter::default(), None, 1_000_000)?)).unwrap();
+        entries.iter().filter(|e| e.action != "ledger.verified").count()
     })
     .await
     .unwrap()
