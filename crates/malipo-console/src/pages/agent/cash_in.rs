@@ -14,8 +14,8 @@ use askama::Template;
 use malipo_core::MinorUnit;
 use malipo_ledger::JournalKind;
 use malipo_service::{AgentCash, CashIn, CashInQuote, IdemOutcome, NewAgentCash, ServiceError};
-use serde::Deserialize;
 
+use super::cash_form::{CashForm, FIELDS};
 use super::gate::{require_agent, FLOAT};
 use crate::chrome::{page, page_response, see_other, Chrome, Notice};
 use crate::csrf::Posted;
@@ -23,7 +23,7 @@ use crate::pages::form::FieldErrors;
 use crate::pages::local_time::LocalTime;
 use crate::pages::money_common::{form_errors, refusal_text};
 use crate::session::{console_of, Person};
-use crate::{csrf_forms, format, idem, run, Console, ConsoleError};
+use crate::{format, idem, run, Console, ConsoleError};
 
 /// `/console/cash-in` (the form, "Continue"), `/console/cash-in/confirm`, `/console/cash-in/{tx_id}`.
 pub(super) fn routes(cfg: &mut web::ServiceConfig) {
@@ -35,21 +35,6 @@ pub(super) fn routes(cfg: &mut web::ServiceConfig) {
 
 const SECTION: &str = "Cash in";
 const PATH: &str = "/console/cash-in";
-/// The use case's field names, the form's, and their labels.
-const FIELDS: [(&str, &str, &str); 2] = [("customer_msisdn", "customer_msisdn", "Phone number"), ("amount", "amount", "Amount")];
-
-#[derive(Clone, Debug, Default, Deserialize)]
-struct CashForm {
-    #[serde(default)]
-    csrf_token: String,
-    #[serde(default)]
-    idempotency_key: String,
-    #[serde(default)]
-    customer_msisdn: String,
-    #[serde(default)]
-    amount: String,
-}
-csrf_forms!(CashForm);
 
 #[derive(Template)]
 #[template(path = "agent/cash_in.html")]

@@ -10,8 +10,8 @@ use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use askama::Template;
 use malipo_charges::{Charge, ChargeState, FailureReason};
 use malipo_service::{AgentCash, IdemOutcome, NewAgentCash, ServiceError};
-use serde::Deserialize;
 
+use super::cash_form::{CashForm, FIELDS};
 use super::gate::require_agent;
 use crate::chrome::{page, page_response, see_other, Chrome, Notice};
 use crate::csrf::Posted;
@@ -19,7 +19,7 @@ use crate::pages::form::FieldErrors;
 use crate::pages::local_time::LocalTime;
 use crate::pages::money_common::{form_errors, refusal_text};
 use crate::session::{console_of, Person};
-use crate::{csrf_forms, format, idem, run, Console, ConsoleError};
+use crate::{format, idem, run, Console, ConsoleError};
 
 /// `/console/cash-out`, `/console/cash-out/{wd_ref}`, `/console/cash-out/{wd_ref}/live`.
 pub(super) fn routes(cfg: &mut web::ServiceConfig) {
@@ -31,21 +31,6 @@ pub(super) fn routes(cfg: &mut web::ServiceConfig) {
 
 const SECTION: &str = "Cash out";
 const PATH: &str = "/console/cash-out";
-/// The use case's field names, the form's, and their labels.
-const FIELDS: [(&str, &str, &str); 2] = [("customer_msisdn", "customer_msisdn", "Phone number"), ("amount", "amount", "Amount")];
-
-#[derive(Clone, Debug, Default, Deserialize)]
-struct CashForm {
-    #[serde(default)]
-    csrf_token: String,
-    #[serde(default)]
-    idempotency_key: String,
-    #[serde(default)]
-    customer_msisdn: String,
-    #[serde(default)]
-    amount: String,
-}
-csrf_forms!(CashForm);
 
 #[derive(Template)]
 #[template(path = "agent/cash_out.html")]

@@ -7,6 +7,7 @@
 //! reason it failed). Each calls the API's use cases (`Agents`, `Transactions`); the moving
 //! ones under the form's one-time key, audited as the agent's.
 
+mod cash_form;
 mod cash_in;
 mod cash_out;
 mod float;
