@@ -32,6 +32,15 @@ impl FieldErrors {
         self.0.push((field.to_owned(), message.into()));
     }
 
+    /// Adds an error unless the field already has this one (two of the use case's fields may be
+    /// one of the form's).
+    pub fn add_once(&mut self, field: &str, message: impl Into<String>) {
+        let message = message.into();
+        if !self.0.iter().any(|(f, m)| f == field && *m == message) {
+            self.0.push((field.to_owned(), message));
+        }
+    }
+
     /// The errors of a refusal, the form's fields named as the use case names them (`fields`
     /// maps a use case's field name to the form's, where they differ). `None` when the refusal
     /// is not about fields.

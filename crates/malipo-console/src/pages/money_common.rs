@@ -82,7 +82,7 @@ pub fn form_errors(e: &ServiceError, fields: &[(&str, &str, &str)]) -> Option<Fi
             }
             None => (f.field.clone(), f.message.clone()),
         };
-        errors.add(&field, sentence(&message));
+        errors.add_once(&field, sentence(&message));
     }
     Some(errors)
 }

@@ -3,17 +3,18 @@
 //! alike) and a payout's page, whose facts follow the payout while it settles (a live region,
 //! refreshed by `assets/app.js` from `…/live`). Paying is idempotent: the form carries a one-time key.
 //!
-//! A merchant's payout is `POST /payouts`. A corporate organisation's single payout must wait for
-//! a checker like any batch (the contract): until that is built, a corporate maker sees the list
-//! and the pages but no form, and a post is refused.
+//! A merchant's payout is `POST /payouts`. A corporate maker's single payout waits for a checker
+//! like any batch (the contract): the same form creates a bulk payout of one item (`POST
+//! /bulk-payouts`, the reference the batch's and the item's), awaiting approval, and shows its
+//! batch page.
 
 use std::net::IpAddr;
 
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use askama::Template;
 use malipo_auth::{OrgKind, Permission};
-use malipo_payouts::{Payout, PayoutFilter, PayoutState};
-use malipo_service::{CreatePayout, IdemOutcome, NewPayout, Page, ServiceError};
+use malipo_payouts::{BulkPayout, Payout, PayoutFilter, PayoutState, RawItem};
+use malipo_service::{BulkInput, CreateBulkPayout, CreatePayout, IdemOutcome, NewBulkPayout, NewPayout, Page, ServiceError};
 use serde::Deserialize;
 
 use super::form::FieldErrors;
@@ -40,6 +41,15 @@ const STATES: [(&str, &str); 4] = [("", "Any state"), ("pending", "Pending"), ("
 /// The use case's field names, the form's, and their labels.
 const FIELDS: [(&str, &str, &str); 3] =
     [("payee_msisdn", "payee_msisdn", "Phone number"), ("amount", "amount", "Amount"), ("reference", "reference", "Reference")];
+
+/// The same for a corporate maker's batch of one: its item's fields, and the batch's reference
+/// (the same text, so the same error, shown once).
+const BATCH_FIELDS: [(&str, &str, &str); 4] = [
+    ("items[0].payee_msisdn", "payee_msisdn", "Phone number"),
+    ("items[0].amount", "amount", "Amount"),
+    ("items[0].reference", "reference", "Reference"),
+    ("reference", "reference", "Reference"),
+];
 
 /// One payout as a row of the list.
 struct Row {
@@ -71,6 +81,8 @@ fn row(p: &Payout, clock: &LocalTime) -> Row {
 struct ListPage {
     chrome: Chrome,
     can_pay: bool,
+    /// A corporate maker's payout waits for a checker (the hint says so).
+    batch_of_one: bool,
     form: PayForm,
     errors: FieldErrors,
     states: Vec<Choice>,
@@ -101,10 +113,15 @@ struct PayForm {
 }
 csrf_forms!(PayForm);
 
-/// Whether `who` may pay one person from this page: a merchant's people with the permission (a
-/// corporate payout waits for a checker, which this page does not do yet).
+/// Whether `who` may pay one person from this page (a merchant's admin and finance, a
+/// corporate's maker).
 fn may_pay(who: &Person) -> bool {
-    who.may(Permission::Payout) && who.org.kind == OrgKind::Merchant
+    who.may(Permission::Payout)
+}
+
+/// Whether `who`'s single payout is a batch of one that waits for a checker.
+fn batch_of_one(who: &Person) -> bool {
+    who.org.kind == OrgKind::Corporate
 }
 
 /// The list page with the form as given (a fresh one, or a refused one with its errors).
@@ -129,6 +146,7 @@ async fn render(
     Ok(ListPage {
         chrome: Chrome::new(who, SECTION, "Payouts", PATH).with_notice(notice),
         can_pay: may_pay(who),
+        batch_of_one: batch_of_one(who),
         form,
         errors,
         states: choices(&STATES, state),
@@ -149,15 +167,14 @@ async fn list_page(req: HttpRequest, who: Person, query: web::Query<ListQuery>) 
 async fn pay(req: HttpRequest, posted: Posted<PayForm>) -> Result<HttpResponse, ConsoleError> {
     let Posted { person: who, mut form, ip } = posted;
     who.require(Permission::Payout)?;
-    if !may_pay(&who) {
-        return Err(ConsoleError::Forbidden("a corporate organisation's payout waits for a checker; use Bulk payouts".into()));
-    }
     let console = console_of(&req)?;
-    match pay_one(&console, &who, &form, ip).await {
+    let paid = if batch_of_one(&who) { submit_one(&console, &who, &form, ip).await } else { pay_one(&console, &who, &form, ip).await };
+    match paid {
         Ok(outcome) => Ok(see_other(&idem::location(&outcome))),
         Err(ConsoleError::Service(e)) => {
             // Refused: the page again, the form's values kept, each error beside its field.
-            let (errors, notice) = match form_errors(&e, &FIELDS) {
+            let fields: &[(&str, &str, &str)] = if batch_of_one(&who) { &BATCH_FIELDS } else { &FIELDS };
+            let (errors, notice) = match form_errors(&e, fields) {
                 Some(errors) => (errors, Notice::alert("Nothing was paid: some fields need attention.")),
                 None => (FieldErrors::none(), Notice::alert(format!("Nothing was paid. {}", refusal_text(&e)))),
             };
@@ -173,8 +190,7 @@ async fn pay(req: HttpRequest, posted: Posted<PayForm>) -> Result<HttpResponse, 
 }
 
 /// The one call of the payout use case: the form parsed into its command, then run under the
-/// form's key, recorded in the audit log as `who`'s (in one place, for a corporate maker's batch
-/// of one to come).
+/// form's key, recorded in the audit log as `who`'s.
 async fn pay_one(console: &Console, who: &Person, form: &PayForm, ip: IpAddr) -> Result<IdemOutcome, ConsoleError> {
     let fields = [("payee_msisdn", form.payee_msisdn.as_str()), ("amount", form.amount.as_str()), ("reference", form.reference.as_str())];
     let idem = idem::by(idem::idem(who, "payout", &form.idempotency_key, &fields)?, who, ip, "payout.created");
@@ -189,6 +205,28 @@ async fn pay_one(console: &Console, who: &Person, form: &PayForm, ip: IpAddr) ->
     run(console, move |p| {
         let command = p.parse::<CreatePayout>(&principal, &new)?;
         p.payouts().create(&principal, &command, &idem, &|po: &Payout| idem::go_to(format!("{PATH}/{}?done=paid", po.id)))
+    })
+    .await
+}
+
+/// A corporate maker's single payout: a bulk payout of one item, awaiting a checker, under the
+/// form's key (the API's `POST /bulk-payouts` use case; recorded as an upload is).
+async fn submit_one(console: &Console, who: &Person, form: &PayForm, ip: IpAddr) -> Result<IdemOutcome, ConsoleError> {
+    let fields = [("payee_msisdn", form.payee_msisdn.as_str()), ("amount", form.amount.as_str()), ("reference", form.reference.as_str())];
+    let idem = idem::by(idem::idem(who, "bulk-payout-one", &form.idempotency_key, &fields)?, who, ip, "bulk_payout.created");
+    let item = RawItem {
+        payee_msisdn: form.payee_msisdn.trim().to_owned(),
+        amount: form.amount.trim().to_owned(),
+        reference: form.reference.clone(),
+        narration: None,
+    };
+    let new = NewBulkPayout { reference: form.reference.clone(), items: BulkInput::Items(vec![item]) };
+    let principal = who.principal();
+    run(console, move |p| {
+        let command = p.parse::<CreateBulkPayout>(&principal, &new)?;
+        p.bulk_payouts().create(&principal, &command, &idem, &|b: &BulkPayout| {
+            idem::go_to(format!("/console/bulk-payouts/{}?done=submitted", b.id))
+        })
     })
     .await
 }

@@ -12,7 +12,8 @@ use crate::on_both;
 on_both!(
     the_merchant_journey_passes_in_a_real_browser,
     the_operator_journey_passes_in_a_real_browser,
-    the_agent_journey_passes_in_a_real_browser_at_360_px
+    the_agent_journey_passes_in_a_real_browser_at_360_px,
+    the_corporate_journey_passes_in_a_real_browser
 );
 
 async fn the_merchant_journey_passes_in_a_real_browser(db: Db) {
@@ -72,5 +73,27 @@ async fn the_agent_journey_passes_in_a_real_browser_at_360_px(db: Db) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "the agent's browser journey failed:\n{stdout}\n{stderr}");
+    assert!(stdout.trim_end().ends_with("ok"), "{stdout}");
+}
+
+/// The corporate journey (`tests/browser/corporate.py`): a funded corporate organisation in test
+/// mode, a maker and a checker invited; the maker uploads, fixes and submits, the checker signs
+/// in with two factors and approves, the failed item's file uploads again.
+async fn the_corporate_journey_passes_in_a_real_browser(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let c = app.org("corporate", "KE").await;
+    app.fund(&c.org_id, malipo_core::Mode::Test, "10000").await;
+    let (_, maker) = invite(&app, &c.org_id, "maker").await;
+    let (checker_email, checker) = invite(&app, &c.org_id, "checker").await;
+    let python = std::env::var("MALIPO_TEST_PYTHON")
+        .expect("MALIPO_TEST_PYTHON: run the tests with `bash scripts/test.sh`, which installs Playwright");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let shots = root.join("target/console-screenshots").join(format!("{db:?}").to_lowercase());
+    let script = root.join("apps/malipo/tests/browser/corporate.py");
+    let args = [app.base.clone(), maker, checker, checker_email, shots.display().to_string()];
+    let out = tokio::task::spawn_blocking(move || Command::new(python).arg(script).args(args).output()).await.unwrap().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the corporate browser journey failed:\n{stdout}\n{stderr}");
     assert!(stdout.trim_end().ends_with("ok"), "{stdout}");
 }

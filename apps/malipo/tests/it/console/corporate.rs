@@ -24,6 +24,7 @@ on_both!(
     a_maker_transfers_between_the_organisations_accounts,
     ten_thousand_rows_are_previewed_within_two_seconds,
     two_checkers_approving_at_once_make_one_approval_and_one_reservation,
+    a_makers_single_payout_is_a_batch_of_one_that_waits_for_a_checker,
 );
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -420,5 +421,43 @@ async fn two_checkers_approving_at_once_make_one_approval_and_one_reservation(db
         let left = ok(app.get_answer(&t, "/partner/balance?account=payout").await, "b").raw("available");
         assert_eq!(left, format!("{}.00", 1000 - 105 * (round + 1)), "round {round}");
     }
+    app.assert_ledger_ok().await;
+}
+
+/// "Pay" on Payouts with the form's token and key.
+async fn pay_one(b: &mut Browser, csrf: &str, key: &str, payee: &str, amount: &str) -> Page {
+    b.post("/console/payouts", &[("csrf_token", csrf), ("idempotency_key", key), ("payee_msisdn", payee), ("amount", amount), ("reference", "RENT-DEC")]).await
+}
+
+async fn a_makers_single_payout_is_a_batch_of_one_that_waits_for_a_checker(db: Db) {
+    let app = TestApp::shared(db);
+    let (c, (mut maker, _), (mut checker, checker_someone)) = payroll(app, "1000").await;
+    let page = maker.get("/console/payouts").await;
+    assert!(page.texts("button").contains(&"Pay".to_owned()), "{}", page.html);
+    assert!(page.html.contains("Waits for a checker"));
+    let (csrf, key, payee) = (page.csrf(), page.value_of("idempotency_key").unwrap(), msisdn("0000"));
+    // A bad amount: the error beside its field, by the form's label, nothing created.
+    let refused = pay_one(&mut maker, &csrf, &key, &payee, "ten").await;
+    assert_eq!(refused.status, 422, "{}", refused.html);
+    assert!(refused.html.contains("Amount"), "{}", refused.html);
+    assert!(api_batches(app, &c).await.is_empty());
+    // Paid twice with one form (a double click): one batch of one, awaiting approval, nothing reserved.
+    let first = pay_one(&mut maker, &csrf, &key, &payee, "250.00").await;
+    let again = pay_one(&mut maker, &csrf, &key, &payee, "250.00").await;
+    assert_eq!((first.status, again.status), (303, 303), "{}", again.html);
+    assert_eq!(first.location, again.location);
+    let id = batch_id(first.location.as_deref().unwrap());
+    let b = api_batch(app, &c, &id).await;
+    assert_eq!((b["state"].as_str(), b["item_count"].as_u64(), b["reference"].as_str()), (Some("awaiting_approval"), Some(1), Some("RENT-DEC")), "{b}");
+    let t = app.token(&c).await;
+    let balance = ok(app.get_answer(&t, "/partner/balance?account=payout").await, "balance");
+    assert_eq!(balance.raw("available"), "1000.00", "nothing reserved before a checker approves");
+    // The maker cannot approve it; a checker does, and it is paid.
+    let own = maker.get(&format!("/console/bulk-payouts/{id}")).await;
+    assert!(own.text("#why-not").contains("You made this batch"), "{}", own.html);
+    let approved = decide(&mut checker, &id, "approve", &[("code", &checker_someone.code(1))]).await;
+    assert_eq!(approved.status, 303, "{}", approved.html);
+    let done = app.wait_state(&t, &format!("/bulk-payouts/{id}"), "completed", WAIT).await;
+    assert_eq!(done["counts"], serde_json::json!({"pending": 0, "completed": 1, "failed": 0}), "{done}");
     app.assert_ledger_ok().await;
 }

@@ -55,6 +55,8 @@ const DONE: &[u16] = &[200, 303];
 /// object's own answer.
 const PASSED: &[u16] = &[200, 303, 404, 409, 422];
 const MERCHANT_MONEY: &[&str] = &["merchant admin", "merchant finance"];
+/// "Pay" on Payouts: a merchant's money roles, and a corporate maker (a batch of one).
+const PAYERS: &[&str] = &["merchant admin", "merchant finance", "corporate maker"];
 const ADMINS: &[&str] = &["merchant admin", "corporate admin"];
 const OPERATOR: &[&str] = &["operator operator"];
 const AGENT: &[&str] = &["agent agent"];
@@ -69,7 +71,7 @@ fn forms() -> Vec<Form> {
             name: "Pay",
             path: "/console/payouts",
             fields: &[("payee_msisdn", "254700000000"), ("amount", "1.00"), ("reference", "{unique}")],
-            may: MERCHANT_MONEY,
+            may: PAYERS,
             ok: DONE,
         },
         Form {
