@@ -30,14 +30,18 @@ PHONE = {"width": 360, "height": 740}
 class Journey:
     """One browser, one page, and the screenshots taken along the way."""
 
-    def __init__(self, base, shots, name):
+    def __init__(self, base, shots, name, parent=None):
         self.base = base
         self.shots = os.path.join(shots, name)
         os.makedirs(self.shots, exist_ok=True)
         self.count = 0
-        self._pw = sync_playwright().start()
-        executable = os.environ.get("MALIPO_TEST_CHROMIUM", "/usr/bin/chromium")
-        self.browser = self._pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        self.parent = parent
+        if parent is None:
+            self._pw = sync_playwright().start()
+            executable = os.environ.get("MALIPO_TEST_CHROMIUM", "/usr/bin/chromium")
+            self.browser = self._pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        else:
+            self._pw, self.browser = parent._pw, parent.browser
         self.context = self.browser.new_context(viewport=DESKTOP)
         self.context.set_default_timeout(15_000)
         self.page = self.context.new_page()
@@ -63,6 +67,11 @@ class Journey:
                 raise AssertionError(f"{what}: the page is {width} px wide at 360 px (something does not fit)")
             self.page.set_viewport_size(DESKTOP)
 
+    def another(self, name):
+        """A second person at another computer: the same browser program, a context (cookies,
+        page) of their own. Close it before this one."""
+        return Journey(self.base, os.path.dirname(self.shots), name, parent=self)
+
     def cookie(self, name="malipo_session"):
         for c in self.context.cookies():
             if c["name"] == name:
@@ -76,8 +85,9 @@ class Journey:
             except Exception:  # noqa: BLE001 - the failure itself is what matters
                 pass
         self.context.close()
-        self.browser.close()
-        self._pw.stop()
+        if self.parent is None:
+            self.browser.close()
+            self._pw.stop()
 
 
 def totp(setup_key):

@@ -125,7 +125,7 @@ def corporate_journey(base, maker_invite, checker_invite, checker_email, shots):
         maker.shot("batch-awaiting-approval")
 
         step(5, "the checker signs in with two factors")
-        checker = Journey(base, shots, "corporate-checker")
+        checker = maker.another("corporate-checker")
         cpage = checker.page
         codes = join(checker, checker_invite, "Juma Otieno")
         cpage.get_by_role("button", name="Sign out").click()

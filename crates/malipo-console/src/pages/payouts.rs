@@ -224,9 +224,8 @@ async fn submit_one(console: &Console, who: &Person, form: &PayForm, ip: IpAddr)
     let principal = who.principal();
     run(console, move |p| {
         let command = p.parse::<CreateBulkPayout>(&principal, &new)?;
-        p.bulk_payouts().create(&principal, &command, &idem, &|b: &BulkPayout| {
-            idem::go_to(format!("/console/bulk-payouts/{}?done=submitted", b.id))
-        })
+        p.bulk_payouts()
+            .create(&principal, &command, &idem, &|b: &BulkPayout| idem::go_to(format!("/console/bulk-payouts/{}?done=submitted", b.id)))
     })
     .await
 }

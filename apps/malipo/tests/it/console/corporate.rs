@@ -426,7 +426,11 @@ async fn two_checkers_approving_at_once_make_one_approval_and_one_reservation(db
 
 /// "Pay" on Payouts with the form's token and key.
 async fn pay_one(b: &mut Browser, csrf: &str, key: &str, payee: &str, amount: &str) -> Page {
-    b.post("/console/payouts", &[("csrf_token", csrf), ("idempotency_key", key), ("payee_msisdn", payee), ("amount", amount), ("reference", "RENT-DEC")]).await
+    b.post(
+        "/console/payouts",
+        &[("csrf_token", csrf), ("idempotency_key", key), ("payee_msisdn", payee), ("amount", amount), ("reference", "RENT-DEC")],
+    )
+    .await
 }
 
 async fn a_makers_single_payout_is_a_batch_of_one_that_waits_for_a_checker(db: Db) {
@@ -448,7 +452,11 @@ async fn a_makers_single_payout_is_a_batch_of_one_that_waits_for_a_checker(db: D
     assert_eq!(first.location, again.location);
     let id = batch_id(first.location.as_deref().unwrap());
     let b = api_batch(app, &c, &id).await;
-    assert_eq!((b["state"].as_str(), b["item_count"].as_u64(), b["reference"].as_str()), (Some("awaiting_approval"), Some(1), Some("RENT-DEC")), "{b}");
+    assert_eq!(
+        (b["state"].as_str(), b["item_count"].as_u64(), b["reference"].as_str()),
+        (Some("awaiting_approval"), Some(1), Some("RENT-DEC")),
+        "{b}"
+    );
     let t = app.token(&c).await;
     let balance = ok(app.get_answer(&t, "/partner/balance?account=payout").await, "balance");
     assert_eq!(balance.raw("available"), "1000.00", "nothing reserved before a checker approves");
