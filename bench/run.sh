@@ -28,7 +28,8 @@
 #     time until every item is final, charge-creation p99 while it is paid over the p99 without);
 #   - then bench/transactions.sh (a million transactions), bench/token-flood.sh (a legitimate client
 #     beside a flood of wrong secrets), bench/console.sh (the console's pages over a million charges,
-#     sign-in, a flood of wrong passwords) and bench/intake.sh (60 s of full-speed charge intake on
+#     sign-in, a flood of wrong passwords), bench/console_apps.sh (the agent's page weights and the
+#     10,000-row bulk preview, from two HTTP tests in a release build) and bench/intake.sh (60 s of full-speed charge intake on
 #     PostgreSQL with and without the backlog gate), each on servers and databases of its own.
 # Every result lands as a file in bench-out/ (git-ignored); bench/report.py turns that one run into
 # docs/performance.md. Nothing in the document is typed by hand.
@@ -641,6 +642,8 @@ log "== token flood: bench/token-flood.sh"
 BENCH_OUT=$OUT timeout 900 bash bench/token-flood.sh "$MALIPO"
 log "== console: bench/console.sh"
 BENCH_OUT=$OUT timeout 1800 bash bench/console.sh "$MALIPO"
+log "== console applications: bench/console_apps.sh"
+BENCH_OUT=$OUT timeout 1800 bash bench/console_apps.sh
 log "== full-speed intake: bench/intake.sh"
 BENCH_OUT=$OUT timeout 1800 bash bench/intake.sh "$MALIPO" "$LOADGEN"
 

@@ -397,7 +397,8 @@ async fn every_agent_page_weighs_under_30_kb_compressed(db: Db) {
     for (name, page) in &pages {
         assert_eq!(page.status, 200, "{name}: {}", page.html);
         let total = gzipped(page.html.as_bytes()) + assets;
-        eprintln!("agent page {name}: {} bytes, {total} bytes gzipped with its script and CSS", page.html.len());
+        // One line for `bench/console_apps.sh` (the bytes are the same in every build).
+        println!("BENCH {}", serde_json::json!({"backend": format!("{db:?}").to_lowercase(), "agent_page": name, "html_bytes": page.html.len(), "gzipped_with_assets": total, "assets_gzipped": assets}));
         assert!(total < 30 * 1024, "{name}: {total} bytes gzipped");
         // Usable at 360 px: the viewport follows the device, and wide tables scroll on their own.
         assert!(page.html.contains("width=device-width"));

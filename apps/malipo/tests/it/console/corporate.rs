@@ -391,13 +391,22 @@ async fn ten_thousand_rows_are_previewed_within_two_seconds(db: Db) {
     for i in 0..10_000 {
         csv.push_str(&format!("2547{:08},1.00,ROW-{i},salary\n", 10_000_000 + i));
     }
-    let started = std::time::Instant::now();
-    let p = preview(&mut maker, "BIG", &csv).await;
-    let took = started.elapsed();
-    assert_eq!(p.status, 200, "{}", &p.html[..p.html.len().min(2000)]);
-    assert_eq!(p.text("#preview-count"), "10000");
-    assert!(took < Duration::from_secs(2), "10,000 rows previewed in {took:?}");
-    println!("10,000-row preview: {took:?} ({} ms checking)", p.text("dl.facts dd:last-child"));
+    // Five previews (the first warms the caches): each within 2 s; `bench/console_apps.sh` runs
+    // this in a release build and reports the median.
+    let mut took = Vec::new();
+    for _ in 0..5 {
+        let started = std::time::Instant::now();
+        let p = preview(&mut maker, "BIG", &csv).await;
+        took.push(started.elapsed());
+        assert_eq!(p.status, 200, "{}", &p.html[..p.html.len().min(2000)]);
+        assert_eq!(p.text("#preview-count"), "10000");
+        let checking = p.text("dl.facts dd:last-child");
+        println!(
+            "BENCH {}",
+            serde_json::json!({"backend": format!("{db:?}").to_lowercase(), "preview_rows": 10_000, "bytes": csv.len(), "ms": took.last().unwrap().as_secs_f64() * 1000.0, "checking": checking})
+        );
+    }
+    assert!(took.iter().all(|t| *t < Duration::from_secs(2)), "10,000 rows previewed in {took:?}");
     assert!(api_batches(app, &c).await.is_empty());
 }
 
