@@ -307,8 +307,9 @@ pub fn run(settings: &Settings, command: Command) -> anyhow::Result<i32> {
     if let Command::Migrate { .. } = command {
         // Migrate before assembling the platform (which migrates too), so that the count is
         // what this command applied.
-        let store = malipo_store_diesel::DieselStore::connect(&settings.database_url, settings.db_pool_size)
-            .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
+        let store =
+            malipo_store_diesel::DieselStore::connect_with_deadline(&settings.database_url, settings.db_pool_size, settings.deadline())
+                .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
         let n = store.migrate().map_err(|e| anyhow::anyhow!("migrations failed: {e}"))?;
         crate::operator_platform(settings)?;
         println!("migrations applied; {n} pending were run");

@@ -45,6 +45,9 @@ pub struct Settings {
     pub log: String,
     /// Database connections per server instance (default 16 on PostgreSQL, 8 on SQLite).
     pub db_pool_size: Option<u32>,
+    /// PostgreSQL: every statement's deadline in milliseconds (`statement_timeout`; a server that
+    /// does not answer half a second later loses the connection).
+    pub db_deadline_ms: u64,
     /// Background worker loops per instance (each claims its own batches).
     pub workers: usize,
     /// HTTP worker threads (default: one per core).
@@ -81,6 +84,12 @@ pub struct CommonArgs {
     /// Database connections per process (default 16 on PostgreSQL, 8 on SQLite).
     #[arg(long, env = "MALIPO_DB_POOL_SIZE")]
     pub db_pool_size: Option<u32>,
+    /// PostgreSQL: every statement's deadline in milliseconds. The server cancels a statement
+    /// that takes longer (the call answers 503 with `Retry-After`); a server that does not answer
+    /// at all (frozen, or gone from the network) loses the connection half a second later, and
+    /// the pool connects again, to the new primary of a multi-host URL.
+    #[arg(long, env = "MALIPO_DB_DEADLINE_MS", default_value_t = 3000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub db_deadline_ms: u64,
     /// Base64 of 32 bytes that encrypts webhook endpoint secrets at rest. Every instance of a
     /// deployment needs the same key. Unset on SQLite: `webhook.key` beside the database file
     /// (created once); unset on PostgreSQL: the server refuses to start.
@@ -205,6 +214,11 @@ impl ServeArgs {
 }
 
 impl Settings {
+    /// Every PostgreSQL statement's deadline.
+    pub fn deadline(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.db_deadline_ms)
+    }
+
     /// Assembles the settings of a command.
     pub fn new(common: CommonArgs, serve: ServeArgs) -> Self {
         Settings {
@@ -225,6 +239,7 @@ impl Settings {
             token_failures_per_address: serve.token_failures_per_address,
             log: common.log,
             db_pool_size: common.db_pool_size,
+            db_deadline_ms: common.db_deadline_ms,
             workers: serve.workers,
             http_workers: serve.http_workers,
             demo: serve.demo,

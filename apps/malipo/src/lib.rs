@@ -80,7 +80,7 @@ pub const HASHING_KEY_PURPOSE: &[u8] = b"malipo: keyed hashes of client secrets 
 
 fn assemble(settings: &Settings, key: webhook_key::KeySource, clock: Arc<dyn Clock>) -> anyhow::Result<(Platform, DieselStore)> {
     let countries = load_countries(settings)?;
-    let store = DieselStore::connect(&settings.database_url, settings.db_pool_size)
+    let store = DieselStore::connect_with_deadline(&settings.database_url, settings.db_pool_size, settings.deadline())
         .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
     store.migrate().map_err(|e| anyhow::anyhow!("migrations failed: {e}"))?;
     let cipher: SecretCipher = key.cipher()?;
@@ -122,7 +122,8 @@ fn background_platform(settings: &Settings, platform: &Platform) -> anyhow::Resu
         return Ok(platform.clone());
     }
     let size = u32::try_from(settings.workers).unwrap_or(u32::MAX).saturating_add(BACKGROUND_CONNECTIONS);
-    let store = DieselStore::connect(&settings.database_url, Some(size)).map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
+    let store = DieselStore::connect_with_deadline(&settings.database_url, Some(size), settings.deadline())
+        .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
     Ok(platform.clone().with_store(Arc::new(store)))
 }
 

@@ -17,7 +17,7 @@ pub enum StoreError {
     #[error("transient conflict")]
     Retry,
     /// The database cannot be reached.
-    #[error("database unavailable")]
+    #[error("database unavailable: {0}")]
     Unavailable(String),
     /// Anything else (never shown to API callers).
     #[error("storage failure: {0}")]

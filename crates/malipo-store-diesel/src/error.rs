@@ -61,7 +61,15 @@ pub(crate) fn db_error(e: Error) -> StoreError {
             match kind {
                 DatabaseErrorKind::UniqueViolation => StoreError::Duplicate,
                 DatabaseErrorKind::SerializationFailure => StoreError::Retry,
-                DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand => StoreError::Unavailable(message.to_owned()),
+                DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand => match crate::deadline::take_fired() {
+                    Some(limit) => StoreError::Unavailable(format!("the database did not answer within {} ms", limit.as_millis())),
+                    None => StoreError::Unavailable(message.to_owned()),
+                },
+                // The server's deadline (`statement_timeout`, SQLSTATE 57014): "not now".
+                _ if message.starts_with("canceling statement due to statement timeout") => StoreError::Unavailable(message.to_owned()),
+                // A server that became a standby (a demoted primary, SQLSTATE 25006): the pool
+                // must find the new primary, so the connection is dropped like a dead one.
+                _ if message.contains("in a read-only transaction") => StoreError::Unavailable(message.to_owned()),
                 _ if TRANSIENT.iter().any(|t| message.contains(t)) => StoreError::Retry,
                 _ => {
                     let constraint = info.constraint_name().map(|c| format!(" ({c})")).unwrap_or_default();

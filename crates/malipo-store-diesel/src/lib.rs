@@ -32,6 +32,7 @@ use malipo_service::{ServiceError, Store, StoreError, Tx};
 
 mod cached;
 mod claim;
+mod deadline;
 mod error;
 mod literal;
 mod repo;
@@ -42,8 +43,11 @@ mod tx;
 mod txn;
 
 #[cfg(feature = "testing")]
+mod inspect;
+#[cfg(feature = "testing")]
 pub mod testing;
 
+pub use crate::deadline::DEFAULT_DEADLINE;
 use crate::error::db_error;
 use crate::sqlite_file::{SqliteFile, SQLITE_CHECKPOINT_PRAGMAS};
 use crate::tx::{DieselTx, KnownAccounts};
@@ -62,6 +66,9 @@ const DEFAULT_SQLITE_POOL: u32 = 8;
 const CHECKOUT_TIMEOUT: Duration = Duration::from_millis(1500);
 /// How long a readiness check may take in all (probes time out after 1 to 3 seconds).
 const READY_TIMEOUT: Duration = Duration::from_millis(800);
+/// A failure slower than this is a server that does not answer, not a pooled connection it had
+/// ended (which fails at once): the call gives up rather than wait as long on the next one.
+const SLOW_FAILURE: Duration = Duration::from_millis(100);
 /// How many times [`Store::run`] runs a closure that keeps hitting transient conflicts.
 const MAX_ATTEMPTS: u32 = 8;
 
@@ -132,7 +139,12 @@ impl Target {
     /// Parses a database URL by its scheme.
     fn parse(url: &str) -> Result<Self, StoreError> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            return Ok(Target::Postgres(url.to_owned()));
+            // libpq waits for a host that does not answer as long as the OS lets it (minutes).
+            if url.contains("connect_timeout=") {
+                return Ok(Target::Postgres(url.to_owned()));
+            }
+            let joint = if url.contains('?') { '&' } else { '?' };
+            return Ok(Target::Postgres(format!("{url}{joint}connect_timeout=2")));
         }
         if let Some(path) = url.strip_prefix("sqlite://") {
             if path.is_empty() {
@@ -149,6 +161,8 @@ impl Target {
 #[derive(Debug)]
 struct Manager {
     target: Target,
+    /// PostgreSQL: every statement's deadline (`deadline`).
+    deadline: Duration,
     /// SQLite: the file's checkpointer copies the log, not the connections' commits.
     checkpointed: bool,
 }
@@ -162,6 +176,10 @@ impl ManageConnection for Manager {
             Target::Postgres(url) => {
                 let mut conn = diesel::PgConnection::establish(url).map_err(diesel::r2d2::Error::ConnectionError)?;
                 error::ensure_english_messages(&mut conn).map_err(diesel::r2d2::Error::ConnectionError)?;
+                conn.batch_execute(&deadline::session_settings(self.deadline)).map_err(diesel::r2d2::Error::QueryError)?;
+                if let Some(socket) = deadline::socket_of(&mut conn) {
+                    conn.set_instrumentation(deadline::Watch::new(socket, self.deadline));
+                }
                 Ok(DbConnection::Pg(conn))
             }
             Target::Sqlite(path) => {
@@ -233,6 +251,17 @@ impl DieselStore {
     /// [`StoreError::Other`] for an unsupported URL; [`StoreError::Unavailable`] when the
     /// database cannot be opened.
     pub fn connect(url: &str, pool_size: Option<u32>) -> Result<Self, StoreError> {
+        Self::connect_with_deadline(url, pool_size, DEFAULT_DEADLINE)
+    }
+
+    /// [`DieselStore::connect`] with every PostgreSQL statement's deadline (see `deadline`):
+    /// the server cancels a statement that takes longer, and a server that does not answer
+    /// within half a second more loses the connection. A PostgreSQL URL without a
+    /// `connect_timeout` gets one of 2 seconds (per host of a multi-host URL).
+    ///
+    /// # Errors
+    /// As [`DieselStore::connect`].
+    pub fn connect_with_deadline(url: &str, pool_size: Option<u32>, deadline: Duration) -> Result<Self, StoreError> {
         let target = Target::parse(url)?;
         let backend = target.backend();
         let mut size = pool_size.unwrap_or(match backend {
@@ -250,7 +279,7 @@ impl DieselStore {
                     .map_err(|e| StoreError::Unavailable(format!("cannot create directory {}: {e}", parent.display())))?;
             }
         }
-        let probe = Manager { target, checkpointed: false };
+        let probe = Manager { target, deadline, checkpointed: false };
         // Open one connection first so that an unreachable database fails at once, with the
         // driver's own message, rather than after the pool's checkout timeout.
         drop(probe.connect().map_err(|e| StoreError::Unavailable(e.to_string()))?);
@@ -259,7 +288,7 @@ impl DieselStore {
             Target::Sqlite(path) => Some(SqliteFile::open(path)),
             _ => None,
         };
-        let manager = Manager { target: probe.target, checkpointed: sqlite.as_ref().is_some_and(|f| f.checkpoints()) };
+        let manager = Manager { target: probe.target, deadline, checkpointed: sqlite.as_ref().is_some_and(|f| f.checkpoints()) };
         let mut builder = Pool::builder()
             .max_size(size.max(1))
             .min_idle(Some(1))
@@ -271,7 +300,10 @@ impl DieselStore {
         if in_memory {
             builder = builder.idle_timeout(None).max_lifetime(None);
         }
-        let pool = builder.build(manager).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        // Unchecked: the probe has just connected, and a second connection may take longer than
+        // the checkout's timeout (libpq tries each host of a multi-host URL for up to its
+        // `connect_timeout`); the pool opens its connections in the background.
+        let pool = builder.build_unchecked(manager);
         Ok(DieselStore { pool, backend, sqlite, known: Arc::default() })
     }
 
@@ -283,7 +315,7 @@ impl DieselStore {
             .min_idle(Some(0))
             .connection_timeout(Duration::from_millis(10))
             .error_handler(Box::new(diesel::r2d2::NopErrorHandler))
-            .build_unchecked(Manager { target: Target::Closed(backend), checkpointed: false });
+            .build_unchecked(Manager { target: Target::Closed(backend), deadline: DEFAULT_DEADLINE, checkpointed: false });
         DieselStore { pool, backend, sqlite: None, known: Arc::default() }
     }
 
@@ -299,10 +331,18 @@ impl DieselStore {
     /// migration fails.
     pub fn migrate(&self) -> Result<usize, StoreError> {
         let mut conn = self.connection()?;
-        let applied = match &mut *conn {
-            DbConnection::Pg(c) => c.run_pending_migrations(PG_MIGRATIONS).map(|v| v.len()),
+        // Without the statements' deadline (a migration may rewrite a large table); the
+        // connection is not pooled again with its deadline lifted.
+        let applied = deadline::suspended(|| match &mut *conn {
+            DbConnection::Pg(c) => c
+                .batch_execute("SET statement_timeout = 0")
+                .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
+                .and_then(|()| c.run_pending_migrations(PG_MIGRATIONS).map(|v| v.len())),
             DbConnection::Sqlite(c) => c.run_pending_migrations(SQLITE_MIGRATIONS).map(|v| v.len()),
-        };
+        });
+        if self.backend == Backend::Postgres {
+            mark_broken(&mut conn);
+        }
         let applied = match applied {
             Ok(n) => n,
             Err(e) => {
@@ -328,49 +368,6 @@ impl DieselStore {
     pub fn raw_execute(&self, sql: &str) -> Result<usize, StoreError> {
         let mut conn = self.connection()?;
         diesel::sql_query(sql).execute(&mut *conn).map_err(db_error)
-    }
-
-    /// The statements one pooled connection keeps prepared, on PostgreSQL (its
-    /// `pg_prepared_statements`; with a pool of one, the connection every transaction used). For
-    /// tests that check which statements are kept (`cached.rs`). Empty on SQLite.
-    ///
-    /// # Errors
-    /// As [`Store::run`].
-    #[cfg(feature = "testing")]
-    pub fn prepared_statements(&self) -> Result<Vec<String>, StoreError> {
-        #[derive(QueryableByName)]
-        struct Prepared {
-            #[diesel(sql_type = diesel::sql_types::Text)]
-            statement: String,
-        }
-        let mut conn = self.connection()?;
-        let rows: Vec<Prepared> = match &mut *conn {
-            DbConnection::Pg(c) => diesel::sql_query("SELECT statement FROM pg_prepared_statements").load(c).map_err(db_error)?,
-            DbConnection::Sqlite(_) => Vec::new(),
-        };
-        Ok(rows.into_iter().map(|r| r.statement).collect())
-    }
-
-    /// The rows of a SQLite pragma as text, read on a pooled connection (`compile_options`,
-    /// `temp_store`, ...; `name` is a pragma's name, written by the test). Empty on PostgreSQL.
-    ///
-    /// # Errors
-    /// As [`Store::run`].
-    #[cfg(feature = "testing")]
-    pub fn sqlite_pragma(&self, name: &str) -> Result<Vec<String>, StoreError> {
-        #[derive(QueryableByName)]
-        struct Value {
-            #[diesel(sql_type = diesel::sql_types::Text)]
-            value: String,
-        }
-        let mut conn = self.connection()?;
-        let rows: Vec<Value> = match &mut *conn {
-            DbConnection::Pg(_) => Vec::new(),
-            DbConnection::Sqlite(c) => {
-                diesel::sql_query(format!("SELECT CAST({name} AS TEXT) AS value FROM pragma_{name}")).load(c).map_err(db_error)?
-            }
-        };
-        Ok(rows.into_iter().map(|r| r.value).collect())
     }
 
     /// Whether a write transaction of this process holds the SQLite database's writer lock
@@ -421,6 +418,7 @@ impl DieselStore {
                 _ => None,
             };
             let mut pooled = self.connection()?;
+            let started = std::time::Instant::now();
             let mut tx = DieselTx::new(&mut pooled, &self.known);
             let result = f(&mut tx).and_then(|()| Ok(tx.flush_queued()?));
             if matches!(result, Err(ServiceError::Store(StoreError::Unavailable(_)))) {
@@ -430,7 +428,10 @@ impl DieselStore {
             drop(pooled);
             drop(writing);
             match result {
-                Err(ServiceError::Store(StoreError::Unavailable(_))) if attempt < MAX_ATTEMPTS => attempt += 1,
+                // As in `begin`: only a connection that failed at once is worth replacing.
+                Err(ServiceError::Store(StoreError::Unavailable(_))) if attempt < MAX_ATTEMPTS && started.elapsed() <= SLOW_FAILURE => {
+                    attempt += 1;
+                }
                 Err(ServiceError::Store(StoreError::Retry)) if attempt < MAX_ATTEMPTS => {
                     std::thread::sleep(backoff(attempt));
                     attempt += 1;
@@ -446,10 +447,16 @@ impl DieselStore {
         let mut last = String::new();
         for _ in 0..=self.pool.max_size() {
             let mut pooled = self.connection()?;
+            let started = std::time::Instant::now();
             match begin(&mut pooled, access).map_err(db_error) {
                 Ok(()) => return Ok(pooled),
                 Err(StoreError::Unavailable(message)) => {
                     mark_broken(&mut pooled);
+                    // A connection the server had ended fails at once; a server that does not
+                    // answer fails at its deadline, and the next connection would wait as long.
+                    if started.elapsed() > SLOW_FAILURE {
+                        return Err(StoreError::Unavailable(message));
+                    }
                     last = message;
                 }
                 Err(other) => return Err(other),
@@ -531,15 +538,20 @@ impl Store for DieselStore {
 
     fn ready(&self) -> Result<(), StoreError> {
         let unavailable = |e: &dyn std::fmt::Display| StoreError::Unavailable(e.to_string());
-        // Like `begin`: skip pooled connections that died while idle; all within READY_TIMEOUT.
-        let deadline = std::time::Instant::now() + READY_TIMEOUT;
+        // Like `begin`: skip pooled connections that died while idle; all within READY_TIMEOUT
+        // (a server that does not answer included: the ping's deadline is what is left).
+        let until = std::time::Instant::now() + READY_TIMEOUT;
         let mut conn = loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let left = until.saturating_duration_since(std::time::Instant::now());
             let mut conn = self.pool.get_timeout(left).map_err(|e| unavailable(&e))?;
-            match conn.ping() {
+            match deadline::within(left.max(Duration::from_millis(100)), || conn.ping()).map_err(db_error) {
                 Ok(()) => break conn,
-                Err(e) if std::time::Instant::now() >= deadline => return Err(unavailable(&e)),
-                Err(_) => mark_broken(&mut conn),
+                Err(e) => {
+                    mark_broken(&mut conn);
+                    if std::time::Instant::now() >= until {
+                        return Err(e);
+                    }
+                }
             }
         };
         let pending = match &mut *conn {

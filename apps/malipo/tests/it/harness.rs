@@ -139,6 +139,7 @@ pub fn settings(url: &str, o: &Options) -> Settings {
         token_failures_per_address: o.token_failures.1,
         log: "warn".into(),
         db_pool_size: Some(8),
+        db_deadline_ms: 3000,
         workers: 2,
         http_workers: Some(2),
         demo: false,

@@ -44,6 +44,8 @@ async fn a_database_that_goes_away_is_said_quickly_and_recovery_is_automatic() {
     let ready = problem_strict(app.http.get(app.url("/readyz")).send().await.unwrap(), 503, "unavailable").await;
     assert!(started.elapsed() < Duration::from_secs(1), "/readyz took {:?}", started.elapsed());
     assert!(!ready.header("retry-after").is_empty(), "Retry-After");
+    let why = ready.json["detail"].as_str().unwrap();
+    assert!(why.starts_with("not ready: ") && !why.contains(&name), "/readyz says why, without the driver's text: {why}");
     for (path, post) in [("/partner/balance", false), ("/partner/stk", true)] {
         let started = std::time::Instant::now();
         let r = if post {

@@ -1,7 +1,7 @@
 //! Operational endpoints, outside the groups: liveness, readiness, the OpenAPI document.
 
 use actix_web::{web, HttpResponse};
-use malipo_service::ServiceError;
+use malipo_service::{ServiceError, StoreError};
 use utoipa::OpenApi;
 
 use crate::handler::run;
@@ -27,13 +27,37 @@ pub async fn healthz() -> HttpResponse {
 /// Database reachable and migrations applied; 503 otherwise.
 #[utoipa::path(get, path = "/readyz", tag = "Operations", responses((status = 200, description = "Ready"), (status = 503, description = "unavailable", body = crate::problem::Problem)), security(()))]
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    run(&state, |p| p.store().ready().map_err(ServiceError::Store)).await.map_err(|e| match e {
-        ApiError::Service(ServiceError::Store(s)) => {
-            ApiError::Service(ServiceError::Store(malipo_service::StoreError::Unavailable(s.to_string())))
+    match run(&state, |p| p.store().ready().map_err(ServiceError::Store)).await {
+        Ok(()) => Ok(HttpResponse::Ok().json(serde_json::json!({"status": "ready"}))),
+        Err(ApiError::Service(ServiceError::Store(e))) => {
+            // Unavailable, with why in a word an operator can act on (not the driver's text,
+            // which may name hosts).
+            let unavailable = ApiError::Service(ServiceError::Store(StoreError::Unavailable(String::new())));
+            let mut problem = unavailable.problem();
+            problem.detail = format!("not ready: {}", not_ready_because(&e));
+            Ok(HttpResponse::ServiceUnavailable()
+                .content_type("application/problem+json")
+                .insert_header((actix_web::http::header::RETRY_AFTER, "1"))
+                .json(problem))
         }
-        other => other,
-    })?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({"status": "ready"})))
+        Err(other) => Err(other),
+    }
+}
+
+/// Why the database is not ready, from the store's error.
+fn not_ready_because(e: &StoreError) -> &'static str {
+    let text = e.to_string();
+    if text.contains("migrations are pending") {
+        "database migrations are pending"
+    } else if text.contains("did not answer") || text.contains("statement timeout") {
+        "the database did not answer within its deadline"
+    } else if text.contains("read-only") {
+        "the database is read-only (a standby, not the primary)"
+    } else if text.contains("timed out waiting for connection") {
+        "no database connection could be made in time"
+    } else {
+        "the database refused or dropped the connection"
+    }
 }
 
 /// This OpenAPI 3.1 document.

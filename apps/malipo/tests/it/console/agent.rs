@@ -398,7 +398,10 @@ async fn every_agent_page_weighs_under_30_kb_compressed(db: Db) {
         assert_eq!(page.status, 200, "{name}: {}", page.html);
         let total = gzipped(page.html.as_bytes()) + assets;
         // One line for `bench/console_apps.sh` (the bytes are the same in every build).
-        println!("BENCH {}", serde_json::json!({"backend": format!("{db:?}").to_lowercase(), "agent_page": name, "html_bytes": page.html.len(), "gzipped_with_assets": total, "assets_gzipped": assets}));
+        println!(
+            "BENCH {}",
+            serde_json::json!({"backend": format!("{db:?}").to_lowercase(), "agent_page": name, "html_bytes": page.html.len(), "gzipped_with_assets": total, "assets_gzipped": assets})
+        );
         assert!(total < 30 * 1024, "{name}: {total} bytes gzipped");
         // Usable at 360 px: the viewport follows the device, and wide tables scroll on their own.
         assert!(page.html.contains("width=device-width"));
