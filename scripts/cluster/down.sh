@@ -3,10 +3,9 @@
 #
 #   bash scripts/cluster/down.sh DIR
 #
-# Frozen processes (ctl.sh freeze-leader) are continued first; each Patroni is asked to stop
-# (SIGTERM: it stops its PostgreSQL), then PostgreSQL servers left without their Patroni get a fast
-# shutdown, etcd a SIGTERM; whatever of the cluster still runs after CLUSTER_DOWN_TIMEOUT seconds
-# (default 20) is SIGKILLed. A process belongs to the cluster when its working directory is inside
+# Frozen processes (ctl.sh freeze-leader) are continued first; then Patroni is SIGKILLed, each
+# PostgreSQL gets an immediate shutdown and etcd a SIGTERM (the data is thrown away); whatever of
+# the cluster still runs after CLUSTER_DOWN_TIMEOUT seconds (default 10) is SIGKILLed. A process belongs to the cluster when its working directory is inside
 # DIR, so nothing else (the machine's own PostgreSQL included) is ever signalled. DIR is removed
 # only when it carries up.sh's marker file.
 set -euo pipefail
@@ -15,38 +14,26 @@ here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/lib.sh"
 [ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
 cluster_load "$1"
-TIMEOUT="${CLUSTER_DOWN_TIMEOUT:-20}"
-started=$(date +%s)
+cd /   # this script is not one of the processes it stops
+TIMEOUT="${CLUSTER_DOWN_TIMEOUT:-10}"
+started=$(date +%s.%N)
 
 mapfile -t all < <(cluster_pids)
 [ ${#all[@]} -eq 0 ] || kill -CONT "${all[@]}" 2>/dev/null || true
 
+# DIR is removed next, so nothing is gained by shutting down gracefully: Patroni is SIGKILLed
+# (it would otherwise restart its PostgreSQL or wait on its peers), each postmaster gets
+# PostgreSQL's immediate shutdown (SIGQUIT: it stops its children at once), etcd a SIGTERM.
 for node in $NODES; do
-  if pid=$(patroni_pid "$node"); then
-    kill -TERM "$pid" 2>/dev/null || true
-  elif pid=$(postmaster_pid "$node"); then
-    kill -INT "$pid" 2>/dev/null || true   # PostgreSQL's fast shutdown
-  fi
+  if pid=$(patroni_pid "$node"); then kill -KILL "$pid" 2>/dev/null || true; fi
 done
-
-# etcd last but one: Patroni needs it to stop cleanly.
-deadline=$(( $(date +%s) + TIMEOUT ))
-while :; do
-  left=0
-  for node in $NODES; do
-    if patroni_pid "$node" >/dev/null; then
-      left=1
-    elif pid=$(postmaster_pid "$node"); then
-      left=1
-      kill -INT "$pid" 2>/dev/null || true
-    fi
-  done
-  if [ "$left" = 0 ] || [ "$(date +%s)" -ge "$deadline" ]; then break; fi
-  sleep 0.2
+for node in $NODES; do
+  if pid=$(postmaster_pid "$node"); then kill -QUIT "$pid" 2>/dev/null || true; fi
 done
 etcd=$(cat "$DIR/etcd.pid" 2>/dev/null || true)
 if [ -n "$etcd" ] && pid_in_cluster "$etcd"; then kill -TERM "$etcd" 2>/dev/null || true; fi
 
+deadline=$(( $(date +%s) + TIMEOUT ))
 killed=0
 while :; do
   mapfile -t all < <(cluster_pids)
@@ -65,4 +52,4 @@ while :; do
 done
 
 rm -rf "$DIR"
-echo "cluster in $DIR stopped and removed after $(( $(date +%s) - started ))s"
+printf 'cluster in %s stopped and removed after %.1fs\n' "$DIR" "$(echo "$(date +%s.%N) - $started" | bc)"
