@@ -25,12 +25,8 @@ pid_in_cluster() {
 
 # Every live process of the cluster (working directory inside DIR), one pid a line.
 cluster_pids() {
-  local p
-  for p in /proc/[0-9]*; do
-    p=${p#/proc/}
-    [ "$p" != "$$" ] && pid_in_cluster "$p" && echo "$p"
-  done
-  return 0
+  find /proc -mindepth 2 -maxdepth 2 -name cwd \( -lname "$DIR" -o -lname "$DIR/*" \) 2>/dev/null \
+    | cut -d/ -f3 | grep -vx "$$" || true
 }
 
 node_check() {
@@ -66,10 +62,13 @@ leader_name() {
     | jq -r '.kvs[0].value // empty' | base64 -d 2>/dev/null || true
 }
 
-# Whether the node's PostgreSQL is a primary that commits a transaction with an xid (which, in
-# synchronous mode, needs a synchronous standby's acknowledgement) within 3 s.
+# Whether the node's PostgreSQL is a primary that commits a write within 3 s. The write is a
+# transactional logical-decoding message: it writes WAL, so its commit waits (in synchronous mode)
+# for a synchronous standby's acknowledgement. (`select txid_current()` would not do: a
+# transaction that wrote no WAL before its commit record does not wait for a standby.)
 writable() {
-  [ "$(timeout 4 env PGCONNECT_TIMEOUT=2 PGOPTIONS='-c statement_timeout=3000' \
+  [ "$(timeout 3 env PGCONNECT_TIMEOUT=2 \
       psql -h 127.0.0.1 -p "$(pg_port "$1")" -U postgres -d postgres -qAtc \
-      'select pg_is_in_recovery(), txid_current() > 0' 2>/dev/null)" = "f|t" ]
+      "select pg_is_in_recovery(), pg_logical_emit_message(true, 'malipo-cluster', 'probe') is not null" \
+      2>/dev/null)" = "f|t" ]
 }

@@ -10,7 +10,7 @@
 # - Patroni: synchronous_mode and synchronous_mode_strict, synchronous_commit=on; trust
 #   authentication on loopback for the user postgres; a database `malipo` is created.
 # - Waits, with a deadline (CLUSTER_UP_TIMEOUT, default 90 s), until a leader and a synchronous
-#   standby exist and the leader takes a write, then prints the multi-host URL for Malipo.
+#   standby exist and the leader commits a write (which waits for the standby), then prints the multi-host URL for Malipo.
 # - Every process started is recorded: DIR/etcd.pid, DIR/nodeN/patroni.pid (PostgreSQL's own pid
 #   is in DIR/nodeN/data/postmaster.pid). `scripts/cluster/down.sh DIR` stops them all and removes
 #   DIR; `scripts/cluster/ctl.sh DIR ...` finds the leader, kills or freezes it.
@@ -149,6 +149,9 @@ bootstrap:
         max_replication_slots: 10
         max_connections: 200
         password_encryption: scram-sha-256
+        # A standby whose upstream died retries after this (default 5 s): it must reach the new
+        # primary, and become its synchronous standby, soon after a failover.
+        wal_retrieve_retry_interval: 1s
   initdb:
     - encoding: UTF8
     - locale: C.UTF-8
@@ -206,11 +209,17 @@ until [ -n "$leader_port" ]; do
 done
 echo "leader and synchronous standby after $(elapsed)s"
 
-leader_url="postgres://postgres@127.0.0.1:$leader_port/postgres?connect_timeout=2"
-until PGOPTIONS='-c statement_timeout=2000' psql "$leader_url" -qAtc 'select txid_current()' >/dev/null 2>&1; do
-  [ "$(date +%s)" -lt "$deadline" ] || fail "the leader at port $leader_port takes no write within ${TIMEOUT}s"
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$here/lib.sh"
+cluster_load "$DIR"
+leader=$(leader_name)
+until [ -n "$leader" ] && writable "$leader"; do
+  [ "$(date +%s)" -lt "$deadline" ] || fail "the leader ${leader:-?} takes no write within ${TIMEOUT}s"
   sleep 0.3
+  leader=$(leader_name)
 done
+leader_port=$(pg_port "$leader")
+leader_url="postgres://postgres@127.0.0.1:$leader_port/postgres?connect_timeout=2"
 if [ "$(psql "$leader_url" -qAtc "select count(*) from pg_database where datname = 'malipo'")" = 0 ]; then
   psql "$leader_url" -qAtc 'create database malipo' >/dev/null
 fi
