@@ -57,9 +57,14 @@ children_of() { pgrep -P "$1" || true; }
 # The leader's name, from etcd's leader key (answers even while the leader is frozen), or nothing.
 leader_name() {
   local key
-  key=$(printf '/service/malipo/leader' | base64 -w0)
-  curl -fsS -m 2 -X POST "http://127.0.0.1:$ETCD_CLIENT_PORT/v3/kv/range" -d "{\"key\":\"$key\"}" 2>/dev/null \
-    | jq -r '.kvs[0].value // empty' | base64 -d 2>/dev/null || true
+  if [ "${DCS_API:-v2}" = v2 ]; then
+    curl -fsS -m 2 "http://127.0.0.1:$ETCD_CLIENT_PORT/v2/keys/service/malipo/leader" 2>/dev/null \
+      | jq -r '.node.value // empty' 2>/dev/null || true
+  else
+    key=$(printf '/service/malipo/leader' | base64 -w0)
+    curl -fsS -m 2 -X POST "http://127.0.0.1:$ETCD_CLIENT_PORT/v3/kv/range" -d "{\"key\":\"$key\"}" 2>/dev/null \
+      | jq -r '.kvs[0].value // empty' | base64 -d 2>/dev/null || true
+  fi
 }
 
 # Whether the node's PostgreSQL is a primary that commits a write within 3 s. The write is a

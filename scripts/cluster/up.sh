@@ -31,6 +31,17 @@ PG_PORTS=(15432 15433 15434)
 REST_PORTS=(18008 18009 18010)
 SCOPE=malipo
 TIMEOUT="${CLUSTER_UP_TIMEOUT:-90}"
+# Patroni talks to etcd through its v2 API (etcd started with --enable-v2) by default: Debian 12's
+# Patroni 3.0.2 renews the leader key through the v3 API without comparing its owner, so a leader
+# that was frozen past its TTL takes the key back from the node promoted meanwhile on waking,
+# and that node's commits are rewound away (patroni/patroni#2689, fixed in later releases).
+# CLUSTER_DCS_API=v3 uses the v3 API anyway (to see that happen).
+DCS_API="${CLUSTER_DCS_API:-v2}"
+case "$DCS_API" in
+  v2) DCS_SECTION=etcd ;;
+  v3) DCS_SECTION=etcd3 ;;
+  *) echo "CLUSTER_DCS_API must be v2 or v3" >&2; exit 2 ;;
+esac
 # Failure detection: the leader key lives TTL seconds after the leader's last renewal. Short here
 # (a local try and a test harness); see docs/operations.md for production values.
 TTL="${CLUSTER_TTL:-10}"
@@ -68,6 +79,7 @@ echo "created by scripts/cluster/up.sh at $(date -u +%FT%TZ)" >"$DIR/.malipo-clu
 cat >"$DIR/cluster.env" <<ENV
 ETCD_CLIENT_PORT=$ETCD_CLIENT_PORT
 ETCD_PEER_PORT=$ETCD_PEER_PORT
+DCS_API=$DCS_API
 NODES="node1 node2 node3"
 PG_PORT_node1=${PG_PORTS[0]}
 PG_PORT_node2=${PG_PORTS[1]}
@@ -95,7 +107,7 @@ setsid etcd --name etcd1 --data-dir "$DIR/etcd" \
   --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
   --initial-cluster "etcd1=http://127.0.0.1:$ETCD_PEER_PORT" \
   --initial-cluster-state new --initial-cluster-token "malipo-$$" \
-  --logger zap --log-level warn \
+  --enable-v2=true --logger zap --log-level warn \
   </dev/null >"$DIR/etcd.log" 2>&1 &
 echo $! >"$DIR/etcd.pid"
 
@@ -109,7 +121,7 @@ echo "etcd healthy after $(elapsed)s"
 
 cat >"$DIR/patronictl.yml" <<YML
 scope: $SCOPE
-etcd3:
+$DCS_SECTION:
   hosts: 127.0.0.1:$ETCD_CLIENT_PORT
 YML
 
@@ -125,7 +137,7 @@ log:
 restapi:
   listen: 127.0.0.1:${REST_PORTS[$i]}
   connect_address: 127.0.0.1:${REST_PORTS[$i]}
-etcd3:
+$DCS_SECTION:
   hosts: 127.0.0.1:$ETCD_CLIENT_PORT
 bootstrap:
   dcs:
