@@ -91,9 +91,7 @@ case "$cmd" in
   start)
     need_node "$@"
     if patroni_pid "$1" >/dev/null; then echo "$1's Patroni already runs" >&2; exit 1; fi
-    nd="$DIR/$1"
-    (cd "$nd" && exec setsid runuser -u postgres -- sh -c 'echo $$ >patroni.pid; exec patroni patroni.yml' \
-      </dev/null >>"$nd/patroni.log" 2>&1) &
+    start_patroni "$1"
     ;;
   *)
     echo "unknown command '$cmd'" >&2

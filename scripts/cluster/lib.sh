@@ -77,3 +77,13 @@ writable() {
       "select pg_is_in_recovery(), pg_logical_emit_message(true, 'malipo-cluster', 'probe') is not null" \
       2>/dev/null)" = "f|t" ]
 }
+
+# Starts NODE's Patroni in the background as the postgres user, in a session of its own, with its
+# working directory DIR/NODE; it writes its own pid to DIR/NODE/patroni.pid. setpriv and setsid
+# exec (runuser would stay as Patroni's parent, and stop itself when Patroni is stopped).
+start_patroni() {
+  local nd="$DIR/$1"
+  (cd "$nd" && exec setsid setpriv --reuid=postgres --regid=postgres --init-groups \
+    env HOME=/var/lib/postgresql USER=postgres LOGNAME=postgres \
+    sh -c 'echo $$ >patroni.pid; exec patroni patroni.yml' </dev/null >>"$nd/patroni.log" 2>&1) &
+}

@@ -20,11 +20,12 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$here/lib.sh"
 [ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "run as root (PostgreSQL and Patroni are run as the postgres user)" >&2; exit 2; }
 
 PG_BIN=/usr/lib/postgresql/15/bin
-PG_USER=postgres
 ETCD_CLIENT_PORT=12379
 ETCD_PEER_PORT=12380
 PG_PORTS=(15432 15433 15434)
@@ -192,16 +193,14 @@ postgresql:
     - host replication postgres 127.0.0.1/32 trust
 YML
 done
-chown -R "$PG_USER:" "$DIR"
+chown -R postgres: "$DIR"
 chmod 700 "$DIR"
 chown root: "$DIR/etcd.pid" "$DIR/etcd.log"
 chown -R root: "$DIR/etcd"
 
 for node in node1 node2 node3; do
   nd="$DIR/$node"
-  # exec: the recorded pid is Patroni's own, not a wrapper's.
-  (cd "$nd" && exec setsid runuser -u "$PG_USER" -- sh -c 'echo $$ >patroni.pid; exec patroni patroni.yml' \
-    </dev/null >>"$nd/patroni.log" 2>&1) &
+  start_patroni "$node"
 done
 
 # A leader, a synchronous standby (both running), and the leader takes a write.
@@ -221,8 +220,6 @@ until [ -n "$leader_port" ]; do
 done
 echo "leader and synchronous standby after $(elapsed)s"
 
-# shellcheck source=SCRIPTDIR/lib.sh
-. "$here/lib.sh"
 cluster_load "$DIR"
 leader=$(leader_name)
 until [ -n "$leader" ] && writable "$leader"; do
