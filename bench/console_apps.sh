@@ -28,7 +28,8 @@ cargo test --release -q -p malipo --test it -- --nocapture --test-threads 1 \
   || { tail -50 "$LOG" >&2; exit 1; }
 python3 - "$LOG" "$OUT/console-apps.json" <<'PY'
 import datetime, json, subprocess, sys
-lines = [json.loads(l.split("BENCH ", 1)[1]) for l in open(sys.argv[1]) if l.startswith("BENCH ")]
+# A test's first line follows the harness's "test NAME ... " on the same line.
+lines = [json.loads(l.split("BENCH ", 1)[1]) for l in open(sys.argv[1]) if "BENCH {" in l]
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 out = {"measured_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "git_commit": commit,
        "agent_pages": [l for l in lines if "agent_page" in l], "previews": [l for l in lines if "preview_rows" in l]}

@@ -9,6 +9,7 @@
 # - The Python packages of scripts/requirements-test.txt (the webhook tests verify deliveries
 #   with the standardwebhooks library; the console's browser journeys run Playwright): installed
 #   once into target/test-python, a virtualenv; the tests run it through MALIPO_TEST_PYTHON.
+# - etcd and Patroni from Debian's packages, for the failover test's three-node cluster.
 # - Chromium from Debian's packages (the browser journeys drive it through Playwright, which
 #   never downloads a browser of its own): installed with apt-get when missing; the tests find it
 #   through MALIPO_TEST_CHROMIUM.
@@ -36,6 +37,14 @@ if [ ! -x "$chromium" ]; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) || { echo "cannot install chromium" >&2; exit 1; }
 fi
 export MALIPO_TEST_CHROMIUM="$chromium"
+
+# The failover test (apps/malipo/tests/it/failover.rs) runs a three-node Patroni cluster on
+# loopback (scripts/cluster/up.sh): etcd and Patroni from Debian's packages.
+if ! command -v etcd >/dev/null || ! command -v patroni >/dev/null || ! command -v jq >/dev/null || ! command -v bc >/dev/null; then
+  echo "installing Debian's etcd-server and patroni (the failover test's cluster)"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server patroni jq bc curl) \
+    || { echo "cannot install etcd-server and patroni" >&2; exit 1; }
+fi
 
 venv=target/test-python
 stamp="$venv/requirements.installed"

@@ -12,6 +12,8 @@
 #   ctl.sh DIR wait-leader OLD wait until a node other than OLD leads and commits a write (deadline
 #                              CLUSTER_WAIT_TIMEOUT, default 60 s); prints its name, port, seconds
 #   ctl.sh DIR start NODE      start NODE's Patroni again (after kill-leader): it rejoins as a replica
+#   ctl.sh DIR wait-standby NODE  wait until NODE runs as a standby and a synchronous standby
+#                              runs (deadline CLUSTER_WAIT_TIMEOUT, default 60 s); prints seconds
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=SCRIPTDIR/lib.sh
@@ -68,6 +70,32 @@ case "$cmd" in
       mapfile -t -O "${#pids[@]}" pids < <(children_of "$pm")
     fi
     [ ${#pids[@]} -eq 0 ] || kill -CONT "${pids[@]}" 2>/dev/null || true
+    ;;
+  wait-standby)
+    need_node "$@"
+    node=$1
+    timeout="${CLUSTER_WAIT_TIMEOUT:-60}"
+    start=$(date +%s.%N)
+    deadline=$(( $(date +%s) + timeout ))
+    while :; do
+      for n in node1 node2 node3; do
+        port=$(rest_port "$n")
+        json=$(curl -fsS -m 1 "http://127.0.0.1:$port/cluster" 2>/dev/null) || continue
+        ok=$(jq -r --arg n "$node" '
+          ([.members[] | select(.name == $n and (.role == "replica" or .role == "sync_standby")
+                                and (.state == "running" or .state == "streaming"))] | length) == 1
+          and ([.members[] | select(.role == "sync_standby" and (.state == "running" or .state == "streaming"))] | length) >= 1' <<<"$json")
+        if [ "$ok" = true ]; then
+          printf '%.1f\n' "$(echo "$(date +%s.%N) - $start" | bc)"
+          exit 0
+        fi
+      done
+      if [ "$(date +%s)" -ge "$deadline" ]; then
+        echo "$node is not a running standby beside a synchronous one within ${timeout}s" >&2
+        exit 1
+      fi
+      sleep 0.3
+    done
     ;;
   wait-leader)
     need_node "$@"

@@ -4,7 +4,8 @@
 #
 #   bash scripts/cluster/up.sh DIR      # DIR: a new or empty directory (e.g. $(mktemp -d))
 #
-# - Installs Debian's etcd-server and patroni with apt-get when they are missing.
+# - Installs Debian's etcd-server and patroni (and jq, bc, curl, which these scripts use) with
+#   apt-get when they are missing.
 # - Ports (loopback only; the machine's own PostgreSQL at 5432 is never touched):
 #   etcd client 12379 / peer 12380; node1..node3: PostgreSQL 15432..15434, Patroni REST 18008..18010.
 # - Patroni: synchronous_mode and synchronous_mode_strict, synchronous_commit=on; trust
@@ -52,9 +53,10 @@ RETRY_TIMEOUT="${CLUSTER_RETRY_TIMEOUT:-4}"
 started=$(date +%s.%N)
 elapsed() { printf '%.1f' "$(echo "$(date +%s.%N) - $started" | bc)"; }
 
-if ! command -v etcd >/dev/null || ! command -v patroni >/dev/null || ! command -v patronictl >/dev/null; then
+if ! command -v etcd >/dev/null || ! command -v patroni >/dev/null || ! command -v patronictl >/dev/null \
+  || ! command -v jq >/dev/null || ! command -v bc >/dev/null || ! command -v curl >/dev/null; then
   echo "installing Debian's etcd-server and patroni"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server patroni) \
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server patroni jq bc curl) \
     || { echo "cannot install etcd-server and patroni" >&2; exit 1; }
 fi
 [ -x "$PG_BIN/postgres" ] || { echo "PostgreSQL 15 is not installed at $PG_BIN" >&2; exit 1; }
@@ -232,6 +234,15 @@ leader_url="postgres://postgres@127.0.0.1:$leader_port/postgres?connect_timeout=
 if [ "$(psql "$leader_url" -qAtc "select count(*) from pg_database where datname = 'malipo'")" = 0 ]; then
   psql "$leader_url" -qAtc 'create database malipo' >/dev/null
 fi
+# Every node has the database before the URL is handed out: libpq tries the next host of a
+# multi-host URL when one refuses connections, but not when one answers `database "malipo" does
+# not exist` (a replica that has not replayed the creation yet).
+for port in "${PG_PORTS[@]}"; do
+  until psql "postgres://postgres@127.0.0.1:$port/malipo?connect_timeout=2" -qAtc 'select 1' >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$deadline" ] || fail "the database malipo is not on port $port within ${TIMEOUT}s"
+    sleep 0.2
+  done
+done
 
 echo "cluster up after $(elapsed)s (leader on port $leader_port); patronictl -c $DIR/patronictl.yml list"
 echo "postgres://postgres@127.0.0.1:${PG_PORTS[0]},127.0.0.1:${PG_PORTS[1]},127.0.0.1:${PG_PORTS[2]}/malipo?target_session_attrs=read-write&connect_timeout=2"

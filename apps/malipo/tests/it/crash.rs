@@ -17,10 +17,10 @@ crate::on_both!(a_batch_killed_midway_pays_every_item_exactly_once);
 const ITEMS: usize = 400;
 
 /// `malipo serve` on `url` at `port`, killed with SIGKILL on drop.
-struct Serve(Child);
+pub(crate) struct Serve(Child);
 
 impl Serve {
-    fn start(url: &str, port: u16) -> Serve {
+    pub(crate) fn start(url: &str, port: u16) -> Serve {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_malipo"));
         for (name, _) in std::env::vars_os() {
             if name.to_string_lossy().starts_with("MALIPO_") {
@@ -58,11 +58,11 @@ impl Drop for Serve {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-async fn ready(http: &reqwest::Client, base: &str) {
+pub(crate) async fn ready(http: &reqwest::Client, base: &str) {
     let started = Instant::now();
     while !http.get(format!("{base}/readyz")).send().await.is_ok_and(|r| r.status() == 200) {
         assert!(started.elapsed() < Duration::from_secs(30), "the server did not become ready");
@@ -70,7 +70,7 @@ async fn ready(http: &reqwest::Client, base: &str) {
     }
 }
 
-async fn token(http: &reqwest::Client, base: &str, client_id: &str, secret: &str) -> String {
+pub(crate) async fn token(http: &reqwest::Client, base: &str, client_id: &str, secret: &str) -> String {
     let r: Value = http
         .post(format!("{base}/api/v1/oauth/token"))
         .json(&json!({"client_id": client_id, "client_secret": secret}))

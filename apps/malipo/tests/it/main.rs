@@ -13,6 +13,7 @@ mod config;
 mod console;
 mod crash;
 mod errors;
+mod failover;
 mod idempotency;
 mod isolation;
 mod lifecycle;
