@@ -117,6 +117,12 @@ fn port(address: &SockaddrStorage) -> Option<u16> {
 /// Watches one connection's statements (a diesel `Instrumentation`).
 pub(crate) struct Watch {
     socket: RawFd,
+    /// The server's address, as the socket's peer: when a statement of one connection to it is
+    /// cut off, the other connections opened to it before then are cut off at their next
+    /// statement at once, rather than each waiting out its own deadline.
+    peer: Option<String>,
+    /// When it was opened, in the watchdog's sequence.
+    born: u64,
     limit: Duration,
     /// The armed deadline's id, and how long it was.
     armed: Option<(u64, Duration)>,
@@ -125,7 +131,8 @@ pub(crate) struct Watch {
 impl Watch {
     /// Watches the connection on `socket`, whose statements the server cancels after `deadline`.
     pub(crate) fn new(socket: RawFd, deadline: Duration) -> Self {
-        Watch { socket, limit: deadline.saturating_add(GRACE), armed: None }
+        let peer = getpeername::<SockaddrStorage>(socket).ok().map(|a| a.to_string());
+        Watch { socket, peer, born: watchdog().now(), limit: deadline.saturating_add(GRACE), armed: None }
     }
 
     fn disarm(&mut self) {
@@ -144,7 +151,7 @@ impl Instrumentation for Watch {
                 self.disarm();
                 if !SUSPENDED.with(std::cell::Cell::get) {
                     let limit = SHORTER.with(std::cell::Cell::get).map_or(self.limit, |l| l.min(self.limit));
-                    self.armed = Some((watchdog().arm(self.socket, Instant::now() + limit), limit));
+                    self.armed = watchdog().arm(self, Instant::now() + limit).map(|id| (id, limit));
                 }
             }
             InstrumentationEvent::FinishQuery { .. } => self.disarm(),
@@ -170,7 +177,10 @@ struct Watchdog {
 #[derive(Default)]
 struct State {
     next: u64,
-    armed: HashMap<u64, (RawFd, Instant)>,
+    armed: HashMap<u64, (RawFd, Instant, Option<String>)>,
+    /// Per server (the peer's address): the sequence number of the last statement cut off;
+    /// connections to it born before are cut off at their next statement.
+    stale: HashMap<String, u64>,
     fired: HashSet<u64>,
     /// Until when the thread sleeps: an arm that expires later needs no wake-up (the common
     /// case, every deadline being as long), so a statement costs no system call here.
@@ -195,17 +205,29 @@ impl Watchdog {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn arm(&self, socket: RawFd, until: Instant) -> u64 {
+    /// The current sequence number.
+    fn now(&self) -> u64 {
+        self.lock().next
+    }
+
+    /// Arms `watch`'s deadline at `until`; `None` when its server stopped answering another
+    /// connection opened after this one (its socket is shut down now, so the statement fails at
+    /// once and the pool opens a fresh connection).
+    fn arm(&self, watch: &Watch, until: Instant) -> Option<u64> {
         let mut s = self.lock();
+        if watch.peer.as_ref().and_then(|p| s.stale.get(p)).is_some_and(|cut| *cut > watch.born) {
+            let _ = shutdown(watch.socket, Shutdown::Both);
+            return None;
+        }
         s.next = s.next.wrapping_add(1);
         let id = s.next;
-        s.armed.insert(id, (socket, until));
+        s.armed.insert(id, (watch.socket, until, watch.peer.clone()));
         let wake = s.sleeping_until.is_none_or(|t| until < t);
         drop(s);
         if wake {
             self.wake.notify_one();
         }
-        id
+        Some(id)
     }
 
     /// Removes a deadline; whether it had fired. Once this returns, the watchdog no longer
@@ -220,17 +242,21 @@ impl Watchdog {
         let mut s = self.lock();
         loop {
             let now = Instant::now();
-            let due: Vec<u64> = s.armed.iter().filter(|(_, (_, until))| *until <= now).map(|(id, _)| *id).collect();
+            let due: Vec<u64> = s.armed.iter().filter(|(_, (_, until, _))| *until <= now).map(|(id, _)| *id).collect();
             for id in due {
-                if let Some((socket, _)) = s.armed.remove(&id) {
+                if let Some((socket, _, peer)) = s.armed.remove(&id) {
                     // The connection owning `socket` is inside a statement (armed and not yet
                     // disarmed, under this lock), so the descriptor is still its own.
                     let _ = shutdown(socket, Shutdown::Both);
                     s.fired.insert(id);
+                    if let Some(peer) = peer {
+                        let cut = s.next;
+                        s.stale.insert(peer, cut);
+                    }
                     tracing::warn!(socket, "a database statement outlived its deadline; its connection is closed");
                 }
             }
-            let next = s.armed.values().map(|(_, until)| *until).min();
+            let next = s.armed.values().map(|(_, until, _)| *until).min();
             s.sleeping_until = next;
             let wait = next.map_or(Duration::from_secs(3600), |until| until.saturating_duration_since(Instant::now()));
             s = self.wake.wait_timeout(s, wait).unwrap_or_else(std::sync::PoisonError::into_inner).0;

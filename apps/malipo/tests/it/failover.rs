@@ -69,6 +69,8 @@ struct Tally {
     /// Completed charges' refs with when they were acknowledged (reversals take older ones).
     charges: Vec<(String, Instant)>,
     answers: HashMap<u16, usize>,
+    /// When each acknowledged request began and ended (since the test began).
+    acks: Vec<(Duration, Duration)>,
     slowest: Duration,
     errors: Vec<String>,
 }
@@ -157,6 +159,8 @@ fn record(tally: &Mutex<Tally>, mut sent: Sent, answer: Result<(u16, Value, bool
     match answer {
         Ok((200, body, _)) => {
             sent.id = id_of(sent.path, &body);
+            let ended = started_at();
+            t.acks.push((ended.saturating_sub(took), ended));
             if sent.path == "/partner/stk" {
                 t.charges.push((sent.id.clone().unwrap(), Instant::now()));
             }
@@ -219,8 +223,9 @@ async fn a_primary_killed_then_one_frozen_loses_nothing_acknowledged() {
         .collect();
     let pause = |s| actix_web::rt::time::sleep(Duration::from_secs(s));
     pause(6).await;
-    eprintln!("failover: kill at {:?}", started_at());
     let killed = cluster.ctl(&["kill-leader"]).await;
+    let kill_at = started_at();
+    eprintln!("failover: killed at {kill_at:?}");
     let promoted = cluster.ctl(&["wait-leader", &killed]).await;
     pause(4).await;
     // The killed node back as a standby: with one node dead and one frozen, strict synchronous
@@ -228,8 +233,9 @@ async fn a_primary_killed_then_one_frozen_loses_nothing_acknowledged() {
     cluster.ctl(&["start", &killed]).await;
     cluster.ctl(&["wait-standby", &killed]).await;
     pause(2).await;
-    eprintln!("failover: freeze at {:?}", started_at());
     let frozen = cluster.ctl(&["freeze-leader"]).await;
+    let freeze_at = started_at();
+    eprintln!("failover: frozen at {freeze_at:?}");
     let second = cluster.ctl(&["wait-leader", &frozen]).await;
     pause(6).await;
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -244,6 +250,19 @@ async fn a_primary_killed_then_one_frozen_loses_nothing_acknowledged() {
     assert!(t.slowest < Duration::from_secs(8), "a request waited {:?}", t.slowest);
     assert!(t.answers.get(&200).copied().unwrap_or(0) > 50, "too little was acknowledged: {:?}", t.answers);
     eprintln!("failover: answers {:?}, slowest {:?}", t.answers, t.slowest);
+    // From each death to the first acknowledged request begun after it (every connection to the
+    // dead server is gone by then, so it went to the new primary), for `bench/failover.sh`.
+    let first_after = |at: Duration| t.acks.iter().filter(|(began, _)| *began > at).map(|(_, ended)| *ended - at).min();
+    // Recovered without a restart, with the load still running: a request begun after each
+    // death was acknowledged (the connections to a frozen server are all dropped once one of
+    // them missed its deadline, not each after its own).
+    let after_kill = first_after(kill_at).expect("no request begun after the kill was acknowledged");
+    let after_freeze = first_after(freeze_at).expect("no request begun after the freeze was acknowledged");
+    println!(
+        "BENCH {}",
+        json!({"killed_first_ack_s": after_kill.as_secs_f64(), "frozen_first_ack_s": after_freeze.as_secs_f64(),
+               "slowest_s": t.slowest.as_secs_f64(), "acknowledged": t.answers.get(&200), "unavailable": t.answers.get(&503)})
+    );
 
     // Every unanswered request, retried with its key and body, settles: done once (200), or,
     // for a reversal whose charge other reversals used up meanwhile, refused with nothing done

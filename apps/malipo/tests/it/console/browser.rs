@@ -20,17 +20,8 @@ async fn the_merchant_journey_passes_in_a_real_browser(db: Db) {
     let app = TestApp::spawn(db).await;
     let m = app.merchant().await;
     let (email, link) = invite(&app, &m.org_id, "admin").await;
-    let python = std::env::var("MALIPO_TEST_PYTHON")
-        .expect("MALIPO_TEST_PYTHON: run the tests with `bash scripts/test.sh`, which installs Playwright");
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let shots = root.join("target/console-screenshots").join(format!("{db:?}").to_lowercase());
-    let script = root.join("apps/malipo/tests/browser/journeys.py");
-    let args = [app.base.clone(), link, m.client_id.clone(), m.client_secret.clone(), shots.display().to_string(), email];
-    let out = tokio::task::spawn_blocking(move || Command::new(python).arg(script).args(args).output()).await.unwrap().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the browser journey failed:\n{stdout}\n{stderr}");
-    assert!(stdout.trim_end().ends_with("ok"), "{stdout}");
+    let args = vec![app.base.clone(), link, m.client_id.clone(), m.client_secret.clone(), shots(db), email];
+    journey("journeys.py", args).await;
 }
 
 /// The operator locks a live wallet, the customer's next charge is refused, the operator unlocks
@@ -43,17 +34,8 @@ async fn the_operator_journey_passes_in_a_real_browser(db: Db) {
     let (p, token) = (app.platform.clone(), cast.operator.clone());
     let org = tokio::task::spawn_blocking(move || p.access().authenticate(&token)).await.unwrap().unwrap().org_id;
     let (_, link) = invite(&app, org.as_str(), "operator").await;
-    let python = std::env::var("MALIPO_TEST_PYTHON")
-        .expect("MALIPO_TEST_PYTHON: run the tests with `bash scripts/test.sh`, which installs Playwright");
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let shots = root.join("target/console-screenshots").join(format!("{db:?}").to_lowercase());
-    let script = root.join("apps/malipo/tests/browser/operator_journey.py");
-    let args = [app.base.clone(), link, n, pin.to_owned(), cast.merchant_token.clone(), cast.gateway.clone(), shots.display().to_string()];
-    let out = tokio::task::spawn_blocking(move || Command::new(python).arg(script).args(args).output()).await.unwrap().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the operator's browser journey failed:\n{stdout}\n{stderr}");
-    assert!(stdout.trim_end().ends_with("ok"), "{stdout}");
+    let args = vec![app.base.clone(), link, n, pin.to_owned(), cast.merchant_token.clone(), cast.gateway.clone(), shots(db)];
+    journey("operator_journey.py", args).await;
 }
 
 /// The agent's journey (`tests/browser/agent.py`) at 360 px: live mode, a customer with a wallet,
@@ -63,17 +45,7 @@ async fn the_agent_journey_passes_in_a_real_browser_at_360_px(db: Db) {
     let cast = crate::harness::Cast::live(&app).await;
     let phone = cast.customer(&app, "6001", "4826", "5000").await;
     let (_, link) = invite(&app, &cast.agent.org_id, "agent").await;
-    let python = std::env::var("MALIPO_TEST_PYTHON")
-        .expect("MALIPO_TEST_PYTHON: run the tests with `bash scripts/test.sh`, which installs Playwright");
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let shots = root.join("target/console-screenshots").join(format!("{db:?}").to_lowercase());
-    let script = root.join("apps/malipo/tests/browser/agent.py");
-    let args = [app.base.clone(), link, cast.gateway.clone(), phone, "4826".to_owned(), shots.display().to_string()];
-    let out = tokio::task::spawn_blocking(move || Command::new(python).arg(script).args(args).output()).await.unwrap().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the agent's browser journey failed:\n{stdout}\n{stderr}");
-    assert!(stdout.trim_end().ends_with("ok"), "{stdout}");
+    journey("agent.py", vec![app.base.clone(), link, cast.gateway.clone(), phone, "4826".to_owned(), shots(db)]).await;
 }
 
 /// The corporate journey (`tests/browser/corporate.py`): a funded corporate organisation in test
@@ -85,15 +57,25 @@ async fn the_corporate_journey_passes_in_a_real_browser(db: Db) {
     app.fund(&c.org_id, malipo_core::Mode::Test, "10000").await;
     let (_, maker) = invite(&app, &c.org_id, "maker").await;
     let (checker_email, checker) = invite(&app, &c.org_id, "checker").await;
+    journey("corporate.py", vec![app.base.clone(), maker, checker, checker_email, shots(db)]).await;
+}
+
+/// Where a journey on `db` writes its screenshots.
+fn shots(db: Db) -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    root.join("target/console-screenshots").join(format!("{db:?}").to_lowercase()).display().to_string()
+}
+
+/// Runs the journey `script` (under `tests/browser/`) with `args`; fails with its output unless
+/// it ends "ok".
+async fn journey(script: &str, args: Vec<String>) {
     let python = std::env::var("MALIPO_TEST_PYTHON")
         .expect("MALIPO_TEST_PYTHON: run the tests with `bash scripts/test.sh`, which installs Playwright");
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let shots = root.join("target/console-screenshots").join(format!("{db:?}").to_lowercase());
-    let script = root.join("apps/malipo/tests/browser/corporate.py");
-    let args = [app.base.clone(), maker, checker, checker_email, shots.display().to_string()];
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser").join(script);
+    let name = script.display().to_string();
     let out = tokio::task::spawn_blocking(move || Command::new(python).arg(script).args(args).output()).await.unwrap().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the corporate browser journey failed:\n{stdout}\n{stderr}");
+    assert!(out.status.success(), "the browser journey {name} failed:\n{stdout}\n{stderr}");
     assert!(stdout.trim_end().ends_with("ok"), "{stdout}");
 }
