@@ -12,13 +12,16 @@
 #   ctl.sh DIR wait-leader OLD wait until a node other than OLD leads and commits a write (deadline
 #                              CLUSTER_WAIT_TIMEOUT, default 60 s); prints its name, port, seconds
 #   ctl.sh DIR start NODE      start NODE's Patroni again (after kill-leader): it rejoins as a replica
+#   ctl.sh DIR apply-delay D   the standbys apply each commit D (as PostgreSQL shows it: 15s, 0) after the
+#                              primary made it (recovery_min_apply_delay, through Patroni's
+#                              configuration): a replica behind by D; waits until every standby has it
 #   ctl.sh DIR wait-standby NODE  wait until NODE runs as a standby and a synchronous standby
 #                              runs (deadline CLUSTER_WAIT_TIMEOUT, default 60 s); prints seconds
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$here/lib.sh"
-[ $# -ge 2 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,19p' "$0" >&2; exit 2; }
 cluster_load "$1"
 cmd=$2
 shift 2
@@ -116,6 +119,20 @@ case "$cmd" in
       sleep 0.2
     done
     ;;
+  apply-delay)
+    [ $# -eq 1 ] || { echo "apply-delay: give a delay as PostgreSQL shows it (15s, 0)" >&2; exit 2; }
+    name=$(current_leader)
+    curl -fsS -m 5 -X PATCH "http://127.0.0.1:$(rest_port "$name")/config" \
+      -d "{\"postgresql\":{\"parameters\":{\"recovery_min_apply_delay\":\"$1\"}}}" >/dev/null
+    deadline=$(( $(date +%s) + ${CLUSTER_WAIT_TIMEOUT:-60} ))
+    for n in $NODES; do
+      { [ "$n" != "$name" ] && postmaster_pid "$n" >/dev/null; } || continue
+      until [ "$(psql -h 127.0.0.1 -p "$(pg_port "$n")" -U postgres -d postgres -qAtc 'show recovery_min_apply_delay' 2>/dev/null)" = "$1" ]; do
+        [ "$(date +%s)" -lt "$deadline" ] || { echo "$n did not take recovery_min_apply_delay=$1" >&2; exit 1; }
+        sleep 0.2
+      done
+    done
+    ;;
   start)
     need_node "$@"
     if patroni_pid "$1" >/dev/null; then echo "$1's Patroni already runs" >&2; exit 1; fi
@@ -123,7 +140,7 @@ case "$cmd" in
     ;;
   *)
     echo "unknown command '$cmd'" >&2
-    sed -n '2,15p' "$0" >&2
+    sed -n '2,19p' "$0" >&2
     exit 2
     ;;
 esac

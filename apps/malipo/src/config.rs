@@ -48,6 +48,11 @@ pub struct Settings {
     /// PostgreSQL: every statement's deadline in milliseconds (`statement_timeout`; a server that
     /// does not answer half a second later loses the connection).
     pub db_deadline_ms: u64,
+    /// PostgreSQL: a replica for the reads that may be stale (lists, statements, the export,
+    /// reconciliation, the console's reports).
+    pub database_read_url: Option<String>,
+    /// How far behind the primary the replica may be before those reads go to the primary.
+    pub db_read_max_lag_ms: u64,
     /// Background worker loops per instance (each claims its own batches).
     pub workers: usize,
     /// HTTP worker threads (default: one per core).
@@ -90,6 +95,17 @@ pub struct CommonArgs {
     /// the pool connects again, to the new primary of a multi-host URL.
     #[arg(long, env = "MALIPO_DB_DEADLINE_MS", default_value_t = 3000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub db_deadline_ms: u64,
+    /// PostgreSQL: a replica (or a multi-host URL of the standbys, with
+    /// `target_session_attrs=prefer-standby` or `read-only`) for the reads that may be a little
+    /// stale: lists, statements, the transactions export, reconciliation and the console's
+    /// reports. Everything that decides about money, and every read of one object, stays on
+    /// `MALIPO_DATABASE_URL`.
+    #[arg(long, env = "MALIPO_DATABASE_READ_URL")]
+    pub database_read_url: Option<String>,
+    /// How far behind the primary (in milliseconds) the replica may be; further behind, or not
+    /// answering, its reads go to the primary (`malipo_db_replica_*` in `/metrics`).
+    #[arg(long, env = "MALIPO_DB_READ_MAX_LAG_MS", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub db_read_max_lag_ms: u64,
     /// Base64 of 32 bytes that encrypts webhook endpoint secrets at rest. Every instance of a
     /// deployment needs the same key. Unset on SQLite: `webhook.key` beside the database file
     /// (created once); unset on PostgreSQL: the server refuses to start.
@@ -240,6 +256,8 @@ impl Settings {
             log: common.log,
             db_pool_size: common.db_pool_size,
             db_deadline_ms: common.db_deadline_ms,
+            database_read_url: common.database_read_url.filter(|u| !u.is_empty()),
+            db_read_max_lag_ms: common.db_read_max_lag_ms,
             workers: serve.workers,
             http_workers: serve.http_workers,
             demo: serve.demo,

@@ -63,7 +63,7 @@ pub fn platform_with_clock(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow
 /// # Errors
 /// As [`platform`].
 pub fn operator_platform(settings: &Settings) -> anyhow::Result<(Platform, DieselStore)> {
-    platform(&Settings { db_pool_size: Some(1), ..settings.clone() })
+    platform(&Settings { db_pool_size: Some(1), database_read_url: None, ..settings.clone() })
 }
 
 /// The webhook delivery tunables of the settings.
@@ -83,6 +83,12 @@ fn assemble(settings: &Settings, key: webhook_key::KeySource, clock: Arc<dyn Clo
     let store = DieselStore::connect_with_deadline(&settings.database_url, settings.db_pool_size, settings.deadline())
         .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
     store.migrate().map_err(|e| anyhow::anyhow!("migrations failed: {e}"))?;
+    let store = match &settings.database_read_url {
+        Some(url) => store
+            .with_replica(url, settings.db_pool_size, std::time::Duration::from_millis(settings.db_read_max_lag_ms))
+            .map_err(|e| anyhow::anyhow!("cannot open the read replica: {e}"))?,
+        None => store,
+    };
     let cipher: SecretCipher = key.cipher()?;
     // Client secrets and PINs are hashed under a key derived from the same configured key.
     let hasher = SecretHasher::new(cipher.derive_key(HASHING_KEY_PURPOSE)).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -148,6 +154,7 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     let metrics = malipo_http::metrics().map_err(|e| anyhow::anyhow!("metrics: {e}"))?;
     let prom = metrics.requests;
     let seal_gauges = malipo_http::SealGauges::register(&prom.registry).map_err(|e| anyhow::anyhow!("metrics: {e}"))?;
+    malipo_http::ReplicaGauges::register(&prom.registry, platform.clone()).map_err(|e| anyhow::anyhow!("metrics: {e}"))?;
     let platform = platform.with_observer(Arc::new(metrics.charges));
     let rate_limits = RateLimits::new(settings.rate_limit_test, settings.rate_limit_live)
         .with_token_failures(settings.token_failures_per_client, settings.token_failures_per_address);

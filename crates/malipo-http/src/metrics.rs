@@ -4,7 +4,8 @@
 
 use actix_web_prom::{PrometheusMetrics, PrometheusMetricsBuilder};
 use malipo_charges::ChargeState;
-use malipo_service::{BacklogReading, Observer};
+use malipo_service::{BacklogReading, Observer, Platform};
+use prometheus::core::Collector;
 use prometheus::{Gauge, GaugeVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
 
 /// Counts charges entering each state, and creations committed in groups.
@@ -142,5 +143,64 @@ impl SealGauges {
     pub fn set(&self, unsealed: u64, lag: std::time::Duration) {
         self.unsealed.set(i64::try_from(unsealed).unwrap_or(i64::MAX));
         self.lag.set(lag.as_secs_f64());
+    }
+}
+
+/// The read replica's state, read from the store at each scrape (nothing when there is none):
+/// `malipo_db_replica_lag_seconds` (how far behind the primary it was at its last measurement,
+/// -1 when it does not answer), `malipo_db_replica_max_lag_seconds` (the bound),
+/// `malipo_db_replica_in_use` (1 while reports read there) and
+/// `malipo_db_replica_fallbacks_total` (reports read on the primary instead).
+pub struct ReplicaGauges {
+    platform: Platform,
+    lag: Gauge,
+    max_lag: Gauge,
+    in_use: IntGauge,
+    fallbacks: IntCounter,
+}
+
+impl ReplicaGauges {
+    /// Registers the gauges on `registry`, read from `platform`'s store.
+    ///
+    /// # Errors
+    /// When a gauge cannot be registered.
+    pub fn register(registry: &Registry, platform: Platform) -> Result<(), String> {
+        let e = |e: prometheus::Error| e.to_string();
+        let gauges = ReplicaGauges {
+            platform,
+            lag: Gauge::new("malipo_db_replica_lag_seconds", "How far the read replica is behind the primary (-1: it does not answer)")
+                .map_err(e)?,
+            max_lag: Gauge::new("malipo_db_replica_max_lag_seconds", "The lag past which reports read on the primary").map_err(e)?,
+            in_use: IntGauge::new("malipo_db_replica_in_use", "1 while reports read on the replica").map_err(e)?,
+            fallbacks: IntCounter::new(
+                "malipo_db_replica_fallbacks_total",
+                "Reports read on the primary because the replica was down or behind",
+            )
+            .map_err(e)?,
+        };
+        registry.register(Box::new(gauges)).map_err(e)
+    }
+}
+
+impl Collector for ReplicaGauges {
+    fn desc(&self) -> Vec<&prometheus::core::Desc> {
+        let mut all = self.lag.desc();
+        all.extend(self.max_lag.desc());
+        all.extend(self.in_use.desc());
+        all.extend(self.fallbacks.desc());
+        all
+    }
+
+    fn collect(&self) -> Vec<prometheus::proto::MetricFamily> {
+        let Some(state) = self.platform.store().replica() else { return Vec::new() };
+        self.lag.set(state.lag.map_or(-1.0, |l| l.as_secs_f64()));
+        self.max_lag.set(state.max_lag.as_secs_f64());
+        self.in_use.set(i64::from(state.in_use));
+        self.fallbacks.inc_by(state.fallbacks.saturating_sub(self.fallbacks.get()));
+        let mut all = self.lag.collect();
+        all.extend(self.max_lag.collect());
+        all.extend(self.in_use.collect());
+        all.extend(self.fallbacks.collect());
+        all
     }
 }

@@ -19,7 +19,7 @@ use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::lifecycle::Lifecycle;
 use crate::page::{bad_cursor, Page};
-use crate::ports::{query, read, Answer, ChargeDayTotal, DAY_MICROS};
+use crate::ports::{query, read, report, Answer, ChargeDayTotal, DAY_MICROS};
 
 /// The merchant-facing charge use cases.
 pub struct Charges<'a> {
@@ -145,7 +145,7 @@ impl<'a> Charges<'a> {
         limit: usize,
     ) -> Result<Page<Charge>, ServiceError> {
         let before = cursor.map(|c| ChargeRef::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
-        let data = read(self.core.store(), |tx| {
+        let data = report(self.core.store(), |tx| {
             Ok(tx.list_charges(&principal.org_id, principal.mode, filter, before.as_ref(), limit.saturating_add(1))?)
         })?;
         Ok(Page::from_fetched(data, limit, |c| c.id.to_string()))

@@ -73,10 +73,11 @@ pub use payouts::Payouts;
 pub use people::{Enrolment, InvitationView, Invited, Invitee, Inviter, People, SignIn, SignedIn};
 pub use platform::Platform;
 pub use ports::{
-    autocommit, query, read, write, AccountKey, Answer, AuditEntry, AuditFilter, AuditRepo, AuthRepo, BulkRepo, ChainRepo, ChargeDayTotal,
-    ChargeRepo, EndpointRepo, EventRenderer, EventsPage, IdempotencyRepo, Invitation, LedgerRepo, NoRenderer, OutboxRepo,
-    PaymentRequestRepo, PayoutRepo, PostingQuery, QueuedWrites, ReversalRepo, Savepoint, SessionRepo, StatementLine, Store, TokenRecord,
-    Tx, UnsealedStats, UserRepo, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender, WriteQueue, DAY_MICROS,
+    autocommit, query, read, report, write, AccountKey, Answer, AuditEntry, AuditFilter, AuditRepo, AuthRepo, BulkRepo, ChainRepo,
+    ChargeDayTotal, ChargeRepo, EndpointRepo, EventRenderer, EventsPage, IdempotencyRepo, Invitation, LedgerRepo, NoRenderer, OutboxRepo,
+    PaymentRequestRepo, PayoutRepo, PostingQuery, QueuedWrites, ReplicaState, ReversalRepo, Savepoint, SessionRepo, StatementLine, Store,
+    TokenRecord, Tx, UnsealedStats, UserRepo, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender, WriteQueue,
+    DAY_MICROS,
 };
 pub use processing::Processing;
 pub use reversals::Reversals;

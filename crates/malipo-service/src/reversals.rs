@@ -14,7 +14,7 @@ use crate::error::ServiceError;
 use crate::events::Events;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, Answer, Tx};
+use crate::ports::{read, report, Answer, Tx};
 
 /// The original as found, locked: what the reversal computes with.
 struct Original {
@@ -229,7 +229,7 @@ impl<'a> Reversals<'a> {
     /// [`ServiceError::Validation`] for a bad cursor.
     pub fn list(&self, principal: &Principal, cursor: Option<&str>, limit: usize) -> Result<Page<Reversal>, ServiceError> {
         let before = cursor.map(|c| ReversalId::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
-        let data = read(self.core.store(), |tx| {
+        let data = report(self.core.store(), |tx| {
             Ok(tx.list_reversals(&principal.org_id, principal.mode, before.as_ref(), limit.saturating_add(1))?)
         })?;
         Ok(Page::from_fetched(data, limit, |r| r.id.to_string()))

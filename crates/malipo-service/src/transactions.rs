@@ -11,7 +11,7 @@ use malipo_ledger::{kinds_of_type, Account, AccountKind, DayReport, DayTotals, T
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, PostingQuery, StatementLine, Tx};
+use crate::ports::{read, report, PostingQuery, StatementLine, Tx};
 
 /// What `GET /transactions` and the export select.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -55,7 +55,8 @@ struct AccountStream {
     account: Account,
     buffered: VecDeque<StatementLine>,
     cursor: Option<i64>,
-    up_to: Option<i64>,
+    /// The account's last posting in the export (fixed at its start).
+    up_to: i64,
     done: bool,
 }
 
@@ -94,7 +95,7 @@ impl<'a> Transactions<'a> {
             }
         };
         let fetch = limit.saturating_add(1);
-        let mut found = read(self.core.store(), |tx| {
+        let mut found = report(self.core.store(), |tx| {
             let mut found = Vec::new();
             for account in accounts(tx, &principal.org_id, principal.mode, filter.account.as_deref())? {
                 // The window as a run of the account's history (seq bounds), so that a page
@@ -145,16 +146,22 @@ impl<'a> Transactions<'a> {
     }
 
     /// Starts an export of the principal's transactions in ledger order (oldest first): the
-    /// accounts are resolved now, the rows are read by [`Transactions::export_batch`].
+    /// accounts and each one's last posting (without `to`, the newest now) are resolved now, the
+    /// rows are read by [`Transactions::export_batch`]. What is posted after the start is not in
+    /// the export.
     ///
     /// # Errors
     /// As [`Transactions::list`] for the account.
     pub fn export(&self, principal: &Principal, filter: &TransactionFilter) -> Result<ExportRun, ServiceError> {
-        read(self.core.store(), |tx| {
+        report(self.core.store(), |tx| {
             let mut streams = Vec::new();
             for account in accounts(tx, &principal.org_id, principal.mode, filter.account.as_deref())? {
                 let (cursor, up_to) = run_of(tx, &account, filter.from, filter.to)?;
-                streams.push(AccountStream { account, buffered: VecDeque::new(), cursor, up_to, done: up_to == Some(0) });
+                let up_to = match up_to {
+                    Some(seq) => seq,
+                    None => newest_seq(tx, &account)?,
+                };
+                streams.push(AccountStream { account, buffered: VecDeque::new(), cursor, up_to, done: up_to == 0 });
             }
             Ok(ExportRun { streams })
         })
@@ -168,16 +175,31 @@ impl<'a> Transactions<'a> {
     /// Storage failures.
     pub fn export_batch(&self, run: &mut ExportRun, n: usize) -> Result<Vec<Transaction>, ServiceError> {
         let n = n.max(1);
-        read(self.core.store(), |tx| {
-            for s in run.streams.iter_mut().filter(|s| s.buffered.is_empty() && !s.done) {
-                let q = PostingQuery { cursor: s.cursor, up_to: s.up_to, ..PostingQuery::oldest_first(s.account.id.clone(), n) };
-                let lines = tx.account_postings(&q)?;
-                s.done = lines.len() < n;
-                s.cursor = lines.last().map(|l| l.seq).or(s.cursor);
-                s.buffered.extend(lines);
+        let wanted: Vec<usize> = (0..run.streams.len()).filter(|&i| run.streams[i].buffered.is_empty() && !run.streams[i].done).collect();
+        let fetch = |tx: &mut dyn Tx| -> Result<Vec<Vec<StatementLine>>, ServiceError> {
+            let mut all = Vec::with_capacity(wanted.len());
+            for &i in &wanted {
+                let s = &run.streams[i];
+                let q = PostingQuery { cursor: s.cursor, up_to: Some(s.up_to), ..PostingQuery::oldest_first(s.account.id.clone(), n) };
+                all.push(tx.account_postings(&q)?);
             }
-            Ok(())
-        })?;
+            Ok(all)
+        };
+        let mut fetched = report(self.core.store(), fetch)?;
+        // A replica behind the export's start has fewer rows than the extent promises: the batch
+        // is read again on the primary, which has them all.
+        let short = |all: &[Vec<StatementLine>]| {
+            wanted.iter().zip(all).any(|(&i, lines)| short_of_extent(&run.streams[i], lines.len(), lines.last().map(|l| l.seq), n))
+        };
+        if short(&fetched) {
+            fetched = read(self.core.store(), fetch)?;
+        }
+        for (&i, lines) in wanted.iter().zip(fetched) {
+            let s = &mut run.streams[i];
+            s.cursor = lines.last().map(|l| l.seq).or(s.cursor);
+            s.done = lines.len() < n || s.cursor >= Some(s.up_to);
+            s.buffered.extend(lines);
+        }
         let mut out = Vec::with_capacity(n);
         while out.len() < n {
             // The account whose next posting comes first in ledger order; an account that ran
@@ -207,7 +229,7 @@ impl<'a> Transactions<'a> {
     pub fn daily(&self, org_id: &OrgId, mode: Mode, date: &str, account: Option<&str>) -> Result<Reconciliation, ServiceError> {
         let date = time::Date::parse(date, time::macros::format_description!("[year]-[month]-[day]"))
             .map_err(|_| ServiceError::field("date", "invalid_value", "date must be a calendar date, YYYY-MM-DD"))?;
-        read(self.core.store(), |tx| {
+        report(self.core.store(), |tx| {
             let org = tx.org(org_id)?.ok_or(ServiceError::NotFound)?;
             let country = self.core.country(&org.country)?;
             let (from, to) = local_day(country, date);
@@ -263,6 +285,18 @@ fn run_of(
     Ok((cursor, up_to))
 }
 
+/// Whether a batch of `len` rows (the last `last`) read for `stream` stopped before the stream's
+/// extent although fewer than `n` came: read on a replica that does not have them yet.
+fn short_of_extent(stream: &AccountStream, len: usize, last: Option<i64>, n: usize) -> bool {
+    len < n && last.or(stream.cursor) < Some(stream.up_to)
+}
+
+/// The sequence number of the account's newest posting (0 when it has none).
+fn newest_seq(tx: &mut dyn Tx, account: &Account) -> Result<i64, ServiceError> {
+    let q = PostingQuery { newest_first: true, ..PostingQuery::oldest_first(account.id.clone(), 1) };
+    Ok(tx.account_postings(&q)?.first().map_or(0, |l| l.seq))
+}
+
 /// The transaction of a posting on one of the organisation's accounts.
 fn transaction(account: &Account, line: StatementLine) -> Result<Transaction, ServiceError> {
     Ok(Transaction::of_posting(line.seq, line.posting, account.kind, account.currency)?)
@@ -306,5 +340,17 @@ mod tests {
         let (from, to) = local_day(ke, date);
         assert_eq!(from.to_rfc3339(), "2026-11-23T21:00:00Z");
         assert_eq!(to.to_rfc3339(), "2026-11-24T21:00:00Z");
+    }
+
+    #[test]
+    fn a_short_batch_before_the_exports_extent_is_stale() {
+        let account = Account::open(None, Mode::Test, AccountKind::Collection, malipo_core::Currency::KES, None, Timestamp::from_micros(0));
+        let stream = AccountStream { account, buffered: VecDeque::new(), cursor: Some(10), up_to: 20, done: false };
+        assert!(!short_of_extent(&stream, 5, Some(15), 5), "a full batch: more may follow");
+        assert!(!short_of_extent(&stream, 2, Some(20), 5), "reached the extent");
+        assert!(short_of_extent(&stream, 2, Some(17), 5), "rows up to 20 exist: the reader is behind");
+        assert!(short_of_extent(&stream, 0, None, 5), "nothing after the cursor, though the extent is further");
+        let at_end = AccountStream { cursor: Some(20), ..stream };
+        assert!(!short_of_extent(&at_end, 0, None, 5));
     }
 }

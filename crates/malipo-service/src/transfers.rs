@@ -11,7 +11,7 @@ use crate::core::Core;
 use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, Answer, PostingQuery, StatementLine};
+use crate::ports::{report, Answer, PostingQuery, StatementLine};
 
 /// A completed transfer between two of an organisation's accounts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,7 +97,7 @@ impl<'a> Transfers<'a> {
     ) -> Result<(Account, Page<StatementLine>), ServiceError> {
         let id = AccountId::parse(account_id).map_err(|_| ServiceError::NotFound)?;
         let after = cursor.map(|c| c.parse::<i64>().map_err(|_| bad_cursor("cursor"))).transpose()?;
-        let (account, lines) = read(self.core.store(), |tx| {
+        let (account, lines) = report(self.core.store(), |tx| {
             let account = tx.account(&id)?.ok_or(ServiceError::NotFound)?;
             if account.org_id.as_ref() != Some(&principal.org_id) || account.mode != principal.mode {
                 return Err(ServiceError::NotFound);

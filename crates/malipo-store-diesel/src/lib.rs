@@ -35,6 +35,7 @@ mod claim;
 mod deadline;
 mod error;
 mod literal;
+mod replica;
 mod repo;
 mod rows;
 mod schema;
@@ -234,6 +235,11 @@ pub struct DieselStore {
     sqlite: Option<Arc<SqliteFile>>,
     /// Accounts' ledgers and kinds seen so far (shared by clones).
     known: Arc<KnownAccounts>,
+    /// Where the connections go, and every PostgreSQL statement's deadline.
+    target: Target,
+    deadline: Duration,
+    /// Where [`Store::report`] reads (`replica`).
+    replica: Option<Arc<replica::Replica>>,
 }
 
 impl std::fmt::Debug for DieselStore {
@@ -262,6 +268,13 @@ impl DieselStore {
     /// # Errors
     /// As [`DieselStore::connect`].
     pub fn connect_with_deadline(url: &str, pool_size: Option<u32>, deadline: Duration) -> Result<Self, StoreError> {
+        Self::open(url, pool_size, deadline, Some(CHECKOUT_TIMEOUT))
+    }
+
+    /// [`DieselStore::connect_with_deadline`] with the pool's checkout timeout; without one, the
+    /// pool opens its connections in the background only (a database down now is not an error)
+    /// and a checkout waits [`replica::CHECKOUT`] (where another database can answer instead).
+    fn open(url: &str, pool_size: Option<u32>, deadline: Duration, probe_now: Option<Duration>) -> Result<Self, StoreError> {
         let target = Target::parse(url)?;
         let backend = target.backend();
         let mut size = pool_size.unwrap_or(match backend {
@@ -282,17 +295,20 @@ impl DieselStore {
         let probe = Manager { target, deadline, checkpointed: false };
         // Open one connection first so that an unreachable database fails at once, with the
         // driver's own message, rather than after the pool's checkout timeout.
-        drop(probe.connect().map_err(|e| StoreError::Unavailable(e.to_string()))?);
+        if probe_now.is_some() {
+            drop(probe.connect().map_err(|e| StoreError::Unavailable(e.to_string()))?);
+        }
         // After that first connection, so that the file exists and its path is canonical.
         let sqlite = match &probe.target {
             Target::Sqlite(path) => Some(SqliteFile::open(path)),
             _ => None,
         };
+        let target = probe.target.clone();
         let manager = Manager { target: probe.target, deadline, checkpointed: sqlite.as_ref().is_some_and(|f| f.checkpoints()) };
         let mut builder = Pool::builder()
             .max_size(size.max(1))
             .min_idle(Some(1))
-            .connection_timeout(CHECKOUT_TIMEOUT)
+            .connection_timeout(probe_now.unwrap_or(replica::CHECKOUT))
             // A dead connection is found on use and discarded (see `begin`): no ping
             // round trip on every checkout.
             .test_on_check_out(false)
@@ -304,7 +320,7 @@ impl DieselStore {
         // the checkout's timeout (libpq tries each host of a multi-host URL for up to its
         // `connect_timeout`); the pool opens its connections in the background.
         let pool = builder.build_unchecked(manager);
-        Ok(DieselStore { pool, backend, sqlite, known: Arc::default() })
+        Ok(DieselStore { pool, backend, sqlite, known: Arc::default(), target, deadline, replica: None })
     }
 
     /// A store that refuses every connection (used to drop a test database's pool first).
@@ -316,7 +332,8 @@ impl DieselStore {
             .connection_timeout(Duration::from_millis(10))
             .error_handler(Box::new(diesel::r2d2::NopErrorHandler))
             .build_unchecked(Manager { target: Target::Closed(backend), deadline: DEFAULT_DEADLINE, checkpointed: false });
-        DieselStore { pool, backend, sqlite: None, known: Arc::default() }
+        let (target, deadline) = (Target::Closed(backend), DEFAULT_DEADLINE);
+        DieselStore { pool, backend, sqlite: None, known: Arc::default(), target, deadline, replica: None }
     }
 
     /// Which database this store talks to.
@@ -534,6 +551,14 @@ impl Store for DieselStore {
 
     fn autocommit(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
         self.outside(Access::Write, f)
+    }
+
+    fn report(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.report_on_replica(f)
+    }
+
+    fn replica(&self) -> Option<malipo_service::ReplicaState> {
+        self.replica.as_ref().map(|r| r.state())
     }
 
     fn ready(&self) -> Result<(), StoreError> {

@@ -150,6 +150,14 @@ impl Store for TestDatabase {
     fn ready(&self) -> Result<(), StoreError> {
         self.store.ready()
     }
+
+    fn report(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.store.report(f)
+    }
+
+    fn replica(&self) -> Option<malipo_service::ReplicaState> {
+        self.store.replica()
+    }
 }
 
 /// Runs each named test function (taking a `&TestDatabase`) once on a fresh SQLite database and

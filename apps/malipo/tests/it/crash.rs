@@ -21,6 +21,11 @@ pub(crate) struct Serve(Child);
 
 impl Serve {
     pub(crate) fn start(url: &str, port: u16) -> Serve {
+        Self::start_with(url, port, &[])
+    }
+
+    /// [`Serve::start`] with more settings (`MALIPO_*` variables).
+    pub(crate) fn start_with(url: &str, port: u16, more: &[(&str, &str)]) -> Serve {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_malipo"));
         for (name, _) in std::env::vars_os() {
             if name.to_string_lossy().starts_with("MALIPO_") {
@@ -36,7 +41,8 @@ impl Serve {
             .env("MALIPO_WORKER_LEASE_SECONDS", "2")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(Stdio::null())
+            .envs(more.iter().copied());
         // The same key as the test's own platform (`harness::settings`): on SQLite the key file
         // beside the database, on PostgreSQL the shared key. Secrets hashed by one verify in the other.
         if url.starts_with("postgres") {

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 
 use crate::crash::{free_port, ready, token, Serve};
 use crate::harness::TEST_WEBHOOK_KEY;
+use crate::webhooks_delivery::Receiver;
 
 /// The cluster of `scripts/cluster/up.sh` in a directory of its own, brought down on drop.
 struct Cluster {
@@ -179,6 +180,62 @@ fn record(tally: &Mutex<Tally>, mut sent: Sent, answer: Result<(u16, Value, bool
     t.sent.push(sent);
 }
 
+/// A value of the instance's `/metrics`.
+async fn metric(http: &reqwest::Client, base: &str, name: &str) -> Option<f64> {
+    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+/// Polls `/metrics` until `name` has `value` (deadline 30 s).
+async fn wait_metric(http: &reqwest::Client, base: &str, name: &str, value: f64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metric(http, base, name).await != Some(value) {
+        assert!(Instant::now() < deadline, "{name} never {value}: {:?}", metric(http, base, name).await);
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The charge refs of the first page of `GET /charges` (a report: read on the replica).
+async fn listed(http: &reqwest::Client, base: &str, token: &str) -> Vec<String> {
+    let page: Value =
+        http.get(format!("{base}/api/v1/partner/charges?limit=100")).bearer_auth(token).send().await.unwrap().json().await.unwrap();
+    page["data"].as_array().unwrap_or_else(|| panic!("{page}")).iter().map(|c| c["charge_ref"].as_str().unwrap().to_owned()).collect()
+}
+
+/// Lists read on a standby while it is within the lag bound (5 s), and on the primary once it is
+/// not: with the standbys applying each commit 15 s late (`recovery_min_apply_delay`; Patroni
+/// resumes a paused replay by itself), a new charge is missing from the list until the bound has
+/// passed (so the list was read there), then listed (read on the primary); without the delay the
+/// standby is used again.
+async fn reports_follow_the_replica_lag(cluster: &Cluster, http: &reqwest::Client, base: &str, token: &str) -> Sent {
+    wait_metric(http, base, "malipo_db_replica_in_use", 1.0).await;
+    cluster.ctl(&["apply-delay", "15s"]).await;
+    let key = uuid::Uuid::new_v4().to_string();
+    let body = json!({"payer_msisdn": "254712345678", "amount": "10", "reference": "REPLICA-1", "idem": key});
+    let mut sent = Sent { path: "/partner/stk", body, key, id: None };
+    let (status, body, _) = send(http, base, token, &sent).await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    let charge = id_of(sent.path, &body).unwrap();
+    sent.id = Some(charge.clone());
+    let paused = Instant::now();
+    let stale = listed(http, base, token).await;
+    let within = paused.elapsed();
+    if within < Duration::from_secs(4) {
+        assert!(!stale.contains(&charge), "listed {within:?} after it was made: the list was not read on a standby");
+    }
+    wait_metric(http, base, "malipo_db_replica_in_use", 0.0).await;
+    let behind = paused.elapsed();
+    // The bound counts from the last measurement before the commit (every 0.5 s).
+    assert!(behind >= Duration::from_secs(4), "the standby counted as too far behind after {behind:?}, within its bound of 5 s");
+    assert!(listed(http, base, token).await.contains(&charge), "read on the primary once the standby is too far behind");
+    assert!(metric(http, base, "malipo_db_replica_fallbacks_total").await.unwrap() >= 1.0);
+    cluster.ctl(&["apply-delay", "0"]).await;
+    wait_metric(http, base, "malipo_db_replica_in_use", 1.0).await;
+    assert!(listed(http, base, token).await.contains(&charge), "the standby caught up");
+    eprintln!("failover: reports on the standby; {within:?} stale; on the primary after {behind:?}");
+    sent
+}
+
 fn cli(url: &str, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_malipo"))
         .args(args)
@@ -208,15 +265,32 @@ async fn a_primary_killed_then_one_frozen_loses_nothing_acknowledged() {
         cli(&cluster.url, &["account", "fund", "--org", org["organisation_id"].as_str().unwrap(), "--mode", "test", "--amount", "100000"]);
     assert!(funded.status.success(), "{}", String::from_utf8_lossy(&funded.stderr));
     let ports = [free_port(), free_port()];
-    let _servers: Vec<Serve> = ports.iter().map(|p| Serve::start(&cluster.url, *p)).collect();
+    // Reports on the standbys (`MALIPO_DATABASE_READ_URL`), within 5 s of the primary.
+    let read_url = cluster.url.replace("target_session_attrs=read-write", "target_session_attrs=prefer-standby");
+    assert_ne!(read_url, cluster.url);
+    let more =
+        [("MALIPO_DATABASE_READ_URL", read_url.as_str()), ("MALIPO_DB_READ_MAX_LAG_MS", "5000"), ("MALIPO_WEBHOOK_ALLOW_PRIVATE", "true")];
+    let _servers: Vec<Serve> = ports.iter().map(|p| Serve::start_with(&cluster.url, *p, &more)).collect();
     let http = reqwest::Client::new();
     let bases: Vec<String> = ports.iter().map(|p| format!("http://127.0.0.1:{p}")).collect();
     for base in &bases {
         ready(&http, base).await;
     }
     let token = token(&http, &bases[0], org["client_id"].as_str().unwrap(), org["client_secret"].as_str().unwrap()).await;
+    // Every event delivered, through the failovers.
+    let receiver = Receiver::answering(200).await;
+    let hook = http
+        .post(format!("{}/api/v1/webhooks/endpoints", bases[0]))
+        .bearer_auth(&token)
+        .header("Idempotency-Key", uuid::Uuid::new_v4().to_string())
+        .json(&json!({"url": receiver.url(), "events": ["*"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(hook.status(), 200, "{}", hook.text().await.unwrap());
+    let made = reports_follow_the_replica_lag(&cluster, &http, &bases[0], &token).await;
 
-    let tally = Arc::new(Mutex::new(Tally::default()));
+    let tally = Arc::new(Mutex::new(Tally { sent: vec![made], ..Tally::default() }));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let loops: Vec<_> = (0..4)
         .map(|lane| actix_web::rt::spawn(load(bases[lane % 2].clone(), token.clone(), Arc::clone(&tally), Arc::clone(&stop), lane)))
@@ -310,6 +384,28 @@ async fn a_primary_killed_then_one_frozen_loses_nothing_acknowledged() {
         assert!(Instant::now() < deadline, "{open} charges and payouts still open");
         actix_web::rt::time::sleep(Duration::from_millis(200)).await;
     }
+    // Every event's delivery succeeded, and the receiver has each event.
+    let org_id = org["organisation_id"].as_str().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let of_org = format!("FROM deliveries d JOIN events e ON e.id = d.event_id WHERE e.org_id = '{org_id}'");
+    loop {
+        let undelivered = count(&mut conn, &format!("SELECT count(*) AS n {of_org} AND d.state <> 'succeeded'"));
+        if undelivered == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{undelivered} webhook deliveries not delivered");
+        actix_web::rt::time::sleep(Duration::from_millis(200)).await;
+    }
+    #[derive(QueryableByName)]
+    struct Id {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        id: String,
+    }
+    let events: Vec<Id> = diesel::sql_query(format!("SELECT d.event_id AS id {of_org}")).load(&mut conn).unwrap();
+    let got: std::collections::HashSet<String> = receiver.hits().iter().map(|h| h.id().to_owned()).collect();
+    let missing: Vec<&str> = events.iter().map(|e| e.id.as_str()).filter(|id| !got.contains(*id)).collect();
+    assert!(events.len() > 50 && missing.is_empty(), "{} events, not received: {missing:?}", events.len());
+    eprintln!("failover: {} events delivered", events.len());
     let verified = cli(&cluster.url, &["ledger", "verify", "--mode", "test"]);
     assert!(
         verified.status.success(),

@@ -140,6 +140,8 @@ pub fn settings(url: &str, o: &Options) -> Settings {
         log: "warn".into(),
         db_pool_size: Some(8),
         db_deadline_ms: 3000,
+        database_read_url: None,
+        db_read_max_lag_ms: 2000,
         workers: 2,
         http_workers: Some(2),
         demo: false,

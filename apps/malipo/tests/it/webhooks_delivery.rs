@@ -35,7 +35,7 @@ crate::on_both!(
 
 /// One request as the receiver got it.
 #[derive(Clone, Debug)]
-struct Hit {
+pub(crate) struct Hit {
     at: Instant,
     unix: i64,
     path: String,
@@ -47,7 +47,7 @@ impl Hit {
     fn header(&self, name: &str) -> &str {
         self.headers.iter().find(|(n, _)| n == name).map_or("", |(_, v)| v.as_str())
     }
-    fn id(&self) -> &str {
+    pub(crate) fn id(&self) -> &str {
         self.header("webhook-id")
     }
     fn text(&self) -> &str {
@@ -80,7 +80,7 @@ type Script = Arc<dyn Fn(usize, &Hit) -> Reply + Send + Sync>;
 
 /// A local HTTP/1.1 receiver. The script gets the request's index (0 for the first request this
 /// receiver got) and the request.
-struct Receiver {
+pub(crate) struct Receiver {
     addr: SocketAddr,
     hits: Arc<Mutex<Vec<Hit>>>,
     task: tokio::task::JoinHandle<()>,
@@ -115,15 +115,15 @@ impl Receiver {
         Receiver { addr, hits, task }
     }
 
-    async fn answering(code: u16) -> Receiver {
+    pub(crate) async fn answering(code: u16) -> Receiver {
         Self::start(move |_, _| status(code)).await
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/hook", self.addr)
     }
 
-    fn hits(&self) -> Vec<Hit> {
+    pub(crate) fn hits(&self) -> Vec<Hit> {
         self.hits.lock().unwrap().clone()
     }
 

@@ -16,7 +16,7 @@ use crate::error::{ServiceError, StoreError};
 use crate::events::Events;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, write, Answer};
+use crate::ports::{read, report, write, Answer};
 
 /// How many pay codes are drawn for one request before giving up: a drawn code is taken by
 /// another open request of the mode with probability (open requests / 1,000,000), so even a
@@ -119,7 +119,7 @@ impl<'a> PaymentRequests<'a> {
         limit: usize,
     ) -> Result<Page<PaymentRequest>, ServiceError> {
         let before = cursor.map(|c| PaymentRequestId::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
-        let data = read(self.core.store(), |tx| {
+        let data = report(self.core.store(), |tx| {
             Ok(tx.list_payment_requests(&principal.org_id, principal.mode, filter, before.as_ref(), limit.saturating_add(1))?)
         })?;
         Ok(Page::from_fetched(data, limit, |r| r.id.to_string()))

@@ -14,7 +14,7 @@ use crate::error::ServiceError;
 use crate::events::Events;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, Answer, Tx};
+use crate::ports::{read, report, Answer, Tx};
 
 fn transition_error(e: BulkTransitionError) -> ServiceError {
     match e {
@@ -178,7 +178,7 @@ impl<'a> BulkPayouts<'a> {
     /// [`ServiceError::Validation`] for a bad cursor.
     pub fn list(&self, principal: &Principal, cursor: Option<&str>, limit: usize) -> Result<Page<BulkPayout>, ServiceError> {
         let before = cursor.map(|c| BulkPayoutId::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
-        let data = read(self.core.store(), |tx| {
+        let data = report(self.core.store(), |tx| {
             Ok(tx.list_batches(&principal.org_id, principal.mode, before.as_ref(), limit.saturating_add(1))?)
         })?;
         Ok(Page::from_fetched(data, limit, |b| b.id.to_string()))
@@ -198,7 +198,7 @@ impl<'a> BulkPayouts<'a> {
     ) -> Result<Page<Payout>, ServiceError> {
         let id = BulkPayoutId::parse(id).map_err(|_| ServiceError::NotFound)?;
         let after = cursor.map(|c| c.parse::<u32>().map_err(|_| bad_cursor("cursor"))).transpose()?;
-        let data = read(self.core.store(), |tx| {
+        let data = report(self.core.store(), |tx| {
             tx.batch(&principal.org_id, principal.mode, &id)?.ok_or(ServiceError::NotFound)?;
             Ok(tx.batch_items(&id, state, after, limit.saturating_add(1))?)
         })?;

@@ -18,7 +18,7 @@ use crate::core::Core;
 use crate::error::ServiceError;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, Answer};
+use crate::ports::{read, report, Answer};
 
 /// The payout use cases.
 pub struct Payouts<'a> {
@@ -108,7 +108,7 @@ impl<'a> Payouts<'a> {
         limit: usize,
     ) -> Result<Page<Payout>, ServiceError> {
         let before = cursor.map(|c| PayoutRef::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
-        let data = read(self.core.store(), |tx| {
+        let data = report(self.core.store(), |tx| {
             Ok(tx.list_payouts(&principal.org_id, principal.mode, filter, before.as_ref(), limit.saturating_add(1))?)
         })?;
         Ok(Page::from_fetched(data, limit, |p| p.id.to_string()))

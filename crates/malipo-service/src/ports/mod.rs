@@ -211,6 +211,35 @@ pub trait Store: Send + Sync {
     /// # Errors
     /// [`StoreError::Unavailable`] otherwise.
     fn ready(&self) -> Result<(), StoreError>;
+
+    /// Like [`Store::read`] for reads that may be a little stale (lists, statements, exports,
+    /// reports): an adapter with a replica runs them there while it is up and within its lag
+    /// bound, else on the primary. Never for a read that decides about money, or one whose caller
+    /// expects to see their own write.
+    ///
+    /// # Errors
+    /// As [`Store::read`].
+    fn report(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.read(f)
+    }
+
+    /// The replica that [`Store::report`] reads from, when there is one.
+    fn replica(&self) -> Option<ReplicaState> {
+        None
+    }
+}
+
+/// A replica's state as its adapter last measured it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaState {
+    /// How far behind the primary it is (`None`: not measured, or it does not answer).
+    pub lag: Option<std::time::Duration>,
+    /// The bound past which [`Store::report`] reads on the primary instead.
+    pub max_lag: std::time::Duration,
+    /// Whether [`Store::report`] reads there now.
+    pub in_use: bool,
+    /// Reads sent to the primary because the replica was down or behind, since start.
+    pub fallbacks: u64,
 }
 
 /// Runs `f` as a write transaction and returns its value.
@@ -251,6 +280,20 @@ pub fn query<T>(store: &dyn Store, mut f: impl FnMut(&mut dyn Tx) -> Result<T, S
         Ok(())
     })?;
     out.ok_or_else(|| ServiceError::Internal("query produced no value".into()))
+}
+
+/// Runs `f` as a read that may be a little stale ([`Store::report`]: on a replica when there
+/// is one) and returns its value.
+///
+/// # Errors
+/// As [`Store::read`].
+pub fn report<T>(store: &dyn Store, mut f: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>) -> Result<T, ServiceError> {
+    let mut out = None;
+    store.report(&mut |tx| {
+        out = Some(f(tx)?);
+        Ok(())
+    })?;
+    out.ok_or_else(|| ServiceError::Internal("transaction produced no value".into()))
 }
 
 /// Runs `f` as a read-only transaction and returns its value.

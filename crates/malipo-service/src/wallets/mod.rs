@@ -13,7 +13,7 @@ use crate::idempotency::{Idem, IdemOutcome};
 use crate::lifecycle::{Entered, Lifecycle};
 use crate::limits::{Limits, WalletDetails};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, Answer, PostingQuery, StatementLine, Wallet, WalletState};
+use crate::ports::{read, report, Answer, PostingQuery, StatementLine, Wallet, WalletState};
 
 mod pin;
 
@@ -371,7 +371,7 @@ impl<'a> Wallets<'a> {
     ) -> Result<(Wallet, Page<StatementLine>), ServiceError> {
         let msisdn = wallet_number(msisdn)?;
         let after = cursor.map(|c| c.parse::<i64>().ok().filter(|v| *v > 0).ok_or_else(|| bad_cursor("cursor"))).transpose()?;
-        read(self.core.store(), |tx| {
+        report(self.core.store(), |tx| {
             let wallet = tx.wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
             let query = PostingQuery { cursor: after, ..PostingQuery::oldest_first(wallet.account_id.clone(), limit.saturating_add(1)) };
             let data = tx.account_postings(&query)?;
@@ -385,7 +385,7 @@ impl<'a> Wallets<'a> {
     /// [`ServiceError::NotFound`].
     pub fn recent(&self, principal: &Principal, msisdn: &str, limit: usize) -> Result<Vec<StatementLine>, ServiceError> {
         let msisdn = wallet_number(msisdn)?;
-        read(self.core.store(), |tx| {
+        report(self.core.store(), |tx| {
             let wallet = tx.wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
             let query = PostingQuery { newest_first: true, ..PostingQuery::oldest_first(wallet.account_id.clone(), limit) };
             Ok(tx.account_postings(&query)?)

@@ -11,7 +11,7 @@ use crate::error::ServiceError;
 use crate::events::new_delivery;
 use crate::idempotency::{Idem, IdemOutcome};
 use crate::page::Page;
-use crate::ports::{read, Answer, EventsPage, Tx};
+use crate::ports::{read, report, Answer, EventsPage, Tx};
 
 /// The webhook endpoints and events API.
 pub struct Webhooks<'a> {
@@ -147,7 +147,7 @@ impl<'a> Webhooks<'a> {
         let after = after
             .map(|a| EventId::parse(a).map_err(|_| ServiceError::field("after", "invalid_cursor", "after is not an event id")))
             .transpose()?;
-        let data = read(self.core.store(), |tx| {
+        let data = report(self.core.store(), |tx| {
             Ok(tx.list_events(&principal.org_id, principal.mode, kind, EventsPage::After(after.as_ref()), limit.saturating_add(1))?)
         })?;
         Ok(Page::from_fetched(data, limit, |e| e.id.to_string()))
@@ -168,7 +168,7 @@ impl<'a> Webhooks<'a> {
         let before = before
             .map(|b| EventId::parse(b).map_err(|_| ServiceError::field("cursor", "invalid_cursor", "cursor is not an event id")))
             .transpose()?;
-        let data = read(self.core.store(), |tx| {
+        let data = report(self.core.store(), |tx| {
             Ok(tx.list_events(&principal.org_id, principal.mode, kind, EventsPage::Before(before.as_ref()), limit.saturating_add(1))?)
         })?;
         Ok(Page::from_fetched(data, limit, |e| e.id.to_string()))
