@@ -11,7 +11,7 @@
 # payouts and reversals. Keeps, per run: the seconds from each death to the first acknowledged
 # request begun after it, the longest any request waited, the answers; a run fails if anything
 # acknowledged is lost or doubled. Writes BENCH_OUT/failover.json (default bench-out/);
-# bench/report_console.py puts it in docs/performance.md.
+# bench/report_failover.py puts it in docs/performance.md.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from report_console import console_section
+from report_failover import failover_section
 from report_targets import targets_section
 
 BACKENDS = [("postgres", "PostgreSQL"), ("sqlite", "SQLite")]
@@ -799,6 +800,7 @@ def main(argv):
     lines.extend(transactions_section(out))
     lines.extend(token_flood_section(out))
     lines.extend(console_section(out))
+    lines.extend(failover_section(out))
     lines.extend(intake_section(out))
 
     add("## Method")

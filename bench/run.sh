@@ -29,7 +29,9 @@
 #   - then bench/transactions.sh (a million transactions), bench/token-flood.sh (a legitimate client
 #     beside a flood of wrong secrets), bench/console.sh (the console's pages over a million charges,
 #     sign-in, a flood of wrong passwords), bench/console_apps.sh (the agent's page weights and the
-#     10,000-row bulk preview, from two HTTP tests in a release build) and bench/intake.sh (60 s of full-speed charge intake on
+#     10,000-row bulk preview, from two HTTP tests in a release build), bench/failover.sh (the failover
+#     test three times on a three-node Patroni cluster), bench/replication.sh (the synchronous pair's
+#     lifecycle rate, charge p99 beside an export on a standby or the primary) and bench/intake.sh (60 s of full-speed charge intake on
 #     PostgreSQL with and without the backlog gate), each on servers and databases of its own.
 # Every result lands as a file in bench-out/ (git-ignored); bench/report.py turns that one run into
 # docs/performance.md. Nothing in the document is typed by hand.
@@ -644,6 +646,10 @@ log "== console: bench/console.sh"
 BENCH_OUT=$OUT timeout 1800 bash bench/console.sh "$MALIPO"
 log "== console applications: bench/console_apps.sh"
 BENCH_OUT=$OUT timeout 1800 bash bench/console_apps.sh
+log "== database failover: bench/failover.sh"
+BENCH_OUT=$OUT timeout 1800 bash bench/failover.sh
+log "== synchronous replication and reports on the standbys: bench/replication.sh"
+BENCH_OUT=$OUT BENCH_SKIP_BUILD=1 BENCH_MALIPO_BIN=$MALIPO BENCH_LOADGEN_BIN=$LOADGEN timeout 1800 bash bench/replication.sh
 log "== full-speed intake: bench/intake.sh"
 BENCH_OUT=$OUT timeout 1800 bash bench/intake.sh "$MALIPO" "$LOADGEN"
 

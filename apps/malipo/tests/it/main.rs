@@ -23,6 +23,7 @@ mod payment_requests;
 mod payouts;
 mod races;
 mod sandbox;
+mod sdk;
 mod transactions;
 mod ussd;
 mod wallets;

@@ -232,11 +232,26 @@ async fn openapi_document_lists_every_path(db: Db) {
         let name = part.split('"').next().unwrap();
         assert!(schemas.contains_key(name), "dangling schema reference {name}");
     }
+    // Every operation has an id of its own, a lower camel case verb and noun (`createCharge`),
+    // as generators need them unique (OpenAPI requires it) and name methods after them.
+    let mut ids = std::collections::HashMap::new();
     for (path, item) in paths {
         for (method, op) in item.as_object().unwrap() {
             assert!(op["responses"].as_object().is_some_and(|r| !r.is_empty()), "{method} {path} has no responses");
+            let id = op["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+            assert!(
+                id.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                    && id.chars().all(|c| c.is_ascii_alphanumeric())
+                    && id.chars().any(|c| c.is_ascii_uppercase()),
+                "{method} {path}: operationId {id} is not a camel case verb and noun"
+            );
+            if let Some(other) = ids.insert(id.to_owned(), format!("{method} {path}")) {
+                panic!("operationId {id} of {method} {path} is also {other}'s");
+            }
         }
     }
+    assert_eq!(ids.len(), 56, "{:?}", ids.keys().collect::<Vec<_>>());
+    assert_eq!(ids.get("createCharge").map(String::as_str), Some("post /api/v1/partner/stk"));
     assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
 }
 

@@ -19,13 +19,13 @@ pub struct Api;
 pub struct Document(pub fn() -> String);
 
 /// Process up.
-#[utoipa::path(get, path = "/healthz", tag = "Operations", responses((status = 200, description = "The process is up")), security(()))]
+#[utoipa::path(get, path = "/healthz", operation_id = "getHealth", tag = "Operations", responses((status = 200, description = "The process is up")), security(()))]
 pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(serde_json::json!({"status": "ok"}))
 }
 
 /// Database reachable and migrations applied; 503 otherwise.
-#[utoipa::path(get, path = "/readyz", tag = "Operations", responses((status = 200, description = "Ready"), (status = 503, description = "unavailable", body = crate::problem::Problem)), security(()))]
+#[utoipa::path(get, path = "/readyz", operation_id = "getReadiness", tag = "Operations", responses((status = 200, description = "Ready"), (status = 503, description = "unavailable", body = crate::problem::Problem)), security(()))]
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     match run(&state, |p| p.store().ready().map_err(ServiceError::Store)).await {
         Ok(()) => Ok(HttpResponse::Ok().json(serde_json::json!({"status": "ready"}))),
@@ -61,7 +61,7 @@ fn not_ready_because(e: &StoreError) -> &'static str {
 }
 
 /// This OpenAPI 3.1 document.
-#[utoipa::path(get, path = "/api/v1/openapi.json", tag = "Operations", responses((status = 200, description = "The OpenAPI document")), security(()))]
+#[utoipa::path(get, path = "/api/v1/openapi.json", operation_id = "getOpenApiDocument", tag = "Operations", responses((status = 200, description = "The OpenAPI document")), security(()))]
 pub async fn openapi(document: web::Data<Document>) -> HttpResponse {
     HttpResponse::Ok().content_type("application/json").body((document.0)())
 }

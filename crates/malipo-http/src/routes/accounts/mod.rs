@@ -37,7 +37,7 @@ pub struct Api;
 
 /// The balance of the collection (default) or payout account.
 #[utoipa::path(
-    get, path = "/api/v1/partner/balance", tag = "Accounts",
+    get, path = "/api/v1/partner/balance", operation_id = "getBalance", tag = "Accounts",
     params(("account" = Option<String>, Query, pattern = "^(collection|payout)$", description = "`collection` (default) or `payout`")),
     responses(
         (status = 200, description = "The balance", body = BalanceDto),
@@ -59,7 +59,7 @@ pub async fn balance(auth: Auth, query: web::Query<HashMap<String, String>>, sta
 
 /// The organisation's accounts in this mode, with balances.
 #[utoipa::path(
-    get, path = "/api/v1/accounts", tag = "Accounts",
+    get, path = "/api/v1/accounts", operation_id = "listAccounts", tag = "Accounts",
     responses((status = 200, description = "The accounts", body = ListDto<AccountDto>)),
     security(("bearer" = ["payments"]))
 )]
@@ -71,7 +71,7 @@ pub async fn accounts(auth: Auth, state: web::Data<AppState>) -> Result<HttpResp
 
 /// Move money between the organisation's own accounts (`collection` and `payout`), at once.
 #[utoipa::path(
-    post, path = "/api/v1/accounts/transfers", tag = "Accounts",
+    post, path = "/api/v1/accounts/transfers", operation_id = "createTransfer", tag = "Accounts",
     request_body = TransferRequest,
     params(("Idempotency-Key" = String, Header, description = "Required: 1 to 255 visible ASCII characters")),
     responses(
@@ -107,7 +107,7 @@ pub async fn transfer(req: HttpRequest, auth: Auth, body: Body, state: web::Data
 
 /// An account's statement: its ledger entries, oldest first.
 #[utoipa::path(
-    get, path = "/api/v1/accounts/{account_id}/statement", tag = "Accounts",
+    get, path = "/api/v1/accounts/{account_id}/statement", operation_id = "getAccountStatement", tag = "Accounts",
     params(
         ("account_id" = String, Path, pattern = "^acc_[A-Za-z0-9_-]{1,64}$", description = "`acc_…`, one of the organisation's accounts (see GET /accounts)"),
         ("from" = Option<String>, Query, format = DateTime, description = "Posted at or after (RFC 3339)"),

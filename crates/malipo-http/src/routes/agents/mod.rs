@@ -31,7 +31,7 @@ pub struct Api;
 
 /// Cash-in: the agent's float pays the customer's wallet at once, within the customer's limits.
 #[utoipa::path(
-    post, path = "/api/v1/agents/cash-in", tag = "Agents",
+    post, path = "/api/v1/agents/cash-in", operation_id = "createCashIn", tag = "Agents",
     request_body = AgentCashRequest,
     params(("Idempotency-Key" = String, Header, description = "Required")),
     responses(
@@ -63,7 +63,7 @@ pub async fn cash_in(req: HttpRequest, auth: Auth, body: Body, state: web::Data<
 /// Cash-out: a prompt to the customer like a charge (`wd_…`). On approval the customer's wallet
 /// pays amount + fee; the float receives the amount and the agent's commission.
 #[utoipa::path(
-    post, path = "/api/v1/agents/cash-out", tag = "Agents",
+    post, path = "/api/v1/agents/cash-out", operation_id = "createCashOut", tag = "Agents",
     request_body = AgentCashRequest,
     params(("Idempotency-Key" = String, Header, description = "Required")),
     responses(
@@ -101,7 +101,7 @@ pub async fn cash_out(
 
 /// One of the agent's cash-outs.
 #[utoipa::path(
-    get, path = "/api/v1/agents/cash-out/{withdrawal_ref}", tag = "Agents",
+    get, path = "/api/v1/agents/cash-out/{withdrawal_ref}", operation_id = "getCashOut", tag = "Agents",
     params(("withdrawal_ref" = String, Path, pattern = "^wd_[A-Za-z0-9_-]{1,64}$", description = "`wd_…`")),
     responses(
         (status = 200, description = "The cash-out", body = CashOutDto),
@@ -120,7 +120,7 @@ pub async fn get_cash_out(auth: Auth, path: web::Path<String>, state: web::Data<
 
 /// The agent's float: what it can pay out in cash-ins.
 #[utoipa::path(
-    get, path = "/api/v1/agents/float", tag = "Agents",
+    get, path = "/api/v1/agents/float", operation_id = "getAgentFloat", tag = "Agents",
     responses(
         (status = 200, description = "The float (`account: agent_float`)", body = BalanceDto),
         (status = 401, description = "unauthorized, invalid_token", body = Problem),

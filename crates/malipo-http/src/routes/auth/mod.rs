@@ -173,7 +173,7 @@ fn oauth_error(e: ServiceError, auth: ClientAuth) -> ApiError {
 
 /// Exchange client credentials for a one-hour bearer token.
 #[utoipa::path(
-    post, path = "/api/v1/oauth/token", tag = "Auth",
+    post, path = "/api/v1/oauth/token", operation_id = "createToken", tag = "Auth",
     request_body(
         description = "JSON (the seed's form) or application/x-www-form-urlencoded (RFC 6749 §4.4, client by HTTP Basic or body)",
         content((TokenRequest = "application/json"), (TokenForm = "application/x-www-form-urlencoded"))
@@ -217,7 +217,7 @@ async fn issue(req: HttpRequest, body: Result<Body, ApiError>, state: web::Data<
 
 /// Revoke a token (RFC 7009). Answers 200 for any well-formed request.
 #[utoipa::path(
-    post, path = "/api/v1/oauth/revoke", tag = "Auth",
+    post, path = "/api/v1/oauth/revoke", operation_id = "revokeToken", tag = "Auth",
     request_body(
         description = "form or JSON; client authenticated as at the token endpoint",
         content((RevokeRequest = "application/json"), (RevokeForm = "application/x-www-form-urlencoded"))

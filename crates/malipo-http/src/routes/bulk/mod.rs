@@ -66,7 +66,7 @@ pub struct Api;
 /// (`items[N].field`, N the 0-based item or CSV data row). Nothing is paid until a checker
 /// approves it.
 #[utoipa::path(
-    post, path = "/api/v1/bulk-payouts", tag = "Bulk payouts",
+    post, path = "/api/v1/bulk-payouts", operation_id = "createBulkPayout", tag = "Bulk payouts",
     request_body(
         description = "JSON with the items, or a CSV file (RFC 4180, UTF-8, header required, at most 5 MiB) with `?reference=`",
         content(
@@ -104,7 +104,7 @@ pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<A
 /// Approve a batch (the checker, a credential other than its maker): the total plus fees is
 /// reserved on the payout account and every item is paid by background work.
 #[utoipa::path(
-    post, path = "/api/v1/bulk-payouts/{batch_id}/approve", tag = "Bulk payouts",
+    post, path = "/api/v1/bulk-payouts/{batch_id}/approve", operation_id = "approveBulkPayout", tag = "Bulk payouts",
     request_body(content = Option<ApproveRequest>, description = "None, or an empty JSON object"),
     params(
         ("batch_id" = String, Path, pattern = "^bp_[A-Za-z0-9_-]{1,64}$", description = "`bp_…`"),
@@ -145,7 +145,7 @@ pub async fn approve(
 
 /// Reject a batch (the checker, a credential other than its maker): no item is paid.
 #[utoipa::path(
-    post, path = "/api/v1/bulk-payouts/{batch_id}/reject", tag = "Bulk payouts",
+    post, path = "/api/v1/bulk-payouts/{batch_id}/reject", operation_id = "rejectBulkPayout", tag = "Bulk payouts",
     request_body = RejectRequest,
     params(
         ("batch_id" = String, Path, pattern = "^bp_[A-Za-z0-9_-]{1,64}$", description = "`bp_…`"),
@@ -185,7 +185,7 @@ pub async fn reject(
 
 /// List bulk payouts, newest first.
 #[utoipa::path(
-    get, path = "/api/v1/bulk-payouts", tag = "Bulk payouts",
+    get, path = "/api/v1/bulk-payouts", operation_id = "listBulkPayouts", tag = "Bulk payouts",
     params(
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
         ("cursor" = Option<String>, Query, pattern = "^bp_[A-Za-z0-9_-]{1,64}$", description = "next_cursor of the previous page"),
@@ -215,7 +215,7 @@ pub async fn list(auth: Auth, query: web::Query<HashMap<String, String>>, state:
 
 /// One bulk payout, with its counts of pending, completed and failed items.
 #[utoipa::path(
-    get, path = "/api/v1/bulk-payouts/{batch_id}", tag = "Bulk payouts",
+    get, path = "/api/v1/bulk-payouts/{batch_id}", operation_id = "getBulkPayout", tag = "Bulk payouts",
     params(("batch_id" = String, Path, pattern = "^bp_[A-Za-z0-9_-]{1,64}$", description = "`bp_…`")),
     responses(
         (status = 200, description = "The batch", body = BulkPayoutDto),
@@ -236,7 +236,7 @@ pub async fn get(auth: Auth, path: web::Path<String>, state: web::Data<AppState>
 
 /// A batch's items: payouts with `bulk_payout_id` set, in the batch's order.
 #[utoipa::path(
-    get, path = "/api/v1/bulk-payouts/{batch_id}/items", tag = "Bulk payouts",
+    get, path = "/api/v1/bulk-payouts/{batch_id}/items", operation_id = "listBulkPayoutItems", tag = "Bulk payouts",
     params(
         ("batch_id" = String, Path, pattern = "^bp_[A-Za-z0-9_-]{1,64}$", description = "`bp_…`"),
         ("state" = Option<String>, Query, pattern = "^(pending|completed|failed)$", description = "Only items in this state: `pending`, `completed`, `failed`"),

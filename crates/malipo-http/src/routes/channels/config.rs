@@ -11,7 +11,7 @@ use crate::state::AppState;
 /// The configured countries: numbering plans, currencies, ID types, PIN rules, KYC tiers with
 /// their limits, and fee schedules. Any valid token may read it, whatever its scopes.
 #[utoipa::path(
-    get, path = "/api/v1/config/countries", tag = "Channels",
+    get, path = "/api/v1/config/countries", operation_id = "listCountries", tag = "Channels",
     responses(
         (status = 200, description = "Every configured country, in the configuration file's order (one page)", body = ListDto<CountryDto>),
         (status = 401, description = "unauthorized, invalid_token", body = Problem),

@@ -24,7 +24,7 @@ fn test_mode(auth: &Auth) -> Result<(), ApiError> {
 
 /// Simulate the customer's answer to a test charge.
 #[utoipa::path(
-    post, path = "/api/v1/sandbox/charges/{charge_ref}/simulate", tag = "Channels",
+    post, path = "/api/v1/sandbox/charges/{charge_ref}/simulate", operation_id = "simulateCharge", tag = "Channels",
     request_body = SimulateRequest,
     params(
         ("charge_ref" = String, Path, pattern = "^ch_[A-Za-z0-9_-]{1,64}$", description = "A pending test charge"),
@@ -60,7 +60,7 @@ pub async fn simulate(
 
 /// Create or top up a test wallet.
 #[utoipa::path(
-    post, path = "/api/v1/sandbox/wallets", tag = "Channels",
+    post, path = "/api/v1/sandbox/wallets", operation_id = "createSandboxWallet", tag = "Channels",
     request_body = SandboxWalletRequest,
     params(("Idempotency-Key" = String, Header, description = "Required")),
     responses(

@@ -82,7 +82,7 @@ fn parse_callback(req: &HttpRequest, body: &[u8]) -> Result<UssdRequest, ApiErro
 /// `unknown_field`) like every JSON endpoint. No idempotency key: a repeated hop replays its
 /// screen. Errors are problem documents as everywhere.
 #[utoipa::path(
-    post, path = "/api/v1/ussd", tag = "Channels",
+    post, path = "/api/v1/ussd", operation_id = "continueUssdSession", tag = "Channels",
     request_body(
         description = "The gateway's callback, form-encoded (Africa's Talking) or JSON",
         content(

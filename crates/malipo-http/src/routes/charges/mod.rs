@@ -35,7 +35,7 @@ pub struct Api;
 
 /// Push a charge (payment prompt) to a customer's phone.
 #[utoipa::path(
-    post, path = "/api/v1/partner/stk", tag = "Charges",
+    post, path = "/api/v1/partner/stk", operation_id = "createCharge", tag = "Charges",
     request_body = StkRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "Optional here: the body field `idem` is the key; if both are sent they must be equal")),
     responses(
@@ -66,7 +66,7 @@ pub async fn create(
 
 /// Poll a charge by `charge_ref` or by `reference` (exactly one).
 #[utoipa::path(
-    get, path = "/api/v1/partner/status", tag = "Charges",
+    get, path = "/api/v1/partner/status", operation_id = "getChargeStatus", tag = "Charges",
     params(
         ("charge_ref" = Option<String>, Query, pattern = "^ch_[A-Za-z0-9_-]{1,64}$", description = "The charge's id"),
         ("reference" = Option<String>, Query, min_length = 1, max_length = 64, description = "Your reference: the most recent charge with it"),
@@ -95,7 +95,7 @@ fn timestamp(q: &HashMap<String, String>, name: &str) -> Result<Option<Timestamp
 
 /// List charges, newest first.
 #[utoipa::path(
-    get, path = "/api/v1/partner/charges", tag = "Charges",
+    get, path = "/api/v1/partner/charges", operation_id = "listCharges", tag = "Charges",
     params(
         ("state" = Option<String>, Query, pattern = "^(pending|authorised|completed|declined|expired|failed)$", description = "Only charges in this state"),
         ("from" = Option<String>, Query, format = DateTime, description = "Created at or after (RFC 3339)"),
@@ -134,7 +134,7 @@ pub async fn list(auth: Auth, query: web::Query<HashMap<String, String>>, state:
 
 /// One charge.
 #[utoipa::path(
-    get, path = "/api/v1/partner/charges/{charge_ref}", tag = "Charges",
+    get, path = "/api/v1/partner/charges/{charge_ref}", operation_id = "getCharge", tag = "Charges",
     params(("charge_ref" = String, Path, pattern = "^ch_[A-Za-z0-9_-]{1,64}$", description = "The charge's id")),
     responses(
         (status = 200, description = "The charge", body = ChargeDto),

@@ -38,7 +38,7 @@ pub struct Api;
 /// `amount - fee` when it is paid (event `payment_request.paid`); unpaid, it expires after
 /// `expires_in` seconds (event `payment_request.expired`).
 #[utoipa::path(
-    post, path = "/api/v1/biz/request", tag = "Payment requests",
+    post, path = "/api/v1/biz/request", operation_id = "createPaymentRequest", tag = "Payment requests",
     request_body = PaymentRequestRequest,
     params(("Idempotency-Key" = String, Header, description = "Required: 1 to 255 visible ASCII characters")),
     responses(
@@ -74,7 +74,7 @@ pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<A
 
 /// List payment requests, newest first.
 #[utoipa::path(
-    get, path = "/api/v1/biz/requests", tag = "Payment requests",
+    get, path = "/api/v1/biz/requests", operation_id = "listPaymentRequests", tag = "Payment requests",
     params(
         ("state" = Option<String>, Query, pattern = "^(open|paid|cancelled|expired)$", description = "Only requests in this state: `open`, `paid`, `cancelled`, `expired`"),
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
@@ -110,7 +110,7 @@ pub async fn list(auth: Auth, query: web::Query<HashMap<String, String>>, state:
 
 /// One payment request.
 #[utoipa::path(
-    get, path = "/api/v1/biz/requests/{request_id}", tag = "Payment requests",
+    get, path = "/api/v1/biz/requests/{request_id}", operation_id = "getPaymentRequest", tag = "Payment requests",
     params(("request_id" = String, Path, pattern = "^pr_[A-Za-z0-9_-]{1,64}$", description = "`pr_…`")),
     responses(
         (status = 200, description = "The payment request", body = PaymentRequestDto),
@@ -131,7 +131,7 @@ pub async fn get(auth: Auth, path: web::Path<String>, state: web::Data<AppState>
 
 /// Cancel an open payment request: it can no longer be paid and its pay code is free again.
 #[utoipa::path(
-    post, path = "/api/v1/biz/requests/{request_id}/cancel", tag = "Payment requests",
+    post, path = "/api/v1/biz/requests/{request_id}/cancel", operation_id = "cancelPaymentRequest", tag = "Payment requests",
     request_body(content = Option<CancelRequest>, description = "None, or an empty JSON object"),
     params(
         ("request_id" = String, Path, pattern = "^pr_[A-Za-z0-9_-]{1,64}$", description = "`pr_…`"),

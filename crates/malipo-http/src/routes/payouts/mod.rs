@@ -45,7 +45,7 @@ pub fn state_param(value: Option<&String>) -> Result<Option<PayoutState>, ApiErr
 /// reserved at once; the payout answers `pending` and then completes or fails
 /// (events `payout.completed`, `payout.failed`).
 #[utoipa::path(
-    post, path = "/api/v1/payouts", tag = "Payouts",
+    post, path = "/api/v1/payouts", operation_id = "createPayout", tag = "Payouts",
     request_body = PayoutRequest,
     params(("Idempotency-Key" = String, Header, description = "Required: 1 to 255 visible ASCII characters")),
     responses(
@@ -86,7 +86,7 @@ pub async fn create(
 
 /// List payouts (single ones and bulk payouts' items), newest first.
 #[utoipa::path(
-    get, path = "/api/v1/payouts", tag = "Payouts",
+    get, path = "/api/v1/payouts", operation_id = "listPayouts", tag = "Payouts",
     params(
         ("state" = Option<String>, Query, pattern = "^(pending|completed|failed)$", description = "Only payouts in this state: `pending`, `completed`, `failed`"),
         ("from" = Option<String>, Query, format = DateTime, description = "Created at or after (RFC 3339)"),
@@ -129,7 +129,7 @@ pub async fn list(auth: Auth, query: web::Query<HashMap<String, String>>, state:
 
 /// One payout.
 #[utoipa::path(
-    get, path = "/api/v1/payouts/{payout_ref}", tag = "Payouts",
+    get, path = "/api/v1/payouts/{payout_ref}", operation_id = "getPayout", tag = "Payouts",
     params(("payout_ref" = String, Path, pattern = "^po_[A-Za-z0-9_-]{1,64}$", description = "`po_…`")),
     responses(
         (status = 200, description = "The payout", body = PayoutDto),

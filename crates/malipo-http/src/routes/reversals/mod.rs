@@ -53,7 +53,7 @@ impl Modify for ExactlyOneOriginal {
 /// Reverse all or part of a completed charge or payout (named by its ref or its ledger
 /// transaction). The fee is given back in proportion; reversals never exceed the original in sum.
 #[utoipa::path(
-    post, path = "/api/v1/reversals", tag = "Reversals",
+    post, path = "/api/v1/reversals", operation_id = "createReversal", tag = "Reversals",
     request_body = ReversalRequest,
     params(("Idempotency-Key" = String, Header, description = "Required: 1 to 255 visible ASCII characters")),
     responses(
@@ -89,7 +89,7 @@ pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<A
 
 /// List reversals, newest first.
 #[utoipa::path(
-    get, path = "/api/v1/reversals", tag = "Reversals",
+    get, path = "/api/v1/reversals", operation_id = "listReversals", tag = "Reversals",
     params(
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
         ("cursor" = Option<String>, Query, pattern = "^rv_[A-Za-z0-9_-]{1,64}$", description = "next_cursor of the previous page"),
@@ -119,7 +119,7 @@ pub async fn list(auth: Auth, query: web::Query<HashMap<String, String>>, state:
 
 /// One reversal.
 #[utoipa::path(
-    get, path = "/api/v1/reversals/{reversal_id}", tag = "Reversals",
+    get, path = "/api/v1/reversals/{reversal_id}", operation_id = "getReversal", tag = "Reversals",
     params(("reversal_id" = String, Path, pattern = "^rv_[A-Za-z0-9_-]{1,64}$", description = "`rv_…`")),
     responses(
         (status = 200, description = "The reversal", body = ReversalDto),

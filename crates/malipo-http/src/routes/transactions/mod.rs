@@ -63,7 +63,7 @@ fn bad_query(e: ApiError) -> ApiError {
 
 /// The organisation's transactions, newest first: one per ledger journal and account it moved.
 #[utoipa::path(
-    get, path = "/api/v1/transactions", tag = "Transactions",
+    get, path = "/api/v1/transactions", operation_id = "listTransactions", tag = "Transactions",
     params(
         ("from" = Option<String>, Query, format = DateTime, description = "Posted at or after (RFC 3339)"),
         ("to" = Option<String>, Query, format = DateTime, description = "Posted before (RFC 3339)"),
@@ -101,7 +101,7 @@ pub async fn list(auth: Auth, query: web::Query<HashMap<String, String>>, state:
 /// One transaction. A transfer is a transaction on each of the two accounts: `account` picks
 /// one, else the debited account's is answered.
 #[utoipa::path(
-    get, path = "/api/v1/transactions/{transaction_id}", tag = "Transactions",
+    get, path = "/api/v1/transactions/{transaction_id}", operation_id = "getTransaction", tag = "Transactions",
     params(
         ("transaction_id" = String, Path, pattern = "^tx_[A-Za-z0-9_-]{1,64}$", description = "`tx_…`"),
         ("account" = Option<String>, Query, pattern = "^(collection|payout|agent_float|acc_[A-Za-z0-9_-]{1,64})$", description = "An account kind or `acc_…` id, for a transaction on two of the organisation's accounts"),
@@ -133,7 +133,7 @@ pub async fn get(
 /// The organisation's transactions as CSV, oldest first (ledger order), streamed: rows are read
 /// a batch at a time and written as they go, so an export of any length needs little memory.
 #[utoipa::path(
-    get, path = "/api/v1/transactions/export", tag = "Transactions",
+    get, path = "/api/v1/transactions/export", operation_id = "exportTransactions", tag = "Transactions",
     params(
         ("from" = Option<String>, Query, format = DateTime, description = "Posted at or after (RFC 3339)"),
         ("to" = Option<String>, Query, format = DateTime, description = "Posted before (RFC 3339)"),
@@ -190,7 +190,7 @@ fn export_failed(why: &str) -> actix_web::Error {
 /// balance, credits, debits, fees, counts and sums by type, and the checksum of the day's
 /// transactions, which an integrator recomputes from the export.
 #[utoipa::path(
-    get, path = "/api/v1/reconciliation/daily", tag = "Transactions",
+    get, path = "/api/v1/reconciliation/daily", operation_id = "getDailyReconciliation", tag = "Transactions",
     params(
         ("date" = String, Query, format = Date, description = "The local calendar day, YYYY-MM-DD"),
         ("account" = Option<String>, Query, pattern = "^(collection|payout|agent_float|acc_[A-Za-z0-9_-]{1,64})$", description = "An account kind or `acc_…` id; default `collection` (an organisation with one account: that one)"),

@@ -47,7 +47,7 @@ pub struct Api;
 /// Open a wallet in the number's country, with a zero balance. The KYC tier follows from the ID
 /// given (tier 0 without one).
 #[utoipa::path(
-    post, path = "/api/v1/wallets", tag = "Wallets",
+    post, path = "/api/v1/wallets", operation_id = "openWallet", tag = "Wallets",
     request_body = OpenWalletRequest,
     params(("Idempotency-Key" = String, Header, description = "Required")),
     responses(
@@ -72,7 +72,7 @@ pub async fn open(req: HttpRequest, auth: Auth, body: Body, state: web::Data<App
 
 /// One wallet: state, KYC tier, balance, limits and today's use of them.
 #[utoipa::path(
-    get, path = "/api/v1/wallets/{msisdn}", tag = "Wallets",
+    get, path = "/api/v1/wallets/{msisdn}", operation_id = "getWallet", tag = "Wallets",
     params(("msisdn" = String, Path, pattern = "^[1-9][0-9]{7,14}$", description = "The wallet's number")),
     responses(
         (status = 200, description = "The wallet", body = WalletDto),
@@ -92,7 +92,7 @@ pub async fn get(auth: Auth, path: web::Path<String>, state: web::Data<AppState>
 /// Set the wallet's first PIN, or change it given the current one (a wrong current PIN counts as
 /// a failed attempt; at the country's maximum the wallet locks).
 #[utoipa::path(
-    post, path = "/api/v1/wallets/{msisdn}/pin", tag = "Wallets",
+    post, path = "/api/v1/wallets/{msisdn}/pin", operation_id = "setWalletPin", tag = "Wallets",
     request_body = SetPinRequest,
     params(
         ("msisdn" = String, Path, pattern = "^[1-9][0-9]{7,14}$", description = "The wallet's number"),
@@ -127,7 +127,7 @@ pub async fn set_pin(
 
 /// Lock a wallet: it can no longer pay or be paid, and its pending prompts fail with `wallet_locked`.
 #[utoipa::path(
-    post, path = "/api/v1/wallets/{msisdn}/lock", tag = "Wallets",
+    post, path = "/api/v1/wallets/{msisdn}/lock", operation_id = "lockWallet", tag = "Wallets",
     request_body = WalletReasonRequest,
     params(
         ("msisdn" = String, Path, pattern = "^[1-9][0-9]{7,14}$", description = "The wallet's number"),
@@ -155,7 +155,7 @@ pub async fn lock(
 
 /// Unlock a wallet and reset its PIN attempt count.
 #[utoipa::path(
-    post, path = "/api/v1/wallets/{msisdn}/unlock", tag = "Wallets",
+    post, path = "/api/v1/wallets/{msisdn}/unlock", operation_id = "unlockWallet", tag = "Wallets",
     request_body = WalletReasonRequest,
     params(
         ("msisdn" = String, Path, pattern = "^[1-9][0-9]{7,14}$", description = "The wallet's number"),
@@ -207,7 +207,7 @@ async fn set_lock(
 
 /// Raise a wallet's KYC tier on an identity document that grants at least that tier.
 #[utoipa::path(
-    post, path = "/api/v1/wallets/{msisdn}/kyc", tag = "Wallets",
+    post, path = "/api/v1/wallets/{msisdn}/kyc", operation_id = "submitWalletKyc", tag = "Wallets",
     request_body = RaiseKycRequest,
     params(
         ("msisdn" = String, Path, pattern = "^[1-9][0-9]{7,14}$", description = "The wallet's number"),
@@ -242,7 +242,7 @@ pub async fn kyc(
 
 /// The wallet's statement: every posting to it, oldest first.
 #[utoipa::path(
-    get, path = "/api/v1/wallets/{msisdn}/transactions", tag = "Wallets",
+    get, path = "/api/v1/wallets/{msisdn}/transactions", operation_id = "listWalletTransactions", tag = "Wallets",
     params(
         ("msisdn" = String, Path, pattern = "^[1-9][0-9]{7,14}$", description = "The wallet's number"),
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),

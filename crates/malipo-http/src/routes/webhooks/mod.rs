@@ -56,7 +56,7 @@ pub struct Api;
 
 /// Register a webhook endpoint. The answer carries its signing secret, shown only here and at rotation.
 #[utoipa::path(
-    post, path = "/api/v1/webhooks/endpoints", tag = "Webhooks",
+    post, path = "/api/v1/webhooks/endpoints", operation_id = "createWebhookEndpoint", tag = "Webhooks",
     request_body = EndpointCreateRequest,
     params(("Idempotency-Key" = String, Header, description = "Required")),
     responses(
@@ -81,7 +81,7 @@ pub async fn create_endpoint(req: HttpRequest, auth: Auth, body: Body, state: we
 
 /// List the webhook endpoints of this organisation and mode, oldest first (without secrets).
 #[utoipa::path(
-    get, path = "/api/v1/webhooks/endpoints", tag = "Webhooks",
+    get, path = "/api/v1/webhooks/endpoints", operation_id = "listWebhookEndpoints", tag = "Webhooks",
     responses(
         (status = 200, description = "Every endpoint (one page)", body = ListDto<EndpointDto>),
         (status = 401, description = "unauthorized, invalid_token", body = Problem),
@@ -97,7 +97,7 @@ pub async fn list_endpoints(auth: Auth, state: web::Data<AppState>) -> Result<Ht
 
 /// One webhook endpoint (without its secret).
 #[utoipa::path(
-    get, path = "/api/v1/webhooks/endpoints/{endpoint_id}", tag = "Webhooks",
+    get, path = "/api/v1/webhooks/endpoints/{endpoint_id}", operation_id = "getWebhookEndpoint", tag = "Webhooks",
     params(("endpoint_id" = String, Path, pattern = "^we_[A-Za-z0-9_-]{1,64}$", description = "`we_…`")),
     responses(
         (status = 200, description = "The endpoint", body = EndpointDto),
@@ -114,7 +114,7 @@ pub async fn get_endpoint(auth: Auth, path: web::Path<String>, state: web::Data<
 
 /// Delete a webhook endpoint: no more deliveries, pending ones fail.
 #[utoipa::path(
-    delete, path = "/api/v1/webhooks/endpoints/{endpoint_id}", tag = "Webhooks",
+    delete, path = "/api/v1/webhooks/endpoints/{endpoint_id}", operation_id = "deleteWebhookEndpoint", tag = "Webhooks",
     params(
         ("endpoint_id" = String, Path, pattern = "^we_[A-Za-z0-9_-]{1,64}$", description = "`we_…`"),
         ("Idempotency-Key" = String, Header, description = "Required"),
@@ -153,7 +153,7 @@ pub async fn delete_endpoint(
 
 /// Rotate an endpoint's signing secret. The previous secret keeps signing beside the new one for 24 hours.
 #[utoipa::path(
-    post, path = "/api/v1/webhooks/endpoints/{endpoint_id}/rotate-secret", tag = "Webhooks",
+    post, path = "/api/v1/webhooks/endpoints/{endpoint_id}/rotate-secret", operation_id = "rotateWebhookSecret", tag = "Webhooks",
     request_body(content = Option<RotateSecretRequest>, description = "Empty, or `{}`"),
     params(
         ("endpoint_id" = String, Path, pattern = "^we_[A-Za-z0-9_-]{1,64}$", description = "`we_…`"),
@@ -187,7 +187,7 @@ pub async fn rotate_secret(
 
 /// Every event of the organisation in this mode, oldest first, kept at least 90 days.
 #[utoipa::path(
-    get, path = "/api/v1/events", tag = "Webhooks",
+    get, path = "/api/v1/events", operation_id = "listEvents", tag = "Webhooks",
     params(
         ("type" = Option<EventType>, Query, description = "Only events of this kind, e.g. `charge.completed`"),
         ("after" = Option<String>, Query, pattern = "^evt_[A-Za-z0-9_-]{1,64}$", description = "Only events after this one: the `next_cursor` of the previous page (`cursor` is accepted too)"),
@@ -231,7 +231,7 @@ pub async fn list_events(
 
 /// One event with its deliveries and their attempts (time, endpoint, HTTP status, latency, error).
 #[utoipa::path(
-    get, path = "/api/v1/events/{event_id}", tag = "Webhooks",
+    get, path = "/api/v1/events/{event_id}", operation_id = "getEvent", tag = "Webhooks",
     params(("event_id" = String, Path, pattern = "^evt_[A-Za-z0-9_-]{1,64}$", description = "`evt_…`")),
     responses(
         (status = 200, description = "The event", body = EventDetailDto),
@@ -248,7 +248,7 @@ pub async fn get_event(auth: Auth, path: web::Path<String>, state: web::Data<App
 
 /// Queue an event again: to one endpoint, or to every enabled endpoint subscribed to its kind.
 #[utoipa::path(
-    post, path = "/api/v1/events/{event_id}/redeliver", tag = "Webhooks",
+    post, path = "/api/v1/events/{event_id}/redeliver", operation_id = "redeliverEvent", tag = "Webhooks",
     request_body(content = Option<RedeliverRequest>, description = "Empty, `{}`, or `{\"endpoint_id\": \"we_…\"}`"),
     params(
         ("event_id" = String, Path, pattern = "^evt_[A-Za-z0-9_-]{1,64}$", description = "`evt_…`"),

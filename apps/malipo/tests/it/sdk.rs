@@ -1,0 +1,256 @@
+//! The Rust client (`crates/malipo-client`) against the real server on both backends: charges
+//! created, read, listed as a stream; the API's problems as typed errors; one token for many
+//! concurrent calls (counted by a relay in front of the server); and its retries: an answer the
+//! relay drops after the server committed, and a fake that answers 503 with `Retry-After` or 422.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::TryStreamExt;
+use malipo_client::{ChargeFilter, ChargeState, Client, Error, ErrorCode, NewCharge, RetryPolicy};
+use rust_decimal::Decimal;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::harness::{Db, TestApp};
+
+crate::on_both!(
+    a_charge_is_created_read_and_listed_through_the_client,
+    the_apis_problems_are_typed_errors_and_a_4xx_is_not_retried,
+    sixty_four_concurrent_calls_share_one_token,
+    an_answer_lost_after_the_commit_is_retried_with_the_same_key_and_one_charge_exists,
+);
+
+async fn client(app: &TestApp) -> Client {
+    let c = app.merchant().await;
+    Client::new(&app.base, &c.client_id, &c.client_secret).unwrap()
+}
+
+fn amount(minor: i64) -> Decimal {
+    Decimal::new(minor, 2)
+}
+
+async fn a_charge_is_created_read_and_listed_through_the_client(db: Db) {
+    let app = TestApp::shared(db);
+    let client = client(app).await;
+    let made = client.charges().create(&NewCharge::new("254712345678", amount(25_050), "SDK-1").description("two things")).await.unwrap();
+    assert!(made.charge_ref.starts_with("ch_"));
+    assert_eq!((made.state, made.amount, made.currency.as_str()), (ChargeState::Pending, amount(25_050), "KES"));
+    assert_eq!(made.description.as_deref(), Some("two things"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let done = loop {
+        let c = client.charges().get(&made.charge_ref).await.unwrap();
+        if c.state.is_final() {
+            break c;
+        }
+        assert!(Instant::now() < deadline, "still {:?}", c.state);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(done.state, ChargeState::Completed);
+    assert_eq!(client.charges().by_reference("SDK-1").await.unwrap().charge_ref, made.charge_ref);
+    // Three more, and the list read as a stream of pages of two.
+    for n in 2..=4 {
+        client.charges().create(&NewCharge::new("254712345678", amount(100), format!("SDK-{n}"))).await.unwrap();
+    }
+    let all: Vec<_> = client.charges().list(ChargeFilter::default()).limit(2).stream().try_collect().await.unwrap();
+    let refs: Vec<&str> = all.iter().map(|c| c.reference.as_str()).collect();
+    assert_eq!(refs, ["SDK-4", "SDK-3", "SDK-2", "SDK-1"], "every page, newest first");
+    let completed: Vec<_> =
+        client.charges().list(ChargeFilter::default().state(ChargeState::Completed)).stream().try_collect().await.unwrap();
+    assert!(completed.iter().any(|c| c.charge_ref == made.charge_ref) && completed.iter().all(|c| c.state == ChargeState::Completed));
+}
+
+async fn the_apis_problems_are_typed_errors_and_a_4xx_is_not_retried(db: Db) {
+    let app = TestApp::shared(db);
+    let client = client(app).await;
+    let started = Instant::now();
+    let refused = client.charges().create(&NewCharge::new("12", amount(100), "SDK-BAD")).await.unwrap_err();
+    let Error::Api(problem) = &refused else { panic!("{refused:?}") };
+    assert_eq!((problem.status, &problem.code), (422, &ErrorCode::ValidationFailed));
+    assert!(problem.errors.iter().any(|e| e.field == "payer_msisdn" && e.code == "invalid_msisdn"), "{problem:?}");
+    assert!(problem.request_id.as_deref().is_some_and(|r| r.starts_with("req_")));
+    assert!(started.elapsed() < Duration::from_secs(1), "no backoff: a 4xx is not retried");
+    let missing = client.charges().get("ch_doesnotexist").await.unwrap_err();
+    assert_eq!(missing.code(), Some(&ErrorCode::NotFound));
+    let wrong = Client::new(&app.base, "ck_test_nobody", "cs_test_nothing").unwrap();
+    assert!(matches!(wrong.charges().get("ch_x").await, Err(Error::Token(_))), "a refused key pair is a token error");
+}
+
+async fn sixty_four_concurrent_calls_share_one_token(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let upstream: std::net::SocketAddr = app.base.trim_start_matches("http://").parse().unwrap();
+    let relay = Relay::start(upstream, false).await;
+    let shared = Client::new(&format!("http://{}", relay.addr), &c.client_id, &c.client_secret).unwrap();
+    // A new client's first calls, 64 at once from clones on as many tasks.
+    let calls: Vec<_> = (0..64)
+        .map(|n| {
+            let client = shared.clone();
+            tokio::spawn(async move { client.charges().get(&format!("ch_sdktoken{n}")).await })
+        })
+        .collect();
+    for call in calls {
+        assert_eq!(call.await.unwrap().unwrap_err().code(), Some(&ErrorCode::NotFound), "each call answered, with a token");
+    }
+    assert_eq!(relay.tokens.load(Ordering::SeqCst), 1, "one token request for 64 concurrent calls");
+    assert_eq!(relay.calls.load(Ordering::SeqCst), 65);
+}
+
+/// A relay in front of the server that counts what passes; with `drop_first_stk`, the first
+/// `POST /partner/stk` is relayed and committed by the server but its answer dropped (the
+/// connection closed), as a network that fails after the commit would.
+struct Relay {
+    addr: std::net::SocketAddr,
+    stk: Arc<AtomicUsize>,
+    tokens: Arc<AtomicUsize>,
+    calls: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Relay {
+    async fn start(upstream: std::net::SocketAddr, drop_first_stk: bool) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stk, tokens, calls) = (Arc::default(), Arc::default(), Arc::default());
+        let counters: [Arc<AtomicUsize>; 3] = [Arc::clone(&stk), Arc::clone(&tokens), Arc::clone(&calls)];
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut client, _)) = listener.accept().await else { continue };
+                let [stk, tokens, calls] = counters.clone();
+                tokio::spawn(async move {
+                    let Some(request) = read_message(&mut client).await else { return };
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    if request.starts_with(b"POST /api/v1/oauth/token ") {
+                        tokens.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let first_stk = request.starts_with(b"POST /api/v1/partner/stk ") && stk.fetch_add(1, Ordering::SeqCst) == 0;
+                    let mut server = TcpStream::connect(upstream).await.unwrap();
+                    server.write_all(&close_after(&request)).await.unwrap();
+                    let Some(answer) = read_message(&mut server).await else { return };
+                    if drop_first_stk && first_stk {
+                        return; // committed by the server; the answer is lost
+                    }
+                    let _ = client.write_all(&answer).await;
+                    let _ = client.shutdown().await;
+                });
+            }
+        });
+        Relay { addr, stk, tokens, calls, task }
+    }
+}
+
+/// One HTTP/1.1 message (headers and a `Content-Length` body) from `stream`.
+async fn read_message(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    let mut chunk = [0_u8; 8192];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let length: usize =
+                head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+            if buf.len() >= end + 4 + length {
+                buf.truncate(end + 4 + length);
+                return Some(buf);
+            }
+        }
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// The request with `Connection: close`, so that the server's answer is the last thing on it.
+fn close_after(request: &[u8]) -> Vec<u8> {
+    let end = request.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&request[..end]);
+    let kept: Vec<&str> = head.split("\r\n").filter(|l| !l.to_ascii_lowercase().starts_with("connection:")).collect();
+    let mut out = format!("{}\r\nConnection: close\r\n\r\n", kept.join("\r\n")).into_bytes();
+    out.extend_from_slice(&request[end + 4..]);
+    out
+}
+
+async fn an_answer_lost_after_the_commit_is_retried_with_the_same_key_and_one_charge_exists(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let upstream: std::net::SocketAddr = app.base.trim_start_matches("http://").parse().unwrap();
+    let fake = Relay::start(upstream, true).await;
+    let policy = RetryPolicy { initial_backoff: Duration::from_millis(20), ..RetryPolicy::default() };
+    let through = Client::builder(&format!("http://{}", fake.addr), &c.client_id, &c.client_secret).retry(policy).build().unwrap();
+    let charge = through.charges().create(&NewCharge::new("254712345678", amount(700), "SDK-LOST")).await.unwrap();
+    assert_eq!(fake.stk.load(Ordering::SeqCst), 2, "the first answer was dropped, the retry answered");
+    let direct = Client::new(&app.base, &c.client_id, &c.client_secret).unwrap();
+    let listed: Vec<_> = direct.charges().list(ChargeFilter::default()).stream().try_collect().await.unwrap();
+    let lost: Vec<_> = listed.iter().filter(|x| x.reference == "SDK-LOST").collect();
+    assert_eq!(lost.len(), 1, "one charge for the two tries: {lost:?}");
+    assert_eq!(lost[0].charge_ref, charge.charge_ref, "the retry answered the committed charge");
+}
+
+/// A fake API that answers every call with `status` (and `Retry-After: 1` on 503), counting
+/// the calls; the token endpoint answers a token.
+async fn fake_api(status: u16) -> (String, Arc<AtomicUsize>, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = listener.accept().await else { continue };
+            let counted = Arc::clone(&counted);
+            tokio::spawn(async move {
+                let Some(request) = read_message(&mut s).await else { return };
+                let (code, body, extra) = if request.starts_with(b"POST /api/v1/oauth/token ") {
+                    (200, r#"{"access_token":"tok","token_type":"Bearer","expires_in":3600}"#.to_owned(), "")
+                } else {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    let body = format!(
+                        r#"{{"type":"about:blank","title":"t","status":{status},"code":"{}","request_id":"req_1"}}"#,
+                        if status == 503 { "unavailable" } else { "validation_failed" }
+                    );
+                    (status, body, if status == 503 { "Retry-After: 1\r\n" } else { "" })
+                };
+                let answer = format!(
+                    "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(answer.as_bytes()).await;
+                let _ = s.shutdown().await;
+            });
+        }
+    });
+    (base, calls, task)
+}
+
+#[actix_web::test]
+async fn a_503_with_retry_after_is_waited_for_and_retried_until_the_tries_run_out() {
+    let (base, calls, task) = fake_api(503).await;
+    let policy = RetryPolicy { max_attempts: 3, ..RetryPolicy::default() };
+    let client = Client::builder(&base, "ck_test_x", "cs").retry(policy).build().unwrap();
+    let started = Instant::now();
+    let e = client.charges().get("ch_1").await.unwrap_err();
+    let waited = started.elapsed();
+    task.abort();
+    assert_eq!(e.code(), Some(&ErrorCode::Unavailable));
+    assert_eq!(calls.load(Ordering::SeqCst), 3, "three tries");
+    assert!(waited >= Duration::from_secs(2), "waited Retry-After: 1 twice: {waited:?}");
+    let Error::Api(problem) = e else { unreachable!() };
+    assert_eq!(problem.retry_after, Some(Duration::from_secs(1)));
+}
+
+#[actix_web::test]
+async fn a_422_is_answered_at_once_without_a_retry() {
+    let (base, calls, task) = fake_api(422).await;
+    let client = Client::new(&base, "ck_test_x", "cs").unwrap();
+    let e = client.charges().create(&NewCharge::new("254712345678", amount(100), "R")).await.unwrap_err();
+    task.abort();
+    assert_eq!(e.code(), Some(&ErrorCode::ValidationFailed));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}

@@ -1,0 +1,261 @@
+//! The client and its one way of calling the API: a bearer token, an idempotency key on every
+//! state-changing call (the same on every try), and retries with capped exponential backoff and
+//! jitter for what is worth retrying.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use reqwest::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+
+use crate::token::Tokens;
+use crate::{ApiError, Error, ErrorCode, Mode};
+
+/// How calls are retried: network errors, 429 and 503 (after their `Retry-After`), other 5xx,
+/// and 409 `idempotency_in_progress` (the same key still running); never another 4xx. Every try
+/// of a call carries the same idempotency key and body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Tries in all, the first included (1: no retry).
+    pub max_attempts: u32,
+    /// A retry that would start later than this after the first try is not made.
+    pub max_elapsed: Duration,
+    /// The first backoff; each next one doubles, up to `max_backoff`, and is drawn at random
+    /// between half of it and all of it.
+    pub initial_backoff: Duration,
+    /// The longest backoff (a `Retry-After` may ask for longer, within `max_elapsed`).
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 6,
+            max_elapsed: Duration::from_secs(60),
+            initial_backoff: Duration::from_millis(250),
+            max_backoff: Duration::from_secs(8),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries at all.
+    pub fn never() -> Self {
+        RetryPolicy { max_attempts: 1, ..RetryPolicy::default() }
+    }
+
+    /// The wait before try `attempt + 1`.
+    fn backoff(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        let doubled = self.initial_backoff.saturating_mul(2_u32.saturating_pow(attempt.saturating_sub(1)));
+        let ceiling = doubled.min(self.max_backoff);
+        let jittered = rand::thread_rng().gen_range(ceiling / 2..=ceiling);
+        retry_after.map_or(jittered, |asked| asked.max(jittered / 4))
+    }
+}
+
+/// Builds a [`Client`].
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    base_url: String,
+    client_id: String,
+    client_secret: String,
+    retry: RetryPolicy,
+    timeout: Duration,
+}
+
+impl ClientBuilder {
+    /// How calls are retried (default: [`RetryPolicy::default`]).
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// How long one try may take, connection included (default 30 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The client.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a base URL that is not an `http` or `https` URL.
+    pub fn build(self) -> Result<Client, Error> {
+        let base = self.base_url.trim_end_matches('/').to_owned();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(Error::Config(format!("the base URL must be http:// or https://, not {base}")));
+        }
+        let api = if base.ends_with("/api/v1") { base } else { format!("{base}/api/v1") };
+        let http = reqwest::Client::builder()
+            .timeout(self.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("malipo-client/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| Error::Config(e.to_string()))?;
+        let tokens = Tokens::new(&format!("{api}/oauth/token"), &self.client_id, &self.client_secret, http.clone())?;
+        let mode = if self.client_id.starts_with("ck_live_") { Mode::Live } else { Mode::Test };
+        Ok(Client { inner: Arc::new(Inner { http, api, tokens, retry: self.retry, mode }) })
+    }
+}
+
+/// A client of the Malipo API for one key pair. Cheap to clone: clones share the connection pool
+/// and the token.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    /// `{base}/api/v1`.
+    api: String,
+    tokens: Tokens,
+    retry: RetryPolicy,
+    mode: Mode,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("api", &self.inner.api).field("mode", &self.inner.mode).finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client of the API at `base_url` (`https://api.example.com`, with or without `/api/v1`)
+    /// for a key pair; a test key pair (`ck_test_…`) works in the sandbox, a live one in live
+    /// mode. Nothing is sent until the first call.
+    ///
+    /// # Errors
+    /// As [`ClientBuilder::build`].
+    pub fn new(base_url: &str, client_id: &str, client_secret: &str) -> Result<Self, Error> {
+        Self::builder(base_url, client_id, client_secret).build()
+    }
+
+    /// A [`ClientBuilder`] with the defaults of [`Client::new`].
+    pub fn builder(base_url: &str, client_id: &str, client_secret: &str) -> ClientBuilder {
+        ClientBuilder {
+            base_url: base_url.to_owned(),
+            client_id: client_id.to_owned(),
+            client_secret: client_secret.to_owned(),
+            retry: RetryPolicy::default(),
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// The mode the key pair works in.
+    pub fn mode(&self) -> Mode {
+        self.inner.mode
+    }
+
+    /// Sends `call`, retrying as the [`RetryPolicy`] says, and decodes a successful answer.
+    pub(crate) async fn json<T: DeserializeOwned>(&self, call: &Call) -> Result<T, Error> {
+        let answer = self.send(call).await?;
+        let bytes = answer.bytes().await.map_err(Error::Transport)?;
+        serde_json::from_slice(&bytes).map_err(|e| Error::Decode(format!("{} {}: {e}", call.method, call.path)))
+    }
+
+    /// Sends `call` until it succeeds, fails for good, or runs out of tries: the successful answer.
+    pub(crate) async fn send(&self, call: &Call) -> Result<reqwest::Response, Error> {
+        let policy = self.inner.retry;
+        let started = Instant::now();
+        let mut attempt = 0_u32;
+        let mut refreshed = false;
+        loop {
+            attempt += 1;
+            let token = self.inner.tokens.get().await?;
+            let (failure, retry_after) = match self.request(call, &token).send().await {
+                Ok(answer) if answer.status().is_success() => return Ok(answer),
+                Ok(answer) if answer.status() == StatusCode::UNAUTHORIZED && !refreshed => {
+                    // Revoked, or expired early: one new token, and the same request again.
+                    self.inner.tokens.refused(&token).await;
+                    refreshed = true;
+                    attempt -= 1;
+                    continue;
+                }
+                Ok(answer) => {
+                    let status = answer.status();
+                    let retry_after = answer.headers().get(RETRY_AFTER).and_then(seconds);
+                    let body = answer.bytes().await.unwrap_or_default();
+                    let problem = ApiError::parse(status.as_u16(), &body, retry_after);
+                    let again = status.is_server_error()
+                        || status == StatusCode::TOO_MANY_REQUESTS
+                        || problem.code == ErrorCode::IdempotencyInProgress;
+                    if !again {
+                        return Err(Error::Api(Box::new(problem)));
+                    }
+                    (Error::Api(Box::new(problem)), retry_after)
+                }
+                Err(e) if e.is_builder() => return Err(Error::Config(e.to_string())),
+                Err(e) => (Error::Transport(e), None),
+            };
+            let wait = policy.backoff(attempt, retry_after);
+            if attempt >= policy.max_attempts || started.elapsed() + wait > policy.max_elapsed {
+                return Err(failure);
+            }
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    fn request(&self, call: &Call, token: &str) -> reqwest::RequestBuilder {
+        let mut r = self.inner.http.request(call.method.clone(), format!("{}{}", self.inner.api, call.path)).bearer_auth(token);
+        if !call.query.is_empty() {
+            r = r.query(&call.query);
+        }
+        if let Some(key) = &call.key {
+            r = r.header("Idempotency-Key", key);
+        }
+        if let Some((content_type, body)) = &call.body {
+            r = r.header(CONTENT_TYPE, *content_type).body(body.clone());
+        }
+        r
+    }
+}
+
+/// `Retry-After` in seconds (the API never sends a date).
+fn seconds(value: &HeaderValue) -> Option<Duration> {
+    value.to_str().ok()?.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+/// One API call, as sent on every try.
+#[derive(Debug, Clone)]
+pub(crate) struct Call {
+    pub(crate) method: Method,
+    /// After `/api/v1`, e.g. `/partner/charges`.
+    pub(crate) path: String,
+    pub(crate) query: Vec<(String, String)>,
+    pub(crate) key: Option<String>,
+    /// The content type and the bytes, sent unchanged on every try.
+    pub(crate) body: Option<(&'static str, Vec<u8>)>,
+}
+
+impl Call {
+    pub(crate) fn get(path: impl Into<String>) -> Self {
+        Call { method: Method::GET, path: path.into(), query: Vec::new(), key: None, body: None }
+    }
+
+    /// A state-changing call with `key` (a new random one when `None`) and a JSON body.
+    pub(crate) fn post_json(path: impl Into<String>, key: Option<&str>, body: &impl serde::Serialize) -> Result<Self, Error> {
+        let bytes = serde_json::to_vec(body).map_err(|e| Error::Config(format!("the request body: {e}")))?;
+        Ok(Call {
+            method: Method::POST,
+            path: path.into(),
+            query: Vec::new(),
+            key: Some(key.map_or_else(new_key, str::to_owned)),
+            body: Some(("application/json", bytes)),
+        })
+    }
+
+    pub(crate) fn query(mut self, name: &str, value: Option<impl ToString>) -> Self {
+        if let Some(v) = value {
+            self.query.push((name.to_owned(), v.to_string()));
+        }
+        self
+    }
+}
+
+/// A fresh idempotency key.
+pub(crate) fn new_key() -> String {
+    uuid::Uuid::new_v4().to_string()
+}

@@ -1,0 +1,185 @@
+//! One error type: the API's problem documents apart from transport failures.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Everything a call can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The API answered with a problem document (after any retries).
+    #[error("{0}")]
+    Api(Box<ApiError>),
+    /// The request did not get an answer (after any retries): connection refused or reset, a
+    /// timeout, a body cut short.
+    #[error("transport: {0}")]
+    Transport(#[source] reqwest::Error),
+    /// The token endpoint refused the key pair or could not be reached.
+    #[error("token: {0}")]
+    Token(String),
+    /// A successful answer whose body is not what the contract says.
+    #[error("unexpected response: {0}")]
+    Decode(String),
+    /// The client was configured with something unusable (a base URL that is not one).
+    #[error("configuration: {0}")]
+    Config(String),
+}
+
+impl Error {
+    /// The API's error code, when the API answered.
+    pub fn code(&self) -> Option<&ErrorCode> {
+        match self {
+            Error::Api(e) => Some(&e.code),
+            _ => None,
+        }
+    }
+}
+
+/// A problem document (RFC 9457) as the API sends it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: u16,
+    /// The stable code (`validation_failed`, `insufficient_funds`, ...).
+    pub code: ErrorCode,
+    /// The short, human-readable summary.
+    pub title: String,
+    /// What went wrong with this request, for people.
+    pub detail: Option<String>,
+    /// The problems of individual fields (`validation_failed`).
+    pub errors: Vec<FieldError>,
+    /// The request's id, to quote to support.
+    pub request_id: Option<String>,
+    /// How long the API asked to wait before trying again (429, 503, 409 in progress).
+    pub retry_after: Option<Duration>,
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.status, self.code.as_str())?;
+        if let Some(detail) = &self.detail {
+            write!(f, ": {detail}")?;
+        }
+        for e in &self.errors {
+            write!(f, "; {}: {}", e.field, e.message)?;
+        }
+        Ok(())
+    }
+}
+
+/// One field's problem in a `validation_failed` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct FieldError {
+    /// The request field (`amount`, `payer_msisdn`, ...).
+    pub field: String,
+    /// Its code (`invalid_amount`, `missing_field`, ...).
+    pub code: String,
+    /// For people.
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+struct Problem {
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    detail: Option<String>,
+    #[serde(default)]
+    code: Option<String>,
+    /// The token endpoint's RFC 6749 code.
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    errors: Vec<FieldError>,
+    #[serde(default)]
+    request_id: Option<String>,
+}
+
+impl ApiError {
+    /// The problem of an answer with status `status`, its body and `Retry-After` header.
+    pub(crate) fn parse(status: u16, body: &[u8], retry_after: Option<Duration>) -> Self {
+        match serde_json::from_slice::<Problem>(body) {
+            Ok(p) => ApiError {
+                status,
+                code: ErrorCode::from(p.code.or(p.error).unwrap_or_default().as_str()),
+                title: p.title,
+                detail: p.detail,
+                errors: p.errors,
+                request_id: p.request_id,
+                retry_after,
+            },
+            Err(_) => ApiError {
+                status,
+                code: ErrorCode::Other(format!("http_{status}")),
+                title: String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned(),
+                detail: None,
+                errors: Vec::new(),
+                request_id: None,
+                retry_after,
+            },
+        }
+    }
+}
+
+macro_rules! codes {
+    ($($variant:ident = $text:literal: $doc:literal,)*) => {
+        /// The contract's error codes (section 9), and any other as [`ErrorCode::Other`].
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ErrorCode {
+            $(#[doc = $doc] $variant,)*
+            /// A code this version of the client does not know.
+            Other(String),
+        }
+
+        impl ErrorCode {
+            /// The code as the API writes it.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $(ErrorCode::$variant => $text,)*
+                    ErrorCode::Other(s) => s,
+                }
+            }
+        }
+
+        impl From<&str> for ErrorCode {
+            fn from(s: &str) -> Self {
+                match s {
+                    $($text => ErrorCode::$variant,)*
+                    other => ErrorCode::Other(other.to_owned()),
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    InvalidRequest = "invalid_request": "Malformed JSON or form, wrong types, a bad query parameter.",
+    IdempotencyKeyMissing = "idempotency_key_missing": "A state-changing call without a key.",
+    Unauthorized = "unauthorized": "No or unusable credentials.",
+    InvalidToken = "invalid_token": "An expired, revoked or unknown bearer token.",
+    InvalidClient = "invalid_client": "The key pair was refused.",
+    InvalidScope = "invalid_scope": "A token asked for scopes the key pair lacks.",
+    InsufficientScope = "insufficient_scope": "The token lacks the operation's scope.",
+    MakerCheckerViolation = "maker_checker_violation": "The maker of a bulk payout may not approve it.",
+    TestModeOnly = "test_mode_only": "A sandbox operation called with a live key pair.",
+    NotFound = "not_found": "Absent, or another organisation's or mode's.",
+    MethodNotAllowed = "method_not_allowed": "The path does not take this method.",
+    IdempotencyInProgress = "idempotency_in_progress": "The same key is still being processed.",
+    InvalidState = "invalid_state": "The object's state forbids the operation.",
+    PayloadTooLarge = "payload_too_large": "The body is too large.",
+    UnsupportedMediaType = "unsupported_media_type": "The body's media type is not accepted.",
+    ValidationFailed = "validation_failed": "Fields are wrong: see `errors`.",
+    IdempotencyKeyReused = "idempotency_key_reused": "The key was used for a different request.",
+    InsufficientFunds = "insufficient_funds": "The account lacks the funds.",
+    CurrencyMismatch = "currency_mismatch": "The currency is not the account's.",
+    LimitExceeded = "limit_exceeded": "A KYC tier or daily limit would be exceeded.",
+    ReversalExceedsOriginal = "reversal_exceeds_original": "More would be reversed than was charged.",
+    WalletLocked = "wallet_locked": "The wallet is locked.",
+    RateLimited = "rate_limited": "Too many requests: wait `retry_after`.",
+    InternalError = "internal_error": "The server failed.",
+    Unavailable = "unavailable": "The service cannot answer now: wait `retry_after`.",
+}

@@ -1,0 +1,60 @@
+//! An async client for the Malipo payments API.
+//!
+//! It does the parts an integrator would otherwise get wrong by hand:
+//!
+//! - **Tokens**: the key pair is exchanged for a bearer token through the `oauth2` crate's client
+//!   credentials grant; one token per [`Client`], shared by every clone and task, refreshed a
+//!   minute before it expires (and once on a 401) by one task while the others wait. A test key
+//!   pair works in the sandbox, a live one in live mode: nothing else to configure.
+//! - **Retries that cannot pay twice**: every state-changing call carries an idempotency key
+//!   (generated unless given) and every try of it sends the same key and body; network errors,
+//!   429 and 503 (after their `Retry-After`) and other 5xx are retried with capped exponential
+//!   backoff and jitter ([`RetryPolicy`]); another 4xx never is.
+//! - **Errors**: [`Error::Api`] carries the problem document ([`ApiError`]: status, [`ErrorCode`],
+//!   detail, field errors, request id), transport failures apart.
+//! - **Lists** as pages or as one async stream of every item ([`List::stream`]).
+//! - **Webhooks**: [`Webhooks::verify`] checks a delivery as Standard Webhooks says and reads
+//!   its [`Event`].
+//!
+//! ```no_run
+//! use malipo_client::{Client, NewCharge};
+//! use rust_decimal::Decimal;
+//!
+//! # async fn run() -> Result<(), malipo_client::Error> {
+//! let client = Client::new("https://api.malipo.example", "ck_test_…", "cs_test_…")?;
+//! let charge = client.charges().create(&NewCharge::new("254712345678", Decimal::new(25000, 2), "ORDER-1042")).await?;
+//! println!("{} is {:?}", charge.charge_ref, charge.state);
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod client;
+mod error;
+mod page;
+mod resources;
+mod token;
+pub mod webhooks;
+
+pub use client::{Client, ClientBuilder, RetryPolicy};
+pub use error::{ApiError, Error, ErrorCode, FieldError};
+pub use page::{List, Page};
+pub use resources::charges::{Charge, ChargeFilter, ChargeState, Charges, NewCharge};
+pub use webhooks::{Event, EventKind, WebhookError, Webhooks};
+
+/// Test (the sandbox) or live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The sandbox: simulated customers, no real money.
+    Test,
+    /// Real wallets and money.
+    Live,
+}
+
+impl Client {
+    /// Charges: payment prompts pushed to customers' phones.
+    pub fn charges(&self) -> Charges<'_> {
+        Charges { client: self }
+    }
+}

@@ -1,0 +1,3 @@
+//! The API's groups, one module each.
+
+pub(crate) mod charges;

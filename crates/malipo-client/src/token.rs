@@ -1,0 +1,72 @@
+//! The bearer token: one per client, shared by every clone and task, fetched through the `oauth2`
+//! crate's client credentials grant, refreshed before it expires (and once on a 401) by one task
+//! while the others wait.
+
+use std::time::{Duration, Instant};
+
+use oauth2::basic::BasicClient;
+use oauth2::{ClientId, ClientSecret, EndpointNotSet, EndpointSet, TokenResponse, TokenUrl};
+use tokio::sync::Mutex;
+
+use crate::Error;
+
+/// A token this close to its expiry is refreshed before use.
+const EARLY: Duration = Duration::from_secs(60);
+
+type Oauth = BasicClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
+
+pub(crate) struct Tokens {
+    oauth: Oauth,
+    http: reqwest::Client,
+    current: Mutex<Option<Current>>,
+}
+
+#[derive(Clone)]
+struct Current {
+    secret: String,
+    expires: Instant,
+}
+
+impl Tokens {
+    pub(crate) fn new(token_url: &str, client_id: &str, client_secret: &str, http: reqwest::Client) -> Result<Self, Error> {
+        let url = TokenUrl::new(token_url.to_owned()).map_err(|e| Error::Config(format!("token URL {token_url}: {e}")))?;
+        let oauth = BasicClient::new(ClientId::new(client_id.to_owned()))
+            .set_client_secret(ClientSecret::new(client_secret.to_owned()))
+            .set_token_uri(url);
+        Ok(Tokens { oauth, http, current: Mutex::new(None) })
+    }
+
+    /// A token valid for at least a minute more: the cached one, or a new one fetched by this
+    /// task while every other task waits for it.
+    pub(crate) async fn get(&self) -> Result<String, Error> {
+        let mut current = self.current.lock().await;
+        if let Some(c) = current.as_ref().filter(|c| c.expires > Instant::now() + EARLY) {
+            return Ok(c.secret.clone());
+        }
+        let answer = self.oauth.exchange_client_credentials().request_async(&self.http).await.map_err(|e| Error::Token(describe(&e)))?;
+        let lifetime = answer.expires_in().unwrap_or(Duration::from_secs(3600));
+        let fresh = Current { secret: answer.access_token().secret().clone(), expires: Instant::now() + lifetime };
+        *current = Some(fresh.clone());
+        Ok(fresh.secret)
+    }
+
+    /// `token` was refused (401): the next [`Tokens::get`] fetches a new one, unless another
+    /// task already has.
+    pub(crate) async fn refused(&self, token: &str) {
+        let mut current = self.current.lock().await;
+        if current.as_ref().is_some_and(|c| c.secret == token) {
+            *current = None;
+        }
+    }
+}
+
+fn describe<E: std::error::Error>(e: &E) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}

@@ -1,0 +1,352 @@
+//! Webhook deliveries, verified as Standard Webhooks says: the signature over
+//! `"{webhook-id}.{webhook-timestamp}.{raw body}"` with HMAC-SHA256 under the endpoint's secret
+//! (any of the space-separated `v1,` signatures of a secret rotation may match, compared in
+//! constant time), and the timestamp within a window of the receiver's clock (5 minutes).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde::Deserialize;
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
+
+use crate::{Charge, Mode};
+
+/// How far a delivery's timestamp may be from the receiver's clock, either way.
+pub const TOLERANCE: Duration = Duration::from_secs(5 * 60);
+
+/// Why a delivery was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WebhookError {
+    /// A `webhook-id`, `webhook-timestamp` or `webhook-signature` header is absent.
+    #[error("the {0} header is missing")]
+    MissingHeader(&'static str),
+    /// The secret is not `whsec_` and base64.
+    #[error("the secret is not a whsec_ secret")]
+    BadSecret,
+    /// The timestamp is not a number, or too far from now.
+    #[error("the timestamp is outside the tolerance")]
+    Timestamp,
+    /// No signature matches.
+    #[error("no signature matches")]
+    Signature,
+    /// Signed, but not an event this client can read.
+    #[error("the body is not an event: {0}")]
+    Body(String),
+}
+
+/// Header lookup, so that any framework's request verifies: implemented for `reqwest`'s (and
+/// `http`'s) `HeaderMap`, for a slice of pairs, and for any `Fn(&str) -> Option<String>`.
+pub trait Headers {
+    /// The value of the header `name` (lower case), if present and text.
+    fn header(&self, name: &str) -> Option<String>;
+}
+
+impl Headers for reqwest::header::HeaderMap {
+    fn header(&self, name: &str) -> Option<String> {
+        self.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+    }
+}
+
+impl Headers for [(&str, &str)] {
+    fn header(&self, name: &str) -> Option<String> {
+        self.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| (*v).to_owned())
+    }
+}
+
+impl<F: Fn(&str) -> Option<String>> Headers for F {
+    fn header(&self, name: &str) -> Option<String> {
+        self(name)
+    }
+}
+
+/// Verifies deliveries for one endpoint's secrets.
+#[derive(Clone)]
+pub struct Webhooks {
+    keys: Vec<Vec<u8>>,
+    tolerance: Duration,
+}
+
+impl std::fmt::Debug for Webhooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Webhooks").field("keys", &self.keys.len()).field("tolerance", &self.tolerance).finish()
+    }
+}
+
+impl Webhooks {
+    /// A verifier for the endpoint secret `whsec_…`.
+    ///
+    /// # Errors
+    /// [`WebhookError::BadSecret`].
+    pub fn new(secret: &str) -> Result<Self, WebhookError> {
+        Ok(Webhooks { keys: vec![key_of(secret)?], tolerance: TOLERANCE })
+    }
+
+    /// Also accepts deliveries signed with `secret` (during a rotation, the old and the new).
+    ///
+    /// # Errors
+    /// [`WebhookError::BadSecret`].
+    pub fn and(mut self, secret: &str) -> Result<Self, WebhookError> {
+        self.keys.push(key_of(secret)?);
+        Ok(self)
+    }
+
+    /// Verifies one delivery with `secret` and reads its event: the one-call form.
+    ///
+    /// # Errors
+    /// [`WebhookError`]: refuse the delivery (answer 400), it was not sent by Malipo.
+    pub fn verify<H: Headers + ?Sized>(secret: &str, headers: &H, body: &[u8]) -> Result<Event, WebhookError> {
+        Webhooks::new(secret)?.check(headers, body)
+    }
+
+    /// Verifies one delivery and reads its event.
+    ///
+    /// # Errors
+    /// [`WebhookError`].
+    pub fn check<H: Headers + ?Sized>(&self, headers: &H, body: &[u8]) -> Result<Event, WebhookError> {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        self.check_at(headers, body, i64::try_from(now).unwrap_or(i64::MAX))
+    }
+
+    /// [`Webhooks::check`] with the receiver's clock at `now` (Unix seconds).
+    ///
+    /// # Errors
+    /// [`WebhookError`].
+    pub fn check_at<H: Headers + ?Sized>(&self, headers: &H, body: &[u8], now: i64) -> Result<Event, WebhookError> {
+        let id = headers.header("webhook-id").ok_or(WebhookError::MissingHeader("webhook-id"))?;
+        let stamp = headers.header("webhook-timestamp").ok_or(WebhookError::MissingHeader("webhook-timestamp"))?;
+        let signatures = headers.header("webhook-signature").ok_or(WebhookError::MissingHeader("webhook-signature"))?;
+        let at: i64 = stamp.trim().parse().map_err(|_| WebhookError::Timestamp)?;
+        let tolerance = i64::try_from(self.tolerance.as_secs()).unwrap_or(i64::MAX);
+        if now.abs_diff(at) > tolerance.unsigned_abs() {
+            return Err(WebhookError::Timestamp);
+        }
+        let mut signed = Vec::with_capacity(id.len() + stamp.len() + body.len() + 2);
+        signed.extend_from_slice(format!("{id}.{stamp}.").as_bytes());
+        signed.extend_from_slice(body);
+        let expected: Vec<Vec<u8>> = self.keys.iter().map(|k| hmac(k, &signed)).collect();
+        let matches = signatures
+            .split_whitespace()
+            .filter_map(|s| s.strip_prefix("v1,"))
+            .filter_map(|s| STANDARD.decode(s).ok())
+            .any(|given| expected.iter().any(|want| bool::from(want.as_slice().ct_eq(&given))));
+        if !matches {
+            return Err(WebhookError::Signature);
+        }
+        let event: Event = serde_json::from_slice(body).map_err(|e| WebhookError::Body(e.to_string()))?;
+        if event.id != id {
+            return Err(WebhookError::Body(format!("the body's id {} is not the webhook-id {id}", event.id)));
+        }
+        Ok(event)
+    }
+}
+
+fn key_of(secret: &str) -> Result<Vec<u8>, WebhookError> {
+    let encoded = secret.strip_prefix("whsec_").ok_or(WebhookError::BadSecret)?;
+    STANDARD
+        .decode(encoded)
+        .map_err(|_| WebhookError::BadSecret)
+        .and_then(|k| if k.is_empty() { Err(WebhookError::BadSecret) } else { Ok(k) })
+}
+
+fn hmac(key: &[u8], message: &[u8]) -> Vec<u8> {
+    // HMAC takes a key of any length.
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(key) else { return Vec::new() };
+    mac.update(message);
+    mac.finalize().into_bytes().to_vec()
+}
+
+/// What an event reports.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EventKind {
+    /// `charge.authorised`
+    ChargeAuthorised,
+    /// `charge.completed`
+    ChargeCompleted,
+    /// `charge.declined`
+    ChargeDeclined,
+    /// `charge.expired`
+    ChargeExpired,
+    /// `charge.failed`
+    ChargeFailed,
+    /// `payout.completed`
+    PayoutCompleted,
+    /// `payout.failed`
+    PayoutFailed,
+    /// `bulk_payout.approved`
+    BulkPayoutApproved,
+    /// `bulk_payout.rejected`
+    BulkPayoutRejected,
+    /// `bulk_payout.completed`
+    BulkPayoutCompleted,
+    /// `reversal.completed`
+    ReversalCompleted,
+    /// `payment_request.paid`
+    PaymentRequestPaid,
+    /// `payment_request.expired`
+    PaymentRequestExpired,
+    /// `cash_out.completed`
+    CashOutCompleted,
+    /// A kind this version of the client does not know.
+    Other(String),
+}
+
+impl EventKind {
+    /// Every kind the contract names, as the API writes them.
+    pub const NAMES: [&'static str; 14] = [
+        "charge.authorised",
+        "charge.completed",
+        "charge.declined",
+        "charge.expired",
+        "charge.failed",
+        "payout.completed",
+        "payout.failed",
+        "bulk_payout.approved",
+        "bulk_payout.rejected",
+        "bulk_payout.completed",
+        "reversal.completed",
+        "payment_request.paid",
+        "payment_request.expired",
+        "cash_out.completed",
+    ];
+
+    fn parse(name: &str) -> Self {
+        use EventKind::*;
+        let known = [
+            ChargeAuthorised,
+            ChargeCompleted,
+            ChargeDeclined,
+            ChargeExpired,
+            ChargeFailed,
+            PayoutCompleted,
+            PayoutFailed,
+            BulkPayoutApproved,
+            BulkPayoutRejected,
+            BulkPayoutCompleted,
+            ReversalCompleted,
+            PaymentRequestPaid,
+            PaymentRequestExpired,
+            CashOutCompleted,
+        ];
+        Self::NAMES.iter().position(|n| *n == name).map_or_else(|| Other(name.to_owned()), |i| known[i].clone())
+    }
+
+    /// The kind as the API writes it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            EventKind::Other(name) => name,
+            known => Self::NAMES.iter().copied().find(|n| &EventKind::parse(n) == known).unwrap_or_default(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for EventKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(EventKind::parse(&String::deserialize(d)?))
+    }
+}
+
+/// A verified event.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[non_exhaustive]
+pub struct Event {
+    /// Its id, `evt_…`: the same on every retry of its delivery; deduplicate on it.
+    pub id: String,
+    /// What it reports.
+    #[serde(rename = "event")]
+    pub kind: EventKind,
+    /// When it happened (RFC 3339, UTC).
+    pub created_at: String,
+    /// Test or live.
+    pub mode: Mode,
+    /// Unix seconds of the event.
+    pub timestamp: i64,
+    /// The object it is about, whole (a charge, a payout, ...).
+    pub data: serde_json::Value,
+}
+
+impl Event {
+    /// The charge of a `charge.*` event.
+    pub fn charge(&self) -> Option<Charge> {
+        matches!(
+            self.kind,
+            EventKind::ChargeAuthorised
+                | EventKind::ChargeCompleted
+                | EventKind::ChargeDeclined
+                | EventKind::ChargeExpired
+                | EventKind::ChargeFailed
+        )
+        .then(|| serde_json::from_value(self.data.clone()).ok())
+        .flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+    fn signed(secret: &str, id: &str, at: i64, body: &str) -> String {
+        let key = key_of(secret).unwrap();
+        format!("v1,{}", STANDARD.encode(hmac(&key, format!("{id}.{at}.{body}").as_bytes())))
+    }
+
+    fn body(id: &str) -> String {
+        format!(
+            r#"{{"id":"{id}","event":"charge.completed","created_at":"2026-11-22T10:00:00Z","mode":"test","timestamp":1763805600,"data":{{}}}}"#
+        )
+    }
+
+    #[test]
+    fn a_delivery_verifies_and_a_tampered_stale_or_foreign_one_does_not() {
+        let (id, at) = ("evt_1", 1_763_805_600);
+        let b = body(id);
+        let sig = signed(SECRET, id, at, &b);
+        let stamp = at.to_string();
+        let headers = [("webhook-id", id), ("webhook-timestamp", stamp.as_str()), ("webhook-signature", sig.as_str())];
+        let hooks = Webhooks::new(SECRET).unwrap();
+        let event = hooks.check_at(&headers[..], b.as_bytes(), at + 10).unwrap();
+        assert_eq!((event.id.as_str(), &event.kind, event.mode), (id, &EventKind::ChargeCompleted, Mode::Test));
+        assert_eq!(event.kind.as_str(), "charge.completed");
+        let tampered = b.replace("completed", "declined!");
+        assert_eq!(hooks.check_at(&headers[..], tampered.as_bytes(), at), Err(WebhookError::Signature));
+        assert_eq!(hooks.check_at(&headers[..], b.as_bytes(), at + 301), Err(WebhookError::Timestamp));
+        assert_eq!(hooks.check_at(&headers[..], b.as_bytes(), at - 301), Err(WebhookError::Timestamp));
+        let other = Webhooks::new("whsec_b3RoZXIgc2VjcmV0IG9mIDI0IGJ5dGVz").unwrap();
+        assert_eq!(other.check_at(&headers[..], b.as_bytes(), at), Err(WebhookError::Signature));
+        assert_eq!(hooks.check_at(&headers[..2], b.as_bytes(), at), Err(WebhookError::MissingHeader("webhook-signature")));
+    }
+
+    #[test]
+    fn any_signature_of_a_rotation_and_any_secret_held_verifies() {
+        let (id, at) = ("evt_2", 1_763_805_600);
+        let b = body(id);
+        let old = "whsec_b2xkIHNlY3JldCBvZiBzb21lIGJ5dGVz";
+        let both = format!("{} {}", signed(old, id, at, &b), signed(SECRET, id, at, &b));
+        let stamp = at.to_string();
+        let headers = [("webhook-id", id), ("webhook-timestamp", stamp.as_str()), ("webhook-signature", both.as_str())];
+        assert!(Webhooks::new(SECRET).unwrap().check_at(&headers[..], b.as_bytes(), at).is_ok(), "the new secret's signature");
+        assert!(Webhooks::new(old).unwrap().check_at(&headers[..], b.as_bytes(), at).is_ok(), "the old secret's signature");
+        let only_old = signed(old, id, at, &b);
+        let headers = [("webhook-id", id), ("webhook-timestamp", stamp.as_str()), ("webhook-signature", only_old.as_str())];
+        let receiver = Webhooks::new(SECRET).unwrap().and(old).unwrap();
+        assert!(receiver.check_at(&headers[..], b.as_bytes(), at).is_ok(), "a receiver holding both secrets");
+        assert_eq!(Webhooks::new("not-a-secret").unwrap_err(), WebhookError::BadSecret);
+    }
+
+    #[test]
+    fn every_event_kind_reads_as_itself() {
+        for name in EventKind::NAMES {
+            let kind = EventKind::parse(name);
+            assert!(!matches!(kind, EventKind::Other(_)), "{name}");
+            assert_eq!(kind.as_str(), name);
+        }
+        assert_eq!(EventKind::parse("charge.teleported"), EventKind::Other("charge.teleported".into()));
+    }
+}
