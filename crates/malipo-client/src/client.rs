@@ -10,6 +10,7 @@ use reqwest::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 
+use crate::operations::Operation;
 use crate::token::Tokens;
 use crate::{ApiError, Error, ErrorCode, Mode};
 
@@ -231,20 +232,21 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    pub(crate) fn get(path: impl Into<String>) -> Self {
-        Call { method: Method::GET, path: path.into(), query: Vec::new(), key: None, body: None }
+    /// A call of `op` without a body, its path parameters filled in order from `params`.
+    pub(crate) fn to(op: Operation, params: &[&str]) -> Self {
+        Call {
+            method: Method::from_bytes(op.method.as_bytes()).unwrap_or(Method::GET),
+            path: fill(op.path, params),
+            query: Vec::new(),
+            key: None,
+            body: None,
+        }
     }
 
-    /// A state-changing call with `key` (a new random one when `None`) and a JSON body.
-    pub(crate) fn post_json(path: impl Into<String>, key: Option<&str>, body: &impl serde::Serialize) -> Result<Self, Error> {
+    /// A state-changing call of `op` with `key` (a new random one when `None`) and a JSON body.
+    pub(crate) fn json_body(op: Operation, params: &[&str], key: Option<&str>, body: &impl serde::Serialize) -> Result<Self, Error> {
         let bytes = serde_json::to_vec(body).map_err(|e| Error::Config(format!("the request body: {e}")))?;
-        Ok(Call {
-            method: Method::POST,
-            path: path.into(),
-            query: Vec::new(),
-            key: Some(key.map_or_else(new_key, str::to_owned)),
-            body: Some(("application/json", bytes)),
-        })
+        Ok(Call { key: Some(key.map_or_else(new_key, str::to_owned)), body: Some(("application/json", bytes)), ..Call::to(op, params) })
     }
 
     pub(crate) fn query(mut self, name: &str, value: Option<impl ToString>) -> Self {
@@ -255,7 +257,56 @@ impl Call {
     }
 }
 
+/// `template` with each `{name}` replaced by the next of `params`, percent-encoded.
+fn fill(template: &str, params: &[&str]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut params = params.iter();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let close = rest[open..].find('}').map_or(rest.len(), |c| open + c);
+        out.push_str(&segment(params.next().copied().unwrap_or_default()));
+        rest = rest.get(close + 1..).unwrap_or_default();
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A path segment with everything but unreserved characters percent-encoded.
+fn segment(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => char::from(b).to_string(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
 /// A fresh idempotency key.
 pub(crate) fn new_key() -> String {
     uuid::Uuid::new_v4().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_parameters_are_filled_in_order_and_encoded() {
+        assert_eq!(fill("/partner/charges/{charge_ref}", &["ch_1"]), "/partner/charges/ch_1");
+        assert_eq!(fill("/a/{x}/b/{y}", &["1 2", "é/"]), "/a/1%202/b/%C3%A9%2F");
+        assert_eq!(fill("/payouts", &[]), "/payouts");
+    }
+
+    #[test]
+    fn backoff_doubles_within_its_cap_and_honours_retry_after() {
+        let p =
+            RetryPolicy { initial_backoff: Duration::from_millis(100), max_backoff: Duration::from_millis(400), ..RetryPolicy::default() };
+        for attempt in 1..=6 {
+            let ceiling = Duration::from_millis(100 * 2_u64.pow(attempt - 1)).min(Duration::from_millis(400));
+            let wait = p.backoff(attempt, None);
+            assert!(wait >= ceiling / 2 && wait <= ceiling, "attempt {attempt}: {wait:?}");
+        }
+        assert!(p.backoff(1, Some(Duration::from_secs(3))) >= Duration::from_secs(3));
+    }
 }

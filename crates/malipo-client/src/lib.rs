@@ -31,6 +31,7 @@
 
 mod client;
 mod error;
+pub mod operations;
 mod page;
 mod resources;
 mod token;
@@ -39,7 +40,10 @@ pub mod webhooks;
 pub use client::{Client, ClientBuilder, RetryPolicy};
 pub use error::{ApiError, Error, ErrorCode, FieldError};
 pub use page::{List, Page};
+pub use resources::accounts::{AccountKind, Accounts, Balance};
 pub use resources::charges::{Charge, ChargeFilter, ChargeState, Charges, NewCharge};
+pub use resources::payouts::{NewPayout, Payout, PayoutFilter, PayoutState, Payouts};
+pub use resources::reversals::{NewReversal, Original, Reversal, Reversals};
 pub use webhooks::{Event, EventKind, WebhookError, Webhooks};
 
 /// Test (the sandbox) or live.
@@ -56,5 +60,20 @@ impl Client {
     /// Charges: payment prompts pushed to customers' phones.
     pub fn charges(&self) -> Charges<'_> {
         Charges { client: self }
+    }
+
+    /// Payouts: money paid to wallets.
+    pub fn payouts(&self) -> Payouts<'_> {
+        Payouts { client: self }
+    }
+
+    /// Reversals of completed charges and payouts.
+    pub fn reversals(&self) -> Reversals<'_> {
+        Reversals { client: self }
+    }
+
+    /// The merchant's accounts and balances.
+    pub fn accounts(&self) -> Accounts<'_> {
+        Accounts { client: self }
     }
 }

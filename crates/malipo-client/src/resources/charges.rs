@@ -4,6 +4,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 use crate::client::{new_key, Call};
+use crate::operations as ops;
 use crate::{Client, Error, List, Mode};
 
 /// A charge's state.
@@ -181,7 +182,7 @@ impl Charges<'_> {
             currency: charge.currency.as_deref(),
             description: charge.description.as_deref(),
         };
-        self.client.json(&Call::post_json("/partner/stk", Some(key), &body)?).await
+        self.client.json(&Call::json_body(ops::CREATE_CHARGE, &[], Some(key), &body)?).await
     }
 
     /// One charge (`getCharge`).
@@ -189,7 +190,7 @@ impl Charges<'_> {
     /// # Errors
     /// As every call; `not_found`.
     pub async fn get(&self, charge_ref: &str) -> Result<Charge, Error> {
-        self.client.json(&Call::get(format!("/partner/charges/{}", segment(charge_ref)))).await
+        self.client.json(&Call::to(ops::GET_CHARGE, &[charge_ref])).await
     }
 
     /// The newest charge with the integrator's `reference` (`getChargeStatus`).
@@ -197,25 +198,15 @@ impl Charges<'_> {
     /// # Errors
     /// As every call; `not_found`.
     pub async fn by_reference(&self, reference: &str) -> Result<Charge, Error> {
-        self.client.json(&Call::get("/partner/status").query("reference", Some(reference))).await
+        self.client.json(&Call::to(ops::GET_CHARGE_STATUS, &[]).query("reference", Some(reference))).await
     }
 
     /// The charges, newest first (`listCharges`).
     pub fn list(&self, filter: ChargeFilter) -> List<Charge> {
-        let call = Call::get("/partner/charges")
+        let call = Call::to(ops::LIST_CHARGES, &[])
             .query("state", filter.state.map(ChargeState::as_str))
             .query("from", filter.from)
             .query("to", filter.to);
         List::new(self.client, call)
     }
-}
-
-/// A path segment with everything but unreserved characters percent-encoded.
-pub(crate) fn segment(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => char::from(b).to_string(),
-            other => format!("%{other:02X}"),
-        })
-        .collect()
 }

@@ -1,3 +1,6 @@
 //! The API's groups, one module each.
 
+pub(crate) mod accounts;
 pub(crate) mod charges;
+pub(crate) mod payouts;
+pub(crate) mod reversals;
