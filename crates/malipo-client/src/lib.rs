@@ -44,6 +44,7 @@ pub use resources::accounts::{AccountKind, Accounts, Balance};
 pub use resources::charges::{Charge, ChargeFilter, ChargeState, Charges, NewCharge};
 pub use resources::payouts::{NewPayout, Payout, PayoutFilter, PayoutState, Payouts};
 pub use resources::reversals::{NewReversal, Original, Reversal, Reversals};
+pub use resources::transactions::{DailyReport, Reconciliation, Transaction, TransactionFilter, Transactions, TypeTotals};
 pub use webhooks::{Event, EventKind, WebhookError, Webhooks};
 
 /// Test (the sandbox) or live.
@@ -75,5 +76,10 @@ impl Client {
     /// The merchant's accounts and balances.
     pub fn accounts(&self) -> Accounts<'_> {
         Accounts { client: self }
+    }
+
+    /// The ledger as the merchant sees it: transactions, the export, daily reconciliation.
+    pub fn transactions(&self) -> Transactions<'_> {
+        Transactions { client: self }
     }
 }

@@ -37,4 +37,8 @@ operations! {
     CREATE_REVERSAL = "createReversal" "POST" "/reversals",
     LIST_REVERSALS = "listReversals" "GET" "/reversals",
     GET_REVERSAL = "getReversal" "GET" "/reversals/{reversal_id}",
+    LIST_TRANSACTIONS = "listTransactions" "GET" "/transactions",
+    GET_TRANSACTION = "getTransaction" "GET" "/transactions/{transaction_id}",
+    EXPORT_TRANSACTIONS = "exportTransactions" "GET" "/transactions/export",
+    GET_DAILY_RECONCILIATION = "getDailyReconciliation" "GET" "/reconciliation/daily",
 }

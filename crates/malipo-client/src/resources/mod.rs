@@ -4,3 +4,4 @@ pub(crate) mod accounts;
 pub(crate) mod charges;
 pub(crate) mod payouts;
 pub(crate) mod reversals;
+pub(crate) mod transactions;
