@@ -150,10 +150,11 @@ def apps_section(out):
     return lines
 
 
-def splice(doc, section):
-    """`doc` with its console section replaced by `section` (added before "## Method" if absent)."""
+def splice(doc, section, heading="## Console"):
+    """`doc` with its section whose heading starts with `heading` replaced by `section` (added
+    before "## Method" if absent)."""
     text = doc.split("\n")
-    start = next((i for i, l in enumerate(text) if l.startswith("## Console")), None)
+    start = next((i for i, l in enumerate(text) if l.startswith(heading)), None)
     if start is None:
         at = next((i for i, l in enumerate(text) if l == "## Method"), len(text))
         return "\n".join(text[:at] + section + text[at:])

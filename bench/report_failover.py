@@ -15,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+from report_console import splice
+
 HEADING = "## Database failover (three-node Patroni cluster)"
 # From a death to the first acknowledged request: the service comes back by itself within
 # Patroni's election and a few seconds more (local timings: ttl 10 s, loop_wait 1 s).
@@ -135,23 +137,12 @@ def replication_section(out):
     return lines
 
 
-def splice(doc, section):
-    """`doc` with its failover section replaced by `section` (added before "## Method" if absent)."""
-    text = doc.split("\n")
-    start = next((i for i, l in enumerate(text) if l.startswith("## Database failover")), None)
-    if start is None:
-        at = next((i for i, l in enumerate(text) if l == "## Method"), len(text))
-        return "\n".join(text[:at] + section + text[at:])
-    end = next((i for i in range(start + 1, len(text)) if text[i].startswith("## ")), len(text))
-    return "\n".join(text[:start] + section + text[end:])
-
-
 def main(argv):
     if len(argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2
     target = Path(argv[2])
-    target.write_text(splice(target.read_text(), failover_section(argv[1])))
+    target.write_text(splice(target.read_text(), failover_section(argv[1]), "## Database failover"))
     return 0
 
 
