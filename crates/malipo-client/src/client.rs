@@ -14,8 +14,9 @@ use crate::operations::Operation;
 use crate::token::Tokens;
 use crate::{ApiError, Error, ErrorCode, Mode};
 
-/// How calls are retried: network errors, 429 and 503 (after their `Retry-After`), other 5xx,
-/// and 409 `idempotency_in_progress` (the same key still running); never another 4xx. Every try
+/// How calls are retried: network errors, 408 (the request did not reach the server in time),
+/// 429 and 503 (after their `Retry-After`), other 5xx, and 409 `idempotency_in_progress` (the
+/// same key still running); never another 4xx. Every try
 /// of a call carries the same idempotency key and body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
@@ -182,6 +183,7 @@ impl Client {
                     let problem = ApiError::parse(status.as_u16(), &body, retry_after);
                     let again = status.is_server_error()
                         || status == StatusCode::TOO_MANY_REQUESTS
+                        || status == StatusCode::REQUEST_TIMEOUT
                         || problem.code == ErrorCode::IdempotencyInProgress;
                     if !again {
                         return Err(Error::Api(Box::new(problem)));
@@ -247,6 +249,11 @@ impl Call {
     pub(crate) fn json_body(op: Operation, params: &[&str], key: Option<&str>, body: &impl serde::Serialize) -> Result<Self, Error> {
         let bytes = serde_json::to_vec(body).map_err(|e| Error::Config(format!("the request body: {e}")))?;
         Ok(Call { key: Some(key.map_or_else(new_key, str::to_owned)), body: Some(("application/json", bytes)), ..Call::to(op, params) })
+    }
+
+    /// A state-changing call of `op` without a body, under `key`.
+    pub(crate) fn keyed(op: Operation, params: &[&str], key: &str) -> Self {
+        Call { key: Some(key.to_owned()), ..Call::to(op, params) }
     }
 
     pub(crate) fn query(mut self, name: &str, value: Option<impl ToString>) -> Self {

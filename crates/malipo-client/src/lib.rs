@@ -45,6 +45,7 @@ pub use resources::charges::{Charge, ChargeFilter, ChargeState, Charges, NewChar
 pub use resources::payouts::{NewPayout, Payout, PayoutFilter, PayoutState, Payouts};
 pub use resources::reversals::{NewReversal, Original, Reversal, Reversals};
 pub use resources::transactions::{DailyReport, Reconciliation, Transaction, TransactionFilter, Transactions, TypeTotals};
+pub use resources::webhooks::{Attempt, Delivery, Endpoint, EventDetail, NewEndpoint, Redelivery, StoredEvent, WebhookEndpoints};
 pub use webhooks::{Event, EventKind, WebhookError, Webhooks};
 
 /// Test (the sandbox) or live.
@@ -81,5 +82,10 @@ impl Client {
     /// The ledger as the merchant sees it: transactions, the export, daily reconciliation.
     pub fn transactions(&self) -> Transactions<'_> {
         Transactions { client: self }
+    }
+
+    /// Webhook endpoints, and the events they are sent.
+    pub fn webhooks(&self) -> WebhookEndpoints<'_> {
+        WebhookEndpoints { client: self }
     }
 }

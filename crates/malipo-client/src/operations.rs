@@ -41,4 +41,12 @@ operations! {
     GET_TRANSACTION = "getTransaction" "GET" "/transactions/{transaction_id}",
     EXPORT_TRANSACTIONS = "exportTransactions" "GET" "/transactions/export",
     GET_DAILY_RECONCILIATION = "getDailyReconciliation" "GET" "/reconciliation/daily",
+    CREATE_WEBHOOK_ENDPOINT = "createWebhookEndpoint" "POST" "/webhooks/endpoints",
+    LIST_WEBHOOK_ENDPOINTS = "listWebhookEndpoints" "GET" "/webhooks/endpoints",
+    GET_WEBHOOK_ENDPOINT = "getWebhookEndpoint" "GET" "/webhooks/endpoints/{endpoint_id}",
+    DELETE_WEBHOOK_ENDPOINT = "deleteWebhookEndpoint" "DELETE" "/webhooks/endpoints/{endpoint_id}",
+    ROTATE_WEBHOOK_SECRET = "rotateWebhookSecret" "POST" "/webhooks/endpoints/{endpoint_id}/rotate-secret",
+    LIST_EVENTS = "listEvents" "GET" "/events",
+    GET_EVENT = "getEvent" "GET" "/events/{event_id}",
+    REDELIVER_EVENT = "redeliverEvent" "POST" "/events/{event_id}/redeliver",
 }

@@ -40,11 +40,11 @@ pub(crate) struct Hit {
     unix: i64,
     path: String,
     headers: Vec<(String, String)>,
-    body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Hit {
-    fn header(&self, name: &str) -> &str {
+    pub(crate) fn header(&self, name: &str) -> &str {
         self.headers.iter().find(|(n, _)| n == name).map_or("", |(_, v)| v.as_str())
     }
     pub(crate) fn id(&self) -> &str {
@@ -56,7 +56,7 @@ impl Hit {
     fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap()
     }
-    fn kind(&self) -> String {
+    pub(crate) fn kind(&self) -> String {
         self.json()["event"].as_str().unwrap_or_default().to_owned()
     }
 }
@@ -128,7 +128,7 @@ impl Receiver {
     }
 
     /// Waits until `done` holds for the requests so far, failing after `timeout`.
-    async fn wait(&self, what: &str, timeout: Duration, done: impl Fn(&[Hit]) -> bool) -> Vec<Hit> {
+    pub(crate) async fn wait(&self, what: &str, timeout: Duration, done: impl Fn(&[Hit]) -> bool) -> Vec<Hit> {
         let started = Instant::now();
         loop {
             let hits = self.hits();

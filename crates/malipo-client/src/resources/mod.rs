@@ -5,3 +5,4 @@ pub(crate) mod charges;
 pub(crate) mod payouts;
 pub(crate) mod reversals;
 pub(crate) mod transactions;
+pub(crate) mod webhooks;
