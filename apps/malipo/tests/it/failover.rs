@@ -5,7 +5,9 @@
 //! another is promoted. Meanwhile every answer is 200 or 503 with `Retry-After` (a reversal of
 //! a charge not yet completed may be 409), none later than the deadline allows; afterwards every
 //! unanswered request, retried with its key, settles, every acknowledged object exists exactly
-//! once, everything reaches a final state, and `malipo ledger verify` is clean.
+//! once, everything reaches a final state, every webhook is delivered, and `malipo ledger
+//! verify` is clean. Before the load, the instances' reports (`MALIPO_DATABASE_READ_URL` on the
+//! standbys) are shown to read on a standby within the lag bound and on the primary past it.
 
 use std::collections::HashMap;
 use std::process::Command;
