@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use rand::Rng;
 use reqwest::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::{Method, StatusCode};
@@ -279,14 +280,12 @@ fn fill(template: &str, params: &[&str]) -> String {
     out
 }
 
+/// Everything but RFC 3986's unreserved characters.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
 /// A path segment with everything but unreserved characters percent-encoded.
 fn segment(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => char::from(b).to_string(),
-            other => format!("%{other:02X}"),
-        })
-        .collect()
+    utf8_percent_encode(text, SEGMENT).to_string()
 }
 
 /// A fresh idempotency key.
