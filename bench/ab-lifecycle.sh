@@ -8,6 +8,9 @@
 # created -> completed for 3,000 charges with target/release/malipo-loadgen.
 # Prints each round and the medians with the NEW/OLD ratio, so a regression is measured on the
 # same machine at the same time rather than against an older run's figures.
+# To compare two load generators instead (e.g. before and after it moved onto malipo-client), give
+# the same server binary twice and BENCH_AB_OLD_LOADGEN / BENCH_AB_NEW_LOADGEN (each defaults to
+# the one load generator).
 # BENCH_AB_BACKENDS (default "sqlite postgres") picks the backends, BENCH_AB_MERCHANTS (default 1)
 # how many merchants the charges are spread over. Needs PostgreSQL at
 # 127.0.0.1:5432 (user postgres) and python3.
@@ -18,6 +21,7 @@ cd "$(dirname "$0")/.."
 
 OLD=${1:?old server binary} NEW=${2:?new server binary} ROUNDS=${3:-3}
 LOADGEN=${BENCH_LOADGEN:-target/release/malipo-loadgen}
+OLD_LOADGEN=${BENCH_AB_OLD_LOADGEN:-$LOADGEN} NEW_LOADGEN=${BENCH_AB_NEW_LOADGEN:-$LOADGEN}
 COUNT=${BENCH_LIFECYCLE_COUNT:-3000}
 KEY=$(python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())')
 WORK=$(mktemp -d)
@@ -40,8 +44,8 @@ for backend in ${BENCH_AB_BACKENDS:-sqlite postgres}; do
                 psql -X -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
                 url="postgres://postgres@127.0.0.1:5432/$db"
             fi
-            bin=$OLD
-            [[ $which == new ]] && bin=$NEW
+            bin=$OLD LOADGEN=$OLD_LOADGEN
+            [[ $which == new ]] && bin=$NEW LOADGEN=$NEW_LOADGEN
             rate=$(lifecycle_round "$bin" "$url" "${BENCH_AB_MERCHANTS:-1}")
             echo "$backend round $i $which: $rate/s"
             if [[ $which == old ]]; then old+=("$rate"); else new+=("$rate"); fi

@@ -7,6 +7,10 @@
 //! timeout) one paginated pass over each merchant's charges classifies what we created.
 //!
 //! The merchants must be dedicated to the run: any pending charge of theirs counts as unfinished.
+//!
+//! Every call goes through `malipo-client`, as an integrator's would: one client per merchant (its
+//! token cached), an idempotency key per charge, "not now" (503 with `Retry-After`) waited for and
+//! retried with the same key and body.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -15,8 +19,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use reqwest::Client;
-use serde::{Deserialize, Serialize};
+use futures_util::TryStreamExt;
+use malipo_client::{ChargeFilter, ChargeState, Client, NewCharge};
+use rust_decimal::Decimal;
+use serde::Serialize;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
@@ -94,25 +100,23 @@ struct IdleReport {
 }
 
 struct Merchant {
-    token: String,
+    client: Client,
 }
 
 pub(crate) async fn run(args: Args) -> Result<serde_json::Value> {
     if args.concurrency == 0 {
         bail!("--concurrency must be at least 1");
     }
-    let base = api::base(&args.base_url);
-    let client = api::client(args.concurrency)?;
-    let merchants = login_all(&client, &base, &args.credentials).await?;
+    let merchants = login_all(&args.base_url, &args.credentials).await?;
     let poll = Duration::from_millis(args.poll_ms.max(10));
 
     let start = Instant::now();
     let deadline = start + Duration::from_secs(args.timeout_secs);
-    let (refs, create_errors) = create_all(&client, &base, &merchants, &args).await?;
+    let (refs, create_errors) = create_all(&merchants, &args).await?;
     let creation_secs = start.elapsed().as_secs_f64();
 
-    let tokens: Vec<&str> = merchants.iter().zip(&refs).filter(|(_, mine)| !mine.is_empty()).map(|(m, _)| m.token.as_str()).collect();
-    let idle_at = wait_idle(&client, &base, &tokens, deadline, poll).await;
+    let busy: Vec<&Client> = merchants.iter().zip(&refs).filter(|(_, mine)| !mine.is_empty()).map(|(m, _)| &m.client).collect();
+    let idle_at = wait_idle(&busy, deadline, poll).await;
     let elapsed = idle_at.unwrap_or_else(Instant::now).duration_since(start);
 
     // One pass over every merchant's charges to classify ours.
@@ -124,20 +128,16 @@ pub(crate) async fn run(args: Args) -> Result<serde_json::Value> {
         if mine.is_empty() {
             continue;
         }
-        let mut cursor: Option<String> = None;
-        loop {
-            let page = api::list_charges(&client, &base, &merchant.token, None, 100, cursor.as_deref()).await?;
-            for charge in page.data.iter().filter(|c| mine.contains(&c.charge_ref)) {
-                seen += 1;
-                *states.entry(charge.state.clone()).or_default() += 1;
-                first_created = earliest(first_created, charge.created_at.as_deref());
-                if charge.state == "completed" {
-                    last_completed = latest(last_completed, charge.completed_at.as_deref());
-                }
+        let mut charges = std::pin::pin!(merchant.client.charges().list(ChargeFilter::default()).limit(100).stream());
+        while let Some(charge) = charges.try_next().await? {
+            if !mine.contains(&charge.charge_ref) {
+                continue;
             }
-            match page.next_cursor {
-                Some(next) if page.has_more => cursor = Some(next),
-                _ => break,
+            seen += 1;
+            *states.entry(charge.state.as_str().to_owned()).or_default() += 1;
+            first_created = earliest(first_created, Some(&charge.created_at));
+            if charge.state == ChargeState::Completed {
+                last_completed = latest(last_completed, charge.completed_at.as_deref());
             }
         }
     }
@@ -171,38 +171,42 @@ pub(crate) async fn run(args: Args) -> Result<serde_json::Value> {
 }
 
 pub(crate) async fn wait_idle_command(args: WaitIdleArgs) -> Result<serde_json::Value> {
-    let base = api::base(&args.base_url);
-    let client = api::client(1)?;
-    let merchants = login_all(&client, &base, &args.credentials).await?;
-    let tokens: Vec<&str> = merchants.iter().map(|m| m.token.as_str()).collect();
+    let merchants = login_all(&args.base_url, &args.credentials).await?;
+    let clients: Vec<&Client> = merchants.iter().map(|m| &m.client).collect();
     let start = Instant::now();
     let deadline = start + Duration::from_secs(args.timeout_secs);
     let poll = Duration::from_millis(args.poll_ms.max(10));
-    let idle = wait_idle(&client, &base, &tokens, deadline, poll).await.is_some();
+    let idle = wait_idle(&clients, deadline, poll).await.is_some();
     Ok(serde_json::to_value(IdleReport { idle, waited_secs: start.elapsed().as_secs_f64() })?)
 }
 
-async fn login_all(client: &Client, base: &str, path: &std::path::Path) -> Result<Vec<Merchant>> {
+/// One client per merchant, each with its token fetched (so that no token request falls inside
+/// the measured time).
+async fn login_all(base_url: &str, path: &std::path::Path) -> Result<Vec<Merchant>> {
     let mut merchants = Vec::new();
     for creds in api::read_credentials(path)? {
-        merchants.push(Merchant { token: api::token(client, base, &creds).await? });
+        let client = Client::new(&api::base(base_url), &creds.client_id, &creds.client_secret)?;
+        client
+            .charges()
+            .list(ChargeFilter::default())
+            .limit(1)
+            .page(None)
+            .await
+            .with_context(|| format!("signing in {}", creds.client_id))?;
+        merchants.push(Merchant { client });
     }
     Ok(merchants)
 }
 
 /// Creates `args.count` charges, charge `n` for merchant `n % merchants`. Returns the charge refs
-/// per merchant and the number of failed creations.
-async fn create_all(client: &Client, base: &str, merchants: &[Merchant], args: &Args) -> Result<(Vec<HashSet<String>>, u64)> {
-    #[derive(Deserialize)]
-    struct Created {
-        charge_ref: String,
-    }
+/// per merchant and the number of failed creations (after the client's retries).
+async fn create_all(merchants: &[Merchant], args: &Args) -> Result<(Vec<HashSet<String>>, u64)> {
     let next = Arc::new(AtomicU64::new(0));
-    let tokens: Arc<Vec<String>> = Arc::new(merchants.iter().map(|m| m.token.clone()).collect());
-    let url = Arc::new(format!("{base}/partner/stk"));
+    let clients: Arc<Vec<Client>> = Arc::new(merchants.iter().map(|m| m.client.clone()).collect());
+    let amount = Decimal::new(10_000, 2);
     let mut workers = Vec::new();
     for _ in 0..args.concurrency {
-        let (client, next, tokens, url) = (client.clone(), Arc::clone(&next), Arc::clone(&tokens), Arc::clone(&url));
+        let (next, clients) = (Arc::clone(&next), Arc::clone(&clients));
         let count = args.count;
         workers.push(tokio::spawn(async move {
             let mut made: Vec<(usize, String)> = Vec::new();
@@ -212,38 +216,16 @@ async fn create_all(client: &Client, base: &str, merchants: &[Merchant], args: &
                 if n >= count {
                     break;
                 }
-                let m = (n % tokens.len() as u64) as usize;
-                let body = api::charge_body(n);
-                // A well-behaved integrator: "not now" (503 with Retry-After) is retried after the
-                // wait it names, with the same body and idempotency key.
-                let sent = loop {
-                    let sent = client.post(url.as_str()).bearer_auth(&tokens[m]).json(&body).send().await;
-                    match &sent {
-                        Ok(resp) if resp.status().as_u16() == 503 => {
-                            let wait = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()?.parse::<u64>().ok()).unwrap_or(1);
-                            tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
-                        }
-                        _ => break sent,
-                    }
-                };
-                let created = match sent {
-                    Ok(resp) if resp.status().as_u16() == 200 => resp.json::<Created>().await.ok(),
-                    Ok(resp) => {
-                        if errors == 0 {
-                            eprintln!("lifecycle: POST /partner/stk answered {}", resp.status());
-                        }
-                        None
-                    }
+                let m = (n % clients.len() as u64) as usize;
+                let charge = NewCharge::new(api::random_msisdn(), amount, format!("bench-{n}"));
+                match clients[m].charges().create(&charge).await {
+                    Ok(c) => made.push((m, c.charge_ref)),
                     Err(e) => {
                         if errors == 0 {
-                            eprintln!("lifecycle: POST /partner/stk failed: {e}");
+                            eprintln!("lifecycle: creating a charge failed: {e}");
                         }
-                        None
+                        errors += 1;
                     }
-                };
-                match created {
-                    Some(c) => made.push((m, c.charge_ref)),
-                    None => errors += 1,
                 }
             }
             (made, errors)
@@ -267,8 +249,8 @@ async fn create_all(client: &Client, base: &str, merchants: &[Merchant], args: &
 /// or `None` at the deadline. While work remains a poll checks one merchant (two `limit=1` calls);
 /// once that one is idle all the others are checked at once, so the end is seen within a round trip
 /// or two whatever the number of merchants. A merchant found idle is never checked again.
-async fn wait_idle(client: &Client, base: &str, tokens: &[&str], deadline: Instant, poll: Duration) -> Option<Instant> {
-    let mut busy: Vec<String> = tokens.iter().map(|t| (*t).to_owned()).collect();
+async fn wait_idle(clients: &[&Client], deadline: Instant, poll: Duration) -> Option<Instant> {
+    let mut busy: Vec<Client> = clients.iter().map(|c| (*c).clone()).collect();
     let mut warned = false;
     let mut warn = |e: anyhow::Error| {
         if !warned {
@@ -278,30 +260,30 @@ async fn wait_idle(client: &Client, base: &str, tokens: &[&str], deadline: Insta
     };
     loop {
         if let Some(first) = busy.first() {
-            match has_unfinished(client, base, first).await {
+            match has_unfinished(first).await {
                 Ok(true) => {}
                 Err(e) => warn(e),
                 Ok(false) => {
                     busy.remove(0);
                     let checks: Vec<_> = busy
                         .iter()
-                        .map(|token| {
-                            let (client, base, token) = (client.clone(), base.to_owned(), token.clone());
-                            tokio::spawn(async move { has_unfinished(&client, &base, &token).await })
+                        .map(|client| {
+                            let client = client.clone();
+                            tokio::spawn(async move { has_unfinished(&client).await })
                         })
                         .collect();
                     let mut still_busy = Vec::new();
-                    for (token, check) in busy.drain(..).zip(checks) {
+                    for (client, check) in busy.drain(..).zip(checks) {
                         match check.await {
                             Ok(Ok(false)) => {}
-                            Ok(Ok(true)) => still_busy.push(token),
+                            Ok(Ok(true)) => still_busy.push(client),
                             Ok(Err(e)) => {
                                 warn(e);
-                                still_busy.push(token);
+                                still_busy.push(client);
                             }
                             Err(e) => {
                                 warn(e.into());
-                                still_busy.push(token);
+                                still_busy.push(client);
                             }
                         }
                     }
@@ -321,9 +303,9 @@ async fn wait_idle(client: &Client, base: &str, tokens: &[&str], deadline: Insta
 
 /// Pending first, then authorised: a charge moving between the two calls is still seen, because
 /// states only move forward (pending -> authorised -> final).
-async fn has_unfinished(client: &Client, base: &str, token: &str) -> Result<bool> {
-    for state in ["pending", "authorised"] {
-        let page = api::list_charges(client, base, token, Some(state), 1, None).await?;
+async fn has_unfinished(client: &Client) -> Result<bool> {
+    for state in [ChargeState::Pending, ChargeState::Authorised] {
+        let page = client.charges().list(ChargeFilter::default().state(state)).limit(1).page(None).await?;
         if !page.data.is_empty() {
             return Ok(true);
         }

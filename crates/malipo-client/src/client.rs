@@ -97,7 +97,7 @@ impl ClientBuilder {
             .user_agent(concat!("malipo-client/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| Error::Config(e.to_string()))?;
-        let tokens = Tokens::new(&format!("{api}/oauth/token"), &self.client_id, &self.client_secret, http.clone())?;
+        let tokens = Tokens::new(&api, &self.client_id, &self.client_secret, http.clone())?;
         let mode = if self.client_id.starts_with("ck_live_") { Mode::Live } else { Mode::Test };
         Ok(Client { inner: Arc::new(Inner { http, api, tokens, retry: self.retry, mode }) })
     }
@@ -145,6 +145,17 @@ impl Client {
             retry: RetryPolicy::default(),
             timeout: Duration::from_secs(30),
         }
+    }
+
+    /// Revokes the client's current token (`revokeToken`, RFC 7009) so that it answers 401 from
+    /// now on, everywhere; the client's next call fetches a new one. Nothing is sent when the
+    /// client holds no token yet.
+    ///
+    /// # Errors
+    /// [`Error::Transport`] when the server cannot be reached, [`Error::Api`] when it refuses
+    /// (the key pair, say); the client keeps its token then, so that the call can be repeated.
+    pub async fn revoke_token(&self) -> Result<(), Error> {
+        self.inner.tokens.revoke().await
     }
 
     /// The mode the key pair works in.

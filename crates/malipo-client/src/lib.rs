@@ -40,12 +40,19 @@ pub mod webhooks;
 pub use client::{Client, ClientBuilder, RetryPolicy};
 pub use error::{ApiError, Error, ErrorCode, FieldError};
 pub use page::{List, Page};
-pub use resources::accounts::{AccountKind, Accounts, Balance};
-pub use resources::charges::{Charge, ChargeFilter, ChargeState, Charges, NewCharge};
-pub use resources::payouts::{NewPayout, Payout, PayoutFilter, PayoutState, Payouts};
-pub use resources::reversals::{NewReversal, Original, Reversal, Reversals};
-pub use resources::transactions::{DailyReport, Reconciliation, Transaction, TransactionFilter, Transactions, TypeTotals};
-pub use resources::webhooks::{Attempt, Delivery, Endpoint, EventDetail, NewEndpoint, Redelivery, StoredEvent, WebhookEndpoints};
+pub use resources::accounts::*;
+pub use resources::agents::*;
+pub use resources::bulk_payouts::*;
+pub use resources::charges::*;
+pub use resources::countries::*;
+pub use resources::payment_requests::*;
+pub use resources::payouts::*;
+pub use resources::reversals::*;
+pub use resources::sandbox::*;
+pub use resources::transactions::*;
+pub use resources::ussd::*;
+pub use resources::wallets::*;
+pub use resources::webhooks::*;
 pub use webhooks::{Event, EventKind, WebhookError, Webhooks};
 
 /// Test (the sandbox) or live.

@@ -8,7 +8,8 @@ use oauth2::basic::BasicClient;
 use oauth2::{ClientId, ClientSecret, EndpointNotSet, EndpointSet, TokenResponse, TokenUrl};
 use tokio::sync::Mutex;
 
-use crate::Error;
+use crate::operations as ops;
+use crate::{ApiError, Error};
 
 /// A token this close to its expiry is refreshed before use.
 const EARLY: Duration = Duration::from_secs(60);
@@ -18,6 +19,10 @@ type Oauth = BasicClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, Endpoin
 pub(crate) struct Tokens {
     oauth: Oauth,
     http: reqwest::Client,
+    /// `{api}/oauth/revoke`, and the key pair that authenticates there.
+    revoke_url: String,
+    client_id: String,
+    client_secret: String,
     current: Mutex<Option<Current>>,
 }
 
@@ -28,12 +33,21 @@ struct Current {
 }
 
 impl Tokens {
-    pub(crate) fn new(token_url: &str, client_id: &str, client_secret: &str, http: reqwest::Client) -> Result<Self, Error> {
-        let url = TokenUrl::new(token_url.to_owned()).map_err(|e| Error::Config(format!("token URL {token_url}: {e}")))?;
+    /// Tokens from `{api}/oauth/token`, revoked at `{api}/oauth/revoke`.
+    pub(crate) fn new(api: &str, client_id: &str, client_secret: &str, http: reqwest::Client) -> Result<Self, Error> {
+        let token_url = format!("{api}/oauth/token");
+        let url = TokenUrl::new(token_url.clone()).map_err(|e| Error::Config(format!("token URL {token_url}: {e}")))?;
         let oauth = BasicClient::new(ClientId::new(client_id.to_owned()))
             .set_client_secret(ClientSecret::new(client_secret.to_owned()))
             .set_token_uri(url);
-        Ok(Tokens { oauth, http, current: Mutex::new(None) })
+        Ok(Tokens {
+            oauth,
+            http,
+            revoke_url: format!("{api}{}", ops::REVOKE_TOKEN.path),
+            client_id: client_id.to_owned(),
+            client_secret: client_secret.to_owned(),
+            current: Mutex::new(None),
+        })
     }
 
     /// A token valid for at least a minute more: the cached one, or a new one fetched by this
@@ -57,6 +71,28 @@ impl Tokens {
         if current.as_ref().is_some_and(|c| c.secret == token) {
             *current = None;
         }
+    }
+}
+
+impl Tokens {
+    /// Revokes the cached token, if there is one (RFC 7009: `token` and `token_type_hint` as a
+    /// form, the key pair by HTTP Basic): it answers 401 everywhere at once, and the next
+    /// [`Tokens::get`] fetches a new one. Sent directly rather than through the `oauth2` crate,
+    /// which refuses a revocation URL that is not `https`, and the sandbox on one's own machine
+    /// is `http://localhost`.
+    pub(crate) async fn revoke(&self) -> Result<(), Error> {
+        let mut current = self.current.lock().await;
+        let Some(c) = current.as_ref() else { return Ok(()) };
+        let form = [("token", c.secret.as_str()), ("token_type_hint", "access_token")];
+        let request = self.http.post(&self.revoke_url).basic_auth(&self.client_id, Some(&self.client_secret)).form(&form);
+        let answer = request.send().await.map_err(Error::Transport)?;
+        if answer.status().is_success() {
+            *current = None;
+            return Ok(());
+        }
+        let status = answer.status().as_u16();
+        let body = answer.bytes().await.unwrap_or_default();
+        Err(Error::Api(Box::new(ApiError::parse(status, &body, None))))
     }
 }
 

@@ -21,7 +21,8 @@ pub const TOLERANCE: Duration = Duration::from_secs(5 * 60);
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum WebhookError {
-    /// A `webhook-id`, `webhook-timestamp` or `webhook-signature` header is absent.
+    /// A `webhook-id`, `webhook-timestamp` or `webhook-signature` header is absent (or, for a
+    /// parsed body, its `signature` member).
     #[error("the {0} header is missing")]
     MissingHeader(&'static str),
     /// The secret is not `whsec_` and base64.
@@ -142,6 +143,71 @@ impl Webhooks {
         }
         Ok(event)
     }
+}
+
+impl Webhooks {
+    /// Verifies an event that arrived already parsed (a queue, a no-code tool: no raw body, no
+    /// headers) by its body member `signature`: HMAC-SHA256 under the endpoint's secret over
+    /// `"{id}.{timestamp}.{event}.{object id}.{amount}.{currency}.{state}"` (the object id is the
+    /// top-level `charge_ref` of a `charge.*` event, else the id of `data`; amount, currency and
+    /// state are the top-level ones of a charge event, else `data`'s, a bulk payout's amount its
+    /// `total_amount`; absent parts empty), with the body's `timestamp` within the window. It covers
+    /// those fields only: prefer [`Webhooks::check`] whenever the raw body is at hand.
+    ///
+    /// # Errors
+    /// [`WebhookError`]; [`WebhookError::MissingHeader`]`("signature")` when the member is absent.
+    pub fn check_parsed(&self, body: &serde_json::Value) -> Result<Event, WebhookError> {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        self.check_parsed_at(body, i64::try_from(now).unwrap_or(i64::MAX))
+    }
+
+    /// [`Webhooks::check_parsed`] with the receiver's clock at `now` (Unix seconds).
+    ///
+    /// # Errors
+    /// [`WebhookError`].
+    pub fn check_parsed_at(&self, body: &serde_json::Value, now: i64) -> Result<Event, WebhookError> {
+        let given = body.get("signature").and_then(serde_json::Value::as_str).ok_or(WebhookError::MissingHeader("signature"))?;
+        let at = body.get("timestamp").and_then(serde_json::Value::as_i64).ok_or(WebhookError::Timestamp)?;
+        let tolerance = i64::try_from(self.tolerance.as_secs()).unwrap_or(i64::MAX);
+        if now.abs_diff(at) > tolerance.unsigned_abs() {
+            return Err(WebhookError::Timestamp);
+        }
+        let signed = signed_fields(body).ok_or_else(|| WebhookError::Body("not an event".to_owned()))?;
+        let given = given.strip_prefix("v1,").and_then(|s| STANDARD.decode(s).ok()).ok_or(WebhookError::Signature)?;
+        if !self.keys.iter().any(|k| bool::from(hmac(k, signed.as_bytes()).as_slice().ct_eq(&given))) {
+            return Err(WebhookError::Signature);
+        }
+        serde_json::from_value(body.clone()).map_err(|e| WebhookError::Body(e.to_string()))
+    }
+}
+
+/// The text the body member `signature` signs, or `None` when `body` is not an event.
+fn signed_fields(body: &serde_json::Value) -> Option<String> {
+    let text = |v: Option<&serde_json::Value>| match v {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        // Numbers as written: the amount keeps its decimals (serde_json's arbitrary precision).
+        Some(serde_json::Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    };
+    let id = body.get("id")?.as_str()?;
+    let at = body.get("timestamp")?.as_i64()?;
+    let kind = body.get("event")?.as_str()?;
+    let (object, id_key, amount_key) = match kind.split('.').next()? {
+        "charge" => (body, "charge_ref", "amount"),
+        "payout" => (body.get("data")?, "payout_ref", "amount"),
+        "bulk_payout" => (body.get("data")?, "batch_id", "total_amount"),
+        "reversal" => (body.get("data")?, "reversal_id", "amount"),
+        "payment_request" => (body.get("data")?, "request_id", "amount"),
+        "cash_out" => (body.get("data")?, "withdrawal_ref", "amount"),
+        _ => return None,
+    };
+    Some(format!(
+        "{id}.{at}.{kind}.{}.{}.{}.{}",
+        text(object.get(id_key)),
+        text(object.get(amount_key)),
+        text(object.get("currency")),
+        text(object.get("state"))
+    ))
 }
 
 fn key_of(secret: &str) -> Result<Vec<u8>, WebhookError> {
@@ -303,6 +369,26 @@ mod tests {
         let receiver = Webhooks::new(SECRET).unwrap().and(old).unwrap();
         assert!(receiver.check_at(&headers[..], b.as_bytes(), at).is_ok(), "a receiver holding both secrets");
         assert_eq!(Webhooks::new("not-a-secret").unwrap_err(), WebhookError::BadSecret);
+    }
+
+    /// The worked example of `docs/webhooks.md` ("The body `signature` member"), with its inputs.
+    #[test]
+    fn the_body_signature_of_the_documented_example_verifies_and_a_changed_field_does_not() {
+        let body = r#"{"id":"evt_019aaa7c3a9c7d2e8f1b4c5d6e7f8091","event":"charge.completed","created_at":"2025-11-22T09:59:59.871204Z","mode":"test","timestamp":1763805600,"charge_ref":"ch_019aaa7c36f87a1b9c2d3e4f5a6b7c8d","amount":250.00,"currency":"KES","state":"completed","reference":"ORDER-1042","data":{"charge_ref":"ch_019aaa7c36f87a1b9c2d3e4f5a6b7c8d","state":"completed","amount":250.00},"signature":"v1,9Oid7Lp5dZikESPInzy4Gk7jk6+TZKdV6R6vuYm6LOM="}"#;
+        let parsed: serde_json::Value = serde_json::from_str(body).unwrap();
+        let hooks = Webhooks::new(SECRET).unwrap();
+        let event = hooks.check_parsed_at(&parsed, 1_763_805_600 + 60).unwrap();
+        assert_eq!((event.id.as_str(), &event.kind), ("evt_019aaa7c3a9c7d2e8f1b4c5d6e7f8091", &EventKind::ChargeCompleted));
+        assert_eq!(hooks.check_parsed_at(&parsed, 1_763_805_600 + 301).unwrap_err(), WebhookError::Timestamp);
+        let mut changed = parsed.clone();
+        changed["amount"] = serde_json::from_str("2500.00").unwrap();
+        assert_eq!(hooks.check_parsed_at(&changed, 1_763_805_600).unwrap_err(), WebhookError::Signature);
+        let mut changed = parsed.clone();
+        changed["state"] = "declined".into();
+        assert_eq!(hooks.check_parsed_at(&changed, 1_763_805_600).unwrap_err(), WebhookError::Signature);
+        let mut unsigned = parsed;
+        unsigned.as_object_mut().unwrap().remove("signature");
+        assert_eq!(hooks.check_parsed_at(&unsigned, 1_763_805_600).unwrap_err(), WebhookError::MissingHeader("signature"));
     }
 
     #[test]

@@ -1,11 +1,13 @@
-//! Accounts (contract section 4): the merchant's balances.
+//! Accounts (contract section 4): the organisation's accounts, balances, statements, and
+//! transfers between its own accounts.
 
 use rust_decimal::Decimal;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::client::Call;
+use crate::client::{new_key, Call};
 use crate::operations as ops;
-use crate::{Client, Error};
+use crate::resources::payouts::as_text;
+use crate::{Client, Error, List, Mode, StatementLine};
 
 /// Which of the merchant's accounts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -27,11 +29,11 @@ impl AccountKind {
     }
 }
 
-/// An account's balance (`GET /partner/balance`).
+/// An account's balance (`GET /partner/balance`, and an agent's float).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[non_exhaustive]
 pub struct Balance {
-    /// `collection` or `payout`.
+    /// `collection`, `payout`, or an agent's `agent_float`.
     pub account: String,
     /// Its id, `acc_…`.
     pub account_id: String,
@@ -45,10 +47,101 @@ pub struct Balance {
     pub as_of: String,
 }
 
-/// The merchant's accounts: `client.accounts()`.
+/// One of the organisation's accounts with its balances (`GET /accounts`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[non_exhaustive]
+pub struct Account {
+    /// Its id, `acc_…`.
+    pub account_id: String,
+    /// `collection`, `payout`, `agent_float`, ... as the API writes it.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Test or live.
+    pub mode: Mode,
+    /// The currency (ISO 4217).
+    pub currency: String,
+    /// The ledger balance.
+    pub balance: Decimal,
+    /// Spendable now.
+    pub available: Decimal,
+    /// Authorised but not yet completed into the account.
+    pub pending: Decimal,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+}
+
+/// A transfer between two of the organisation's own accounts (`POST /accounts/transfers`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct NewTransfer {
+    /// The account debited.
+    #[serde(serialize_with = "kind_text")]
+    pub from: AccountKind,
+    /// The account credited.
+    #[serde(serialize_with = "kind_text")]
+    pub to: AccountKind,
+    /// The amount in major units (sent as a string: exact).
+    #[serde(serialize_with = "as_text")]
+    pub amount: Decimal,
+}
+
+impl NewTransfer {
+    /// `amount` from `from` to `to`.
+    pub fn new(from: AccountKind, to: AccountKind, amount: Decimal) -> Self {
+        NewTransfer { from, to, amount }
+    }
+}
+
+fn kind_text<S: serde::Serializer>(kind: &AccountKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(kind.as_str())
+}
+
+/// A completed transfer.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[non_exhaustive]
+pub struct Transfer {
+    /// The ledger transaction's id, `tx_…` (in both accounts' statements).
+    pub transfer_id: String,
+    /// The account debited.
+    pub from: String,
+    /// The account credited.
+    pub to: String,
+    /// The amount moved.
+    pub amount: Decimal,
+    /// The currency (ISO 4217).
+    pub currency: String,
+    /// Test or live.
+    pub mode: Mode,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+}
+
+/// Which lines of a statement (`from` inclusive, `to` exclusive; RFC 3339).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StatementFilter {
+    /// Posted at or after.
+    pub from: Option<String>,
+    /// Posted before.
+    pub to: Option<String>,
+}
+
+impl StatementFilter {
+    /// Lines posted in `[from, to)`.
+    pub fn between(from: impl Into<String>, to: impl Into<String>) -> Self {
+        StatementFilter { from: Some(from.into()), to: Some(to.into()) }
+    }
+}
+
+/// The organisation's accounts: `client.accounts()`.
 #[derive(Debug, Clone, Copy)]
 pub struct Accounts<'a> {
     pub(crate) client: &'a Client,
+}
+
+#[derive(Deserialize)]
+struct AccountList {
+    data: Vec<Account>,
 }
 
 impl Accounts<'_> {
@@ -58,5 +151,38 @@ impl Accounts<'_> {
     /// As every call ([`Error`]).
     pub async fn balance(&self, account: AccountKind) -> Result<Balance, Error> {
         self.client.json(&Call::to(ops::GET_BALANCE, &[]).query("account", Some(account.as_str()))).await
+    }
+
+    /// Every account of the organisation in the client's mode, with its balances
+    /// (`listAccounts`; one page).
+    ///
+    /// # Errors
+    /// As every call.
+    pub async fn list(&self) -> Result<Vec<Account>, Error> {
+        let page: AccountList = self.client.json(&Call::to(ops::LIST_ACCOUNTS, &[])).await?;
+        Ok(page.data)
+    }
+
+    /// An account's postings, oldest first (`getAccountStatement`).
+    pub fn statement(&self, account_id: &str, filter: StatementFilter) -> List<StatementLine> {
+        let call = Call::to(ops::GET_ACCOUNT_STATEMENT, &[account_id]).query("from", filter.from).query("to", filter.to);
+        List::new(self.client, call)
+    }
+
+    /// Moves money between two of the organisation's own accounts (`createTransfer`) under a
+    /// new idempotency key.
+    ///
+    /// # Errors
+    /// As every call; `insufficient_funds` when `from` is short.
+    pub async fn transfer(&self, transfer: &NewTransfer) -> Result<Transfer, Error> {
+        self.transfer_with_key(transfer, &new_key()).await
+    }
+
+    /// [`Accounts::transfer`] under the caller's idempotency key.
+    ///
+    /// # Errors
+    /// As [`Accounts::transfer`]; `idempotency_key_reused`.
+    pub async fn transfer_with_key(&self, transfer: &NewTransfer, key: &str) -> Result<Transfer, Error> {
+        self.client.json(&Call::json_body(ops::CREATE_TRANSFER, &[], Some(key), transfer)?).await
     }
 }
