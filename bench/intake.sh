@@ -22,7 +22,7 @@ export PGHOST=${PGHOST:-127.0.0.1} PGUSER=${PGUSER:-postgres}
 # alike): TLS to a database on the same machine protects nothing and cost a quarter of the CPU.
 export PGSSLMODE=${PGSSLMODE:-disable}
 mkdir -p "$OUT"
-[ -x "$BIN" ] && [ -x "$LOADGEN" ] || (cd "$ROOT" && cargo build --release -p malipo -p malipo-loadgen)
+[ -x "$BIN" ] && [ -x "$LOADGEN" ] || (cd "$ROOT" && cargo build --release -p malipo && cargo build --release -p malipo-loadgen)
 DB=malipo_intake
 URL="postgres://$PGUSER@$PGHOST/$DB"
 WORK=$(mktemp -d)

@@ -320,7 +320,7 @@ STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
 if [[ ${BENCH_SKIP_BUILD:-0} != 1 ]]; then
     log "building release binaries"
-    cargo build --release -p malipo -p malipo-loadgen
+    cargo build --release -p malipo && cargo build --release -p malipo-loadgen
 fi
 [[ -x $MALIPO ]] || die "$MALIPO missing"
 [[ -x $LOADGEN ]] || die "$LOADGEN missing"

@@ -61,7 +61,7 @@ cleanup() {
 trap cleanup EXIT
 
 if [[ ${BENCH_SKIP_BUILD:-0} != 1 ]]; then
-    cargo build --release -p malipo -p malipo-loadgen --quiet
+    cargo build --release -p malipo --quiet && cargo build --release -p malipo-loadgen --quiet
 fi
 # shellcheck source=bench/lifecycle-round.sh
 . "$ROOT/bench/lifecycle-round.sh"

@@ -574,7 +574,10 @@ STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
 if [[ ${BENCH_SKIP_BUILD:-0} != 1 ]]; then
     log "building release binaries"
-    cargo build --release -p malipo -p malipo-loadgen
+    # Two builds, not one: built together, the load generator's features (serde_json's
+    # arbitrary precision, through malipo-client) would be unified into the server's binary,
+    # which would then differ from what `cargo build -p malipo` makes.
+    cargo build --release -p malipo && cargo build --release -p malipo-loadgen
 fi
 [[ -x $MALIPO ]] || die "$MALIPO missing"
 [[ -x $LOADGEN ]] || die "$LOADGEN missing"

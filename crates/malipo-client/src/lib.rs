@@ -14,7 +14,10 @@
 //!   detail, field errors, request id), transport failures apart.
 //! - **Lists** as pages or as one async stream of every item ([`List::stream`]).
 //! - **Webhooks**: [`Webhooks::verify`] checks a delivery as Standard Webhooks says and reads
-//!   its [`Event`].
+//!   its [`Event`]; [`Webhooks::check_parsed`] checks one that arrived already parsed, by its
+//!   body `signature`; [`Event::object`] reads what it is about, typed ([`EventObject`]).
+//! - **Every operation** of the API, group by group (`client.charges()`, `client.payouts()`,
+//!   `client.bulk_payouts()`, `client.wallets()`, ...), from the table in [`operations`].
 //!
 //! ```no_run
 //! use malipo_client::{Client, NewCharge};
@@ -53,7 +56,7 @@ pub use resources::transactions::*;
 pub use resources::ussd::*;
 pub use resources::wallets::*;
 pub use resources::webhooks::*;
-pub use webhooks::{Event, EventKind, WebhookError, Webhooks};
+pub use webhooks::{Event, EventKind, EventObject, WebhookError, Webhooks};
 
 /// Test (the sandbox) or live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

@@ -12,7 +12,9 @@ use serde::Deserialize;
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
-use crate::{Charge, Mode};
+use rust_decimal::Decimal;
+
+use crate::{BulkPayout, CashOut, Charge, Mode, PaymentRequest, Payout, Reversal};
 
 /// How far a delivery's timestamp may be from the receiver's clock, either way.
 pub const TOLERANCE: Duration = Duration::from_secs(5 * 60);
@@ -300,19 +302,63 @@ pub struct Event {
     pub data: serde_json::Value,
 }
 
+/// What an event is about, typed by its kind ([`Event::object`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum EventObject {
+    /// `charge.*`: the charge.
+    Charge(Box<Charge>),
+    /// `payout.*`: the payout, and the payout account's available balance right after it
+    /// settled.
+    Payout {
+        /// The payout.
+        payout: Box<Payout>,
+        /// The payout account's available balance right after the payout settled.
+        payout_account_available: Option<Decimal>,
+    },
+    /// `bulk_payout.*`: the batch with its counts.
+    BulkPayout(Box<BulkPayout>),
+    /// `reversal.completed`: the reversal.
+    Reversal(Box<Reversal>),
+    /// `payment_request.*`: the request.
+    PaymentRequest(Box<PaymentRequest>),
+    /// `cash_out.completed`: the cash-out.
+    CashOut(Box<CashOut>),
+    /// A kind this version of the client does not know: `data` as it came.
+    Other(serde_json::Value),
+}
+
 impl Event {
     /// The charge of a `charge.*` event.
     pub fn charge(&self) -> Option<Charge> {
-        matches!(
-            self.kind,
-            EventKind::ChargeAuthorised
-                | EventKind::ChargeCompleted
-                | EventKind::ChargeDeclined
-                | EventKind::ChargeExpired
-                | EventKind::ChargeFailed
-        )
-        .then(|| serde_json::from_value(self.data.clone()).ok())
-        .flatten()
+        match self.object() {
+            Ok(EventObject::Charge(charge)) => Some(*charge),
+            _ => None,
+        }
+    }
+
+    /// The object the event is about, read as its kind says.
+    ///
+    /// # Errors
+    /// [`WebhookError::Body`] when `data` is not the object its kind names.
+    pub fn object(&self) -> Result<EventObject, WebhookError> {
+        fn read<T: serde::de::DeserializeOwned>(data: &serde_json::Value) -> Result<Box<T>, WebhookError> {
+            serde_json::from_value(data.clone()).map(Box::new).map_err(|e| WebhookError::Body(e.to_string()))
+        }
+        let data = &self.data;
+        Ok(match self.kind.as_str().split('.').next().unwrap_or_default() {
+            _ if matches!(self.kind, EventKind::Other(_)) => EventObject::Other(data.clone()),
+            "charge" => EventObject::Charge(read(data)?),
+            "payout" => EventObject::Payout {
+                payout: read(data)?,
+                payout_account_available: data.get("payout_account_available").map(|v| read::<Decimal>(v).map(|b| *b)).transpose()?,
+            },
+            "bulk_payout" => EventObject::BulkPayout(read(data)?),
+            "reversal" => EventObject::Reversal(read(data)?),
+            "payment_request" => EventObject::PaymentRequest(read(data)?),
+            "cash_out" => EventObject::CashOut(read(data)?),
+            _ => EventObject::Other(data.clone()),
+        })
     }
 }
 

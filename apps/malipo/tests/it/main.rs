@@ -26,6 +26,7 @@ mod sandbox;
 mod sdk;
 mod sdk_accounts_agents;
 mod sdk_bulk_requests;
+mod sdk_events;
 mod sdk_examples;
 mod sdk_wallets_channels;
 mod transactions;

@@ -4,11 +4,11 @@
 use std::time::{Duration, Instant};
 
 use futures_util::TryStreamExt;
-use malipo_client::{AccountKind, AgentCash, ChargeState, Client, ErrorCode, NewTransfer, NewWallet, StatementFilter};
+use malipo_client::{AccountKind, AgentCash, ChargeState, Client, ErrorCode, NewTransfer, NewWallet, StatementFilter, UssdRequest};
 use malipo_core::Mode;
 use rust_decimal::Decimal;
 
-use crate::harness::{msisdn, national_id, Creds, Db, TestApp};
+use crate::harness::{msisdn, national_id, session_id, Creds, Db, TestApp};
 
 crate::on_both!(
     accounts_are_listed_and_a_transfer_moves_money_shown_in_both_statements,
@@ -109,8 +109,37 @@ async fn an_agent_cashes_in_and_out_and_reads_its_float_through_the_client(db: D
     assert_eq!(agent_client.agents().cash_in_with_key(&cash, &key).await.unwrap(), paid, "replayed, not paid twice");
     assert_eq!(agent_client.agents().float().await.unwrap().available, amount(9_750_000));
     assert_eq!(operator.wallets().get(&customer).await.unwrap().balance, amount(250_000));
-    let over = agent_client.agents().cash_in(&AgentCash::new(customer.clone(), amount(100_000_000))).await.unwrap_err();
-    assert!(matches!(over.code(), Some(ErrorCode::LimitExceeded | ErrorCode::InsufficientFunds)), "{over:?}");
+    // A cent more than the float (well inside the tier-1 limits): insufficient_funds, nothing moved.
+    let over = agent_client.agents().cash_in(&AgentCash::new(customer.clone(), amount(9_750_001))).await.unwrap_err();
+    assert_eq!(over.code(), Some(&ErrorCode::InsufficientFunds), "{over:?}");
+    assert_eq!(agent_client.agents().float().await.unwrap().available, amount(9_750_000));
+
+    // Live cash-out: nothing moves until the customer approves it over USSD with the PIN; then
+    // the wallet pays amount + fee (1,029.00) and the float gets amount + commission (1,019.00).
+    operator.wallets().set_pin(&customer, "4826", None).await.unwrap();
+    let made = agent_client.agents().create_cash_out(&AgentCash::new(customer.clone(), amount(100_000))).await.unwrap();
+    assert_eq!(
+        (made.state, made.mode, made.fee, made.agent_commission),
+        (ChargeState::Pending, malipo_client::Mode::Live, amount(2_900), amount(1_900))
+    );
+    assert!(made.transaction_id.is_none() && made.completed_at.is_none() && made.failure_reason.is_none());
+    assert_eq!(operator.wallets().get(&customer).await.unwrap().balance, amount(250_000), "not before the approval");
+    let gateway = client_of(app, &app.live(&app.org("gateway", "KE").await.org_id).await);
+    let session = session_id();
+    let mut screen = None;
+    for inputs in [&[][..], &["3"], &["3", "1"], &["3", "1", "1"], &["3", "1", "1", "4826"]] {
+        screen = Some(gateway.ussd().send(&UssdRequest::new(session.as_str(), customer.as_str(), "").inputs(inputs)).await.unwrap());
+    }
+    let screen = screen.unwrap();
+    assert!(!screen.more && screen.text.contains("approved"), "{screen:?}");
+    let done = settle(&agent_client, &made.withdrawal_ref).await;
+    assert_eq!(done.state, ChargeState::Completed, "{done:?}");
+    assert_eq!(operator.wallets().get(&customer).await.unwrap().balance, amount(147_100));
+    assert_eq!(agent_client.agents().float().await.unwrap().available, amount(9_851_900));
+    let lines: Vec<_> = operator.wallets().transactions(&customer).stream().try_collect().await.unwrap();
+    let last = lines.last().unwrap();
+    assert_eq!((last.kind.as_str(), last.amount, last.balance_after), ("cash_out", amount(-102_900), amount(147_100)));
+    assert_eq!(Some(&last.transaction_id), done.transaction_id.as_ref());
 
     // Test mode: a cash-out the sandbox approves, and one it declines.
     let agent = app.org("agent", "KE").await;
