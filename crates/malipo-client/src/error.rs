@@ -24,6 +24,10 @@ pub enum Error {
     /// The client was configured with something unusable (a base URL that is not one).
     #[error("configuration: {0}")]
     Config(String),
+    /// The caller's own reader or writer failed: the CSV file of an upload, the destination
+    /// of an export.
+    #[error("i/o: {0}")]
+    Io(#[source] std::io::Error),
 }
 
 impl Error {

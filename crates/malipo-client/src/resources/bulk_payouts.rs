@@ -200,7 +200,7 @@ impl BulkPayouts<'_> {
     /// a reader consumed by the first try could not give again.
     ///
     /// # Errors
-    /// [`Error::Config`] when `csv` cannot be read; otherwise as [`BulkPayouts::create`], and
+    /// [`Error::Io`] when `csv` cannot be read; otherwise as [`BulkPayouts::create`], and
     /// `payload_too_large` above 5 MiB.
     pub async fn upload_csv(&self, reference: &str, csv: impl AsyncRead + Unpin) -> Result<BulkPayout, Error> {
         self.upload_csv_with_key(reference, csv, &new_key()).await
@@ -213,7 +213,7 @@ impl BulkPayouts<'_> {
     /// As [`BulkPayouts::upload_csv`]; `idempotency_key_reused`.
     pub async fn upload_csv_with_key(&self, reference: &str, mut csv: impl AsyncRead + Unpin, key: &str) -> Result<BulkPayout, Error> {
         let mut bytes = Vec::new();
-        csv.read_to_end(&mut bytes).await.map_err(|e| Error::Config(format!("the CSV file could not be read: {e}")))?;
+        csv.read_to_end(&mut bytes).await.map_err(Error::Io)?;
         let call = Call { key: Some(key.to_owned()), body: Some(("text/csv", bytes)), ..Call::to(ops::CREATE_BULK_PAYOUT, &[]) }
             .query("reference", Some(reference));
         self.client.json(&call).await
@@ -308,6 +308,27 @@ impl Client {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// A reader that fails.
+    struct Broken;
+
+    impl AsyncRead for Broken {
+        fn poll_read(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            _: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Err(std::io::Error::other("the disk is gone")))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_csv_that_cannot_be_read_is_an_io_error_and_nothing_is_sent() {
+        // Port 9 (discard) on loopback: were anything sent, it would be a transport error.
+        let client = Client::new("http://127.0.0.1:9", "ck_test_x", "cs_test_x").unwrap();
+        let failed = client.bulk_payouts().upload_csv("R", Broken).await.unwrap_err();
+        assert!(matches!(&failed, Error::Io(e) if e.to_string() == "the disk is gone"), "{failed:?}");
+    }
 
     #[test]
     fn a_batch_is_sent_with_exact_amounts_and_without_absent_narrations() {

@@ -168,7 +168,8 @@ impl Transactions<'_> {
     /// call is retried as any other until its answer starts; a failure after that ends it.
     ///
     /// # Errors
-    /// As every call; [`Error::Transport`] when the body is cut short or `out` fails.
+    /// As every call; [`Error::Transport`] when the body is cut short, [`Error::Io`] when `out`
+    /// fails.
     pub async fn export<W: AsyncWrite + Unpin + ?Sized>(&self, filter: &TransactionFilter, out: &mut W) -> Result<u64, Error> {
         let call = Call::to(ops::EXPORT_TRANSACTIONS, &[])
             .query("from", filter.from.as_deref())
@@ -177,10 +178,10 @@ impl Transactions<'_> {
         let mut answer = self.client.send(&call).await?;
         let mut written = 0_u64;
         while let Some(chunk) = answer.chunk().await.map_err(Error::Transport)? {
-            out.write_all(&chunk).await.map_err(|e| Error::Decode(format!("writing the export: {e}")))?;
+            out.write_all(&chunk).await.map_err(Error::Io)?;
             written += chunk.len() as u64;
         }
-        out.flush().await.map_err(|e| Error::Decode(format!("writing the export: {e}")))?;
+        out.flush().await.map_err(Error::Io)?;
         Ok(written)
     }
 
