@@ -23,6 +23,7 @@ crate::on_both!(
     wallets_need_the_wallets_scope,
     live_wallets_are_invisible_to_test_tokens,
     opening_replays_under_its_key,
+    a_pin_change_replays_under_its_key_after_the_wallet_locked,
 );
 
 async fn test_cast(app: &TestApp) -> Cast {
@@ -484,4 +485,28 @@ async fn opening_replays_under_its_key(db: Db) {
     // A new key for the same number is a second opening: refused.
     problem_strict(app.post(&cast.operator, "/wallets", &body, Some(&key())).await, 409, "invalid_state").await;
     app.assert_ledger_ok().await;
+}
+
+/// A retry of a PIN change that succeeded answers what it answered then, even when the wallet
+/// has been locked since (the retry changes nothing); a new change of a locked wallet is refused.
+async fn a_pin_change_replays_under_its_key_after_the_wallet_locked(db: Db) {
+    let app = TestApp::shared(db);
+    let cast = test_cast(app).await;
+    let n = msisdn("3020");
+    ok(open(app, &cast.operator, &json!({"msisdn": n, "first_name": "Amina", "last_name": "Otieno"})).await, "open");
+    let path = format!("/wallets/{n}/pin");
+    let body = json!({"new_pin": "4826"});
+    let k = key();
+    let first = ok(Answer::of(app.post(&cast.operator, &path, &body, Some(&k)).await).await, "first PIN");
+    ok(app.post_new(&cast.operator, &format!("/wallets/{n}/lock"), &json!({"reason": "reported stolen"})).await, "lock");
+    let again = Answer::of(app.post(&cast.operator, &path, &body, Some(&k)).await).await;
+    assert_eq!(again.status, 200, "the stored answer, not wallet_locked: {}", again.text);
+    assert_eq!(again.header("idempotent-replayed"), "true");
+    assert_eq!(again.text, first.text, "replayed byte for byte");
+    problem_strict(
+        app.post(&cast.operator, &path, &json!({"new_pin": "5937", "current_pin": "4826"}), Some(&key())).await,
+        422,
+        "wallet_locked",
+    )
+    .await;
 }

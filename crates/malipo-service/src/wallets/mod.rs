@@ -140,13 +140,14 @@ impl<'a> Wallets<'a> {
             let code = if matches!(e, PinError::Weak) { "weak_pin" } else { "invalid_pin" };
             ServiceError::field("new_pin", code, format!("new_pin: {e}"))
         })?;
-        if wallet.state == WalletState::Locked {
-            return Err(ServiceError::WalletLocked);
-        }
         // A retry of a request that already succeeded replays its answer without re-checking
-        // the old PIN (which has changed since).
+        // the old PIN (which has changed since) or the wallet's state (it may have been locked
+        // since: the retry changes nothing).
         if let Some(outcome) = self.core.stored_outcome(idem)? {
             return Ok(outcome);
+        }
+        if wallet.state == WalletState::Locked {
+            return Err(ServiceError::WalletLocked);
         }
         let expected_hash = match (&wallet.pin_hash, current_pin) {
             (None, _) => None,
