@@ -259,13 +259,23 @@ impl Call {
 
     /// A state-changing call of `op` with `key` (a new random one when `None`) and a JSON body.
     pub(crate) fn json_body(op: Operation, params: &[&str], key: Option<&str>, body: &impl serde::Serialize) -> Result<Self, Error> {
-        let bytes = serde_json::to_vec(body).map_err(|e| Error::Config(format!("the request body: {e}")))?;
-        Ok(Call { key: Some(key.map_or_else(new_key, str::to_owned)), body: Some(("application/json", bytes)), ..Call::to(op, params) })
+        Call::keyed(op, params, &key.map_or_else(new_key, str::to_owned)).json(body)
     }
 
     /// A state-changing call of `op` without a body, under `key`.
     pub(crate) fn keyed(op: Operation, params: &[&str], key: &str) -> Self {
         Call { key: Some(key.to_owned()), ..Call::to(op, params) }
+    }
+
+    /// This call with `body` as JSON.
+    pub(crate) fn json(self, body: &impl serde::Serialize) -> Result<Self, Error> {
+        let bytes = serde_json::to_vec(body).map_err(|e| Error::Config(format!("the request body: {e}")))?;
+        Ok(self.body("application/json", bytes))
+    }
+
+    /// This call with `bytes` of `content_type` as its body, sent unchanged on every try.
+    pub(crate) fn body(self, content_type: &'static str, bytes: Vec<u8>) -> Self {
+        Call { body: Some((content_type, bytes)), ..self }
     }
 
     pub(crate) fn query(mut self, name: &str, value: Option<impl ToString>) -> Self {

@@ -110,8 +110,7 @@ impl Webhooks {
     /// # Errors
     /// [`WebhookError`].
     pub fn check<H: Headers + ?Sized>(&self, headers: &H, body: &[u8]) -> Result<Event, WebhookError> {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        self.check_at(headers, body, i64::try_from(now).unwrap_or(i64::MAX))
+        self.check_at(headers, body, unix_now())
     }
 
     /// [`Webhooks::check`] with the receiver's clock at `now` (Unix seconds).
@@ -123,20 +122,12 @@ impl Webhooks {
         let stamp = headers.header("webhook-timestamp").ok_or(WebhookError::MissingHeader("webhook-timestamp"))?;
         let signatures = headers.header("webhook-signature").ok_or(WebhookError::MissingHeader("webhook-signature"))?;
         let at: i64 = stamp.trim().parse().map_err(|_| WebhookError::Timestamp)?;
-        let tolerance = i64::try_from(self.tolerance.as_secs()).unwrap_or(i64::MAX);
-        if now.abs_diff(at) > tolerance.unsigned_abs() {
-            return Err(WebhookError::Timestamp);
-        }
+        self.within_tolerance(at, now)?;
         let mut signed = Vec::with_capacity(id.len() + stamp.len() + body.len() + 2);
         signed.extend_from_slice(format!("{id}.{stamp}.").as_bytes());
         signed.extend_from_slice(body);
-        let expected: Vec<Vec<u8>> = self.keys.iter().map(|k| hmac(k, &signed)).collect();
-        let matches = signatures
-            .split_whitespace()
-            .filter_map(|s| s.strip_prefix("v1,"))
-            .filter_map(|s| STANDARD.decode(s).ok())
-            .any(|given| expected.iter().any(|want| bool::from(want.as_slice().ct_eq(&given))));
-        if !matches {
+        let expected = self.macs(&signed);
+        if !signatures.split_whitespace().any(|given| signs(&expected, given)) {
             return Err(WebhookError::Signature);
         }
         let event: Event = serde_json::from_slice(body).map_err(|e| WebhookError::Body(e.to_string()))?;
@@ -159,8 +150,7 @@ impl Webhooks {
     /// # Errors
     /// [`WebhookError`]; [`WebhookError::MissingHeader`]`("signature")` when the member is absent.
     pub fn check_parsed(&self, body: &serde_json::Value) -> Result<Event, WebhookError> {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        self.check_parsed_at(body, i64::try_from(now).unwrap_or(i64::MAX))
+        self.check_parsed_at(body, unix_now())
     }
 
     /// [`Webhooks::check_parsed`] with the receiver's clock at `now` (Unix seconds).
@@ -170,13 +160,9 @@ impl Webhooks {
     pub fn check_parsed_at(&self, body: &serde_json::Value, now: i64) -> Result<Event, WebhookError> {
         let given = body.get("signature").and_then(serde_json::Value::as_str).ok_or(WebhookError::MissingHeader("signature"))?;
         let at = body.get("timestamp").and_then(serde_json::Value::as_i64).ok_or(WebhookError::Timestamp)?;
-        let tolerance = i64::try_from(self.tolerance.as_secs()).unwrap_or(i64::MAX);
-        if now.abs_diff(at) > tolerance.unsigned_abs() {
-            return Err(WebhookError::Timestamp);
-        }
+        self.within_tolerance(at, now)?;
         let signed = signed_fields(body).ok_or_else(|| WebhookError::Body("not an event".to_owned()))?;
-        let given = given.strip_prefix("v1,").and_then(|s| STANDARD.decode(s).ok()).ok_or(WebhookError::Signature)?;
-        if !self.keys.iter().any(|k| bool::from(hmac(k, signed.as_bytes()).as_slice().ct_eq(&given))) {
+        if !signs(&self.macs(signed.as_bytes()), given) {
             return Err(WebhookError::Signature);
         }
         serde_json::from_value(body.clone()).map_err(|e| WebhookError::Body(e.to_string()))
@@ -210,6 +196,34 @@ fn signed_fields(body: &serde_json::Value) -> Option<String> {
         text(object.get("currency")),
         text(object.get("state"))
     ))
+}
+
+impl Webhooks {
+    /// `at` (Unix seconds) is within the tolerance of `now`.
+    fn within_tolerance(&self, at: i64, now: i64) -> Result<(), WebhookError> {
+        let tolerance = i64::try_from(self.tolerance.as_secs()).unwrap_or(i64::MAX);
+        if now.abs_diff(at) > tolerance.unsigned_abs() {
+            return Err(WebhookError::Timestamp);
+        }
+        Ok(())
+    }
+
+    /// The HMAC of `message` under each secret held.
+    fn macs(&self, message: &[u8]) -> Vec<Vec<u8>> {
+        self.keys.iter().map(|k| hmac(k, message)).collect()
+    }
+}
+
+/// Whether `given` (`v1,<base64>`) is one of the `expected` MACs, compared in constant time.
+fn signs(expected: &[Vec<u8>], given: &str) -> bool {
+    let Some(given) = given.strip_prefix("v1,").and_then(|s| STANDARD.decode(s).ok()) else { return false };
+    expected.iter().any(|want| bool::from(want.as_slice().ct_eq(&given)))
+}
+
+/// The receiver's clock, Unix seconds.
+fn unix_now() -> i64 {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    i64::try_from(now).unwrap_or(i64::MAX)
 }
 
 fn key_of(secret: &str) -> Result<Vec<u8>, WebhookError> {

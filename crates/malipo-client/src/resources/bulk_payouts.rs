@@ -214,8 +214,7 @@ impl BulkPayouts<'_> {
     pub async fn upload_csv_with_key(&self, reference: &str, mut csv: impl AsyncRead + Unpin, key: &str) -> Result<BulkPayout, Error> {
         let mut bytes = Vec::new();
         csv.read_to_end(&mut bytes).await.map_err(Error::Io)?;
-        let call = Call { key: Some(key.to_owned()), body: Some(("text/csv", bytes)), ..Call::to(ops::CREATE_BULK_PAYOUT, &[]) }
-            .query("reference", Some(reference));
+        let call = Call::keyed(ops::CREATE_BULK_PAYOUT, &[], key).body("text/csv", bytes).query("reference", Some(reference));
         self.client.json(&call).await
     }
 

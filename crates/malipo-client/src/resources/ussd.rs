@@ -139,8 +139,7 @@ impl Ussd<'_> {
             service_code: hop.service_code.as_deref(),
             network_code: hop.network_code.as_deref(),
         };
-        let bytes = serde_json::to_vec(&body).map_err(|e| Error::Config(format!("the request body: {e}")))?;
-        let call = Call { body: Some(("application/json", bytes)), ..Call::to(ops::CONTINUE_USSD_SESSION, &[]) };
+        let call = Call::to(ops::CONTINUE_USSD_SESSION, &[]).json(&body)?;
         let answer = self.client.send(&call).await?;
         let text = answer.text().await.map_err(Error::Transport)?;
         UssdScreen::parse(&text).ok_or_else(|| {
