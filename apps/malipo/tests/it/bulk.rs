@@ -21,16 +21,7 @@ async fn maker_and_checker(app: &TestApp, funds: &str) -> (Creds, String, String
     let c = app.org("corporate", "KE").await;
     app.fund(&c.org_id, Mode::Test, funds).await;
     let maker = app.token(&c).await;
-    let p = app.platform.clone();
-    let org = malipo_core::OrgId::parse(&c.org_id).unwrap();
-    let checker = tokio::task::spawn_blocking(move || {
-        p.access().issue_credential(&org, Mode::Test, Some(malipo_auth::Scopes::parse("bulk:approve payouts").unwrap()))
-    })
-    .await
-    .unwrap()
-    .unwrap();
-    let checker_token =
-        app.token(&Creds { org_id: c.org_id.clone(), client_id: checker.client_id, client_secret: checker.client_secret }).await;
+    let checker_token = app.token(&app.credential(&c.org_id, Mode::Test, Some("bulk:approve payouts")).await).await;
     (c, maker, checker_token)
 }
 

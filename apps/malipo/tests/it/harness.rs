@@ -244,10 +244,16 @@ impl TestApp {
 
     /// A live credential for an organisation.
     pub async fn live(&self, org_id: &str) -> Creds {
+        self.credential(org_id, malipo_core::Mode::Live, None).await
+    }
+
+    /// A new credential for an organisation in `mode`, with `scopes` (space-separated; the
+    /// kind's defaults when `None`).
+    pub async fn credential(&self, org_id: &str, mode: malipo_core::Mode, scopes: Option<&str>) -> Creds {
         let p = self.platform.clone();
         let org = malipo_core::OrgId::parse(org_id).unwrap();
-        let issued =
-            tokio::task::spawn_blocking(move || p.access().issue_credential(&org, malipo_core::Mode::Live, None)).await.unwrap().unwrap();
+        let scopes = scopes.map(|s| malipo_auth::Scopes::parse(s).unwrap());
+        let issued = tokio::task::spawn_blocking(move || p.access().issue_credential(&org, mode, scopes)).await.unwrap().unwrap();
         Creds { org_id: org_id.to_owned(), client_id: issued.client_id, client_secret: issued.client_secret }
     }
 

@@ -41,15 +41,7 @@ fn amount(minor: i64) -> Decimal {
 async fn maker_and_checker(app: &TestApp, funds: &str) -> (Client, Client, Creds, Creds) {
     let maker = app.org("corporate", "KE").await;
     app.fund(&maker.org_id, malipo_core::Mode::Test, funds).await;
-    let p = app.platform.clone();
-    let org = malipo_core::OrgId::parse(&maker.org_id).unwrap();
-    let issued = tokio::task::spawn_blocking(move || {
-        p.access().issue_credential(&org, malipo_core::Mode::Test, Some(malipo_auth::Scopes::parse("bulk:approve payouts").unwrap()))
-    })
-    .await
-    .unwrap()
-    .unwrap();
-    let checker = Creds { org_id: maker.org_id.clone(), client_id: issued.client_id, client_secret: issued.client_secret };
+    let checker = app.credential(&maker.org_id, malipo_core::Mode::Test, Some("bulk:approve payouts")).await;
     let client = |c: &Creds| Client::new(&app.base, &c.client_id, &c.client_secret).unwrap();
     (client(&maker), client(&checker), maker, checker)
 }

@@ -124,13 +124,7 @@ async fn payroll_uploads_approves_with_the_checker_and_follows_to_the_end(db: Db
     let app = TestApp::shared(db);
     let maker = app.org("corporate", "KE").await;
     app.fund(&maker.org_id, malipo_core::Mode::Test, "1000").await;
-    let p = app.platform.clone();
-    let org = malipo_core::OrgId::parse(&maker.org_id).unwrap();
-    let scopes = malipo_auth::Scopes::parse("bulk:approve payouts").unwrap();
-    let checker = tokio::task::spawn_blocking(move || p.access().issue_credential(&org, malipo_core::Mode::Test, Some(scopes)))
-        .await
-        .unwrap()
-        .unwrap();
+    let checker = app.credential(&maker.org_id, malipo_core::Mode::Test, Some("bulk:approve payouts")).await;
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("payroll.csv");
     std::fs::write(&csv, "payee_msisdn,amount,reference,narration\n254712340001,100.00,PAY-1,November\n254712340002,250.50,PAY-2,\n254712340003,49.50,PAY-3,\"Bonus, November\"\n").unwrap();
