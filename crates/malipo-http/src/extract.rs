@@ -7,11 +7,10 @@ use std::pin::Pin;
 use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
-use futures_util::future::{ready, Ready};
 use futures_util::StreamExt;
 use malipo_auth::{Principal, Scope};
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyError, KeyScope};
-use malipo_service::{Idem, Intake};
+use malipo_service::Idem;
 use serde::de::DeserializeOwned;
 
 use crate::problem::{ApiError, ProblemField};
@@ -53,42 +52,6 @@ impl Auth {
         } else {
             Err(ApiError::InsufficientScope(scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ").into()))
         }
-    }
-}
-
-/// The backlog gate's "not now", checked before the request costs anything: no token lookup, no
-/// body read. The first extractor of the routes that create due work, so that a flood of them
-/// while the service catches up is turned away cheaply rather than taking the CPU and database
-/// connections the workers need to catch up. (The service checks the gate again after
-/// validation, as for any caller.)
-fn admit(req: &HttpRequest, intake: Intake) -> Result<(), ApiError> {
-    let state = req.app_data::<web::Data<AppState>>().ok_or_else(|| ApiError::InvalidRequest("server misconfigured".into()))?;
-    state.platform.backlog().admit(intake).map_err(ApiError::Service)
-}
-
-/// Admits a new charge or cash-out (see [`admit`]).
-#[derive(Debug, Clone, Copy)]
-pub struct ChargeIntake;
-
-impl FromRequest for ChargeIntake {
-    type Error = ApiError;
-    type Future = Ready<Result<Self, Self::Error>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(admit(req, Intake::Charge).map(|()| ChargeIntake))
-    }
-}
-
-/// Admits a new payout or the approval of a batch (see [`admit`]).
-#[derive(Debug, Clone, Copy)]
-pub struct PayoutIntake;
-
-impl FromRequest for PayoutIntake {
-    type Error = ApiError;
-    type Future = Ready<Result<Self, Self::Error>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(admit(req, Intake::Payout).map(|()| PayoutIntake))
     }
 }
 

@@ -209,7 +209,9 @@ impl<'a> Agents<'a> {
                 format!("amount is below the cash-out fee of {} {currency}", currency.format_amount(fee)),
             ));
         }
-        Backlog::new(self.core).take(Intake::Charge)?;
+        if let Some(replayed) = Backlog::new(self.core).take(Intake::Charge, idem)? {
+            return Ok(replayed);
+        }
         let now = self.core.now();
         let next_action_at = Lifecycle(self.core).first_step_at(principal.mode, now);
         let outcome = self.core.idempotent(

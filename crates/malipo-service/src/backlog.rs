@@ -47,6 +47,7 @@ use malipo_core::Timestamp;
 
 use crate::core::Core;
 use crate::error::ServiceError;
+use crate::idempotency::{Idem, IdemOutcome};
 use crate::ports::read;
 
 /// What one measurement found.
@@ -214,17 +215,23 @@ impl<'a> Backlog<'a> {
         Err(ServiceError::Busy { retry_after: excess.clamp(1, 30).unsigned_abs() })
     }
 
-    /// [`Backlog::admit`], counting an admitted charge until the next measurement: what the
-    /// service does right before it creates due work.
+    /// [`Backlog::admit`] for new work under `idem`, counting an admitted charge until the next
+    /// measurement: what the service does right before it creates due work. A request the gate
+    /// refuses is first looked up by its key: the stored answer of a request already settled is
+    /// returned whatever the load (it is no new work, and the one a client retries most just
+    /// when the service is catching up), so only a key without an answer hears "not now".
     ///
     /// # Errors
-    /// As [`Backlog::admit`].
-    pub(crate) fn take(&self, intake: Intake) -> Result<(), ServiceError> {
-        self.admit(intake)?;
+    /// As [`Backlog::admit`], or the stored record's ([`ServiceError::IdempotencyReused`],
+    /// [`ServiceError::IdempotencyInProgress`]).
+    pub(crate) fn take(&self, intake: Intake, idem: &Idem) -> Result<Option<IdemOutcome>, ServiceError> {
+        if let Err(refused) = self.admit(intake) {
+            return self.core.stored_outcome(idem)?.map(Some).ok_or(refused);
+        }
         if intake == Intake::Charge {
             self.core.backlog.admitted.fetch_add(1, Ordering::Relaxed);
         }
-        Ok(())
+        Ok(None)
     }
 
     /// The predicted wait in microseconds, when one more charge would take the charges due at

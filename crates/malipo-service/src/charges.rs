@@ -60,7 +60,9 @@ impl<'a> Charges<'a> {
             )));
         }
         let fee = merchant_country.fee(FeeOperation::Charge, amount).min(amount);
-        Backlog::new(self.core).take(Intake::Charge)?;
+        if let Some(replayed) = Backlog::new(self.core).take(Intake::Charge, idem)? {
+            return Ok(replayed);
+        }
         let now = self.core.now();
         let expires_at = now.plus_seconds(self.core.config.charge_ttl_seconds);
         // A live prompt whose payer can pay waits for the customer from the start (parked until

@@ -103,7 +103,9 @@ impl<'a> BulkPayouts<'a> {
         answer: &dyn Answer<BulkPayout>,
     ) -> Result<IdemOutcome, ServiceError> {
         let id = &command.batch;
-        Backlog::new(self.core).take(Intake::Payout)?;
+        if let Some(replayed) = Backlog::new(self.core).take(Intake::Payout, idem)? {
+            return Ok(replayed);
+        }
         let now = self.core.now();
         self.core.idempotent(
             idem,

@@ -49,7 +49,9 @@ impl<'a> Payouts<'a> {
             return Err(ServiceError::CurrencyMismatch(format!("currency must be {}, the payout account's currency", country.currency)));
         }
         let fee = country.fee(FeeOperation::Payout, line.amount);
-        Backlog::new(self.core).take(Intake::Payout)?;
+        if let Some(replayed) = Backlog::new(self.core).take(Intake::Payout, idem)? {
+            return Ok(replayed);
+        }
         let now = self.core.now();
         self.core.idempotent(
             idem,

@@ -9,7 +9,7 @@ use malipo_service::{AgentCash, CashIn};
 use utoipa::OpenApi;
 
 use self::dto::{AgentCashRequest, CashInDto, CashOutDto};
-use crate::extract::{Auth, Body, ChargeIntake};
+use crate::extract::{Auth, Body};
 use crate::handler::{render, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
@@ -78,13 +78,7 @@ pub async fn cash_in(req: HttpRequest, auth: Auth, body: Body, state: web::Data<
     ),
     security(("bearer" = ["agent"]))
 )]
-pub async fn cash_out(
-    _gate: ChargeIntake,
-    req: HttpRequest,
-    auth: Auth,
-    body: Body,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
+pub async fn cash_out(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Agent)?.clone();
     let operation = "POST /agents/cash-out";
     idempotent(

@@ -14,7 +14,7 @@ use utoipa::OpenApi;
 
 use self::dto::{ApproveRequest, BatchCountsDto, BulkItemRequest, BulkPayoutDto, BulkRequest, RejectRequest};
 use self::upload::read_upload;
-use crate::extract::{Auth, Body, BodyLimit, PayoutIntake};
+use crate::extract::{Auth, Body, BodyLimit};
 use crate::handler::{bad_cursor, limit, render, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
@@ -126,7 +126,6 @@ pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<A
     security(("bearer" = ["bulk:approve"]))
 )]
 pub async fn approve(
-    _gate: PayoutIntake,
     req: HttpRequest,
     auth: Auth,
     path: web::Path<String>,

@@ -12,7 +12,7 @@ use malipo_service::CreateCharge;
 use utoipa::OpenApi;
 
 use self::dto::StkRequest;
-use crate::extract::{Auth, Body, ChargeIntake};
+use crate::extract::{Auth, Body};
 use crate::handler::{limit, render, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
@@ -49,13 +49,7 @@ pub struct Api;
     ),
     security(("bearer" = ["payments"]))
 )]
-pub async fn create(
-    _gate: ChargeIntake,
-    req: HttpRequest,
-    auth: Auth,
-    body: Body,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
+pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Payments)?.clone();
     let input = Input::json(&body).key_in_body(|stk: &StkRequest| &stk.idem);
     idempotent(&req, principal, &state, "POST /partner/stk", input, StkRequest::into_new, |p, principal, charge: &CreateCharge, idem| {

@@ -12,7 +12,7 @@ use malipo_service::CreatePayout;
 use utoipa::OpenApi;
 
 use self::dto::PayoutRequest;
-use crate::extract::{Auth, Body, PayoutIntake};
+use crate::extract::{Auth, Body};
 use crate::handler::{bad_cursor, limit, render, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
@@ -62,13 +62,7 @@ pub fn state_param(value: Option<&String>) -> Result<Option<PayoutState>, ApiErr
     ),
     security(("bearer" = ["payouts"]))
 )]
-pub async fn create(
-    _gate: PayoutIntake,
-    req: HttpRequest,
-    auth: Auth,
-    body: Body,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
+pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Payouts)?.clone();
     idempotent(
         &req,
