@@ -74,6 +74,12 @@ pub struct Settings {
     /// Whether the console's cookies carry `Secure` (`None`: on unless the bind address is
     /// loopback).
     pub console_secure_cookies: Option<bool>,
+    /// Whether the reverse proxy in front is trusted to say whom it forwards.
+    pub trust_proxy: bool,
+    /// The bearer token that reads `/metrics` on the API's port (`None`: nobody there).
+    pub metrics_token: Option<String>,
+    /// A listener of its own that serves `/metrics` without a token.
+    pub metrics_bind: Option<String>,
 }
 
 /// What every command reads: the database, the country file, the webhook key, logging.
@@ -211,6 +217,20 @@ pub struct ServeArgs {
     /// HTTPS). Default: on unless the bind address is loopback.
     #[arg(long, env = "MALIPO_CONSOLE_SECURE_COOKIES", action = clap::ArgAction::Set)]
     pub console_secure_cookies: Option<bool>,
+    /// Trust the reverse proxy in front to say whom it forwards: the last address of
+    /// `X-Forwarded-For` is then a request's source (the failure limits, the audit log), and,
+    /// without `MALIPO_CONSOLE_URL`, the forwarded host and scheme give the console's origin. Only
+    /// behind a proxy that sets these headers itself (a client could otherwise choose them).
+    #[arg(long, env = "MALIPO_TRUST_PROXY", default_value_t = false, action = clap::ArgAction::Set)]
+    pub trust_proxy: bool,
+    /// The bearer token a Prometheus scraper sends to read `/metrics` on the API's port
+    /// (`Authorization: Bearer …`). Unset: `/metrics` there answers 404.
+    #[arg(long, env = "MALIPO_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
+    /// An address of its own (e.g. `127.0.0.1:9464`, or a private interface) where `/metrics`
+    /// is served without a token, and nothing else.
+    #[arg(long, env = "MALIPO_METRICS_BIND")]
+    pub metrics_bind: Option<String>,
 }
 
 impl ServeArgs {
@@ -268,6 +288,9 @@ impl Settings {
             webhook_concurrency: serve.webhook_concurrency,
             console_url: serve.console_url.map(|u| u.trim_end_matches('/').to_owned()),
             console_secure_cookies: serve.console_secure_cookies,
+            trust_proxy: serve.trust_proxy,
+            metrics_token: serve.metrics_token.filter(|t| !t.is_empty()),
+            metrics_bind: serve.metrics_bind.filter(|b| !b.is_empty()),
         }
     }
 

@@ -137,6 +137,8 @@ fn background_platform(settings: &Settings, platform: &Platform) -> anyhow::Resu
 pub struct Running {
     /// The bound address.
     pub addr: std::net::SocketAddr,
+    /// The metrics listener's address (`MALIPO_METRICS_BIND`), if any.
+    pub metrics_addr: Option<std::net::SocketAddr>,
     /// Stops the HTTP server gracefully.
     pub server: actix_web::dev::ServerHandle,
     /// Completes when the server and the workers have stopped.
@@ -158,15 +160,24 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     let platform = platform.with_observer(Arc::new(metrics.charges));
     let rate_limits = RateLimits::new(settings.rate_limit_test, settings.rate_limit_live)
         .with_token_failures(settings.token_failures_per_client, settings.token_failures_per_address);
-    let state = AppState { platform: platform.clone(), rate_limits: Arc::new(rate_limits) };
+    let state = AppState { platform: platform.clone(), rate_limits: Arc::new(rate_limits), trust_proxy: settings.trust_proxy };
     let data = web::Data::new(state);
-    let console = malipo_console::Console { platform: platform.clone(), settings: console_settings(settings) };
     let addr = listener.local_addr()?;
+    let console = malipo_console::Console { platform: platform.clone(), settings: console_settings(settings, addr) };
+    let metrics_access = web::Data::new(malipo_http::MetricsAccess { token: settings.metrics_token.clone() });
+    let metrics_server = match &settings.metrics_bind {
+        Some(bind) => Some(metrics_server(bind, prom.registry.clone())?),
+        None => None,
+    };
+    let metrics_addr = metrics_server.as_ref().map(|(addr, _)| *addr);
+    let prom_for_api = prom.clone();
     let mut server = HttpServer::new(move || {
         let console = console.clone();
         App::new()
             .app_data(data.clone())
-            .wrap(prom.clone())
+            .app_data(metrics_access.clone())
+            .wrap(prom_for_api.clone())
+            .wrap(middleware::from_fn(malipo_http::metrics_gate))
             .wrap(middleware::from_fn(malipo_http::request_id_mw))
             .configure(move |cfg| malipo_console::configure(cfg, console))
             .configure(malipo_http::configure)
@@ -186,8 +197,16 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     if settings.webhook_concurrency > 0 {
         workers.push(delivery::spawn(background, Arc::new(delivery::Sender::default()), settings.webhook_concurrency as usize, stop_rx));
     }
+    let metrics_handle = metrics_server.map(|(_, server)| {
+        let handle = server.handle();
+        tokio::spawn(server);
+        handle
+    });
     let done = tokio::spawn(async move {
         server.await?;
+        if let Some(metrics) = metrics_handle {
+            metrics.stop(true).await;
+        }
         tracing::info!("HTTP server stopped; stopping workers");
         let _ = stop_tx.send(true);
         for w in workers {
@@ -195,16 +214,48 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
         }
         Ok(())
     });
-    Ok(Running { addr, server: handle, done, platform })
+    Ok(Running { addr, metrics_addr, server: handle, done, platform })
 }
 
-/// How the console is reached, from the settings.
-pub fn console_settings(settings: &Settings) -> malipo_console::ConsoleSettings {
-    let origin = settings.console_url.as_deref().and_then(|u| {
+/// A listener of its own for `/metrics` (`MALIPO_METRICS_BIND`), for an address only the
+/// operator's scraper reaches: it serves the metrics and nothing else, without a token.
+///
+/// # Errors
+/// When the address cannot be bound.
+fn metrics_server(bind: &str, registry: prometheus::Registry) -> anyhow::Result<(std::net::SocketAddr, actix_web::dev::Server)> {
+    let listener = TcpListener::bind(bind).map_err(|e| anyhow::anyhow!("cannot listen for metrics on {bind}: {e}"))?;
+    let addr = listener.local_addr()?;
+    let server = HttpServer::new(move || {
+        let registry = registry.clone();
+        App::new().route(
+            malipo_http::metrics::METRICS_PATH,
+            web::get().to(move || {
+                let text = malipo_http::metrics::render(&registry);
+                async move { actix_web::HttpResponse::Ok().content_type("text/plain; version=0.0.4; charset=utf-8").body(text) }
+            }),
+        )
+    })
+    .workers(1)
+    .shutdown_timeout(5)
+    .listen(listener)?
+    .run();
+    Ok((addr, server))
+}
+
+/// How the console is reached, from the settings and the address the server listens on: the
+/// origin of `MALIPO_CONSOLE_URL`, or without it the listening address's (never the request's
+/// `Host`), or with `MALIPO_TRUST_PROXY` and no console URL, what the trusted proxy forwards.
+pub fn console_settings(settings: &Settings, listening: std::net::SocketAddr) -> malipo_console::ConsoleSettings {
+    let configured = settings.console_url.as_deref().and_then(|u| {
         let (scheme, rest) = u.split_once("://")?;
         Some(format!("{scheme}://{}", rest.split('/').next().unwrap_or_default()))
     });
-    malipo_console::ConsoleSettings { secure_cookies: settings.console_secure_cookies(), origin }
+    let origins = match configured {
+        Some(origin) => vec![origin],
+        None if settings.trust_proxy => Vec::new(),
+        None => malipo_console::ConsoleSettings::origins_of(listening),
+    };
+    malipo_console::ConsoleSettings { secure_cookies: settings.console_secure_cookies(), origins, trust_proxy: settings.trust_proxy }
 }
 
 /// Sets up structured (JSON) logging with the given filter.

@@ -33,11 +33,21 @@ pub enum PasswordProblem {
     /// On the list of common passwords, or the person's own email or name.
     #[error("is too common; choose one that is hard to guess")]
     Common,
+    /// Guessed too soon: a pattern, a repetition, a keyboard walk, words that go together, or
+    /// the person's own details with a little added.
+    #[error("is too easy to guess; use a few unrelated words, or more characters with no pattern")]
+    Guessable,
 }
 
+/// The least strength estimate accepted (zxcvbn's scale of 0-4): 3 stands for more than about
+/// 10^8 guesses, far beyond what the sign-in's failure limits let anyone try online, and
+/// costly offline against Argon2id.
+const MIN_STRENGTH: zxcvbn::Score = zxcvbn::Score::Three;
+
 /// Checks a new password against the policy: 12 to 128 characters, not a common password
-/// (a list of about 100,000, compared case-insensitively), and not the person's email or name
-/// (`personal`).
+/// (a list of about 100,000, compared case-insensitively), not the person's email or name
+/// (`personal`), and a strength estimate (zxcvbn's, which sees patterns, repetitions, keyboard
+/// walks, dates, dictionary words and the person's own details) of at least 3 of 4.
 ///
 /// # Errors
 /// The [`PasswordProblem`].
@@ -55,6 +65,22 @@ pub fn check_password(password: &str, personal: &[&str]) -> Result<(), PasswordP
     }
     if personal.iter().any(|p| !p.trim().is_empty() && p.trim().to_lowercase() == lower) {
         return Err(PasswordProblem::Common);
+    }
+    // The person's details, and their email's parts, as words a guesser would try first.
+    let mut inputs: Vec<String> = Vec::new();
+    for p in personal {
+        inputs.push(p.trim().to_lowercase());
+        inputs.extend(p.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 3).map(str::to_owned));
+    }
+    let words: Vec<&str> = inputs.iter().map(String::as_str).collect();
+    if zxcvbn::zxcvbn(password, &words).score() < MIN_STRENGTH {
+        return Err(PasswordProblem::Guessable);
+    }
+    // The estimate scores words run together with punctuation as random characters: what is
+    // left without the person's own words must be strong by itself.
+    let without_personal = words.iter().fold(lower.clone(), |rest, w| rest.replace(w, ""));
+    if without_personal != lower && zxcvbn::zxcvbn(&without_personal, &words).score() < MIN_STRENGTH {
+        return Err(PasswordProblem::Guessable);
     }
     Ok(())
 }
@@ -166,8 +192,29 @@ mod tests {
         assert_eq!(check_password("PASSWORD1234", &[]), Err(PasswordProblem::Common), "case-insensitive");
         assert_eq!(check_password("amina@shop.example", &["Amina@Shop.example"]), Err(PasswordProblem::Common));
         assert_eq!(check_password("correct horse battery", &["a@b.c"]), Ok(()));
-        assert_eq!(check_password("ñandú-ñandú-ñ", &[]), Ok(()), "characters, not bytes: 13");
+        assert_eq!(check_password("ñandú-kiboko-ñ", &[]), Ok(()), "characters, not bytes: 14");
         assert_eq!(check_password(&"é".repeat(11), &[]), Err(PasswordProblem::TooShort));
+    }
+
+    #[test]
+    fn passwords_a_guesser_tries_early_are_refused_by_their_strength() {
+        for weak in [
+            "            ",
+            "abcabcabcabc",
+            "aaaaaaaaaaaa",
+            "123456789012",
+            "qwertyuiopas",
+            "password2026!",
+            "amina.njeri.2026",
+            "dukaletu1234",
+        ] {
+            let problem = check_password(weak, &["amina.njeri@dukaletu.example", "Amina Njeri"]);
+            assert!(matches!(problem, Err(PasswordProblem::Guessable | PasswordProblem::Common)), "{weak:?}: {problem:?}");
+        }
+        assert_eq!(check_password("abcabcabcabc", &[]), Err(PasswordProblem::Guessable));
+        for strong in ["correct horse battery staple", "kiboko-mvua-taa-7Q", "a long enough passphrase"] {
+            assert_eq!(check_password(strong, &["amina@shop.example", "Amina Njeri"]), Ok(()), "{strong:?}");
+        }
     }
 
     #[test]

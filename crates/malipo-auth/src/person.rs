@@ -198,6 +198,21 @@ impl User {
         email.trim().to_lowercase()
     }
 
+    /// Whether `email` (trimmed) is an address a person can be invited at: RFC 5322's
+    /// `local@domain` with a plain (dot-atom) local part, a domain name with at least two labels
+    /// (no address literal, no display name, no quoted local part: what such forms allow is
+    /// markup and spoofing, not anyone's mailbox), no hidden or control characters, and at most
+    /// 254 characters.
+    pub fn valid_email(email: &str) -> bool {
+        use email_address::{EmailAddress, Options};
+        let email = email.trim();
+        let options = Options::default().with_required_tld().without_domain_literal().without_display_text();
+        email.chars().count() <= 254
+            && !email.starts_with('"')
+            && email.chars().all(|c| c.is_ascii_graphic() || (!c.is_ascii() && !c.is_control() && !is_format(c)))
+            && EmailAddress::parse_with_options(email, options).is_ok()
+    }
+
     /// Whether the person has turned on the second factor.
     pub fn has_second_factor(&self) -> bool {
         self.totp_enabled_at.is_some()
@@ -279,5 +294,42 @@ mod tests {
         u.demo = false;
         u.totp_enabled_at = Some(Timestamp::from_micros(1));
         assert!(!u.must_enrol(true));
+    }
+}
+
+/// Whether `c` is an invisible formatting character (bidirectional overrides, zero-width ones).
+fn is_format(c: char) -> bool {
+    matches!(c, '\u{00ad}' | '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206f}' | '\u{feff}')
+}
+
+#[cfg(test)]
+mod email_tests {
+    use super::User;
+
+    #[test]
+    fn emails_are_addresses_not_markup() {
+        for ok in ["a@b.co", " amina@shop.example ", "first.last+tag@mail.example.org", "o'neil@shop.example"] {
+            assert!(User::valid_email(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "a",
+            "a@",
+            "@b.co",
+            "a@b",
+            "a b@c.de",
+            "a@b@c.de",
+            "a@.com",
+            "a@com.",
+            "a@b.c\u{202e}",
+            "x\"><script>alert(1)</script>@example.com",
+            "\"x><script>\"@example.com",
+            "<a@b.co>",
+            "Amina <a@b.co>",
+            "a@[127.0.0.1]",
+            "a\u{200b}b@shop.example",
+        ] {
+            assert!(!User::valid_email(bad), "{bad:?}");
+        }
     }
 }

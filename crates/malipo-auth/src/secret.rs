@@ -154,6 +154,23 @@ impl SecretHasher {
         hex::encode(self.mac(b"malipo: keyed digest v1", value).finalize().into_bytes())
     }
 
+    /// A device token for the account of `email_key`: the value of the cookie a browser gets
+    /// when its person signs in, which later proves that this browser signed in as them before
+    /// (a random part and its keyed tag; nothing is stored).
+    pub fn device_token(&self, email_key: &str) -> String {
+        let nonce = random_alnum(22);
+        let tag = self.mac(DEVICE, &format!("{email_key}\n{nonce}")).finalize().into_bytes();
+        format!("mld_{nonce}.{}", B64.encode(tag))
+    }
+
+    /// Whether `token` is a device token this server made for the account of `email_key`
+    /// (compared in constant time).
+    pub fn trusts_device(&self, email_key: &str, token: &str) -> bool {
+        let Some((nonce, tag)) = token.strip_prefix("mld_").and_then(|t| t.split_once('.')) else { return false };
+        let Ok(tag) = B64.decode(tag) else { return false };
+        self.mac(DEVICE, &format!("{email_key}\n{nonce}")).verify_slice(&tag).is_ok()
+    }
+
     /// Whether a stored hash is of an older format, to be replaced by [`SecretHasher::hash`] at
     /// its next successful use.
     pub fn needs_rehash(stored: &str) -> bool {
@@ -161,9 +178,27 @@ impl SecretHasher {
     }
 }
 
+/// The salt of device tokens' tags.
+const DEVICE: &[u8] = b"malipo: device v1";
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_device_token_is_trusted_for_its_account_only() {
+        let h = SecretHasher::with_params([7; 32], 1024, 1, 1).unwrap_or_else(|e| panic!("{e}"));
+        let t = h.device_token("amina@shop.example");
+        assert!(t.starts_with("mld_"), "{t}");
+        assert!(h.trusts_device("amina@shop.example", &t));
+        assert!(!h.trusts_device("baraka@shop.example", &t), "another account");
+        let other = SecretHasher::with_params([8; 32], 1024, 1, 1).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!other.trusts_device("amina@shop.example", &t), "another server key");
+        let (nonce, _) = t.split_once('.').unwrap_or_default();
+        assert!(!h.trusts_device("amina@shop.example", &format!("{nonce}.AAAA")), "a forged tag");
+        assert!(!h.trusts_device("amina@shop.example", "mld_x"), "no tag");
+        assert_ne!(t, h.device_token("amina@shop.example"), "a new nonce each time");
+    }
 
     #[test]
     fn generated_credentials_have_the_contract_shape() {

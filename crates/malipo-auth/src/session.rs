@@ -97,40 +97,76 @@ pub fn generate_session_token() -> String {
 pub const FAILURE_WINDOW_SECONDS: i64 = 15 * 60;
 /// How long a locked account or address waits.
 pub const LOCK_SECONDS: i64 = 15 * 60;
-/// Failures of one account within the window that lock it.
+/// Failures of one account from one address within the window that lock the account there.
 pub const ACCOUNT_FAILURES: u32 = 10;
-/// Failures from one address within the window that lock it.
+/// Failures from one address within the window, over every account, that lock the address.
 pub const ADDRESS_FAILURES: u32 = 100;
+/// Failures of one account from every address within the window that lock it for browsers that
+/// have not signed in as its person before (the brake on a guesser with many addresses).
+pub const ACCOUNT_BRAKE: u32 = 50;
 
-/// What is counted: one account (by its email as compared, known or not, so that an unknown
-/// email answers as a known one does) or one source address (IPv6 by its /64).
+/// What is counted. An attempt at an account counts against the account from its address, the
+/// address, and (unless the browser signed in as the account's person before) the account from
+/// everywhere: so failures from an attacker's addresses lock the account at those addresses
+/// only, and the brake on the account as a whole, reached only from many addresses, still lets
+/// its person in from a browser they used before.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Subject {
-    /// An email as compared.
-    Account(String),
+    /// An email as compared (known or not, so that an unknown email answers as a known one
+    /// does), tried from one address.
+    AccountAt(String, IpAddr),
     /// A source address.
     Address(IpAddr),
+    /// An email as compared, tried from anywhere: the brake.
+    Account(String),
+}
+
+/// The address a request came from: the connection's peer; or, behind a reverse proxy the
+/// operator trusts (`trust_proxy`), the last address of its `X-Forwarded-For`, the one that
+/// proxy appended (those before it are whatever the client sent). A header that does not end in
+/// an address leaves the peer.
+pub fn source_address(peer: IpAddr, forwarded_for: Option<&str>, trust_proxy: bool) -> IpAddr {
+    if !trust_proxy {
+        return peer;
+    }
+    let last = forwarded_for.and_then(|v| v.rsplit(',').next()).map(str::trim).unwrap_or_default();
+    // An IPv6 address may come bracketed, with or without a port; an IPv4 one with a port.
+    let bare = last.strip_prefix('[').and_then(|r| r.split_once(']')).map_or(last, |(a, _)| a);
+    bare.parse()
+        .ok()
+        .or_else(|| bare.rsplit_once(':').and_then(|(a, _)| a.parse::<std::net::Ipv4Addr>().ok()).map(IpAddr::V4))
+        .unwrap_or(peer)
+}
+
+/// A source address as counted: IPv4 whole, IPv6 cut to its /64 (the block one host usually
+/// holds).
+fn address_key(address: IpAddr) -> String {
+    match address {
+        IpAddr::V4(a) => a.to_string(),
+        IpAddr::V6(a) => {
+            let s = a.segments();
+            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+        }
+    }
 }
 
 impl Subject {
-    /// The stored key: `account:<email>` or `address:<ip>` (an IPv6 address cut to its /64, the
-    /// block one host usually holds).
+    /// The stored key: `account-at:<address>:<email>`, `address:<address>` or `account:<email>`
+    /// (three prefixes, so that no typed email makes one kind's key another's).
     pub fn key(&self) -> String {
         match self {
+            Subject::AccountAt(email, address) => format!("account-at:{}:{email}", address_key(*address)),
+            Subject::Address(address) => format!("address:{}", address_key(*address)),
             Subject::Account(email) => format!("account:{email}"),
-            Subject::Address(IpAddr::V4(a)) => format!("address:{a}"),
-            Subject::Address(IpAddr::V6(a)) => {
-                let s = a.segments();
-                format!("address:{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
-            }
         }
     }
 
     /// Failures within the window that lock this subject.
     pub fn limit(&self) -> u32 {
         match self {
-            Subject::Account(_) => ACCOUNT_FAILURES,
+            Subject::AccountAt(..) => ACCOUNT_FAILURES,
             Subject::Address(_) => ADDRESS_FAILURES,
+            Subject::Account(_) => ACCOUNT_BRAKE,
         }
     }
 }
@@ -238,14 +274,32 @@ mod tests {
     }
 
     #[test]
+    fn the_source_is_the_peer_unless_a_trusted_proxy_says_whom_it_forwards() {
+        let peer: IpAddr = "10.0.0.2".parse().unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        let client: IpAddr = "198.51.100.7".parse().unwrap_or(peer);
+        assert_eq!(source_address(peer, Some("198.51.100.7"), false), peer, "not trusted: the header is the client's say");
+        assert_eq!(source_address(peer, Some("198.51.100.7"), true), client);
+        assert_eq!(source_address(peer, Some("1.2.3.4, 198.51.100.7"), true), client, "the proxy's own entry, not the client's");
+        assert_eq!(source_address(peer, Some("198.51.100.7:5050"), true), client);
+        let v6: IpAddr = "2001:db8::1".parse().unwrap_or(peer);
+        assert_eq!(source_address(peer, Some("[2001:db8::1]:443"), true), v6);
+        assert_eq!(source_address(peer, Some("2001:db8::1"), true), v6);
+        assert_eq!(source_address(peer, Some("unknown"), true), peer);
+        assert_eq!(source_address(peer, None, true), peer);
+    }
+
+    #[test]
     fn subjects_key_accounts_and_addresses_ipv6_by_64() {
-        assert_eq!(Subject::Account("a@b.c".into()).key(), "account:a@b.c");
         let v4: IpAddr = "203.0.113.7".parse().unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        assert_eq!(Subject::Account("a@b.c".into()).key(), "account:a@b.c");
+        assert_eq!(Subject::AccountAt("a@b.c".into(), v4).key(), "account-at:203.0.113.7:a@b.c");
         assert_eq!(Subject::Address(v4).key(), "address:203.0.113.7");
         let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap_or(v4);
         let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap_or(v4);
         assert_eq!(Subject::Address(a).key(), Subject::Address(b).key());
         assert_eq!(Subject::Address(a).key(), "address:2001:db8:1:2::/64");
-        assert_eq!(Subject::Address(a).limit(), 100);
+        assert_eq!(Subject::AccountAt("a@b.c".into(), a).key(), "account-at:2001:db8:1:2::/64:a@b.c");
+        let limits = [Subject::AccountAt("a@b.c".into(), a).limit(), Subject::Address(a).limit(), Subject::Account("a@b.c".into()).limit()];
+        assert_eq!(limits, [10, 100, 50]);
     }
 }

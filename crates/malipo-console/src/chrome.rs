@@ -74,9 +74,30 @@ pub fn page(page: &impl Template) -> HttpResponse {
 }
 
 /// 303 to `to` (after a form post: the browser then GETs the result, so a refresh never posts
-/// again).
+/// again). A target that cannot be a `Location` (a control character in it) answers the error
+/// page instead: the handlers validate what people send before acting on it, so this is the
+/// last guard, never a bare failure.
 pub fn see_other(to: &str) -> HttpResponse {
-    HttpResponse::SeeOther().insert_header(("Location", to)).finish()
+    match HeaderValue::from_str(to) {
+        Ok(location) => HttpResponse::SeeOther().insert_header((actix_web::http::header::LOCATION, location)).finish(),
+        Err(_) => {
+            tracing::error!(request_id = %current_request_id(), "a redirect target was not a valid header value");
+            error_page(StatusCode::BAD_REQUEST, "Bad request", "The page to go to is not a valid address.".into())
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    title: &'a str,
+    message: String,
+    request_id: String,
+}
+
+/// The error page: its title, message and the request's id (to quote to support).
+pub fn error_page(status: StatusCode, title: &str, message: String) -> HttpResponse {
+    page_response(status, &ErrorPage { title, message, request_id: current_request_id() })
 }
 
 /// Percent-encodes a query value.

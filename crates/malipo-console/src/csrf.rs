@@ -35,14 +35,19 @@ macro_rules! csrf_forms {
     )*};
 }
 
-/// Whether the request comes from the console's own origin.
+/// Whether the request comes from the console's own origin: one of the configured ones, never
+/// one the request names (its `Host` or forwarded headers are the client's to choose), unless
+/// the operator trusts the proxy in front and configured no address.
 pub fn same_origin(req: &HttpRequest, settings: &ConsoleSettings) -> bool {
-    let expected = settings.origin.clone().unwrap_or_else(|| {
-        let info = req.connection_info();
-        format!("{}://{}", info.scheme(), info.host())
-    });
     if let Some(origin) = req.headers().get("origin") {
-        return origin.to_str().is_ok_and(|o| o.eq_ignore_ascii_case(&expected));
+        let Ok(origin) = origin.to_str() else { return false };
+        if settings.origins.iter().any(|o| o.eq_ignore_ascii_case(origin)) {
+            return true;
+        }
+        return settings.trust_proxy && settings.origins.is_empty() && {
+            let info = req.connection_info();
+            origin.eq_ignore_ascii_case(&format!("{}://{}", info.scheme(), info.host()))
+        };
     }
     req.headers().get("sec-fetch-site").is_some_and(|v| v.as_bytes() == b"same-origin")
 }
@@ -79,7 +84,7 @@ impl<T: DeserializeOwned + CsrfForm + 'static> FromRequest for Posted<T> {
             if !token_matches(&person, form.csrf_token()) {
                 return Err(ConsoleError::Csrf);
             }
-            Ok(Posted { person, form, ip: client_ip(&req) })
+            Ok(Posted { person, form, ip: client_ip(&req, &console.settings) })
         })
     }
 }
@@ -105,7 +110,7 @@ impl<T: DeserializeOwned + 'static> FromRequest for PublicPosted<T> {
                 return Err(ConsoleError::Csrf);
             }
             let form = form.await.map_err(|e| ConsoleError::BadForm(e.to_string()))?.into_inner();
-            Ok(PublicPosted { form, ip: client_ip(&req) })
+            Ok(PublicPosted { form, ip: client_ip(&req, &console.settings) })
         })
     }
 }

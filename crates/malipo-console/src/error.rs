@@ -3,10 +3,9 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
-use askama::Template;
 use malipo_service::{ServiceError, StoreError};
 
-use crate::chrome::{current_request_id, page_response};
+use crate::chrome::{current_request_id, error_page};
 
 /// A console request that did not end in its page.
 #[derive(Debug, thiserror::Error)]
@@ -57,14 +56,6 @@ impl From<ServiceError> for ConsoleError {
     }
 }
 
-#[derive(Template)]
-#[template(path = "error.html")]
-struct ErrorPage<'a> {
-    title: &'a str,
-    message: String,
-    request_id: String,
-}
-
 /// A service problem's title and message, as the API words them (with the message as a
 /// sentence).
 pub fn problem_text(e: &ServiceError) -> (&'static str, String) {
@@ -110,8 +101,7 @@ impl ResponseError for ConsoleError {
                 ("Something went wrong", "The error has been logged. Quote the request id below if you contact support.".into())
             }
         };
-        let page = ErrorPage { title, message, request_id };
-        let mut response = page_response(self.status_code(), &page);
+        let mut response = error_page(self.status_code(), title, message);
         if let ConsoleError::Unavailable(s) = self {
             if let Ok(v) = actix_web::http::header::HeaderValue::from_str(&s.max(&1).to_string()) {
                 response.headers_mut().insert(actix_web::http::header::RETRY_AFTER, v);

@@ -34,9 +34,35 @@ pub use error::ConsoleError;
 pub struct ConsoleSettings {
     /// Whether its cookies carry `Secure` (the console is reached over HTTPS).
     pub secure_cookies: bool,
-    /// The console's own origin (`https://pay.example.com`) as browsers send it in `Origin`;
-    /// `None`: the request's own scheme and host.
-    pub origin: Option<String>,
+    /// The console's own origins (`https://pay.example.com`) as browsers send them in `Origin`:
+    /// a form post from any other is refused. Never taken from the request: from the console's
+    /// configured address, or the address the server listens on.
+    pub origins: Vec<String>,
+    /// Whether a reverse proxy in front is trusted to say whom it forwards: then the last
+    /// address of `X-Forwarded-For` is the request's source (for the failure limits and the
+    /// audit log), and, with no configured address, its `X-Forwarded-Host` and
+    /// `X-Forwarded-Proto` (or `Forwarded`) give the expected origin.
+    pub trust_proxy: bool,
+}
+
+impl ConsoleSettings {
+    /// The origins a server listening on `addr` is reached at without a configured address:
+    /// `http://<addr>`, and for a loopback or unspecified address (`0.0.0.0`, `::`) also the
+    /// names of this machine's loopback (`localhost`, `127.0.0.1`, `[::1]`) at its port. (A
+    /// server reached by another name needs `MALIPO_CONSOLE_URL`.)
+    pub fn origins_of(addr: std::net::SocketAddr) -> Vec<String> {
+        let port = addr.port();
+        let mut all = vec![format!("http://{addr}")];
+        if addr.ip().is_loopback() || addr.ip().is_unspecified() {
+            for host in ["localhost", "127.0.0.1", "[::1]"] {
+                let origin = format!("http://{host}:{port}");
+                if !all.contains(&origin) {
+                    all.push(origin);
+                }
+            }
+        }
+        all
+    }
 }
 
 /// What every console handler shares.

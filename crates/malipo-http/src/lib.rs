@@ -22,7 +22,7 @@ pub mod wire;
 mod testing;
 
 pub use app::configure;
-pub use metrics::{metrics, BacklogMetrics, ChargeMetrics, Metrics, ReplicaGauges, SealGauges};
+pub use metrics::{metrics, metrics_gate, BacklogMetrics, ChargeMetrics, Metrics, MetricsAccess, ReplicaGauges, SealGauges};
 pub use render::JsonEvents;
 pub use request_id::request_id_mw;
 pub use state::{AppState, RateLimits};

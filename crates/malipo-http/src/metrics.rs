@@ -2,11 +2,17 @@
 //! actix-web-prom), charges by the state they entered, creations committed in groups, the background work's backlog and the
 //! audit chain's sealing backlog.
 
+use actix_web::body::{EitherBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+use actix_web::{web, ResponseError};
 use actix_web_prom::{PrometheusMetrics, PrometheusMetricsBuilder};
 use malipo_charges::ChargeState;
 use malipo_service::{BacklogReading, Observer, Platform};
 use prometheus::core::Collector;
 use prometheus::{Gauge, GaugeVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
+
+use crate::problem::ApiError;
 
 /// Counts charges entering each state, and creations committed in groups.
 #[derive(Clone, Debug)]
@@ -102,7 +108,7 @@ pub fn metrics() -> Result<Metrics, String> {
     registry.register(Box::new(predicted.clone())).map_err(|e| e.to_string())?;
     let prom = PrometheusMetricsBuilder::new("malipo")
         .registry(registry)
-        .endpoint("/metrics")
+        .endpoint(METRICS_PATH)
         // Unknown paths share one label value: a scanner must not create a series per path.
         .mask_unmatched_patterns("UNKNOWN")
         .build()
@@ -203,4 +209,60 @@ impl Collector for ReplicaGauges {
         all.extend(self.fallbacks.collect());
         all
     }
+}
+
+/// Who may read `/metrics` on the API's own port.
+#[derive(Clone, Debug, Default)]
+pub struct MetricsAccess {
+    /// The bearer token a scraper sends (`MALIPO_METRICS_TOKEN`); `None`: nobody on this port
+    /// (the metrics are then served only on `MALIPO_METRICS_BIND`, if set).
+    pub token: Option<String>,
+}
+
+impl MetricsAccess {
+    /// Whether `authorization` (the request's header) carries the token, compared as digests
+    /// so that the comparison's time says nothing about the token.
+    fn allows(&self, authorization: Option<&str>) -> bool {
+        use sha2::{Digest, Sha256};
+        let Some(token) = &self.token else { return false };
+        let Some(sent) = authorization.and_then(|a| a.split_once(' ')).filter(|(s, _)| s.eq_ignore_ascii_case("bearer")) else {
+            return false;
+        };
+        Sha256::digest(sent.1.trim().as_bytes()) == Sha256::digest(token.as_bytes())
+    }
+}
+
+/// Middleware outside the metrics middleware: `/metrics` on the API's port answers only a
+/// request that carries [`MetricsAccess::token`] (401 `unauthorized` otherwise), and 404 when no
+/// token is configured. Per-route counts, the pool and the replica's state are an operator's,
+/// not anyone's who can reach the API.
+///
+/// # Errors
+/// Those of the inner service.
+pub async fn metrics_gate<B: MessageBody + 'static>(
+    req: ServiceRequest,
+    next: Next<B>,
+) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
+    if req.path() != METRICS_PATH {
+        return next.call(req).await.map(ServiceResponse::map_into_left_body);
+    }
+    let access = req.app_data::<web::Data<MetricsAccess>>().map(|d| d.get_ref().clone()).unwrap_or_default();
+    let authorization = req.headers().get(actix_web::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let refusal = match (&access.token, access.allows(authorization)) {
+        (_, true) => return next.call(req).await.map(ServiceResponse::map_into_left_body),
+        (None, _) => ApiError::NotFound,
+        (Some(_), false) => ApiError::Unauthorized,
+    };
+    let (req, _) = req.into_parts();
+    Ok(ServiceResponse::new(req, refusal.error_response()).map_into_right_body())
+}
+
+/// Where the metrics are served.
+pub const METRICS_PATH: &str = "/metrics";
+
+/// The metrics in Prometheus's text format, for a listener of their own (`MALIPO_METRICS_BIND`).
+pub fn render(registry: &Registry) -> String {
+    let mut out = String::new();
+    let _ = prometheus::TextEncoder::new().encode_utf8(&registry.gather(), &mut out);
+    out
 }

@@ -35,6 +35,23 @@ fn acceptable(v: &HeaderValue) -> Option<String> {
     ok.then(|| s.to_owned())
 }
 
+/// Prefixes of secrets that can stand in a path: console session and invitation tokens
+/// (`/console/invite/mls_…`), device and access tokens, client and webhook secrets.
+const SECRET_PREFIXES: [&str; 5] = ["mls_", "mld_", "mlp_", "cs_", "whsec_"];
+
+/// `path` as it may be logged: every segment that is a secret (a one-time invitation link's
+/// token, say) replaced by its prefix and `[redacted]`, so that whoever reads the logs cannot
+/// use the link first.
+pub fn redacted_path(path: &str) -> String {
+    path.split('/')
+        .map(|segment| match SECRET_PREFIXES.iter().find(|p| segment.starts_with(*p) && segment.len() > p.len()) {
+            Some(prefix) => format!("{prefix}[redacted]"),
+            None => segment.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// Middleware: takes the caller's `X-Request-Id` (1–128 visible ASCII) or makes one, serves the
 /// request inside its scope (and with the id in its `X-Request-Id` header, where other front
 /// ends read it), echoes it, adds rate-limit headers, and logs one line.
@@ -52,7 +69,7 @@ pub async fn request_id_mw(
     }
     let started = Instant::now();
     let method = req.method().clone();
-    let path = req.path().to_owned();
+    let path = redacted_path(req.path());
     let mut res = REQUEST_ID.scope(id.clone(), next.call(req)).await?;
     let status = res.status().as_u16();
     let rate = res.request().extensions().get::<RateLimitInfo>().copied();
@@ -77,4 +94,19 @@ pub async fn request_id_mw(
         "request"
     );
     Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted_path;
+
+    #[test]
+    fn secrets_in_paths_are_redacted_and_nothing_else() {
+        assert_eq!(redacted_path("/console/invite/mls_abcDEF123"), "/console/invite/mls_[redacted]");
+        assert_eq!(redacted_path("/console/invite/mls_abc/extra"), "/console/invite/mls_[redacted]/extra");
+        assert_eq!(redacted_path("/api/v1/partner/charges/ch_01J"), "/api/v1/partner/charges/ch_01J");
+        assert_eq!(redacted_path("/console/"), "/console/");
+        assert_eq!(redacted_path("/x/cs_test_secret"), "/x/cs_[redacted]");
+        assert_eq!(redacted_path("/x/mls_"), "/x/mls_", "a bare prefix holds no secret");
+    }
 }

@@ -102,4 +102,7 @@ pub struct AppState {
     pub platform: Platform,
     /// Per-credential rate limits.
     pub rate_limits: Arc<RateLimits>,
+    /// Whether the reverse proxy in front is trusted to say whom it forwards (the source
+    /// address of the token endpoint's failure limits: [`malipo_auth::source_address`]).
+    pub trust_proxy: bool,
 }

@@ -124,6 +124,7 @@ macro_rules! __store_contract_cases {
                 reversals::list_reversals_pages_newest_first,
                 reversals::journal_source_names_what_a_transaction_paid,
                 people::users_round_trip_by_id_email_and_organisation,
+                people::an_email_waits_in_several_organisations_until_one_accepts_it,
                 people::users_refuse_impossible_states,
                 people::activating_a_user_happens_once,
                 people::passwords_roles_and_removal,

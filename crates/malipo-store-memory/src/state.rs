@@ -101,7 +101,9 @@ pub(crate) struct State {
     pub(crate) attempts: Vec<Attempt>,
     /// People by id.
     pub(crate) users: BTreeMap<UserId, User>,
-    /// Unique index `users_email_key`: a person by their email as compared.
+    /// Unique index `users_email_key`: the person who accepted an invitation to an email, by the
+    /// email as compared (invitations waiting are not in it; `users_org_email_key` is checked by
+    /// a scan).
     pub(crate) user_emails: BTreeMap<String, UserId>,
     /// Invitations by digest.
     pub(crate) invitations: BTreeMap<String, Invitation>,

@@ -33,16 +33,16 @@ const BANNER_TIMEOUT: Duration = Duration::from_secs(30);
 // ----- helpers -----
 
 /// A fresh directory under the system's temporary directory, deleted on drop.
-struct TempDir(PathBuf);
+pub(crate) struct TempDir(PathBuf);
 
 impl TempDir {
-    fn new() -> TempDir {
+    pub(crate) fn new() -> TempDir {
         let dir = std::env::temp_dir().join(format!("malipo-cli-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir).unwrap();
         TempDir(dir)
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 }
@@ -76,7 +76,7 @@ fn command(dir: &Path, url: Option<&str>, args: &[&str]) -> Command {
 
 /// What a finished command said.
 #[derive(Debug)]
-struct Ran {
+pub(crate) struct Ran {
     code: Option<i32>,
     stdout: String,
     stderr: String,
@@ -93,13 +93,13 @@ impl Ran {
         }
     }
 
-    fn ok(&self) -> &Self {
+    pub(crate) fn ok(&self) -> &Self {
         assert_eq!(self.code, Some(0), "command failed: {self:?}");
         self
     }
 
     /// The single JSON object the command printed.
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         let lines: Vec<&str> = self.stdout.lines().filter(|l| !l.trim().is_empty()).collect();
         assert_eq!(lines.len(), 1, "expected one JSON line on stdout: {self:?}");
         serde_json::from_str(lines[0]).unwrap_or_else(|e| panic!("not JSON ({e}): {self:?}"))
@@ -107,7 +107,7 @@ impl Ran {
 }
 
 /// Runs `malipo ARGS` to completion (bounded) on a blocking thread.
-async fn malipo(url: &str, args: &[&str]) -> Ran {
+pub(crate) async fn malipo(url: &str, args: &[&str]) -> Ran {
     let dir = TempDir::new();
     run_in(dir.path(), Some(url), args).await
 }
@@ -152,7 +152,7 @@ async fn platform(url: &str) -> Platform {
     tokio::task::spawn_blocking(move || malipo::platform(&settings).map(|(p, _)| p)).await.unwrap().unwrap()
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     tokio::task::spawn_blocking(f).await.unwrap()
 }
 
@@ -176,7 +176,7 @@ fn set(words: &[&str]) -> BTreeSet<String> {
 }
 
 /// Creates an organisation through the CLI and returns the printed JSON.
-async fn org_create(url: &str, kind: &str) -> Value {
+pub(crate) async fn org_create(url: &str, kind: &str) -> Value {
     let r = malipo(url, &["org", "create", "--name", &format!("CLI {kind}"), "--kind", kind, "--json"]).await;
     r.ok().json()
 }
@@ -453,15 +453,21 @@ async fn account_fund_and_ledger_verify(db: Db) {
 // ----- the first start -----
 
 /// A running `malipo serve`, killed on drop.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
+    pub(crate) seen: Vec<String>,
 }
 
 impl Server {
     fn start(dir: &Path, url: Option<&str>) -> Server {
+        Server::start_with(dir, url, &[])
+    }
+
+    /// [`Server::start`] with more environment variables (`MALIPO_LOG`, say).
+    pub(crate) fn start_with(dir: &Path, url: Option<&str>, env: &[(&str, &str)]) -> Server {
         let mut cmd = command(dir, url, &["serve"]);
+        cmd.envs(env.iter().copied());
         cmd.env("MALIPO_BIND", "127.0.0.1:0").env("MALIPO_DEMO", "true").env("MALIPO_SANDBOX_APPROVAL_DELAY_MS", "100");
         if url.is_some_and(|u| u.starts_with("postgres")) {
             // Several instances share one PostgreSQL, so the server requires the shared key.
@@ -482,7 +488,7 @@ impl Server {
     }
 
     /// Reads stdout until a line contains `needle` (bounded), returning that line.
-    fn wait_for_line(&mut self, needle: &str) -> String {
+    pub(crate) fn wait_for_line(&mut self, needle: &str) -> String {
         let deadline = Instant::now() + BANNER_TIMEOUT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -505,7 +511,7 @@ impl Server {
     }
 
     /// The API base printed in the banner.
-    fn base(&mut self) -> String {
+    pub(crate) fn base(&mut self) -> String {
         let line = self.wait_for_line("is ready at ");
         let url = line.split_once("is ready at ").unwrap().1.split_whitespace().next().unwrap();
         url.to_owned()
@@ -514,7 +520,7 @@ impl Server {
 
 impl Server {
     /// Sends SIGTERM and waits (bounded) for the exit.
-    fn terminate(mut self, within: Duration) -> std::process::ExitStatus {
+    pub(crate) fn terminate(mut self, within: Duration) -> std::process::ExitStatus {
         let sent = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
         assert!(sent.success(), "kill -TERM failed");
         let deadline = Instant::now() + within;

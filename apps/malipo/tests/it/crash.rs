@@ -36,6 +36,7 @@ impl Serve {
             .env("MALIPO_DATABASE_URL", url)
             .env("MALIPO_BIND", format!("127.0.0.1:{port}"))
             .env("MALIPO_LOG", "error")
+            .env("MALIPO_METRICS_TOKEN", crate::harness::TEST_METRICS_TOKEN)
             .env("MALIPO_RATE_LIMIT_TEST", "100000")
             // The restarted instance takes over the killed one's claims after 2 s.
             .env("MALIPO_WORKER_LEASE_SECONDS", "2")

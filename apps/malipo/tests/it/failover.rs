@@ -184,7 +184,8 @@ fn record(tally: &Mutex<Tally>, mut sent: Sent, answer: Result<(u16, Value, bool
 
 /// A value of the instance's `/metrics`.
 async fn metric(http: &reqwest::Client, base: &str, name: &str) -> Option<f64> {
-    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let text =
+        http.get(format!("{base}/metrics")).bearer_auth(crate::harness::TEST_METRICS_TOKEN).send().await.unwrap().text().await.unwrap();
     text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
 

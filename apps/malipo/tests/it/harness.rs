@@ -153,8 +153,14 @@ pub fn settings(url: &str, o: &Options) -> Settings {
         webhook_concurrency: 64,
         console_url: None,
         console_secure_cookies: Some(false),
+        trust_proxy: false,
+        metrics_token: Some(TEST_METRICS_TOKEN.to_owned()),
+        metrics_bind: None,
     }
 }
+
+/// The token test servers' `/metrics` answers.
+pub const TEST_METRICS_TOKEN: &str = "metrics-test-token";
 
 /// The webhook key of test servers on PostgreSQL (base64 of 32 bytes; the same for every
 /// instance and restart of a test, as a deployment's would be).

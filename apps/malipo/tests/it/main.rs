@@ -18,6 +18,7 @@ mod idempotency;
 mod isolation;
 mod lifecycle;
 mod live;
+mod logs;
 mod ops;
 mod payment_requests;
 mod payouts;

@@ -15,7 +15,9 @@ crate::on_both!(
     metrics_do_not_label_unknown_paths_verbatim,
     openapi_document_lists_every_path,
     operational_endpoints_need_no_token,
+    metrics_answer_only_their_token_or_their_own_listener,
     a_backlog_over_its_bound_refuses_new_charges_with_503_until_the_workers_catch_up,
+    a_replay_is_answered_byte_for_byte_while_the_backlog_refuses_new_work,
 );
 
 /// The database going away (its sessions ended, new ones refused) is said quickly: `/readyz`
@@ -74,7 +76,7 @@ async fn a_database_that_goes_away_is_said_quickly_and_recovery_is_automatic() {
 }
 
 pub(crate) async fn metrics(app: &TestApp) -> String {
-    let r = app.http.get(app.url("/metrics")).send().await.unwrap();
+    let r = app.http.get(app.url("/metrics")).bearer_auth(crate::harness::TEST_METRICS_TOKEN).send().await.unwrap();
     assert_eq!(r.status(), 200);
     let ct = r.headers()["content-type"].to_str().unwrap().to_owned();
     assert!(ct.starts_with("text/plain"), "Prometheus text format: {ct}");
@@ -257,10 +259,42 @@ async fn openapi_document_lists_every_path(db: Db) {
 
 async fn operational_endpoints_need_no_token(db: Db) {
     let app = TestApp::shared(db);
-    for path in ["/healthz", "/readyz", "/metrics", "/api/v1/openapi.json"] {
+    for path in ["/healthz", "/readyz", "/api/v1/openapi.json"] {
         let r = app.http.get(app.url(path)).send().await.unwrap();
         assert_eq!(r.status(), 200, "{path}");
     }
+}
+
+/// `/metrics` (per-route counts, the pool, the replica's lag) is the operator's: on the API's
+/// port only with its bearer token, or on a listener of its own; never for anyone.
+async fn metrics_answer_only_their_token_or_their_own_listener(db: Db) {
+    let app = TestApp::shared(db);
+    problem_strict(app.http.get(app.url("/metrics")).send().await.unwrap(), 401, "unauthorized").await;
+    let wrong = app.http.get(app.url("/metrics")).bearer_auth("metrics-test-tokeN").send().await.unwrap();
+    problem_strict(wrong, 401, "unauthorized").await;
+    let (_, api_token) = app.merchant_token().await;
+    problem_strict(app.http.get(app.url("/metrics")).bearer_auth(&api_token).send().await.unwrap(), 401, "unauthorized").await;
+    assert!(metrics(app).await.contains("malipo_http_requests_total"));
+
+    // No token configured: not served on the API's port at all; a listener of its own serves it.
+    let database = match db {
+        Db::Sqlite => malipo_store_diesel::testing::TestDatabase::sqlite(),
+        Db::Postgres => malipo_store_diesel::testing::TestDatabase::postgres(),
+    };
+    let mut settings = crate::harness::settings(&database.url, &Options::default());
+    settings.metrics_token = None;
+    settings.metrics_bind = Some("127.0.0.1:0".into());
+    let own = TestApp::on(database, settings).await;
+    assert_eq!(own.http.get(own.url("/healthz")).send().await.unwrap().status(), 200);
+    problem_strict(own.http.get(own.url("/metrics")).send().await.unwrap(), 404, "not_found").await;
+    let at = own.running.metrics_addr.expect("a metrics listener");
+    let r = own.http.get(format!("http://{at}/metrics")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/plain"));
+    let text = r.text().await.unwrap();
+    assert!(text.contains("malipo_http_requests_total") && text.contains("malipo_backlog_due_charges"), "{text}");
+    assert_eq!(own.http.get(format!("http://{at}/api/v1/openapi.json")).send().await.unwrap().status(), 404, "nothing else there");
+    own.stop().await;
 }
 
 /// Waits until the server's own monitor has measured the backlog as `refusing` new charges
@@ -302,9 +336,10 @@ async fn a_backlog_over_its_bound_refuses_new_charges_with_503_until_the_workers
     assert_eq!(list["data"].as_array().unwrap().len(), 1, "the refused charge was not created: {list}");
     // Reads are not refused.
     assert_eq!(app.get(&token, "/partner/balance").await.status(), 200);
-    // The gate comes before the token is looked up: a flood of these costs no database read.
-    problem_strict(app.post("not-a-token", "/partner/stk", &body, None).await, 503, "unavailable").await;
-    assert_eq!(app.get("not-a-token", "/partner/balance").await.status(), 401, "only intake is gated");
+    // The gate judges new work of a known caller, after its key was looked up: an unknown
+    // token is what it always is.
+    assert_eq!(app.post("not-a-token", "/partner/stk", &body, None).await.status(), 401);
+    assert_eq!(app.get("not-a-token", "/partner/balance").await.status(), 401);
     let text = metrics(&app).await;
     assert_eq!(sample(&text, "malipo_backlog_due_charges", &[]), Some(1.0), "the one charge left behind");
 
@@ -316,5 +351,46 @@ async fn a_backlog_over_its_bound_refuses_new_charges_with_503_until_the_workers
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
     let done = app.get_json(&token, &format!("/partner/status?charge_ref={}", first["charge_ref"].as_str().unwrap())).await;
     assert_eq!(done["state"], "completed", "{done}");
+    app.stop().await;
+}
+
+async fn a_replay_is_answered_byte_for_byte_while_the_backlog_refuses_new_work(db: Db) {
+    let app = TestApp::with(db, Options { max_backlog_seconds: Some(5), ..Options::manual() }).await;
+    let (_, token) = app.merchant_token().await;
+    let (_, payroll) = crate::payouts::payroll(&app, "1000").await;
+    // Acknowledged before the backlog: three charges (keyed by their body) and a payout (by
+    // its header), each answer kept as it was sent.
+    let mut charges = Vec::new();
+    for amount in ["10", "11.50", "12"] {
+        let body = stk("254712345678", json!(amount));
+        let a = Answer::of(app.post(&token, "/partner/stk", &body, None).await).await;
+        assert_eq!(a.status, 200, "{}", a.text);
+        charges.push((body, a.text));
+    }
+    let payout_key = crate::harness::key();
+    let payout = json!({"payee_msisdn": "254712345678", "amount": "20", "reference": "SALARY-NOV"});
+    let first = Answer::of(app.post(&payroll, "/payouts", &payout, Some(&payout_key)).await).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    until_intake(&app, false).await;
+    app.advance(Duration::from_secs(30));
+    until_intake(&app, true).await;
+
+    // New work is refused ...
+    problem_strict(app.post(&token, "/partner/stk", &stk("254712345678", json!("13")), None).await, 503, "unavailable").await;
+    problem_strict(app.post(&payroll, "/payouts", &payout, Some(&crate::harness::key())).await, 503, "unavailable").await;
+    // ... and every acknowledged request replays its answer exactly, however often.
+    for _ in 0..3 {
+        for (body, text) in &charges {
+            let replay = Answer::of(app.post(&token, "/partner/stk", body, None).await).await;
+            assert_eq!((replay.status, replay.header("idempotent-replayed").as_str()), (200, "true"), "{}", replay.text);
+            assert_eq!(&replay.text, text, "byte for byte");
+        }
+        let replay = Answer::of(app.post(&payroll, "/payouts", &payout, Some(&payout_key)).await).await;
+        assert_eq!((replay.status, replay.text.as_str()), (200, first.text.as_str()));
+    }
+    // A key reused with another body is refused as it always is, not with "not now".
+    let mut other = charges[0].0.clone();
+    other["amount"] = json!("99");
+    problem_strict(app.post(&token, "/partner/stk", &other, None).await, 422, "idempotency_key_reused").await;
     app.stop().await;
 }

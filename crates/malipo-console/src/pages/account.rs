@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::form::FieldErrors;
 use crate::chrome::{page_response, see_other, Chrome, Notice};
 use crate::csrf::Posted;
-use crate::session::{console_of, local_next, removal_cookie, signed_in, Person};
+use crate::session::{checked_next, console_of, removal_cookie, signed_in, Person};
 use crate::{csrf_forms, run, ConsoleError};
 
 /// `/console/account`, `/console/account/password`, `/console/account/sign-out-everywhere`,
@@ -127,9 +127,10 @@ async fn switch_mode(req: HttpRequest, posted: Posted<ModeForm>) -> Result<HttpR
     let console = console_of(&req)?;
     let Posted { person: who, form, .. } = posted;
     let mode = if form.test_mode.as_deref() == Some("on") { Mode::Test } else { Mode::Live };
+    // Checked before the switch: a refused address changes nothing.
+    let back = checked_next(form.back.as_deref())?;
     run(&console, move |p| p.people().set_mode(&who, mode)).await?;
     // An object's page belongs to one mode: after a switch, its section's list.
-    let back = local_next(form.back.as_deref());
     let section: String = back.split('/').take(3).collect::<Vec<_>>().join("/");
     Ok(see_other(if section.len() > "/console".len() { &section } else { "/console/" }))
 }

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use crate::chrome::{page, page_response, see_other, url_encode};
 use crate::csrf::{Posted, PublicPosted};
 
-use crate::session::{console_of, local_next, removal_cookie, signed_in, token_of};
+use crate::session::{checked_next, console_of, device_of, local_next, removal_cookie, signed_in, signed_in_with_device, token_of};
 use crate::{csrf_forms, run, ConsoleError};
 
 /// `/console/login`, `/console/login/verify`, `/console/logout`.
@@ -95,14 +95,14 @@ async fn login_page(query: web::Query<NextQuery>) -> HttpResponse {
 async fn login(req: HttpRequest, posted: PublicPosted<LoginForm>) -> Result<HttpResponse, ConsoleError> {
     let console = console_of(&req)?;
     let PublicPosted { form, ip } = posted;
-    let next = local_next(form.next.as_deref());
-    let (email, password) = (form.email.clone(), form.password);
-    let outcome = run(&console, move |p| p.people().sign_in(&email, &password, ip)).await?;
+    let next = checked_next(form.next.as_deref())?;
+    let (email, password, device) = (form.email.clone(), form.password, device_of(&req));
+    let outcome = run(&console, move |p| p.people().sign_in(&email, &password, ip, device.as_deref())).await?;
     let refused = |status: StatusCode, alert: String| {
         page_response(status, &LoginPage { email: form.email.clone(), next: next.clone(), alert: Some(alert), status: None })
     };
     Ok(match outcome {
-        SignIn::SignedIn { token } => signed_in(&next, &token, &console),
+        SignIn::SignedIn { token, device } => signed_in_with_device(&next, &token, &device, &console),
         SignIn::SecondFactor { token } => signed_in(&format!("/console/login/verify?next={}", url_encode(&next)), &token, &console),
         SignIn::Refused => refused(StatusCode::UNAUTHORIZED, WRONG_CREDENTIALS.to_owned()),
         SignIn::Locked { until } => {
@@ -139,12 +139,13 @@ async fn verify_page(req: HttpRequest, query: web::Query<NextQuery>) -> HttpResp
 async fn verify(req: HttpRequest, posted: PublicPosted<VerifyForm>) -> Result<HttpResponse, ConsoleError> {
     let console = console_of(&req)?;
     let PublicPosted { form, ip } = posted;
-    let next = local_next(form.next.as_deref());
+    let next = checked_next(form.next.as_deref())?;
     let Some(pending) = token_of(&req) else { return Ok(see_other("/console/login")) };
-    let code = form.code;
-    let outcome = run(&console, move |p| p.people().verify_second_factor(&pending, &code, ip)).await?;
+    let (code, device) = (form.code, device_of(&req));
+    let outcome = run(&console, move |p| p.people().verify_second_factor(&pending, &code, ip, device.as_deref())).await?;
     Ok(match outcome {
-        SignIn::SignedIn { token } | SignIn::SecondFactor { token } => signed_in(&next, &token, &console),
+        SignIn::SignedIn { token, device } => signed_in_with_device(&next, &token, &device, &console),
+        SignIn::SecondFactor { token } => signed_in(&next, &token, &console),
         SignIn::Refused => page_response(
             StatusCode::UNAUTHORIZED,
             &VerifyPage { next, alert: Some("The authentication code is wrong or was already used, or the sign-in took too long.".into()) },

@@ -141,7 +141,7 @@ async fn verify_now(req: HttpRequest, posted: Posted<VerifyForm>) -> Result<Http
         }
         state.running = Some((who.user.email.clone(), now));
     }
-    let (platform, w, ip) = (console.platform.clone(), who.0.clone(), client_ip(&req));
+    let (platform, w, ip) = (console.platform.clone(), who.0.clone(), client_ip(&req, &console.settings));
     tokio::task::spawn_blocking(move || {
         let outcome = platform.back_office().verify_ledger(&w, ip);
         let failed = outcome.err().map(|e| {

@@ -181,10 +181,11 @@ struct TwoFactorForm {
 }
 csrf_forms!(InviteForm, RoleForm, RemoveForm, TwoFactorForm);
 
-/// The console's own origin, as links to it are written: `MALIPO_CONSOLE_URL`'s origin when
-/// set, else the request's own scheme and host.
+/// The console's own origin, as links to it are written: the first of its origins
+/// (`MALIPO_CONSOLE_URL`'s, or the listening address's), or with none configured behind a
+/// trusted proxy, the scheme and host the proxy forwards.
 pub(super) fn origin(req: &HttpRequest, console: &Console) -> String {
-    console.settings.origin.clone().unwrap_or_else(|| {
+    console.settings.origins.first().cloned().unwrap_or_else(|| {
         let info = req.connection_info();
         format!("{}://{}", info.scheme(), info.host())
     })

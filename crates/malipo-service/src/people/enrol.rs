@@ -3,9 +3,10 @@
 
 use std::net::IpAddr;
 
-use malipo_auth::{generate_recovery_codes, is_recovery_code, normalise_recovery_code, SessionStage, Subject, TotpSecret, User};
+use malipo_auth::{generate_recovery_codes, is_recovery_code, normalise_recovery_code, SessionStage, TotpSecret, User};
 use malipo_core::Timestamp;
 
+use super::failures::Attempt;
 use super::person::{entry, People, SignedIn};
 use crate::error::ServiceError;
 use crate::ports::{read, write, Tx};
@@ -23,6 +24,21 @@ pub struct Enrolment {
 /// "Authentication code" field (`code`).
 pub fn wrong_code() -> ServiceError {
     ServiceError::field("code", "wrong_code", "The authentication code is wrong or was already used.")
+}
+
+/// The refusal of every authentication code, the right one included, after too many wrong ones:
+/// on the form's "Authentication code" field, saying until when.
+pub fn locked_code(until: Timestamp) -> ServiceError {
+    let at = until.to_offset_datetime().time();
+    ServiceError::field(
+        "code",
+        "locked",
+        format!(
+            "Too many wrong authentication codes: actions that ask for one must wait 15 minutes (until {:02}:{:02} UTC).",
+            at.hour(),
+            at.minute()
+        ),
+    )
 }
 
 impl People<'_> {
@@ -110,12 +126,14 @@ impl People<'_> {
     }
 
     /// A fresh second factor for a step-up action (creating or revoking an API key, rotating a
-    /// webhook secret, changing a role, approving a batch): the code is used up; a wrong one
-    /// counts as a failed sign-in of the person.
+    /// webhook secret, changing a role, approving a batch): the code is used up. It is limited
+    /// as the sign-in's second factor is, where those failures count ([`super::failures`]): past
+    /// the limit every step-up is refused, the right code included, until the wait ends. Failed
+    /// and refused attempts are audited.
     ///
     /// # Errors
-    /// [`wrong_code`] (also when the person has no second factor, with a message saying so);
-    /// storage failures.
+    /// [`wrong_code`] (also when the person has no second factor, with a message saying so),
+    /// [`locked_code`]; storage failures.
     pub fn step_up(&self, who: &SignedIn, code: &str, ip: IpAddr) -> Result<(), ServiceError> {
         if !who.user.has_second_factor() {
             return Err(ServiceError::field(
@@ -125,18 +143,23 @@ impl People<'_> {
             ));
         }
         let now = self.core.now();
-        let account = Subject::Account(User::email_key(&who.user.email));
+        let attempt = Attempt::new(&User::email_key(&who.user.email), ip, false);
+        let audit = |tx: &mut dyn Tx, action: &str, detail: &str| {
+            tx.append_audit(&entry(&who.user, action, Some(who.user.id.to_string()), detail.to_owned(), ip, now))
+        };
         write(self.core.store(), |tx| {
             let user = tx.user(&who.user.id)?.ok_or(ServiceError::NotFound)?;
+            let counted = attempt.count(tx, now)?;
+            if let Some(until) = counted.locked() {
+                audit(tx, "step_up.locked", "refused: too many wrong codes")?;
+                return Ok(Err(locked_code(until)));
+            }
             if self.second_factor_holds(tx, &user, code, now)? {
+                counted.succeeded(tx, now)?;
                 return Ok(Ok(()));
             }
-            let key = account.key();
-            let failures = tx.lock_failures(&key, now)?;
-            if let Ok(next) = malipo_auth::Failures::attempt(Some(failures), now, account.limit()) {
-                tx.put_failures(&key, &next)?;
-            }
-            tx.append_audit(&entry(&who.user, "step_up.failed", Some(who.user.id.to_string()), String::new(), ip, now))?;
+            let detail = if counted.locked_account(now) { "wrong code; step-up now waits 15 minutes" } else { "wrong code" };
+            audit(tx, "step_up.failed", detail)?;
             Ok(Err(wrong_code()))
         })?
     }

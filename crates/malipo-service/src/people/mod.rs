@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod enrol;
+mod failures;
 pub mod keys;
 pub mod names;
 mod person;

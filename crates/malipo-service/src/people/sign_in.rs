@@ -1,12 +1,11 @@
 //! Signing in with a password and a second factor, sessions, signing out, and changing the
 //! password.
 //!
-//! **Failure limits, checked then counted under a lock.** Every attempt (a password, or a
-//! second-factor code) first counts against its account (the email as compared, known or not)
-//! and its source address, under the rows' locks, before anything is checked; an attempt that
-//! succeeds gives its count back. So ten attempts racing on one account are counted one after
-//! the other and the eleventh is refused however they interleave, and an unknown email locks
-//! as a known one does (which tells nothing about which emails exist).
+//! **Failure limits, checked then counted under a lock** ([`super::failures`]): every attempt
+//! (a password, or a second-factor code) counts against its account at its address, its
+//! address, and its account as a whole (unless the browser signed in as the account's person
+//! before) before anything is checked; an unknown email locks as a known one does (which tells
+//! nothing about which emails exist).
 //!
 //! **The same answer in the same time.** A wrong email and a wrong password take the same path:
 //! the same two transactions and one Argon2id verification (of a decoy hash when there is no
@@ -14,20 +13,24 @@
 
 use std::net::IpAddr;
 
-use malipo_auth::{token_digest, Failures, SessionStage, Subject, User, MAX_PASSWORD_CHARS};
+use malipo_auth::{token_digest, SessionStage, User, MAX_PASSWORD_CHARS};
 use malipo_core::{Mode, Timestamp};
 
+use super::failures::{Attempt, Counted};
 use super::person::{entry, People, SignedIn};
 use crate::error::ServiceError;
-use crate::ports::{read, write, Tx};
+use crate::ports::{read, write};
 
 /// The outcome of a sign-in step.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SignIn {
-    /// Signed in: the new session's token (for the cookie).
+    /// Signed in: the new session's token (for the cookie), and a device token for the
+    /// browser to keep (it signed in as this person: [`People::sign_in`]'s `device`).
     SignedIn {
         /// The session token.
         token: String,
+        /// The device token.
+        device: String,
     },
     /// The password was right; the second factor is awaited under this short-lived token.
     SecondFactor {
@@ -36,120 +39,65 @@ pub enum SignIn {
     },
     /// Wrong email, password or code (one answer for all).
     Refused,
-    /// Too many failures from this account or address: it waits until then.
+    /// Too many failures for this account from this address, from this address, or for this
+    /// account from everywhere (from a browser it has not signed in from): it waits until then.
     Locked {
         /// When the lock ends.
         until: Timestamp,
     },
 }
 
-/// An attempt counted against its subjects, or refused because one is locked.
-enum Counted {
-    Yes { address: (String, Failures), account: (String, Failures) },
-    Locked(Timestamp),
-}
-
 impl People<'_> {
-    /// Counts an attempt against `subjects`' failure limits under their row locks (address
-    /// first, then account: one order for everyone); refuses it while either is locked.
-    fn count_attempt(tx: &mut dyn Tx, address: &Subject, account: &Subject, now: Timestamp) -> Result<Counted, ServiceError> {
-        let (a_key, b_key) = (address.key(), account.key());
-        let a = tx.lock_failures(&a_key, now)?;
-        let b = tx.lock_failures(&b_key, now)?;
-        match (Failures::attempt(Some(a), now, address.limit()), Failures::attempt(Some(b), now, account.limit())) {
-            (Err(until), _) | (_, Err(until)) => Ok(Counted::Locked(until)),
-            (Ok(a), Ok(b)) => {
-                tx.put_failures(&a_key, &a)?;
-                tx.put_failures(&b_key, &b)?;
-                Ok(Counted::Yes { address: (a_key, a), account: (b_key, b) })
-            }
-        }
+    /// An attempt at the account of `email_key` from `ip`, trusted when `device` is the
+    /// account's device token.
+    fn attempt(&self, email_key: &str, ip: IpAddr, device: Option<&str>) -> Attempt {
+        let trusted = device.is_some_and(|d| self.core.hasher.trusts_device(email_key, d));
+        Attempt::new(email_key, ip, trusted)
     }
 
-    /// Gives one counted attempt back to `subject`: re-locks its row and subtracts from the
-    /// count as it is now, never writing back the count as it was, so that failures counted
-    /// meanwhile (while a password was being checked) stay counted. Nothing is given back to
-    /// a window that has since ended.
-    fn give_back(tx: &mut dyn Tx, (key, counted): &(String, Failures), limit: u32, now: Timestamp) -> Result<(), ServiceError> {
-        let current = tx.lock_failures(key, now)?;
-        if current.window_start == counted.window_start && current.count > 0 {
-            tx.put_failures(key, &current.succeeded(limit))?;
-        }
-        Ok(())
-    }
-
-    /// Gives a successful attempt's count back: the address's one attempt, the account's all
-    /// (a person who signs in is no longer being guessed at).
-    fn succeeded(tx: &mut dyn Tx, counted: &Counted, now: Timestamp) -> Result<(), ServiceError> {
-        if let Counted::Yes { address, account } = counted {
-            Self::give_back(tx, address, malipo_auth::session::ADDRESS_FAILURES, now)?;
-            tx.clear_failures(&account.0)?;
-        }
-        Ok(())
-    }
-
-    /// Gives an attempt that was not judged back to both its subjects.
-    fn given_back(tx: &mut dyn Tx, counted: &Counted, now: Timestamp) -> Result<(), ServiceError> {
-        if let Counted::Yes { address, account } = counted {
-            Self::give_back(tx, address, malipo_auth::session::ADDRESS_FAILURES, now)?;
-            Self::give_back(tx, account, malipo_auth::session::ACCOUNT_FAILURES, now)?;
-        }
-        Ok(())
-    }
-
-    /// When either subject is locked already, by a plain read before any row is locked: a
-    /// flood from a locked address is refused without queueing on its row's lock, so it
-    /// slows no one else's sign-in.
-    fn already_locked(&self, address: &Subject, account: &Subject, now: Timestamp) -> Result<Option<Timestamp>, ServiceError> {
-        read(self.core.store(), |tx| {
-            for subject in [address, account] {
-                if let Some(until) = tx.failures(&subject.key())?.and_then(|f| f.locked(now)) {
-                    return Ok(Some(until));
-                }
-            }
-            Ok(None)
-        })
-    }
-
-    /// Step one of signing in: email and password from `ip`.
+    /// Step one of signing in: email and password from `ip`, in a browser that may carry a
+    /// device token (`device`: the one a sign-in as this person gave it before).
     ///
     /// # Errors
     /// [`ServiceError::Busy`] when too many passwords are being checked already (nothing is
     /// counted); storage failures. A refusal is [`SignIn::Refused`] or [`SignIn::Locked`].
-    pub fn sign_in(&self, email: &str, password: &str, ip: IpAddr) -> Result<SignIn, ServiceError> {
+    pub fn sign_in(&self, email: &str, password: &str, ip: IpAddr, device: Option<&str>) -> Result<SignIn, ServiceError> {
         let passwords = self.passwords()?;
         let now = self.core.now();
         let key = User::email_key(email);
-        let (address, account) = (Subject::Address(ip), Subject::Account(key.clone()));
-        if let Some(until) = self.already_locked(&address, &account, now)? {
+        let attempt = self.attempt(&key, ip, device);
+        if let Some(until) = attempt.already_locked(self.core.store(), now)? {
             return Ok(SignIn::Locked { until });
         }
         let (counted, user) = write(self.core.store(), |tx| {
-            let counted = Self::count_attempt(tx, &address, &account, now)?;
+            let counted = attempt.count(tx, now)?;
             let user = match counted {
-                Counted::Yes { .. } => tx.user_by_email(&key)?.filter(User::is_active),
+                Counted::Yes(_) => tx.user_by_email(&key)?.filter(User::is_active),
                 Counted::Locked(_) => None,
             };
             Ok((counted, user))
         })?;
-        if let Counted::Locked(until) = counted {
+        if let Some(until) = counted.locked() {
             return Ok(SignIn::Locked { until });
         }
         // Long input is cut before hashing: a stored password is at most the maximum.
         let typed: String = password.chars().take(MAX_PASSWORD_CHARS.saturating_add(1)).collect();
         let Ok(right) = passwords.try_verify(&typed, user.as_ref().and_then(|u| u.password_hash.as_deref())) else {
             // Not checked: the attempt is given back, and the person asked to retry shortly.
-            write(self.core.store(), |tx| Self::given_back(tx, &counted, now))?;
+            write(self.core.store(), |tx| counted.not_judged(tx, now))?;
             return Err(ServiceError::Busy { retry_after: 1 });
         };
         write(self.core.store(), |tx| match (&user, right) {
             (Some(user), true) => {
-                Self::succeeded(tx, &counted, now)?;
+                counted.succeeded(tx, now)?;
                 let stage = if user.has_second_factor() { SessionStage::SecondFactor } else { SessionStage::Active };
                 let token = self.open_session(tx, user, stage, Mode::Test, ip, now)?;
                 let action = if stage == SessionStage::Active { "sign_in" } else { "sign_in.password" };
                 tx.append_audit(&entry(user, action, Some(user.id.to_string()), String::new(), ip, now))?;
-                Ok(if stage == SessionStage::Active { SignIn::SignedIn { token } } else { SignIn::SecondFactor { token } })
+                Ok(match stage {
+                    SessionStage::Active => SignIn::SignedIn { token, device: self.core.hasher.device_token(&key) },
+                    SessionStage::SecondFactor => SignIn::SecondFactor { token },
+                })
             }
             _ => {
                 let mut failed = match &user {
@@ -161,10 +109,8 @@ impl People<'_> {
                         e
                     }
                 };
-                if let Counted::Yes { account: (_, f), .. } = &counted {
-                    if f.locked(now).is_some() {
-                        failed.detail.push_str("; the account now waits 15 minutes");
-                    }
+                if counted.locked_account(now) {
+                    failed.detail.push_str("; the account now waits 15 minutes at this address");
                 }
                 tx.append_audit(&failed)?;
                 Ok(SignIn::Refused)
@@ -173,11 +119,12 @@ impl People<'_> {
     }
 
     /// Step two: the second factor (a TOTP code, or a recovery code once) under the pending
-    /// session's token. On success the pending session ends and a new one (a new token) begins.
+    /// session's token, counted as step one is. On success the pending session ends and a new
+    /// one (a new token) begins.
     ///
     /// # Errors
     /// Storage failures.
-    pub fn verify_second_factor(&self, pending_token: &str, code: &str, ip: IpAddr) -> Result<SignIn, ServiceError> {
+    pub fn verify_second_factor(&self, pending_token: &str, code: &str, ip: IpAddr, device: Option<&str>) -> Result<SignIn, ServiceError> {
         let now = self.core.now();
         let digest = token_digest(pending_token);
         write(self.core.store(), |tx| {
@@ -185,20 +132,21 @@ impl People<'_> {
                 return Ok(SignIn::Refused);
             };
             let Some(user) = tx.user(&pending.user_id)?.filter(User::is_active) else { return Ok(SignIn::Refused) };
-            let (address, account) = (Subject::Address(ip), Subject::Account(User::email_key(&user.email)));
-            let counted = Self::count_attempt(tx, &address, &account, now)?;
-            if let Counted::Locked(until) = counted {
+            let key = User::email_key(&user.email);
+            let counted = self.attempt(&key, ip, device).count(tx, now)?;
+            if let Some(until) = counted.locked() {
+                tx.append_audit(&entry(&user, "sign_in.locked", Some(user.id.to_string()), "authentication code".into(), ip, now))?;
                 return Ok(SignIn::Locked { until });
             }
             if !self.second_factor_holds(tx, &user, code, now)? {
                 tx.append_audit(&entry(&user, "sign_in.failed", Some(user.id.to_string()), "wrong authentication code".into(), ip, now))?;
                 return Ok(SignIn::Refused);
             }
-            Self::succeeded(tx, &counted, now)?;
+            counted.succeeded(tx, now)?;
             tx.delete_session(&digest)?;
             let token = self.open_session(tx, &user, SessionStage::Active, pending.mode, ip, now)?;
             tx.append_audit(&entry(&user, "sign_in", Some(user.id.to_string()), "with the second factor".into(), ip, now))?;
-            Ok(SignIn::SignedIn { token })
+            Ok(SignIn::SignedIn { token, device: self.core.hasher.device_token(&key) })
         })
     }
 
@@ -273,9 +221,9 @@ impl People<'_> {
         let now = self.core.now();
         let mut errors = Vec::new();
         super::team::check_new_password(new, confirm, &who.user, &mut errors);
-        let (address, account) = (Subject::Address(ip), Subject::Account(User::email_key(&who.user.email)));
-        let counted = write(self.core.store(), |tx| Self::count_attempt(tx, &address, &account, now))?;
-        if let Counted::Locked(until) = counted {
+        let attempt = Attempt::new(&User::email_key(&who.user.email), ip, false);
+        let counted = write(self.core.store(), |tx| attempt.count(tx, now))?;
+        if let Some(until) = counted.locked() {
             return Err(ServiceError::field(
                 "current_password",
                 "locked",
@@ -283,21 +231,21 @@ impl People<'_> {
             ));
         }
         let Ok(right) = passwords.try_verify(current, who.user.password_hash.as_deref()) else {
-            write(self.core.store(), |tx| Self::given_back(tx, &counted, now))?;
+            write(self.core.store(), |tx| counted.not_judged(tx, now))?;
             return Err(ServiceError::Busy { retry_after: 1 });
         };
         if !right {
             errors.insert(0, crate::error::FieldError::new("current_password", "wrong_password", "The current password is wrong."));
         } else if !errors.is_empty() {
             // The right password with a refused new one: not a failed attempt.
-            write(self.core.store(), |tx| Self::succeeded(tx, &counted, now))?;
+            write(self.core.store(), |tx| counted.succeeded(tx, now))?;
         }
         if !errors.is_empty() {
             return Err(ServiceError::Validation(errors));
         }
         let hash = passwords.hash(new).map_err(|e| ServiceError::Internal(e.to_string()))?;
         write(self.core.store(), |tx| {
-            Self::succeeded(tx, &counted, now)?;
+            counted.succeeded(tx, now)?;
             tx.set_password(&who.user.id, &hash)?;
             tx.delete_user_sessions(&who.user.id)?;
             let token = self.open_session(tx, &who.user, SessionStage::Active, who.session.mode, ip, now)?;

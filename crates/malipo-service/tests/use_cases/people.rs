@@ -50,27 +50,87 @@ fn code(world: &World, secret: &TotpSecret) -> String {
 }
 
 #[test]
-fn ten_failures_lock_an_account_for_fifteen_minutes_and_a_success_gives_its_attempt_back() {
+fn ten_failures_lock_an_account_at_their_address_for_fifteen_minutes_and_a_success_gives_its_attempt_back() {
     let world = World::new();
     let org = org(&world);
     let (email, _) = join(&world, &org, "viewer");
     let people = world.platform.people();
     for _ in 0..9 {
-        assert_eq!(people.sign_in(&email, "wrong password!", ip(2)).unwrap(), SignIn::Refused);
+        assert_eq!(people.sign_in(&email, "wrong password!", ip(2), None).unwrap(), SignIn::Refused);
     }
-    assert!(matches!(people.sign_in(&email, PASSWORD, ip(2)).unwrap(), SignIn::SignedIn { .. }), "the tenth attempt is judged");
+    assert!(matches!(people.sign_in(&email, PASSWORD, ip(2), None).unwrap(), SignIn::SignedIn { .. }), "the tenth attempt is judged");
     for _ in 0..10 {
-        assert_eq!(people.sign_in(&email.to_uppercase(), "wrong password!", ip(3)).unwrap(), SignIn::Refused);
+        assert_eq!(people.sign_in(&email.to_uppercase(), "wrong password!", ip(3), None).unwrap(), SignIn::Refused);
     }
-    let locked = people.sign_in(&email, PASSWORD, ip(4)).unwrap();
+    let locked = people.sign_in(&email, PASSWORD, ip(3), None).unwrap();
     assert_eq!(locked, SignIn::Locked { until: world.now().plus_seconds(15 * 60) }, "the email compared case-insensitively");
+    // The lock is where the guessing is: the person signs in from their own address.
+    assert!(matches!(people.sign_in(&email, PASSWORD, ip(4), None).unwrap(), SignIn::SignedIn { .. }), "another address");
     world.advance(15 * 60);
-    assert!(matches!(people.sign_in(&email, PASSWORD, ip(4)).unwrap(), SignIn::SignedIn { .. }));
+    assert!(matches!(people.sign_in(&email, PASSWORD, ip(3), None).unwrap(), SignIn::SignedIn { .. }));
     // An unknown email locks as a known one does.
     for _ in 0..10 {
-        assert_eq!(people.sign_in("nobody@example.com", "x", ip(5)).unwrap(), SignIn::Refused);
+        assert_eq!(people.sign_in("nobody@example.com", "x", ip(5), None).unwrap(), SignIn::Refused);
     }
-    assert!(matches!(people.sign_in("nobody@example.com", "x", ip(5)).unwrap(), SignIn::Locked { .. }));
+    assert!(matches!(people.sign_in("nobody@example.com", "x", ip(5), None).unwrap(), SignIn::Locked { .. }));
+}
+
+/// Fifty failures from many addresses brake the account for browsers it has not signed in from;
+/// its person's browser (its device token) still signs in, from a new address too.
+#[test]
+fn the_brake_on_an_account_guessed_from_many_addresses_spares_its_persons_browser() {
+    let world = World::new();
+    let org = org(&world);
+    let (email, _) = join(&world, &org, "viewer");
+    let people = world.platform.people();
+    let SignIn::SignedIn { device, .. } = people.sign_in(&email, PASSWORD, ip(1), None).unwrap() else { panic!("signed in") };
+    for attacker in 0..5u8 {
+        for _ in 0..10 {
+            assert_eq!(people.sign_in(&email, "wrong password!", ip(100 + attacker), None).unwrap(), SignIn::Refused);
+        }
+    }
+    let braked = people.sign_in(&email, PASSWORD, ip(7), None).unwrap();
+    assert!(matches!(braked, SignIn::Locked { .. }), "an unknown browser waits: {braked:?}");
+    let forged = people.sign_in(&email, PASSWORD, ip(7), Some("mld_x.AAAA")).unwrap();
+    assert!(matches!(forged, SignIn::Locked { .. }), "a forged device token is no device token");
+    let other = join(&world, &org, "viewer").0;
+    let SignIn::SignedIn { device: others, .. } = people.sign_in(&other, PASSWORD, ip(1), None).unwrap() else { panic!() };
+    assert!(matches!(people.sign_in(&email, PASSWORD, ip(7), Some(&others)).unwrap(), SignIn::Locked { .. }), "another person's");
+    let owner = people.sign_in(&email, PASSWORD, ip(7), Some(&device)).unwrap();
+    assert!(matches!(owner, SignIn::SignedIn { .. }), "the person's own browser: {owner:?}");
+    // The brake holds for the rest of its window, whoever signs in meanwhile.
+    assert!(matches!(people.sign_in(&email, PASSWORD, ip(8), None).unwrap(), SignIn::Locked { .. }));
+    world.advance(15 * 60);
+    assert!(matches!(people.sign_in(&email, PASSWORD, ip(8), None).unwrap(), SignIn::SignedIn { .. }));
+}
+
+/// A step-up code is a second factor and limited like one: after ten wrong codes every step-up
+/// is refused, the right code included, until the wait ends; each attempt is audited.
+#[test]
+fn step_up_codes_are_limited_as_second_factors_and_the_right_one_is_refused_past_the_limit() {
+    let world = World::new();
+    let org = org(&world);
+    let (email, who) = join(&world, &org, "admin");
+    let (secret, _, who) = enrol(&world, &who);
+    world.advance(30);
+    let people = world.platform.people();
+    for i in 0..10 {
+        let err = people.step_up(&who, "000000", ip(2)).unwrap_err();
+        assert!(matches!(err, ServiceError::Validation(ref f) if f[0].code == "wrong_code"), "attempt {}: {err:?}", i + 1);
+    }
+    let right = code(&world, &secret);
+    let err = people.step_up(&who, &right, ip(2)).unwrap_err();
+    assert!(matches!(err, ServiceError::Validation(ref f) if f[0].field == "code" && f[0].code == "locked"), "{err:?}");
+    assert!(err.to_string().contains("15 minutes") || format!("{err:?}").contains("15 minutes"), "{err:?}");
+    // It counted where the sign-in's failures count: this address waits to sign in too.
+    assert!(matches!(people.sign_in(&email, PASSWORD, ip(2), None).unwrap(), SignIn::Locked { .. }));
+    let filter = AuditFilter { action: Some("step_up".into()), ..AuditFilter::default() };
+    let log = people.audit_log(&who, &filter, None, 50).unwrap().data;
+    let actions: Vec<&str> = log.iter().map(|e| e.action.as_str()).collect();
+    assert_eq!(actions.iter().filter(|a| **a == "step_up.failed").count(), 10, "{actions:?}");
+    assert_eq!(actions.iter().filter(|a| **a == "step_up.locked").count(), 1, "{actions:?}");
+    world.advance(15 * 60);
+    people.step_up(&who, &code(&world, &secret), ip(2)).unwrap();
 }
 
 #[test]
@@ -82,13 +142,13 @@ fn a_code_is_accepted_once_within_its_window_and_recovery_codes_once() {
     let (secret, recovery, who) = enrol(&world, &who);
     assert!(!who.must_enrol());
     let people = world.platform.people();
-    let SignIn::SecondFactor { token } = people.sign_in(&email, PASSWORD, ip(1)).unwrap() else { panic!("a second factor is asked") };
+    let SignIn::SecondFactor { token } = people.sign_in(&email, PASSWORD, ip(1), None).unwrap() else { panic!("a second factor is asked") };
     assert!(people.session(&token).unwrap().is_none(), "a pending sign-in opens nothing");
-    assert_eq!(people.verify_second_factor(&token, &code(&world, &secret), ip(1)).unwrap(), SignIn::Refused, "used at enrolment");
+    assert_eq!(people.verify_second_factor(&token, &code(&world, &secret), ip(1), None).unwrap(), SignIn::Refused, "used at enrolment");
     world.advance(30);
     let fresh = code(&world, &secret);
-    assert!(matches!(people.verify_second_factor(&token, &fresh, ip(1)).unwrap(), SignIn::SignedIn { .. }));
-    assert_eq!(people.verify_second_factor(&token, &fresh, ip(1)).unwrap(), SignIn::Refused, "the pending token is spent");
+    assert!(matches!(people.verify_second_factor(&token, &fresh, ip(1), None).unwrap(), SignIn::SignedIn { .. }));
+    assert_eq!(people.verify_second_factor(&token, &fresh, ip(1), None).unwrap(), SignIn::Refused, "the pending token is spent");
     // Step-up: a used code is refused, a recovery code works once.
     let err = people.step_up(&who, &fresh, ip(1)).unwrap_err();
     assert!(matches!(err, ServiceError::Validation(ref f) if f[0].field == "code"), "{err:?}");
@@ -107,7 +167,7 @@ fn sessions_end_after_thirty_minutes_idle_or_twelve_hours() {
     let org = org(&world);
     let (email, _) = join(&world, &org, "viewer");
     let people = world.platform.people();
-    let SignIn::SignedIn { token } = people.sign_in(&email, PASSWORD, ip(1)).unwrap() else { panic!() };
+    let SignIn::SignedIn { token, .. } = people.sign_in(&email, PASSWORD, ip(1), None).unwrap() else { panic!() };
     world.advance(29 * 60);
     assert!(people.session(&token).unwrap().is_some());
     world.advance(29 * 60);
@@ -115,7 +175,7 @@ fn sessions_end_after_thirty_minutes_idle_or_twelve_hours() {
     world.advance(30 * 60);
     assert!(people.session(&token).unwrap().is_none(), "idle 30 minutes");
 
-    let SignIn::SignedIn { token } = people.sign_in(&email, PASSWORD, ip(1)).unwrap() else { panic!() };
+    let SignIn::SignedIn { token, .. } = people.sign_in(&email, PASSWORD, ip(1), None).unwrap() else { panic!() };
     for _ in 0..35 {
         world.advance(20 * 60);
         assert!(people.session(&token).unwrap().is_some());
@@ -225,14 +285,14 @@ fn a_success_racing_failures_from_its_address_erases_none_of_them() {
             s.spawn(move || {
                 for i in 0..each {
                     let unknown = format!("nobody-{t}-{i}@example.com");
-                    assert_eq!(world.platform.people().sign_in(&unknown, "wrong password!", ip(9)).unwrap(), SignIn::Refused);
+                    assert_eq!(world.platform.people().sign_in(&unknown, "wrong password!", ip(9), None).unwrap(), SignIn::Refused);
                 }
             });
         }
         let (world, email) = (&world, &email);
         s.spawn(move || {
             for _ in 0..successes {
-                assert!(matches!(world.platform.people().sign_in(email, PASSWORD, ip(9)).unwrap(), SignIn::SignedIn { .. }));
+                assert!(matches!(world.platform.people().sign_in(email, PASSWORD, ip(9), None).unwrap(), SignIn::SignedIn { .. }));
             }
         });
     });
@@ -241,14 +301,17 @@ fn a_success_racing_failures_from_its_address_erases_none_of_them() {
     let counted = failers * each;
     for i in counted..99 {
         assert_eq!(
-            people.sign_in(&format!("more-{i}@example.com"), "wrong password!", ip(9)).unwrap(),
+            people.sign_in(&format!("more-{i}@example.com"), "wrong password!", ip(9), None).unwrap(),
             SignIn::Refused,
             "failure {}",
             i + 1
         );
     }
-    assert_eq!(people.sign_in("last@example.com", "wrong password!", ip(9)).unwrap(), SignIn::Refused, "the hundredth failure");
-    assert!(matches!(people.sign_in(&email, PASSWORD, ip(9)).unwrap(), SignIn::Locked { .. }), "the address waits after 100 failures");
+    assert_eq!(people.sign_in("last@example.com", "wrong password!", ip(9), None).unwrap(), SignIn::Refused, "the hundredth failure");
+    assert!(
+        matches!(people.sign_in(&email, PASSWORD, ip(9), None).unwrap(), SignIn::Locked { .. }),
+        "the address waits after 100 failures"
+    );
 }
 
 #[test]
@@ -266,4 +329,26 @@ fn a_key_pair_a_person_created_acts_as_that_person_and_an_operators_as_nobody() 
     assert_eq!((principal.client_id.as_str(), principal.person.as_ref()), (theirs.client_id.as_str(), Some(&who.user.id)));
     let token = access.issue_token(&org.client_id, &org.client_secret, None).unwrap();
     assert_eq!(access.authenticate(&token.access_token).unwrap().person, None, "the operator's key pair");
+}
+
+/// An email someone of another organisation uses is invited as a free one is (an admin learns
+/// nothing of who uses the platform); the link can never be accepted. An operator is told.
+#[test]
+fn an_email_used_elsewhere_is_invited_as_a_free_one_and_its_link_never_works() {
+    let world = World::new();
+    let (a, b) = (org(&world), org(&world));
+    let (email, _) = join(&world, &a, "viewer");
+    let (_, admin) = join(&world, &b, "admin");
+    let (_, _, admin) = enrol(&world, &admin);
+    let people = world.platform.people();
+    let invitee = Invitee { email: email.to_uppercase(), role: "viewer".into(), name: None };
+    let invited = people.invite(Inviter::Member(&admin, ip(1)), &b, &invitee).unwrap();
+    assert_eq!(people.invitation(&invited.token), Err(ServiceError::NotFound), "shown as a link that no longer works");
+    assert_eq!(people.accept_invitation(&invited.token, "X", PASSWORD, PASSWORD, ip(1)), Err(ServiceError::NotFound));
+    assert!(matches!(people.sign_in(&email, PASSWORD, ip(1), None).unwrap(), SignIn::SignedIn { .. }), "its person signs in as before");
+    let by_operator = people.invite(Inviter::Operator, &b, &Invitee { email: email.clone(), role: "viewer".into(), name: None });
+    assert!(matches!(by_operator, Err(ServiceError::Validation(ref f)) if f[0].code == "taken"), "{by_operator:?}");
+    // Twice in one organisation: its own team, so it may say so.
+    let again = people.invite(Inviter::Member(&admin, ip(1)), &b, &invitee);
+    assert!(matches!(again, Err(ServiceError::Validation(ref f)) if f[0].code == "taken"), "{again:?}");
 }

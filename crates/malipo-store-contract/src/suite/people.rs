@@ -51,12 +51,41 @@ pub fn users_round_trip_by_id_email_and_organisation(store: &dyn Store) {
     assert_eq!(query(store, |tx| Ok(tx.users_of_org(&b.id)?)), vec![other]);
     assert_eq!(query(store, |tx| Ok(tx.users_of_org(&OrgId::new())?)), vec![]);
 
-    let same_email = user(&b, " ZAWADI@duka.example ", Role::Viewer, at(30));
-    assert_eq!(refused(store, |tx| Ok(tx.insert_user(&same_email)?)), duplicate(), "an email differing only in case");
+    let same_email = user(&a, " ZAWADI@duka.example ", Role::Viewer, at(30));
+    assert_eq!(refused(store, |tx| Ok(tx.insert_user(&same_email)?)), duplicate(), "an email differing only in case, in one organisation");
     let same_id = User { email: "else@duka.example".into(), ..newer.clone() };
     assert_eq!(refused(store, |tx| Ok(tx.insert_user(&same_id)?)), duplicate());
     assert_eq!(get_user(store, &same_email.id), None);
-    assert_eq!(get_user(store, &newer.id), Some(newer));
+    assert_eq!(get_user(store, &newer.id), Some(newer.clone()));
+    // An email someone accepted is theirs: not even invited elsewhere as an active person.
+    let taken = active(user(&b, "AMINA@duka.example", Role::Viewer, at(31)), at(32));
+    assert_eq!(refused(store, |tx| Ok(tx.insert_user(&taken)?)), duplicate(), "accepted elsewhere");
+}
+
+/// Until someone accepts, invitations to one email may wait in several organisations; the first
+/// to accept takes the email, and the others can then no longer be accepted (the store refuses
+/// with `Duplicate` and changes nothing). By email, the person who accepted is found, else the
+/// oldest invitation waiting.
+pub fn an_email_waits_in_several_organisations_until_one_accepts_it(store: &dyn Store) {
+    let (a, b, c) = (insert_org(store, "A", at(0)), insert_org(store, "B", at(0)), insert_org(store, "C", at(0)));
+    let first = user(&a, "wanjiru@shop.example", Role::Viewer, at(10));
+    let second = user(&b, "Wanjiru@Shop.example", Role::Admin, at(11));
+    commit(store, |tx| {
+        tx.insert_user(&second)?;
+        tx.insert_user(&first)?;
+        Ok(())
+    });
+    let key = User::email_key(&first.email);
+    assert_eq!(query(store, |tx| Ok(tx.user_by_email(&key)?)), Some(first.clone()), "the oldest waiting");
+    assert!(commit(store, |tx| Ok(tx.activate_user(&second.id, "Wanjiru", "$argon2id$x", at(20))?)));
+    let joined = get_user(store, &second.id).unwrap_or_else(|| panic!("the person"));
+    assert_eq!(query(store, |tx| Ok(tx.user_by_email(&key)?)), Some(joined), "the person who accepted");
+    assert_eq!(refused(store, |tx| Ok(tx.activate_user(&first.id, "Wanjiru", "$argon2id$x", at(21))?)), duplicate());
+    assert_eq!(get_user(store, &first.id).and_then(|u| u.activated_at), None, "unchanged");
+    // A new invitation elsewhere may still wait (it can never be accepted either).
+    let third = user(&c, "wanjiru@shop.example", Role::Viewer, at(30));
+    commit(store, |tx| Ok(tx.insert_user(&third)?));
+    assert_eq!(refused(store, |tx| Ok(tx.activate_user(&third.id, "W", "$argon2id$x", at(31))?)), duplicate());
 }
 
 /// The store refuses a user whose second factor is on without a secret, one active without a

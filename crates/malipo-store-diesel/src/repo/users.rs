@@ -17,7 +17,7 @@ use crate::tx::{happened, inserted, DieselTx};
 impl UserRepo for DieselTx<'_> {
     fn insert_user(&mut self, user: &User) -> Result<(), StoreError> {
         let row = UserRow::from(user);
-        // `ON CONFLICT DO NOTHING` covers the id and the email's unique index alike.
+        // `ON CONFLICT DO NOTHING` covers the id and the email's unique indexes alike.
         inserted(written!(&mut *self.conn, diesel::insert_into(users::table).values(&row).on_conflict_do_nothing()))
     }
 
@@ -33,14 +33,14 @@ impl UserRepo for DieselTx<'_> {
     }
 
     fn user_by_email(&mut self, email_key: &str) -> Result<Option<User>, StoreError> {
-        users::table
-            .filter(users::email_key.eq(email_key))
-            .select(UserRow::as_select())
-            .first(self.conn)
-            .optional()
-            .map_err(db_error)?
-            .map(User::try_from)
-            .transpose()
+        // The one person who accepted an invitation to it, else the oldest invitation waiting.
+        let of_email = || users::table.filter(users::email_key.eq(email_key)).select(UserRow::as_select());
+        let joined = of_email().filter(users::activated_at.is_not_null()).first(self.conn).optional().map_err(db_error)?;
+        let found = match joined {
+            Some(row) => Some(row),
+            None => of_email().order((users::created_at.asc(), users::id.asc())).first(self.conn).optional().map_err(db_error)?,
+        };
+        found.map(User::try_from).transpose()
     }
 
     fn users_of_org(&mut self, org_id: &OrgId) -> Result<Vec<User>, StoreError> {
@@ -56,7 +56,8 @@ impl UserRepo for DieselTx<'_> {
     }
 
     fn activate_user(&mut self, id: &UserId, name: &str, password_hash: &str, now: Timestamp) -> Result<bool, StoreError> {
-        // Not yet active, and not removed: a person removed before accepting stays out.
+        // Not yet active, and not removed: a person removed before accepting stays out. An email
+        // another person accepted first is refused by the unique index (`Duplicate`).
         let invited = users::table.find(id.as_str()).filter(users::activated_at.is_null()).filter(users::removed_at.is_null());
         happened(written!(
             &mut *self.conn,

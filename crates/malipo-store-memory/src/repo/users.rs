@@ -1,5 +1,5 @@
 //! [`UserRepo`] over the in-memory tables: users, recovery codes, invitations and organisations'
-//! console settings, with the guards, unique email and constraints of the SQL schema.
+//! console settings, with the guards, unique emails and constraints of the SQL schema.
 
 use malipo_auth::{Role, User};
 use malipo_core::{OrgId, Timestamp, UserId};
@@ -42,12 +42,16 @@ impl UserRepo for MemoryTx<'_> {
     fn insert_user(&mut self, user: &User) -> Result<(), StoreError> {
         let s = self.w()?;
         let key = User::email_key(&user.email);
-        if s.users.contains_key(&user.id) || s.user_emails.contains_key(&key) {
+        let in_org = s.users.values().any(|u| u.org_id == user.org_id && User::email_key(&u.email) == key);
+        let joined = user.activated_at.is_some() && s.user_emails.contains_key(&key);
+        if s.users.contains_key(&user.id) || in_org || joined {
             return Err(StoreError::Duplicate);
         }
         foreign_key(s.orgs.contains_key(&user.org_id), "the user's organisation")?;
         check_user(user)?;
-        s.user_emails.insert(key, user.id.clone());
+        if user.activated_at.is_some() {
+            s.user_emails.insert(key, user.id.clone());
+        }
         s.users.insert(user.id.clone(), user.clone());
         Ok(())
     }
@@ -58,7 +62,11 @@ impl UserRepo for MemoryTx<'_> {
 
     fn user_by_email(&mut self, email_key: &str) -> Result<Option<User>, StoreError> {
         let s = self.r();
-        Ok(s.user_emails.get(email_key).and_then(|id| s.users.get(id)).cloned())
+        if let Some(joined) = s.user_emails.get(email_key).and_then(|id| s.users.get(id)) {
+            return Ok(Some(joined.clone()));
+        }
+        let waiting = s.users.values().filter(|u| User::email_key(&u.email) == email_key);
+        Ok(waiting.min_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id))).cloned())
     }
 
     fn users_of_org(&mut self, org_id: &OrgId) -> Result<Vec<User>, StoreError> {
@@ -68,15 +76,21 @@ impl UserRepo for MemoryTx<'_> {
     }
 
     fn activate_user(&mut self, id: &UserId, name: &str, password_hash: &str, now: Timestamp) -> Result<bool, StoreError> {
-        self.change_user(id, |u| {
-            let invited = u.activated_at.is_none() && u.removed_at.is_none();
-            if invited {
-                u.name = name.to_owned();
-                u.password_hash = Some(password_hash.to_owned());
-                u.activated_at = Some(now);
-            }
-            invited
-        })
+        // Not yet active, and not removed: a person removed before accepting stays out.
+        let invited = self.r().users.get(id).filter(|u| u.activated_at.is_none() && u.removed_at.is_none());
+        let Some(key) = invited.map(|u| User::email_key(&u.email)) else { return Ok(false) };
+        // The unique index of accepted emails: another person accepted this email first.
+        if self.r().user_emails.contains_key(&key) {
+            return Err(StoreError::Duplicate);
+        }
+        let activated = self.change_user(id, |u| {
+            u.name = name.to_owned();
+            u.password_hash = Some(password_hash.to_owned());
+            u.activated_at = Some(now);
+            true
+        })?;
+        self.w()?.user_emails.insert(key, id.clone());
+        Ok(activated)
     }
 
     fn set_password(&mut self, id: &UserId, password_hash: &str) -> Result<bool, StoreError> {

@@ -19,6 +19,9 @@ on_both!(
     invitation_links_work_once_and_expire_after_72_hours,
     a_refused_form_keeps_its_values_and_shows_each_error_beside_its_field,
     people_whose_role_requires_it_enrol_before_anything_else,
+    the_lockout_slows_the_guesser_and_lets_the_owner_in,
+    a_control_character_in_a_return_address_gets_the_error_page_and_nothing_is_done,
+    behind_a_trusted_proxy_its_forwarded_origin_and_source_count,
 );
 
 async fn sign_in(b: &mut Browser, email: &str, password: &str) -> super::Page {
@@ -134,6 +137,17 @@ async fn forms_from_another_origin_or_without_their_token_are_refused_and_do_not
     b.origin = Some("https://evil.example".into());
     let evil = b.post("/console/account/sign-out-everywhere", &[("csrf_token", &csrf)]).await;
     assert_eq!(evil.status, 403);
+    // Host and forwarded headers, which the client chooses, do not make its origin the console's.
+    b.origin = Some("http://evil.example".into());
+    b.headers = vec![
+        ("host", "evil.example".into()),
+        ("x-forwarded-host", "evil.example".into()),
+        ("x-forwarded-proto", "http".into()),
+        ("forwarded", "host=evil.example;proto=http".into()),
+    ];
+    let forged = b.post("/console/account/sign-out-everywhere", &[("csrf_token", &csrf)]).await;
+    assert_eq!(forged.status, 403, "{}", forged.html);
+    b.headers.clear();
     // Neither Origin nor Sec-Fetch-Site: refused.
     b.origin = None;
     assert_eq!(b.post("/console/account/sign-out-everywhere", &[("csrf_token", &csrf)]).await.status, 403);
@@ -280,4 +294,131 @@ async fn people_whose_role_requires_it_enrol_before_anything_else(db: Db) {
     // A viewer need not enrol.
     let (mut viewer, _) = join(&app, &m.org_id, "viewer").await;
     assert_eq!(viewer.get("/console/").await.status, 200);
+}
+
+/// The lockout cannot be turned against the account's person: failures from an attacker's
+/// addresses lock the account there only, and the brake on many addresses' failures spares the
+/// browser the person signed in from before.
+async fn the_lockout_slows_the_guesser_and_lets_the_owner_in(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let m = app.merchant().await;
+    let (_, owner) = join(&app, &m.org_id, "viewer").await;
+    // The person's own browser has signed in before: it holds a device cookie.
+    let mut own = Browser::at(&app, "127.0.0.1");
+    assert_eq!(sign_in(&mut own, &owner.email, &owner.password).await.status, 303);
+    let device = own.device.clone().expect("a device cookie");
+
+    // An attacker at one address is slowed; the person elsewhere is not.
+    let mut attacker = Browser::at(&app, "127.0.0.2");
+    for _ in 0..10 {
+        assert_eq!(sign_in(&mut attacker, &owner.email, "not the password!").await.status, 401);
+    }
+    let slowed = sign_in(&mut attacker, &owner.email, &owner.password).await;
+    assert_eq!(slowed.status, 429, "even the right password, from the guessing address");
+    let elsewhere = sign_in(&mut Browser::at(&app, "127.0.0.3"), &owner.email, &owner.password).await;
+    assert_eq!(elsewhere.status, 303, "the right password from an address that has not been failing: {}", elsewhere.html);
+
+    // Guessing from many addresses (the fifty failures of the brake, with the ten above) brakes
+    // the account for browsers it has not signed in from ...
+    for host in 4..=7 {
+        let mut b = Browser::at(&app, &format!("127.0.0.{host}"));
+        for _ in 0..10 {
+            assert_eq!(sign_in(&mut b, &owner.email, "not the password!").await.status, 401);
+        }
+    }
+    let braked = sign_in(&mut Browser::at(&app, "127.0.0.9"), &owner.email, &owner.password).await;
+    assert_eq!(braked.status, 429, "a new browser at a new address waits");
+    // ... but not the person's own browser, wherever it is now.
+    let mut travelling = Browser::at(&app, "127.0.0.9");
+    travelling.device = Some(device);
+    let home = sign_in(&mut travelling, &owner.email, &owner.password).await;
+    assert_eq!(home.status, 303, "the person's browser signs in: {}", home.html);
+    assert_eq!(travelling.get("/console/").await.status, 200);
+}
+
+/// A return address with a control character (which no browser sends) is refused with the
+/// console's error page and its request id before anything is done: no session without its
+/// cookie, no mode switched.
+async fn a_control_character_in_a_return_address_gets_the_error_page_and_nothing_is_done(db: Db) {
+    let app = TestApp::shared(db);
+    let m = app.merchant().await;
+    let (mut b, someone) = join(app, &m.org_id, "viewer").await;
+    let signed_in_before = sign_ins(app, &someone.email).await;
+    let mut fresh = Browser::new(app);
+    for next in ["/console/\r\nSet-Cookie: x=1", "/console/\u{1}", "/console/\u{7f}"] {
+        let r = fresh.post("/console/login", &[("email", &someone.email), ("password", &someone.password), ("next", next)]).await;
+        assert_eq!(r.status, 400, "{next:?}: {}", r.html);
+        assert!(r.html.contains("Request id:"), "the console's error page: {}", r.html);
+        assert!(r.headers.get("set-cookie").is_none(), "no cookie");
+        assert!(fresh.cookie.is_none());
+    }
+    assert_eq!(sign_ins(app, &someone.email).await, signed_in_before, "no session made or audited");
+
+    // The mode switch: refused before switching.
+    let page = b.get("/console/").await;
+    assert!(page.html.contains("Test mode"), "{}", page.html);
+    let r = b.post("/console/mode", &[("csrf_token", &page.csrf()), ("back", "/console/charges\u{0}")]).await;
+    assert_eq!(r.status, 400, "{}", r.html);
+    assert!(r.html.contains("Request id:"));
+    let after = b.get("/console/account").await;
+    assert_eq!(after.attrs("input[name=test_mode][checked]", "name").len(), 1, "still in test mode: {}", after.html);
+}
+
+/// How many successful sign-ins of `email` the audit log holds.
+async fn sign_ins(app: &TestApp, email: &str) -> usize {
+    let (p, email) = (app.platform.clone(), email.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let filter = malipo_service::AuditFilter { action: Some("sign_in".into()), ..Default::default() };
+        let all = malipo_service::read(p.store(), |tx| Ok(tx.audit_entries(&filter, None, 1000)?)).unwrap();
+        all.iter().filter(|e| e.actor == email && e.action == "sign_in").count()
+    })
+    .await
+    .unwrap()
+}
+
+/// With `MALIPO_TRUST_PROXY` (and no console address) the proxy's forwarded host and scheme are
+/// the console's origin, and the last `X-Forwarded-For` address is the source the failure
+/// limits and the audit log see.
+async fn behind_a_trusted_proxy_its_forwarded_origin_and_source_count(db: Db) {
+    let database = match db {
+        Db::Sqlite => malipo_store_diesel::testing::TestDatabase::sqlite(),
+        Db::Postgres => malipo_store_diesel::testing::TestDatabase::postgres(),
+    };
+    let mut settings = crate::harness::settings(&database.url, &Options::default());
+    settings.trust_proxy = true;
+    let app = TestApp::on(database, settings).await;
+    let m = app.merchant().await;
+    let (_, someone) = join(&app, &m.org_id, "viewer").await;
+    let proxied = |client: &str| {
+        let mut b = Browser::new(&app);
+        b.origin = Some("https://pay.example".into());
+        b.headers = vec![
+            ("x-forwarded-host", "pay.example".into()),
+            ("x-forwarded-proto", "https".into()),
+            ("x-forwarded-for", format!("203.0.113.50, {client}")),
+        ];
+        b
+    };
+    let mut attacker = proxied("198.51.100.1");
+    for _ in 0..10 {
+        assert_eq!(sign_in(&mut attacker, &someone.email, "not the password!").await.status, 401);
+    }
+    assert_eq!(sign_in(&mut attacker, &someone.email, &someone.password).await.status, 429, "that client waits");
+    let mut owner = proxied("198.51.100.2");
+    let signed_in = sign_in(&mut owner, &someone.email, &someone.password).await;
+    assert_eq!(signed_in.status, 303, "another client behind the same proxy: {}", signed_in.html);
+    // Another forwarded origin than the one the proxy says is refused.
+    let mut evil = proxied("198.51.100.3");
+    evil.origin = Some("https://evil.example".into());
+    assert_eq!(sign_in(&mut evil, &someone.email, &someone.password).await.status, 403);
+    let (p, email) = (app.platform.clone(), someone.email.clone());
+    let ips = tokio::task::spawn_blocking(move || {
+        let filter = malipo_service::AuditFilter { action: Some("sign_in".into()), ..Default::default() };
+        let all = malipo_service::read(p.store(), |tx| Ok(tx.audit_entries(&filter, None, 100)?)).unwrap();
+        all.into_iter().filter(|e| e.actor == email).filter_map(|e| e.ip.map(|ip| (e.action, ip))).collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    assert!(ips.contains(&("sign_in".to_owned(), "198.51.100.2".to_owned())), "{ips:?}");
+    assert!(ips.iter().any(|(a, ip)| a == "sign_in.failed" && ip == "198.51.100.1"), "{ips:?}");
 }

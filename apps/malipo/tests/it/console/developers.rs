@@ -20,6 +20,7 @@ on_both!(
     finance_and_viewers_may_not_use_developers,
     a_test_session_cannot_see_or_touch_live_endpoints_and_events,
     developers_forms_from_another_origin_or_without_their_token_do_nothing,
+    after_ten_wrong_step_up_codes_the_right_one_is_refused_and_nothing_is_created,
 );
 
 const HOOK: &str = "http://127.0.0.1:9/hook";
@@ -475,4 +476,31 @@ async fn developers_forms_from_another_origin_or_without_their_token_do_nothing(
     assert_eq!(key_rows(&page).len(), before, "nothing was done");
     assert!(page.attrs("form[action$='/rotate']", "action").is_empty());
     assert_eq!(create_key(&mut b, "test", &admin.recovery[0]).await.status, 200, "the code was not spent");
+}
+
+/// Step-up is a second factor and limited like one: eleven wrong codes and then the right one
+/// create nothing; the form says why, and the attempts are in the audit log.
+async fn after_ten_wrong_step_up_codes_the_right_one_is_refused_and_nothing_is_created(db: Db) {
+    // Wrong codes count as failed sign-ins: a server of the test's own.
+    let app = TestApp::spawn(db).await;
+    let (_, mut b, admin) = new_admin(&app).await;
+    let before = key_rows(&b.get("/console/developers").await).len();
+    for i in 0..11 {
+        let refused = create_key(&mut b, "test", "000000").await;
+        assert_eq!(refused.status, 422, "attempt {}: {}", i + 1, refused.html);
+    }
+    let refused = create_key(&mut b, "test", &admin.code(0)).await;
+    assert_eq!(refused.status, 422, "the right code past the limit: {}", refused.html);
+    let why = refused.field_error("code").unwrap_or_default();
+    assert!(why.contains("Too many wrong authentication codes") && why.contains("15 minutes"), "{why}");
+    assert_eq!(refused.texts("[aria-labelledby=new-client-secret-label]").len(), 0);
+    let refused = create_key(&mut b, "test", &admin.recovery[0]).await;
+    assert_eq!(refused.status, 422, "a recovery code too");
+    assert_eq!(key_rows(&b.get("/console/developers").await).len(), before, "nothing created");
+    // Counted where the sign-in's failures count: the account waits to sign in from here too.
+    let locked = b.post("/console/login", &[("email", &admin.email), ("password", &admin.password)]).await;
+    assert_eq!(locked.status, 429, "{}", locked.html);
+    let audit = b.get("/console/audit?action=step_up").await;
+    assert!(audit.html.matches("step_up.failed").count() >= 10, "{}", audit.html);
+    assert!(audit.html.contains("step_up.locked"), "{}", audit.html);
 }

@@ -85,19 +85,30 @@ impl Page {
     }
 }
 
-/// A browser without script: one cookie jar (the session cookie), redirects not followed, and
-/// the console's own `Origin` on every post.
+/// A browser without script: one cookie jar (the session cookie and the device cookie),
+/// redirects not followed, and the console's own `Origin` on every post.
 pub struct Browser {
     pub base: String,
     http: reqwest::Client,
     pub cookie: Option<String>,
+    /// The device cookie a sign-in gave this browser.
+    pub device: Option<String>,
     pub origin: Option<String>,
+    /// Headers sent with every request (a proxy's, or forged ones).
+    pub headers: Vec<(&'static str, String)>,
 }
 
 impl Browser {
     pub fn new(app: &TestApp) -> Browser {
-        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-        Browser { base: app.base.clone(), http, cookie: None, origin: Some(app.base.clone()) }
+        Browser::at(app, "127.0.0.1")
+    }
+
+    /// A browser on another host: its connections come from `address` (any of 127.0.0.0/8,
+    /// which all reach the server's loopback address), so the server sees it as another source.
+    pub fn at(app: &TestApp, address: &str) -> Browser {
+        let local: std::net::IpAddr = address.parse().unwrap();
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).local_address(local).build().unwrap();
+        Browser { base: app.base.clone(), http, cookie: None, device: None, origin: Some(app.base.clone()), headers: Vec::new() }
     }
 
     async fn answer(&mut self, r: reqwest::Response) -> Page {
@@ -109,15 +120,24 @@ impl Browser {
                 let value = rest.split(';').next().unwrap();
                 self.cookie = if value.is_empty() || c.contains("Max-Age=0") { None } else { Some(value.to_owned()) };
             }
+            if let Some(rest) = c.strip_prefix("malipo_device=") {
+                self.device = Some(rest.split(';').next().unwrap().to_owned());
+            }
         }
         let location = headers.get("location").map(|l| l.to_str().unwrap().to_owned());
         Page { status, location, html: r.text().await.unwrap(), headers }
     }
 
     fn with_cookie(&self, r: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        match &self.cookie {
-            Some(c) => r.header("cookie", format!("malipo_session={c}")),
-            None => r,
+        let jar: Vec<String> = [("malipo_session", &self.cookie), ("malipo_device", &self.device)]
+            .into_iter()
+            .filter_map(|(name, value)| value.as_ref().map(|v| format!("{name}={v}")))
+            .collect();
+        let r = self.headers.iter().fold(r, |r, (name, value)| r.header(*name, value));
+        if jar.is_empty() {
+            r
+        } else {
+            r.header("cookie", jar.join("; "))
         }
     }
 

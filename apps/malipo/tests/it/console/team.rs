@@ -14,6 +14,7 @@ on_both!(
     finance_and_viewers_may_not_use_team,
     names_are_shown_as_text_and_a_direction_override_is_refused,
     team_forms_from_another_origin_or_without_their_token_do_nothing,
+    an_email_used_elsewhere_is_invited_as_a_free_one_and_weak_passwords_and_markup_are_refused,
 );
 
 async fn sign_in(b: &mut Browser, email: &str, password: &str) -> Page {
@@ -252,4 +253,49 @@ async fn team_forms_from_another_origin_or_without_their_token_do_nothing(db: Db
     assert!(!page.html.contains(&email), "nobody invited");
     assert!(page.html.contains(&target.email), "nobody removed");
     assert_eq!(page.attrs("#f-require-two-factor", "checked").len(), 0);
+}
+
+/// Inviting an address that someone of another organisation uses answers exactly as a free
+/// address does (nothing tells an admin who uses the platform); its link can never be accepted.
+/// An address with markup is not an address; a guessable password is refused beside its field.
+async fn an_email_used_elsewhere_is_invited_as_a_free_one_and_weak_passwords_and_markup_are_refused(db: Db) {
+    let app = TestApp::shared(db);
+    let elsewhere = app.merchant().await;
+    let (_, someone) = join(app, &elsewhere.org_id, "viewer").await;
+    let (_, mut b, _) = new_admin(app).await;
+    let free = format!("{}@example.com", uuid::Uuid::new_v4().simple());
+    let mut answers = Vec::new();
+    for email in [free.as_str(), someone.email.as_str()] {
+        let sent = b.submit("/console/team", "/console/team/invite", &[("email", email), ("role", "viewer")]).await;
+        assert_eq!(sent.status, 200, "{email}: {}", sent.html);
+        let link = sent.text("[aria-labelledby=invite-link-label]");
+        let row = row_of(&sent, email);
+        answers.push((sent.status_message(), sent.field_error("email"), row[2].clone(), row[4].starts_with("Invited "), link));
+    }
+    let (a, b2) = (&answers[0], &answers[1]);
+    assert_eq!((&a.0, &a.1, &a.2, a.3), (&b2.0, &b2.1, &b2.2, b2.3), "the same answer for a used address");
+    // The used address's link cannot be accepted; the free one's can.
+    let path = |link: &str| link[app.base.len()..].to_owned();
+    let mut visitor = Browser::new(app);
+    let pw = "a long enough passphrase";
+    let used = visitor.post(&path(&b2.4), &[("name", "X"), ("new_password", pw), ("confirm_password", pw)]).await;
+    assert_eq!(used.status, 404, "{}", used.html);
+    assert_eq!(sign_in(&mut Browser::new(app), &someone.email, &someone.password).await.status, 303, "its person is untouched");
+
+    // A guessable password, beside its field; then a good one joins.
+    let free_path = path(&a.4);
+    for weak in ["            ", "abcabcabcabc", "qwertyuiop12"] {
+        let refused = visitor.post(&free_path, &[("name", "Wanjiru"), ("new_password", weak), ("confirm_password", weak)]).await;
+        assert_eq!(refused.status, 422, "{weak:?}: {}", refused.html);
+        assert!(refused.field_error("new_password").is_some(), "{weak:?}: {}", refused.html);
+    }
+    let joined = visitor.post(&free_path, &[("name", "Wanjiru"), ("new_password", pw), ("confirm_password", pw)]).await;
+    assert_eq!(joined.status, 303, "{}", joined.html);
+
+    // Markup is not an address.
+    for bad in ["x\"><script>alert(1)</script>@example.com", "\"<b>\"@example.com", "Amina <a@example.com>"] {
+        let refused = b.submit("/console/team", "/console/team/invite", &[("email", bad), ("role", "viewer")]).await;
+        assert_eq!(refused.status, 422, "{bad}");
+        assert!(refused.field_error("email").is_some(), "{bad}");
+    }
 }

@@ -112,7 +112,7 @@ pub async fn posted(req: &HttpRequest, mut payload: web::Payload, limit: usize) 
     if !token_matches(&person, &parts.text("csrf_token")) {
         return Err(ConsoleError::Csrf);
     }
-    Ok((person, parts, client_ip(req)))
+    Ok((person, parts, client_ip(req, &console.settings)))
 }
 
 #[cfg(test)]

@@ -137,7 +137,8 @@ async fn limited<T: Send + 'static>(
     call: impl FnOnce(&Platform, &str) -> Result<T, ServiceError> + Send + 'static,
 ) -> Result<T, ApiError> {
     let failures = state.rate_limits.token_failures();
-    let addr = req.peer_addr().map(|a| a.ip());
+    let forwarded = req.headers().get("x-forwarded-for").and_then(|v| v.to_str().ok());
+    let addr = req.peer_addr().map(|a| malipo_auth::source_address(a.ip(), forwarded, state.trust_proxy));
     let turn = failures.turn(addr).await;
     let platform = state.platform.clone();
     let (id, result) = web::block(move || {
