@@ -39,12 +39,12 @@ run() { # gate seconds
     MALIPO_RATE_LIMIT_TEST=1000000 MALIPO_MAX_BACKLOG_SECONDS="$gate")
   local org; org=$(env "${env[@]}" "$BIN" org create --name Intake --kind merchant --json)
   local port; port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  env "${env[@]}" MALIPO_BIND=127.0.0.1:$port "$BIN" serve >"$WORK/server.log" 2>&1 &
+  env "${env[@]}" MALIPO_METRICS_TOKEN=bench-metrics MALIPO_BIND=127.0.0.1:$port "$BIN" serve >"$WORK/server.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 1 100); do curl -sf "127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
   echo "== intake at full speed for ${SECS}s, MALIPO_MAX_BACKLOG_SECONDS=$gate" >&2
   ( for _ in $(seq 1 $((SECS + 5))); do
-      curl -s "127.0.0.1:$port/metrics" | awk '/^malipo_backlog_age_seconds\{work="charges"\}/ {a=$2} /^malipo_intake_refused\{work="charges"\}/ {r=$2}
+      curl -s -H "Authorization: Bearer bench-metrics" "127.0.0.1:$port/metrics" | awk '/^malipo_backlog_age_seconds\{work="charges"\}/ {a=$2} /^malipo_intake_refused\{work="charges"\}/ {r=$2}
         /^malipo_backlog_due_charges / {d=$2} /^malipo_backlog_predicted_wait_seconds / {p=$2} END {print a+0, r+0, d+0, p+0}'
       sleep 1
     done >"$WORK/samples.txt" ) &

@@ -108,7 +108,7 @@ charges_under() {
     local mode=$1 port env=("${ENV[@]}")
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     [[ $mode != replica ]] || env+=(MALIPO_DATABASE_READ_URL="$READ_URL")
-    env "${env[@]}" MALIPO_BIND="127.0.0.1:$port" "$MALIPO" serve >"$WORK/server-$mode.log" 2>&1 &
+    env "${env[@]}" MALIPO_METRICS_TOKEN=bench-metrics MALIPO_BIND="127.0.0.1:$port" "$MALIPO" serve >"$WORK/server-$mode.log" 2>&1 &
     SERVER_PID=$!
     local api="http://127.0.0.1:$port/api/v1" deadline=$((SECONDS + 120))
     until curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do
@@ -116,7 +116,7 @@ charges_under() {
         sleep 0.2
     done
     if [[ $mode == replica ]]; then
-        until curl -fs "http://127.0.0.1:$port/metrics" | grep -qx 'malipo_db_replica_in_use 1'; do
+        until curl -fs -H "Authorization: Bearer bench-metrics" "http://127.0.0.1:$port/metrics" | grep -qx 'malipo_db_replica_in_use 1'; do
             ((SECONDS < deadline)) || { log "the replica never got within its bound"; return 1; }
             sleep 0.5
         done
@@ -138,7 +138,7 @@ charges_under() {
         --client-secret "$(json_field "$loader" client_secret)" --rate "$RATE" --duration-secs "$SECS" --warmup-secs 3 \
         >"$WORK/charges-$mode.json"
     if [[ -n $EXPORTER_PID ]]; then kill "$EXPORTER_PID" 2>/dev/null || true; wait "$EXPORTER_PID" 2>/dev/null || true; EXPORTER_PID=; fi
-    curl -fs "http://127.0.0.1:$port/metrics" | grep '^malipo_db_replica_fallbacks_total' | awk '{print $2}' >"$WORK/fallbacks-$mode.txt" || true
+    curl -fs -H "Authorization: Bearer bench-metrics" "http://127.0.0.1:$port/metrics" | grep '^malipo_db_replica_fallbacks_total' | awk '{print $2}' >"$WORK/fallbacks-$mode.txt" || true
     stop_server
     log "$mode: $(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print("p50 %.2f ms, p99 %.2f ms, %d ok" % (r["p50_ms"], r["p99_ms"], r["ok"]))' "$WORK/charges-$mode.json"), $(wc -l <"$WORK/exports-$mode.txt") exports begun"
 }
