@@ -459,14 +459,13 @@ mod loop_tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use malipo_auth::{OrgKind, Principal, SecretHasher};
-    use malipo_charges::Charge;
+
     use malipo_core::{EventId, SystemClock};
     use malipo_countries::Countries;
-    use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope, StoredResponse};
+    use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
     use malipo_service::ports::MockWebhookSender;
     use malipo_service::{
-        CreateCharge, CreateEndpoint, EndpointWithSecret, Idem, NewCharge, NewEndpoint, NewSimulation, NoRenderer, ServiceConfig, Simulate,
-        WebhookConfig,
+        CreateCharge, CreateEndpoint, Idem, NewCharge, NewEndpoint, NewSimulation, NoRenderer, ServiceConfig, Simulate, WebhookConfig,
     };
     use malipo_store_memory::MemoryStore;
     use malipo_webhooks::{DeliveryState, SecretCipher};
@@ -482,10 +481,6 @@ mod loop_tests {
             fingerprint: Fingerprint::of("POST", key, b""),
             actor: None,
         }
-    }
-
-    fn body(id: String) -> StoredResponse {
-        StoredResponse { status: 201, body: id.into_bytes() }
     }
 
     /// A platform over the in-memory store with one completed test charge and an endpoint for
@@ -506,7 +501,7 @@ mod loop_tests {
         let shop = access.authenticate(&token.access_token).unwrap();
         let endpoint = NewEndpoint { url: URL.into(), events: vec!["charge.completed".into()], description: None };
         let endpoint: CreateEndpoint = platform.parse(&shop, &endpoint).unwrap();
-        platform.webhooks().create_endpoint(&shop, &endpoint, &idem(&shop, "e"), &|_: &EndpointWithSecret| body(String::new())).unwrap();
+        platform.webhooks().create_endpoint(&shop, &endpoint, &idem(&shop, "e")).unwrap();
         let new = NewCharge {
             payer_msisdn: "254712340000".into(),
             amount: "150".into(),
@@ -515,10 +510,9 @@ mod loop_tests {
             description: None,
         };
         let charge: CreateCharge = platform.parse(&shop, &new).unwrap();
-        let created = platform.charges().create(&shop, &charge, &idem(&shop, "c"), &|c: &Charge| body(c.id.to_string())).unwrap();
-        let id = String::from_utf8(created.response.body).unwrap();
+        let id = platform.charges().create(&shop, &charge, &idem(&shop, "c")).unwrap().value.id.to_string();
         let simulation: Simulate = platform.parse(&shop, &NewSimulation { charge_ref: id, action: "approve".into() }).unwrap();
-        platform.sandbox().simulate(&shop, &simulation, &idem(&shop, "s"), &|_: &Charge| body(String::new())).unwrap();
+        platform.sandbox().simulate(&shop, &simulation, &idem(&shop, "s")).unwrap();
         let event = platform.webhooks().events(&shop, Some("charge.completed"), None, 1).unwrap().data.remove(0).id;
         (platform, shop, event)
     }

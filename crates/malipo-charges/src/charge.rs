@@ -7,7 +7,7 @@ use crate::state::{transition, ChargeEvent, ChargeState, FailureReason, Transiti
 /// What a prompt on the customer's phone asks them to approve. Both kinds share the state
 /// machine, the worker, expiry and PIN lockout; they differ in who pays the fee and where the
 /// money goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ChargeKind {
     /// A merchant's collection (`ch_…`): the merchant pays the fee out of the amount.
     Charge,
@@ -39,7 +39,7 @@ impl std::str::FromStr for ChargeKind {
 
 /// A prompt to a customer: a collection into a merchant's collection account, or a cash-out
 /// into an agent's float (see [`ChargeKind`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Charge {
     /// `ch_…` for a charge; `wd_…` for a cash-out (stored in the same table).
     pub id: ChargeRef,

@@ -7,7 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Where a charge is in its lifecycle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum ChargeState {
     /// The prompt is on the payer's phone.
     Pending,
@@ -71,7 +71,7 @@ impl FromStr for ChargeState {
 }
 
 /// Why a charge ended other than `completed`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum FailureReason {
     /// The payer declined the prompt.
     DeclinedByCustomer,

@@ -56,13 +56,36 @@ impl From<ServiceError> for ConsoleError {
     }
 }
 
-/// A service problem's title and message, as the API words them (with the message as a
-/// sentence).
+/// A service problem's title and message, as the API words them (the message as a sentence).
 pub fn problem_text(e: &ServiceError) -> (&'static str, String) {
-    let text = e.problem_text();
-    let mut chars = text.detail.chars();
+    let message = e.message();
+    let mut chars = message.chars();
     let detail = chars.next().map(|c| c.to_uppercase().chain(chars).collect::<String>()).unwrap_or_default();
-    (text.title, if detail.ends_with('.') { detail } else { format!("{detail}.") })
+    (title(e), if detail.ends_with('.') { detail } else { format!("{detail}.") })
+}
+
+/// The title of a problem's page: the API's problem title.
+fn title(e: &ServiceError) -> &'static str {
+    match e {
+        ServiceError::NotFound => "Not found",
+        ServiceError::Validation(_) => "Request validation failed",
+        ServiceError::InvalidState(_) => "Invalid state",
+        ServiceError::InsufficientFunds => "Insufficient funds",
+        ServiceError::Store(StoreError::Ledger(_)) if e.is_insufficient_funds() => "Insufficient funds",
+        ServiceError::CurrencyMismatch(_) => "Currency mismatch",
+        ServiceError::LimitExceeded(_) => "Limit exceeded",
+        ServiceError::WalletLocked => "Wallet locked",
+        ServiceError::MakerChecker => "Maker-checker violation",
+        ServiceError::ReversalExceedsOriginal(_) => "Reversal exceeds the original",
+        ServiceError::IdempotencyReused => "Idempotency key reused",
+        ServiceError::IdempotencyInProgress | ServiceError::AnsweredEarlier(_) => "Request in progress",
+        ServiceError::Forbidden(_) => "Forbidden",
+        ServiceError::TestModeOnly => "Test mode only",
+        ServiceError::Token(_) => "Invalid token",
+        ServiceError::OAuth(_) => "Token request refused",
+        ServiceError::Busy { .. } | ServiceError::Store(StoreError::Unavailable(_) | StoreError::Retry) => "Service unavailable",
+        ServiceError::Store(_) | ServiceError::Internal(_) => "Internal error",
+    }
 }
 
 impl ResponseError for ConsoleError {

@@ -1,10 +1,10 @@
 //! Console actions that move money are idempotent like the API's calls: each form carries a
 //! one-time key (drawn when the form is shown), so a double click, a refresh or the same form
-//! posted again acts once. The key is claimed in the action's own transaction; the stored answer
-//! is where the person goes next (the object's page), so a repeat goes there too.
+//! posted again acts once. The key is claimed in the action's own transaction; a repeat is given
+//! what the first did, so it goes where the first went (the object's page, made from it).
 
-use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope, StoredResponse};
-use malipo_service::{Actor, Idem, IdemOutcome, SignedIn};
+use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
+use malipo_service::{Actor, Done, Earlier, Idem, ServiceError, SignedIn};
 
 use crate::ConsoleError;
 
@@ -39,16 +39,26 @@ pub fn by(mut idem: Idem, who: &SignedIn, ip: std::net::IpAddr, action: &str) ->
     idem
 }
 
-/// The stored answer of a console action: go to `location`.
-pub fn go_to(location: String) -> StoredResponse {
-    StoredResponse { status: 303, body: location.into_bytes() }
+/// The page an action's result sends the person to (`to` of its value, the first time or on a
+/// repeat alike), or for a repeat of an action a version before snapshots answered, the page
+/// that version kept.
+///
+/// # Errors
+/// The action's.
+pub fn page<T>(done: Result<Done<T>, ServiceError>, to: impl FnOnce(&T) -> String) -> Result<Done<String>, ServiceError> {
+    match done {
+        Ok(done) => Ok(done.map(|v| to(&v))),
+        Err(ServiceError::AnsweredEarlier(Earlier(kept))) => {
+            Ok(Done { value: String::from_utf8_lossy(&kept).into_owned(), replayed: true })
+        }
+        Err(e) => Err(e),
+    }
 }
 
-/// Where an action's answer (first or replayed) sends the person.
-pub fn location(outcome: &IdemOutcome) -> String {
-    let to = String::from_utf8_lossy(&outcome.response.body).into_owned();
-    if to.starts_with("/console/") {
-        to
+/// Where an action's page (first or repeated) sends the person: a console page, nothing else.
+pub fn location(done: &Done<String>) -> String {
+    if done.value.starts_with("/console/") {
+        done.value.clone()
     } else {
         "/console/".to_owned()
     }

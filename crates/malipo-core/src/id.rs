@@ -14,7 +14,8 @@ pub struct IdError {
 macro_rules! prefixed_ids {
     ($($(#[$doc:meta])* $name:ident => $prefix:literal,)*) => {$(
         $(#[$doc])*
-        #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[serde(transparent)]
         pub struct $name(String);
 
         impl $name {

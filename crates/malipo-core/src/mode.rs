@@ -4,7 +4,8 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Sandbox or live. Every object carries one; each mode has its own ledger.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// The sandbox: test credentials, simulated customers.
     Test,

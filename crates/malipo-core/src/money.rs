@@ -31,9 +31,23 @@ pub enum MoneyError {
     Currency,
 }
 
-/// An ISO 4217 currency code.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// An ISO 4217 currency code (kept as its code in snapshots).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub struct Currency([u8; 3]);
+
+impl From<Currency> for String {
+    fn from(c: Currency) -> String {
+        c.as_str().to_owned()
+    }
+}
+
+impl TryFrom<String> for Currency {
+    type Error = MoneyError;
+    fn try_from(code: String) -> Result<Self, MoneyError> {
+        Currency::new(&code)
+    }
+}
 
 impl Currency {
     /// Kenyan shilling.
@@ -102,7 +116,8 @@ impl FromStr for Currency {
 
 /// An amount in the smallest unit of its currency. Signed, so that ledger postings can carry
 /// direction; checked arithmetic only.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub struct MinorUnit(i64);
 
 impl MinorUnit {

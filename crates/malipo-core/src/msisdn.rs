@@ -21,7 +21,8 @@ pub enum MsisdnError {
 
 /// A syntactically valid MSISDN (E.164 digits without `+`). Whether its country is served is
 /// decided by the country configuration.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub struct Msisdn(String);
 
 impl Msisdn {

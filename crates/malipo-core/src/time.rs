@@ -2,8 +2,9 @@
 
 use std::fmt;
 
-/// A UTC instant with microsecond precision.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A UTC instant with microsecond precision (microseconds in snapshots).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub struct Timestamp(i64);
 
 impl Timestamp {

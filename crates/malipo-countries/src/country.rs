@@ -141,7 +141,7 @@ impl IdType {
 }
 
 /// A KYC tier and its limits, in minor units.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KycTier {
     /// Tier number; 0 is a wallet opened without ID.
     pub tier: u8,

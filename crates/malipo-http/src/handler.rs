@@ -2,10 +2,8 @@
 //! the idempotency store kept, the `limit` parameter, and resources that answer 405 for other
 //! methods.
 
-use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse, Resource};
-use malipo_idempotency::StoredResponse;
-use malipo_service::{IdemOutcome, Platform, ServiceError};
+use malipo_service::{Done, Platform, ServiceError};
 use serde::Serialize;
 
 use crate::problem::ApiError;
@@ -23,20 +21,15 @@ pub async fn run<T: Send + 'static>(
     web::block(move || f(&platform)).await.map_err(|e| ApiError::Service(ServiceError::Internal(e.to_string())))?.map_err(ApiError::from)
 }
 
-/// A 200 JSON answer, as stored for replay under an idempotency key.
-pub fn render<T: Serialize>(value: &T) -> StoredResponse {
-    StoredResponse { status: 200, body: serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec()) }
-}
-
-/// Sends a stored answer; replays carry `Idempotent-Replayed: true`.
-pub fn stored(outcome: IdemOutcome) -> HttpResponse {
-    let status = StatusCode::from_u16(outcome.response.status).unwrap_or(StatusCode::OK);
-    let mut b = HttpResponse::build(status);
+/// A 200 JSON answer of what an idempotent call did; a repeat's carries
+/// `Idempotent-Replayed: true`.
+pub fn answer<T: Serialize>(done: Done<T>) -> HttpResponse {
+    let mut b = HttpResponse::Ok();
     b.content_type("application/json");
-    if outcome.replayed {
+    if done.replayed {
         b.insert_header(("Idempotent-Replayed", "true"));
     }
-    b.body(outcome.response.body)
+    b.body(serde_json::to_vec(&done.value).unwrap_or_else(|_| b"{}".to_vec()))
 }
 
 /// Parses the common `limit` parameter (1–100, default 20).

@@ -12,12 +12,15 @@
 //! ```text
 //! pub async fn cash_in(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
 //!     let principal = auth.require(Scope::Agent)?.clone();
-//!     idempotent(&req, principal, &state, "POST /agents/cash-in", Input::json(&body), AgentCashRequest::into_new, |p, principal, cash: &AgentCash, idem| {
-//!         p.agents().cash_in(principal, cash, idem, &|c: &CashIn| render(&CashInDto::from(c)))
-//!     })
-//!     .await
+//!     let use_case = |p: &Platform, principal: &Principal, cash: &AgentCash, idem: &Idem| p.agents().cash_in(principal, cash, idem);
+//!     idempotent(&req, principal, &state, "POST /agents/cash-in", Input::json(&body), AgentCashRequest::into_new, use_case, CashInDto::from)
+//!         .await
 //! }
 //! ```
+//!
+//! The use case returns what it did ([`Done`]), the first time and on a repeat alike (then as it
+//! was the first time); the answer is rendered from it here, after the call: the same result,
+//! the same bytes.
 //!
 //! [`Input::optional_json`] reads a body that may be left out, [`Input::none`] none at all
 //! (`DELETE`), [`Input::read_with`] a body of the handler's own reading (`POST /bulk-payouts`:
@@ -28,11 +31,12 @@ use std::borrow::Borrow;
 
 use actix_web::{HttpRequest, HttpResponse};
 use malipo_auth::Principal;
-use malipo_service::{Command, Idem, IdemOutcome, Platform, ServiceError};
+use malipo_service::{Command, Done, Earlier, Idem, Platform, ServiceError};
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use crate::extract::{idem, optional_json, parse_json, require_json, Body, Parsed};
-use crate::handler::{run, stored};
+use crate::handler::{answer, run};
 use crate::problem::ApiError;
 use crate::state::AppState;
 
@@ -121,8 +125,8 @@ impl Input<'static, ()> {
 /// checked): reads the body as `input` says into its DTO, makes the raw input of it with `raw`,
 /// parses that into the command `C` (once, by the service's rules), builds the idempotency
 /// context of `operation` (scoped to the principal), runs `use_case` with the command on a
-/// blocking thread (it claims the key in its transaction, or finds the stored answer) and sends
-/// the stored answer, replays with `Idempotent-Replayed: true`.
+/// blocking thread (it claims the key in its transaction, or finds what the key's request did)
+/// and answers with `render` of its result, a repeat's with `Idempotent-Replayed: true`.
 ///
 /// Errors come in this order, each before the next is looked at: the media type (415); the JSON
 /// (400 malformed or of a wrong type, 422 with an unknown or missing field); when the body
@@ -134,18 +138,22 @@ impl Input<'static, ()> {
 ///
 /// # Errors
 /// As above.
-pub async fn idempotent<T, R, C>(
+#[allow(clippy::too_many_arguments)]
+pub async fn idempotent<T, R, C, V, D>(
     req: &HttpRequest,
     principal: Principal,
     state: &AppState,
     operation: &'static str,
     input: Input<'_, T>,
     raw: impl FnOnce(T) -> Result<R, ApiError>,
-    use_case: impl FnOnce(&Platform, &Principal, &C, &Idem) -> Result<IdemOutcome, ServiceError> + Send + 'static,
+    use_case: impl FnOnce(&Platform, &Principal, &C, &Idem) -> Result<Done<V>, ServiceError> + Send + 'static,
+    render: impl FnOnce(&V) -> D,
 ) -> Result<HttpResponse, ApiError>
 where
     R: Borrow<C::Raw>,
     C: Command + Send + 'static,
+    V: Send + 'static,
+    D: Serialize,
 {
     let Parsed { value, canonical } = input.read.parse(req)?;
     let context = |body_key: Option<&str>| idem(req, &principal, operation, body_key, &canonical);
@@ -162,6 +170,15 @@ where
         None => context(None)?,
     };
     let command = command?;
-    let outcome = run(state, move |p| use_case(p, &principal, &command, &idem)).await?;
-    Ok(stored(outcome))
+    match run(state, move |p| use_case(p, &principal, &command, &idem)).await {
+        Ok(done) => Ok(answer(done.map(|v| render(&v)))),
+        // What a version before snapshots answered, kept as this API wrote it.
+        Err(ApiError::Service(ServiceError::AnsweredEarlier(Earlier(body)))) => Ok(earlier(body)),
+        Err(e) => Err(e),
+    }
+}
+
+/// The answer an earlier version kept with a key (its JSON, sent as it was).
+fn earlier(body: Vec<u8>) -> HttpResponse {
+    HttpResponse::Ok().content_type("application/json").insert_header(("Idempotent-Replayed", "true")).body(body)
 }

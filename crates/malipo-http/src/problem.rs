@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
-use malipo_service::{FieldError, ServiceError, StoreError, TokenProblem};
+use malipo_service::{FieldError, OAuthProblem, ServiceError, StoreError, TokenProblem};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -198,10 +198,37 @@ fn to_problem_field(f: &FieldError) -> ProblemField {
     ProblemField { field: f.field.clone(), code: f.code.to_owned(), message: f.message.clone() }
 }
 
+/// The contract's code and title of a use case's error.
+pub fn service_code(e: &ServiceError) -> (&'static str, &'static str) {
+    match e {
+        ServiceError::NotFound => ("not_found", "Not found"),
+        ServiceError::Validation(_) => ("validation_failed", "Request validation failed"),
+        ServiceError::InvalidState(_) => ("invalid_state", "Invalid state"),
+        ServiceError::InsufficientFunds => ("insufficient_funds", "Insufficient funds"),
+        ServiceError::CurrencyMismatch(_) => ("currency_mismatch", "Currency mismatch"),
+        ServiceError::LimitExceeded(_) => ("limit_exceeded", "Limit exceeded"),
+        ServiceError::WalletLocked => ("wallet_locked", "Wallet locked"),
+        ServiceError::MakerChecker => ("maker_checker_violation", "Maker-checker violation"),
+        ServiceError::ReversalExceedsOriginal(_) => ("reversal_exceeds_original", "Reversal exceeds the original"),
+        ServiceError::IdempotencyReused => ("idempotency_key_reused", "Idempotency key reused"),
+        ServiceError::IdempotencyInProgress | ServiceError::AnsweredEarlier(_) => ("idempotency_in_progress", "Request in progress"),
+        ServiceError::Forbidden(_) => ("insufficient_scope", "Forbidden"),
+        ServiceError::TestModeOnly => ("test_mode_only", "Test mode only"),
+        ServiceError::Token(_) => ("invalid_token", "Invalid token"),
+        ServiceError::OAuth(OAuthProblem::InvalidClient) => ("invalid_client", "Token request refused"),
+        ServiceError::OAuth(OAuthProblem::InvalidScope(_)) => ("invalid_scope", "Token request refused"),
+        ServiceError::Store(StoreError::Unavailable(_) | StoreError::Retry) | ServiceError::Busy { .. } => {
+            ("unavailable", "Service unavailable")
+        }
+        ServiceError::Store(StoreError::Ledger(_)) if e.is_insufficient_funds() => ("insufficient_funds", "Insufficient funds"),
+        ServiceError::Store(_) | ServiceError::Internal(_) => ("internal_error", "Internal error"),
+    }
+}
+
 fn service_parts(e: &ServiceError) -> (StatusCode, &'static str, &'static str, String) {
     use StatusCode as S;
-    let text = e.problem_text();
-    let status = match text.code {
+    let (code, title) = service_code(e);
+    let status = match code {
         "not_found" => S::NOT_FOUND,
         "invalid_state" | "idempotency_in_progress" => S::CONFLICT,
         "maker_checker_violation" | "test_mode_only" | "insufficient_scope" => S::FORBIDDEN,
@@ -213,9 +240,9 @@ fn service_parts(e: &ServiceError) -> (StatusCode, &'static str, &'static str, S
     };
     let detail = match e {
         ServiceError::Token(p) => token_description(*p).into(),
-        _ => text.detail,
+        _ => e.message(),
     };
-    (status, text.code, text.title, detail)
+    (status, code, title, detail)
 }
 
 fn token_description(p: TokenProblem) -> &'static str {

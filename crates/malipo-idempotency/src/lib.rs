@@ -1,4 +1,4 @@
-//! Idempotency keys (contract section 10): validation, request fingerprints, stored responses.
+//! Idempotency keys (contract section 10): validation, request fingerprints, what a request did.
 //! The key is claimed in the same database transaction as the effect it guards.
 
 // Integers never meet `+ - *` unchecked here: money goes through `MinorUnit`'s checked
@@ -127,13 +127,16 @@ impl Fingerprint {
     }
 }
 
-/// The response stored with a key, replayed byte for byte.
+/// What a key's request did, kept with the key in the effect's own transaction, so that a
+/// repeat is answered with the same result whatever has happened since.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredResponse {
-    /// HTTP status.
-    pub status: u16,
-    /// The exact body bytes.
-    pub body: Vec<u8>,
+pub enum Outcome {
+    /// The use case's result as the service snapshots it (a versioned format of the service's,
+    /// which it reads back into the result on a repeat, for the front end to render again).
+    Snapshot(Vec<u8>),
+    /// What a version of Malipo before snapshots kept: a front end's own answer, handed back to
+    /// that front end as it is. Written no more; read until such keys are purged.
+    Earlier(Vec<u8>),
 }
 
 /// A key as stored.
@@ -141,8 +144,8 @@ pub struct StoredResponse {
 pub struct IdempotencyRecord {
     /// The request it was claimed for.
     pub fingerprint: Fingerprint,
-    /// The response, once the effect committed (`None` while in flight).
-    pub response: Option<StoredResponse>,
+    /// What it did, once the effect committed (`None` while in flight).
+    pub outcome: Option<Outcome>,
     /// When claimed.
     pub created_at: Timestamp,
 }
@@ -150,8 +153,8 @@ pub struct IdempotencyRecord {
 /// What to do with a request whose key already has a record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
-    /// Same request, finished: replay this response.
-    Replay(StoredResponse),
+    /// Same request, finished: answer with what it did.
+    Replay(Outcome),
     /// Same key, different request.
     Reused,
     /// Same request, still running.
@@ -164,8 +167,8 @@ impl IdempotencyRecord {
         if &self.fingerprint != fingerprint {
             return Decision::Reused;
         }
-        match &self.response {
-            Some(r) => Decision::Replay(r.clone()),
+        match &self.outcome {
+            Some(o) => Decision::Replay(o.clone()),
             None => Decision::InProgress,
         }
     }
@@ -221,12 +224,12 @@ mod tests {
         let f = Fingerprint::of("POST", "/x", b"1");
         let done = IdempotencyRecord {
             fingerprint: f.clone(),
-            response: Some(StoredResponse { status: 200, body: b"ok".to_vec() }),
+            outcome: Some(Outcome::Snapshot(b"ok".to_vec())),
             created_at: Timestamp::from_micros(0),
         };
-        assert_eq!(done.decide(&f), Decision::Replay(StoredResponse { status: 200, body: b"ok".to_vec() }));
+        assert_eq!(done.decide(&f), Decision::Replay(Outcome::Snapshot(b"ok".to_vec())));
         assert_eq!(done.decide(&Fingerprint::of("POST", "/x", b"2")), Decision::Reused);
-        let running = IdempotencyRecord { response: None, ..done };
+        let running = IdempotencyRecord { outcome: None, ..done };
         assert_eq!(running.decide(&f), Decision::InProgress);
     }
 }

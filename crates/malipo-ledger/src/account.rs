@@ -6,7 +6,7 @@ use std::str::FromStr;
 use malipo_core::{AccountId, Currency, MinorUnit, Mode, OrgId, Timestamp};
 
 /// What an account is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum AccountKind {
     /// A merchant's account that charges land in.
     Collection,
@@ -95,7 +95,7 @@ impl FromStr for AccountKind {
 }
 
 /// A ledger account with its running balance and reservations.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Account {
     /// `acc_…`.
     pub id: AccountId,

@@ -13,7 +13,7 @@ use malipo_core::{AccountId, BulkPayoutId, Currency, MinorUnit, Mode, OrgId, Tim
 use crate::payout::UnknownPayoutName;
 
 /// Where a batch is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum BatchState {
     /// Stored and validated; waits for a checker.
     AwaitingApproval,
@@ -54,7 +54,7 @@ impl FromStr for BatchState {
 }
 
 /// How many of a batch's items are in each state. Always sums to the item count.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BatchCounts {
     /// Not yet settled.
     pub pending: u32,
@@ -107,7 +107,7 @@ pub enum BulkTransitionError {
 }
 
 /// A batch of payouts created by a maker and approved (or rejected) by a checker.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BulkPayout {
     /// `bp_…`.
     pub id: BulkPayoutId,

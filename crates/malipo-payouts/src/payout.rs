@@ -9,7 +9,7 @@ use std::str::FromStr;
 use malipo_core::{AccountId, BulkPayoutId, Currency, MinorUnit, Mode, MoneyError, Msisdn, OrgId, PayoutRef, Timestamp, TransactionId};
 
 /// Where a payout is in its lifecycle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum PayoutState {
     /// Accepted; `amount + fee` is reserved on the payout account.
     Pending,
@@ -57,7 +57,7 @@ impl FromStr for PayoutState {
 }
 
 /// Why a payout failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum PayoutFailure {
     /// The number has no wallet (live), or is the sandbox's `…1007`.
     PayeeNotFound,
@@ -141,7 +141,7 @@ pub fn transition(state: PayoutState, event: PayoutEvent) -> Result<(PayoutState
 }
 
 /// Money sent from an organisation's payout account to a customer's wallet.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Payout {
     /// `po_…`.
     pub id: PayoutRef,

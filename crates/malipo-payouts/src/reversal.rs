@@ -4,7 +4,7 @@
 use malipo_core::{ChargeRef, Currency, MinorUnit, Mode, MoneyError, OrgId, PayoutRef, ReversalId, Timestamp, TransactionId};
 
 /// What a reversal gives back.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ReversalOriginal {
     /// A completed charge: the payer gets money back.
     Charge(ChargeRef),
@@ -13,7 +13,7 @@ pub enum ReversalOriginal {
 }
 
 /// A completed reversal.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Reversal {
     /// `rv_…`.
     pub id: ReversalId,

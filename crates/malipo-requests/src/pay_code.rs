@@ -9,7 +9,7 @@ use rand::Rng;
 pub const PAY_CODE_DIGITS: usize = 6;
 
 /// A merchant pay code: exactly six ASCII digits (a leading `0` is allowed).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub struct PayCode(String);
 
 /// Text that is not six digits.

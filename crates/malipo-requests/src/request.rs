@@ -17,7 +17,7 @@ pub const DEFAULT_EXPIRES_IN_SECONDS: i64 = 86_400;
 pub const EXPIRES_IN_SECONDS: std::ops::RangeInclusive<i64> = 60..=7 * 86_400;
 
 /// Where a payment request is in its lifecycle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum RequestState {
     /// Waiting to be paid; its pay code is in use.
     Open,
@@ -108,7 +108,7 @@ pub struct RequestFilter {
 }
 
 /// A merchant's request to be paid.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PaymentRequest {
     /// `pr_…`.
     pub id: PaymentRequestId,

@@ -23,7 +23,7 @@ pub struct Balance {
 
 /// A funding: the operator's issuance account credited an organisation's float or payout
 /// account.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Funded {
     /// The ledger entry.
     pub transaction_id: TransactionId,

@@ -13,13 +13,13 @@ use crate::commands::AgentCash;
 use crate::core::Core;
 use crate::customers::Customers;
 use crate::error::ServiceError;
-use crate::idempotency::{Idem, IdemOutcome};
+use crate::idempotency::{Done, Idem};
 use crate::lifecycle::Lifecycle;
 use crate::limits::{limit_error, Limits};
-use crate::ports::{read, AccountKey, Answer, Tx, WalletState};
+use crate::ports::{read, AccountKey, Tx, WalletState};
 
 /// A completed cash-in.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CashIn {
     /// The ledger transaction.
     pub transaction_id: TransactionId,
@@ -92,53 +92,43 @@ impl<'a> Agents<'a> {
     /// [`ServiceError::CurrencyMismatch`], [`ServiceError::Validation`] (`customer_msisdn`
     /// without a wallet), [`ServiceError::LimitExceeded`], [`ServiceError::WalletLocked`],
     /// [`ServiceError::InsufficientFunds`] (the float), idempotency errors.
-    pub fn cash_in(
-        &self,
-        principal: &Principal,
-        command: &AgentCash,
-        idem: &Idem,
-        answer: &dyn Answer<CashIn>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn cash_in(&self, principal: &Principal, command: &AgentCash, idem: &Idem) -> Result<Done<CashIn>, ServiceError> {
         let currency = self.core.country(&principal.country)?.currency;
         let AgentCash { customer, amount } = command;
         let (country, amount) = (customer_country(self.core, currency, customer)?, *amount);
         let fee = country.fee(FeeOperation::CashIn, amount);
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let now = self.core.now();
-                let float = self.float_of(tx, principal)?;
-                let wallet = Customers(self.core).movement_wallet(tx, principal.mode, customer, "customer_msisdn", now)?;
-                Limits(self.core).check_credit(tx, &wallet, amount)?.map_err(|b| limit_error(b, country))?;
-                let revenue = self.core.system_account(tx, principal.mode, currency, AccountKind::Revenue)?;
-                let journal = Journal::new_skipping_zero(
-                    principal.mode,
-                    currency,
-                    JournalKind::CashIn,
-                    customer.as_str(),
-                    vec![
-                        JournalLine { account: float.id.clone(), amount: amount.checked_add(fee)?.checked_neg()? },
-                        JournalLine { account: wallet.account_id.clone(), amount },
-                        JournalLine { account: revenue, amount: fee },
-                    ],
-                    now,
-                )?
-                .with_fee(&float.id, fee);
-                tx.post_journal(&journal).map_err(ServiceError::from).map_err(insufficient)?;
-                let float_balance = tx.account(&float.id)?.map_or(MinorUnit::ZERO, |a| a.balance);
-                Ok(CashIn {
-                    transaction_id: journal.id,
-                    customer_msisdn: customer.clone(),
-                    amount,
-                    fee,
-                    currency,
-                    mode: principal.mode,
-                    float_balance,
-                    created_at: now,
-                })
-            },
-            answer,
-        )
+        self.core.idempotent(idem, |tx| {
+            let now = self.core.now();
+            let float = self.float_of(tx, principal)?;
+            let wallet = Customers(self.core).movement_wallet(tx, principal.mode, customer, "customer_msisdn", now)?;
+            Limits(self.core).check_credit(tx, &wallet, amount)?.map_err(|b| limit_error(b, country))?;
+            let revenue = self.core.system_account(tx, principal.mode, currency, AccountKind::Revenue)?;
+            let journal = Journal::new_skipping_zero(
+                principal.mode,
+                currency,
+                JournalKind::CashIn,
+                customer.as_str(),
+                vec![
+                    JournalLine { account: float.id.clone(), amount: amount.checked_add(fee)?.checked_neg()? },
+                    JournalLine { account: wallet.account_id.clone(), amount },
+                    JournalLine { account: revenue, amount: fee },
+                ],
+                now,
+            )?
+            .with_fee(&float.id, fee);
+            tx.post_journal(&journal).map_err(ServiceError::from).map_err(insufficient)?;
+            let float_balance = tx.account(&float.id)?.map_or(MinorUnit::ZERO, |a| a.balance);
+            Ok(CashIn {
+                transaction_id: journal.id,
+                customer_msisdn: customer.clone(),
+                amount,
+                fee,
+                currency,
+                mode: principal.mode,
+                float_balance,
+                created_at: now,
+            })
+        })
     }
 
     /// What [`Agents::cash_in`] of `command` would do now, in one read.
@@ -190,13 +180,7 @@ impl<'a> Agents<'a> {
     /// [`ServiceError::CurrencyMismatch`], [`ServiceError::Validation`] (an amount below the
     /// fee is refused), [`ServiceError::Busy`], [`ServiceError::InvalidState`] (no float),
     /// idempotency errors.
-    pub fn cash_out(
-        &self,
-        principal: &Principal,
-        command: &AgentCash,
-        idem: &Idem,
-        answer: &dyn Answer<Charge>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn cash_out(&self, principal: &Principal, command: &AgentCash, idem: &Idem) -> Result<Done<Charge>, ServiceError> {
         let currency = self.core.country(&principal.country)?.currency;
         let AgentCash { customer, amount } = command;
         let (country, amount) = (customer_country(self.core, currency, customer)?, *amount);
@@ -214,40 +198,36 @@ impl<'a> Agents<'a> {
         }
         let now = self.core.now();
         let next_action_at = Lifecycle(self.core).first_step_at(principal.mode, now);
-        let outcome = self.core.idempotent(
-            idem,
-            |tx| {
-                let float = self.float_of(tx, principal)?;
-                let id = WithdrawalRef::new();
-                let prompt = Charge {
-                    id: ChargeRef::from_trusted(id.as_str().to_owned()),
-                    kind: ChargeKind::CashOut,
-                    org_id: principal.org_id.clone(),
-                    mode: principal.mode,
-                    payer_msisdn: customer.clone(),
-                    amount,
-                    fee,
-                    commission,
-                    currency,
-                    amount_reversed: MinorUnit::ZERO,
-                    reference: id.into_string(),
-                    description: None,
-                    state: ChargeState::Pending,
-                    failure_reason: None,
-                    transaction_id: None,
-                    merchant_account: float.id,
-                    payer_account: None,
-                    created_at: now,
-                    updated_at: now,
-                    expires_at: now.plus_seconds(self.core.config.charge_ttl_seconds),
-                    completed_at: None,
-                    next_action_at: Some(next_action_at),
-                };
-                tx.insert_charge(&prompt)?;
-                Ok(prompt)
-            },
-            answer,
-        )?;
+        let outcome = self.core.idempotent(idem, |tx| {
+            let float = self.float_of(tx, principal)?;
+            let id = WithdrawalRef::new();
+            let prompt = Charge {
+                id: ChargeRef::from_trusted(id.as_str().to_owned()),
+                kind: ChargeKind::CashOut,
+                org_id: principal.org_id.clone(),
+                mode: principal.mode,
+                payer_msisdn: customer.clone(),
+                amount,
+                fee,
+                commission,
+                currency,
+                amount_reversed: MinorUnit::ZERO,
+                reference: id.into_string(),
+                description: None,
+                state: ChargeState::Pending,
+                failure_reason: None,
+                transaction_id: None,
+                merchant_account: float.id,
+                payer_account: None,
+                created_at: now,
+                updated_at: now,
+                expires_at: now.plus_seconds(self.core.config.charge_ttl_seconds),
+                completed_at: None,
+                next_action_at: Some(next_action_at),
+            };
+            tx.insert_charge(&prompt)?;
+            Ok(prompt)
+        })?;
         if !outcome.replayed {
             self.core.observer.charge_entered(ChargeState::Pending);
         }

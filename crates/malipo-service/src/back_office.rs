@@ -13,9 +13,9 @@ use crate::access::{Access, IssuedCredential};
 use crate::accounts::{Accounts, Funded, LedgerCheck};
 use crate::core::Core;
 use crate::error::ServiceError;
-use crate::idempotency::{Idem, IdemOutcome};
+use crate::idempotency::{Done, Idem};
 use crate::people::{entry, Invited, Invitee, Inviter, People, SignedIn};
-use crate::ports::{read, write, Answer, AuditEntry, AuditFilter};
+use crate::ports::{read, write, AuditEntry, AuditFilter};
 
 /// The audit log's action of a verification of the ledger.
 pub const LEDGER_VERIFIED: &str = "ledger.verified";
@@ -121,18 +121,10 @@ impl<'a> BackOffice<'a> {
     /// # Errors
     /// [`ServiceError::Forbidden`], [`ServiceError::NotFound`], [`ServiceError::Validation`]
     /// (`amount`, `org`), idempotency errors.
-    pub fn fund(
-        &self,
-        who: &SignedIn,
-        org_id: &OrgId,
-        mode: Mode,
-        amount: &str,
-        idem: &Idem,
-        answer: &dyn Answer<Funded>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn fund(&self, who: &SignedIn, org_id: &OrgId, mode: Mode, amount: &str, idem: &Idem) -> Result<Done<Funded>, ServiceError> {
         who.require(Permission::Organisations)?;
         let accounts = Accounts::new(self.core);
-        self.core.idempotent(idem, |tx| accounts.fund_in(tx, org_id, mode, amount, self.core.now()), answer)
+        self.core.idempotent(idem, |tx| accounts.fund_in(tx, org_id, mode, amount, self.core.now()))
     }
 
     /// "Verify now" (as `malipo ledger verify`): seals, then checks the whole ledger, and records

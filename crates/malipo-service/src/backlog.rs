@@ -47,7 +47,7 @@ use malipo_core::Timestamp;
 
 use crate::core::Core;
 use crate::error::ServiceError;
-use crate::idempotency::{Idem, IdemOutcome};
+use crate::idempotency::{Done, Idem};
 use crate::ports::read;
 
 /// What one measurement found.
@@ -224,7 +224,7 @@ impl<'a> Backlog<'a> {
     /// # Errors
     /// As [`Backlog::admit`], or the stored record's ([`ServiceError::IdempotencyReused`],
     /// [`ServiceError::IdempotencyInProgress`]).
-    pub(crate) fn take(&self, intake: Intake, idem: &Idem) -> Result<Option<IdemOutcome>, ServiceError> {
+    pub(crate) fn take<T: serde::de::DeserializeOwned>(&self, intake: Intake, idem: &Idem) -> Result<Option<Done<T>>, ServiceError> {
         if let Err(refused) = self.admit(intake) {
             return self.core.stored_outcome(idem)?.map(Some).ok_or(refused);
         }

@@ -16,10 +16,10 @@ use crate::backlog::{Backlog, Intake};
 use crate::commands::CreateCharge;
 use crate::core::{Core, FINISHED_DAYS_KEPT};
 use crate::error::ServiceError;
-use crate::idempotency::{Idem, IdemOutcome};
+use crate::idempotency::{Done, Idem};
 use crate::lifecycle::Lifecycle;
 use crate::page::{bad_cursor, Page};
-use crate::ports::{query, read, report, Answer, ChargeDayTotal, DAY_MICROS};
+use crate::ports::{query, read, report, ChargeDayTotal, DAY_MICROS};
 
 /// The merchant-facing charge use cases.
 pub struct Charges<'a> {
@@ -38,13 +38,7 @@ impl<'a> Charges<'a> {
     /// # Errors
     /// [`ServiceError::CurrencyMismatch`] (the currency named, or the payer's number, is not the
     /// merchant's), [`ServiceError::Busy`], idempotency errors.
-    pub fn create(
-        &self,
-        principal: &Principal,
-        command: &CreateCharge,
-        idem: &Idem,
-        answer: &dyn Answer<Charge>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn create(&self, principal: &Principal, command: &CreateCharge, idem: &Idem) -> Result<Done<Charge>, ServiceError> {
         let merchant_country = self.core.country(&principal.country)?;
         let currency = merchant_country.currency;
         let CreateCharge { payer, amount, currency: named, reference, description } = command;
@@ -100,16 +94,12 @@ impl<'a> Charges<'a> {
             // The usual case: the account is known, so the charge is whole before the
             // transaction and may share it with other creations' (the first charge of a
             // merchant in this process looks its account up, alone).
-            Some(merchant_account) => self.core.create_charge(idem, &charge(merchant_account), answer)?,
-            None => self.core.idempotent(
-                idem,
-                |tx| {
-                    let charge = charge(self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?);
-                    tx.insert_charge(&charge)?;
-                    Ok(charge)
-                },
-                answer,
-            )?,
+            Some(merchant_account) => self.core.create_charge(idem, &charge(merchant_account))?,
+            None => self.core.idempotent(idem, |tx| {
+                let charge = charge(self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?);
+                tx.insert_charge(&charge)?;
+                Ok(charge)
+            })?,
         };
         if !outcome.replayed {
             self.core.observer.charge_entered(ChargeState::Pending);

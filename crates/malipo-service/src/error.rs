@@ -1,4 +1,5 @@
-//! The errors a use case can end with. The HTTP adapter maps each to the one problem format.
+//! The errors a use case can end with. Each front end words them in its own format (the API's
+//! problem codes are the HTTP adapter's).
 
 use malipo_core::MoneyError;
 use malipo_ledger::LedgerError;
@@ -98,6 +99,10 @@ pub enum ServiceError {
     /// The key's first request is still running.
     #[error("a request with this idempotency key is still being processed")]
     IdempotencyInProgress,
+    /// The key's request was settled by a version before snapshots, which kept its front end's
+    /// own answer: handed back to that front end as it was.
+    #[error("this request was answered before, by an earlier version")]
+    AnsweredEarlier(Earlier),
     /// The person's role may not do this (the console checks first; the use case again).
     #[error("{0}")]
     Forbidden(String),
@@ -124,58 +129,32 @@ pub enum ServiceError {
     Internal(String),
 }
 
-/// How a refusal reads to whoever made the request, whatever the front end: its stable code
-/// (the contract's error codes), a short title, and what went wrong. The API shows it as a
-/// problem document (with an HTTP status chosen by the code), the console as a page's message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProblemText {
-    /// The stable code, e.g. `insufficient_funds`.
-    pub code: &'static str,
-    /// A short summary of the problem's kind.
-    pub title: &'static str,
-    /// What went wrong here (never an internal detail).
-    pub detail: String,
+/// An answer an earlier version's front end kept with a key (opaque here: only that front end
+/// reads it).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Earlier(pub Vec<u8>);
+
+impl std::fmt::Debug for Earlier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Earlier({} bytes)", self.0.len())
+    }
 }
 
 impl ServiceError {
-    /// The refusal's code, title and detail.
-    pub fn problem_text(&self) -> ProblemText {
-        let d = self.to_string();
-        let (code, title, detail) = match self {
-            ServiceError::NotFound => ("not_found", "Not found", "no such object".into()),
-            ServiceError::Validation(f) => {
-                ("validation_failed", "Request validation failed", f.iter().map(|f| f.message.clone()).collect::<Vec<_>>().join("; "))
-            }
-            ServiceError::InvalidState(_) => ("invalid_state", "Invalid state", d),
-            ServiceError::InsufficientFunds => ("insufficient_funds", "Insufficient funds", d),
-            ServiceError::CurrencyMismatch(_) => ("currency_mismatch", "Currency mismatch", d),
-            ServiceError::LimitExceeded(_) => ("limit_exceeded", "Limit exceeded", d),
-            ServiceError::WalletLocked => ("wallet_locked", "Wallet locked", d),
-            ServiceError::MakerChecker => ("maker_checker_violation", "Maker-checker violation", d),
-            ServiceError::ReversalExceedsOriginal(_) => ("reversal_exceeds_original", "Reversal exceeds the original", d),
-            ServiceError::IdempotencyReused => ("idempotency_key_reused", "Idempotency key reused", d),
-            ServiceError::IdempotencyInProgress => ("idempotency_in_progress", "Request in progress", d),
-            ServiceError::Forbidden(_) => ("insufficient_scope", "Forbidden", d),
-            ServiceError::TestModeOnly => {
-                ("test_mode_only", "Test mode only", "this endpoint is only available with test credentials".into())
-            }
-            ServiceError::Token(_) => ("invalid_token", "Invalid token", d),
-            ServiceError::OAuth(OAuthProblem::InvalidClient) => {
-                ("invalid_client", "Token request refused", "client authentication failed".into())
-            }
-            ServiceError::OAuth(OAuthProblem::InvalidScope(m)) => ("invalid_scope", "Token request refused", m.clone()),
-            ServiceError::Store(StoreError::Unavailable(_) | StoreError::Retry) => {
-                ("unavailable", "Service unavailable", "the database is unavailable; retry shortly".into())
-            }
-            ServiceError::Busy { .. } => ("unavailable", "Service unavailable", d),
-            ServiceError::Store(StoreError::Ledger(_)) if self.is_insufficient_funds() => {
-                ("insufficient_funds", "Insufficient funds", "insufficient funds".into())
-            }
-            ServiceError::Store(_) | ServiceError::Internal(_) => {
-                ("internal_error", "Internal error", "an internal error occurred; it has been logged".into())
-            }
-        };
-        ProblemText { code, title, detail }
+    /// What went wrong, for whoever made the request, whatever the front end (never an
+    /// internal detail): a front end shows it beside its own code or title.
+    pub fn message(&self) -> String {
+        match self {
+            ServiceError::NotFound => "no such object".into(),
+            ServiceError::Validation(f) => f.iter().map(|f| f.message.clone()).collect::<Vec<_>>().join("; "),
+            ServiceError::TestModeOnly => "this endpoint is only available with test credentials".into(),
+            ServiceError::OAuth(OAuthProblem::InvalidClient) => "client authentication failed".into(),
+            ServiceError::OAuth(OAuthProblem::InvalidScope(m)) => m.clone(),
+            ServiceError::Store(StoreError::Unavailable(_) | StoreError::Retry) => "the database is unavailable; retry shortly".into(),
+            ServiceError::Store(StoreError::Ledger(_)) if self.is_insufficient_funds() => "insufficient funds".into(),
+            ServiceError::Store(_) | ServiceError::Internal(_) => "an internal error occurred; it has been logged".into(),
+            other => other.to_string(),
+        }
     }
 }
 

@@ -1,8 +1,11 @@
-//! Running an effect under an idempotency key: the key is claimed, the effect applied and the
-//! response stored in one transaction, so a retry is settled exactly once.
+//! Running an effect under an idempotency key: the key is claimed, the effect applied and a
+//! snapshot of its result stored in one transaction, so a retry is settled exactly once and
+//! given the same result.
 
 use malipo_charges::Charge;
-use malipo_idempotency::{Decision, Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse};
+use malipo_idempotency::{Decision, Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, Outcome};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use malipo_core::{AuditId, UserId};
 use malipo_payouts::{BulkPayout, Payout, Reversal};
@@ -10,10 +13,10 @@ use malipo_requests::PaymentRequest;
 use malipo_webhooks::Endpoint;
 
 use crate::core::Core;
-use crate::error::ServiceError;
-use crate::error::StoreError;
+use crate::error::{Earlier, ServiceError, StoreError};
 use crate::group::Creation;
-use crate::ports::{read, write, Answer, AuditEntry, Tx};
+use crate::ports::{read, write, AuditEntry, Tx};
+use crate::snapshot;
 
 /// The key of a state-changing request and what it is bound to.
 #[derive(Clone, Debug)]
@@ -93,31 +96,51 @@ impl Subject for Endpoint {
     }
 }
 
-/// The answer to an idempotent request.
+/// What an idempotent use case did: its result, and whether this request repeated one already
+/// settled under its key (the result is then as it was the first time, whatever has happened
+/// since). A front end renders it: the same result, the same answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IdemOutcome {
-    /// Status and exact body.
-    pub response: StoredResponse,
-    /// Whether this is a replay of an earlier answer.
+pub struct Done<T> {
+    /// The result.
+    pub value: T,
+    /// Whether it is a repeat's.
     pub replayed: bool,
 }
 
+impl<T> Done<T> {
+    /// The result of a first request.
+    pub(crate) fn new(value: T) -> Self {
+        Done { value, replayed: false }
+    }
+
+    /// The same outcome with another value (the same repeat or not).
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Done<U> {
+        Done { value: f(self.value), replayed: self.replayed }
+    }
+}
+
+/// What a use case's result must be to run under a key: described in the audit log, and kept
+/// as a snapshot ([`crate::snapshot`]).
+pub trait Keep: Subject + Serialize + DeserializeOwned {}
+
+impl<T: Subject + Serialize + DeserializeOwned> Keep for T {}
+
 impl Core {
-    /// Runs `effect` once per key, in one transaction with the key: the effect is applied, the
-    /// front end's answer to it made, and the key stored with the answer. A repeat with the same
-    /// fingerprint replays the stored response; with another fingerprint it is refused. When a
-    /// concurrent request stores the key first, this transaction rolls back and the request
-    /// replays the winner's response. Errors from `effect` roll everything back, the key
-    /// included, so a refused request writes nothing and may be retried.
+    /// Runs `effect` once per key, in one transaction with the key: the effect is applied and the
+    /// key stored with a snapshot of its result. A repeat with the same fingerprint is given that
+    /// result again; with another fingerprint it is refused. When a concurrent request stores the
+    /// key first, this transaction rolls back and the request is given the winner's result.
+    /// Errors from `effect` roll everything back, the key included, so a refused request writes
+    /// nothing and may be retried.
     ///
     /// # Errors
-    /// [`ServiceError::IdempotencyReused`], [`ServiceError::IdempotencyInProgress`], or the effect's.
-    pub(crate) fn idempotent<T: Subject>(
+    /// [`ServiceError::IdempotencyReused`], [`ServiceError::IdempotencyInProgress`],
+    /// [`ServiceError::AnsweredEarlier`], or the effect's.
+    pub(crate) fn idempotent<T: Keep>(
         &self,
         idem: &Idem,
         mut effect: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>,
-        answer: &dyn Answer<T>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    ) -> Result<Done<T>, ServiceError> {
         let now = self.now();
         // First attempt: assume a new key (the common case) and skip the lookup; the insert at
         // the end detects a repeat. Later attempts look the key up first.
@@ -156,10 +179,9 @@ impl Core {
                     created_at: now,
                 })?;
             }
-            let response = answer.answer(&value);
-            let record = IdempotencyRecord { fingerprint: idem.fingerprint.clone(), response: Some(response.clone()), created_at: now };
+            let record = record(&idem.fingerprint, &value, now)?;
             if tx.insert_key(&idem.scope, &idem.key, &record)? {
-                Ok(IdemOutcome { response, replayed: false })
+                Ok(Done::new(value))
             } else {
                 // The key exists: undo this effect and answer from the stored record.
                 Err(StoreError::Retry.into())
@@ -169,40 +191,36 @@ impl Core {
 
     /// [`Core::idempotent`] for a new charge, whole before its transaction: it may share the
     /// transaction (and its commit) with other creations arriving at the same moment (see
-    /// [`crate::group`]). Whatever happens to a group, the answer is the one
+    /// [`crate::group`]). Whatever happens to a group, the outcome is the one
     /// [`Core::idempotent`] would give: a group is kept whole or not at all, and a creation whose
     /// group was not kept runs alone.
     ///
     /// # Errors
     /// As [`Core::idempotent`].
-    pub(crate) fn create_charge(&self, idem: &Idem, charge: &Charge, answer: &dyn Answer<Charge>) -> Result<IdemOutcome, ServiceError> {
+    pub(crate) fn create_charge(&self, idem: &Idem, charge: &Charge) -> Result<Done<Charge>, ServiceError> {
         // A group writes keys and charges alone: a person's creation, with its audit entry, runs
         // the ordinary way.
         if self.group.enabled() && idem.actor.is_none() {
-            let response = answer.answer(charge);
-            let record =
-                IdempotencyRecord { fingerprint: idem.fingerprint.clone(), response: Some(response.clone()), created_at: self.now() };
+            let record = record(&idem.fingerprint, charge, self.now())?;
             let creation = Creation { charge: charge.clone(), key: (idem.scope.clone(), idem.key.clone(), record) };
             if self.group.submit(self.store(), &|n| self.observer.group_committed(n), creation)? {
-                return Ok(IdemOutcome { response, replayed: false });
+                return Ok(Done::new(charge.clone()));
             }
         }
-        self.idempotent(
-            idem,
-            |tx| {
-                tx.insert_charge(charge)?;
-                Ok(charge.clone())
-            },
-            answer,
-        )
+        self.idempotent(idem, |tx| {
+            tx.insert_charge(charge)?;
+            Ok(charge.clone())
+        })
     }
 
-    /// The answer already stored for this key, if any: for use cases whose checks before the
-    /// effect must not run again on a retry (a PIN change re-checking a PIN that has changed).
+    /// The result already stored for this key, if any: for use cases whose checks before the
+    /// effect must not run again on a retry (a PIN change re-checking a PIN that has changed),
+    /// and for new work the service cannot take now (a repeat is no new work).
     ///
     /// # Errors
-    /// [`ServiceError::IdempotencyReused`], [`ServiceError::IdempotencyInProgress`], storage failures.
-    pub(crate) fn stored_outcome(&self, idem: &Idem) -> Result<Option<IdemOutcome>, ServiceError> {
+    /// [`ServiceError::IdempotencyReused`], [`ServiceError::IdempotencyInProgress`],
+    /// [`ServiceError::AnsweredEarlier`], storage failures.
+    pub(crate) fn stored_outcome<T: DeserializeOwned>(&self, idem: &Idem) -> Result<Option<Done<T>>, ServiceError> {
         match read(self.store(), |tx| Ok(tx.idempotency_record(&idem.scope, &idem.key)?))? {
             Some(existing) => decide(&existing, &idem.fingerprint).map(Some),
             None => Ok(None),
@@ -210,10 +228,20 @@ impl Core {
     }
 }
 
-/// The answer to a request that found its key already stored.
-fn decide(existing: &IdempotencyRecord, fingerprint: &Fingerprint) -> Result<IdemOutcome, ServiceError> {
+/// The record a key is stored with: the request's fingerprint and a snapshot of `value`.
+pub(crate) fn record<T: Serialize>(
+    fingerprint: &Fingerprint,
+    value: &T,
+    now: malipo_core::Timestamp,
+) -> Result<IdempotencyRecord, ServiceError> {
+    Ok(IdempotencyRecord { fingerprint: fingerprint.clone(), outcome: Some(Outcome::Snapshot(snapshot::encode(value)?)), created_at: now })
+}
+
+/// The outcome of a request that found its key already stored.
+fn decide<T: DeserializeOwned>(existing: &IdempotencyRecord, fingerprint: &Fingerprint) -> Result<Done<T>, ServiceError> {
     match existing.decide(fingerprint) {
-        Decision::Replay(response) => Ok(IdemOutcome { response, replayed: true }),
+        Decision::Replay(Outcome::Snapshot(kept)) => Ok(Done { value: snapshot::decode(&kept)?, replayed: true }),
+        Decision::Replay(Outcome::Earlier(answer)) => Err(ServiceError::AnsweredEarlier(Earlier(answer))),
         Decision::Reused => Err(ServiceError::IdempotencyReused),
         Decision::InProgress => Err(ServiceError::IdempotencyInProgress),
     }

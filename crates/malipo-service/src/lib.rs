@@ -41,6 +41,7 @@ pub mod processing;
 pub mod reversals;
 pub mod sandbox;
 pub mod sealer;
+pub mod snapshot;
 pub mod transactions;
 pub mod transfers;
 pub mod ussd;
@@ -58,10 +59,10 @@ pub use charges::{ChargeActivity, ChargeDay, ChargeDelivery, ChargeStep, Charges
 pub use commands::*;
 pub use config::{ServiceConfig, WebhookConfig};
 pub use core::{NoObserver, Observer};
-pub use error::{FieldError, OAuthProblem, ProblemText, ServiceError, StoreError, TokenProblem};
+pub use error::{Earlier, FieldError, OAuthProblem, ServiceError, StoreError, TokenProblem};
 pub use events::charge_event_kind;
 pub use housekeeping::{Housekeeping, EVENT_RETENTION_SECONDS, KEY_RETENTION_SECONDS};
-pub use idempotency::{Actor, Idem, IdemOutcome, Subject};
+pub use idempotency::{Actor, Done, Idem, Keep, Subject};
 pub use lifecycle::PIN_LOCKOUT_REASON;
 pub use limits::WalletDetails;
 pub use p2p::P2pTransfer;
@@ -73,8 +74,8 @@ pub use payouts::Payouts;
 pub use people::{Enrolment, InvitationView, Invited, Invitee, Inviter, People, SignIn, SignedIn};
 pub use platform::Platform;
 pub use ports::{
-    autocommit, query, read, report, write, AccountKey, Answer, AuditEntry, AuditFilter, AuditRepo, AuthRepo, BulkRepo, ChainRepo,
-    ChargeDayTotal, ChargeRepo, EndpointRepo, EventRenderer, EventsPage, IdempotencyRepo, Invitation, LedgerRepo, NoRenderer, OutboxRepo,
+    autocommit, query, read, report, write, AccountKey, AuditEntry, AuditFilter, AuditRepo, AuthRepo, BulkRepo, ChainRepo, ChargeDayTotal,
+    ChargeRepo, EndpointRepo, EventRenderer, EventsPage, IdempotencyRepo, Invitation, LedgerRepo, NoRenderer, OutboxRepo,
     PaymentRequestRepo, PayoutRepo, PostingQuery, QueuedWrites, ReplicaState, ReversalRepo, Savepoint, SessionRepo, StatementLine, Store,
     TokenRecord, Tx, UnsealedStats, UserRepo, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender, WriteQueue,
     DAY_MICROS,

@@ -11,7 +11,7 @@ use crate::error::ServiceError;
 use crate::ports::{Tx, Wallet};
 
 /// A wallet with its account, its tier's limits and what it has used of today's.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WalletDetails {
     /// The wallet.
     pub wallet: Wallet,

@@ -3,19 +3,18 @@
 
 use malipo_core::{MinorUnit, Mode, Msisdn, TransactionId};
 use malipo_countries::FeeOperation;
-use malipo_idempotency::StoredResponse;
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 
 use crate::agents::insufficient;
 use crate::core::Core;
 use crate::customers::Customers;
-use crate::error::ServiceError;
+use crate::error::{Earlier, ServiceError};
 use crate::idempotency::Idem;
 use crate::limits::{limit_error, Limits};
 use crate::ports::{write, Tx};
 
 /// A completed wallet-to-wallet transfer.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct P2pTransfer {
     /// The ledger transaction.
     pub transaction_id: TransactionId,
@@ -55,13 +54,15 @@ impl P2p<'_> {
         let Some(idem) = once else {
             return write(self.0.store(), |tx| self.transfer(tx, mode, from, to, amount, source_ref));
         };
-        let outcome = self.0.idempotent(idem, |tx| self.transfer(tx, mode, from, to, amount, source_ref), &|t: &P2pTransfer| {
-            StoredResponse { status: 200, body: t.to_record().into_bytes() }
-        })?;
-        std::str::from_utf8(&outcome.response.body)
-            .ok()
-            .and_then(P2pTransfer::from_record)
-            .ok_or_else(|| ServiceError::Internal("a stored transfer does not parse".into()))
+        match self.0.idempotent(idem, |tx| self.transfer(tx, mode, from, to, amount, source_ref)) {
+            Ok(done) => Ok(done.value),
+            // Kept by a version before snapshots, in this channel's own record.
+            Err(ServiceError::AnsweredEarlier(Earlier(kept))) => std::str::from_utf8(&kept)
+                .ok()
+                .and_then(P2pTransfer::from_record)
+                .ok_or_else(|| ServiceError::Internal("a stored transfer does not parse".into())),
+            Err(e) => Err(e),
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -109,11 +110,7 @@ impl P2p<'_> {
 }
 
 impl P2pTransfer {
-    /// The stored form of a keyed transfer: `tx_id amount fee sender_balance`.
-    fn to_record(&self) -> String {
-        format!("{} {} {} {}", self.transaction_id, self.amount.get(), self.fee.get(), self.sender_balance.get())
-    }
-
+    /// A keyed transfer as versions before snapshots kept it: `tx_id amount fee sender_balance`.
     fn from_record(text: &str) -> Option<Self> {
         let mut parts = text.split(' ');
         let transaction_id = TransactionId::parse(parts.next()?).ok()?;

@@ -12,9 +12,9 @@ use crate::commands::{CreateReversal, ReversalTarget};
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::events::Events;
-use crate::idempotency::{Idem, IdemOutcome};
+use crate::idempotency::{Done, Idem};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, report, Answer, Tx};
+use crate::ports::{read, report, Tx};
 
 /// The original as found, locked: what the reversal computes with.
 struct Original {
@@ -59,15 +59,9 @@ impl<'a> Reversals<'a> {
     /// transaction that is neither a charge's nor a payout's), [`ServiceError::InvalidState`],
     /// [`ServiceError::ReversalExceedsOriginal`], [`ServiceError::InsufficientFunds`],
     /// idempotency errors.
-    pub fn create(
-        &self,
-        principal: &Principal,
-        command: &CreateReversal,
-        idem: &Idem,
-        answer: &dyn Answer<Reversal>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn create(&self, principal: &Principal, command: &CreateReversal, idem: &Idem) -> Result<Done<Reversal>, ServiceError> {
         let now = self.core.now();
-        self.core.idempotent(idem, |tx| self.reverse(tx, principal, command, now), answer)
+        self.core.idempotent(idem, |tx| self.reverse(tx, principal, command, now))
     }
 
     fn reverse(&self, tx: &mut dyn Tx, principal: &Principal, command: &CreateReversal, now: Timestamp) -> Result<Reversal, ServiceError> {

@@ -9,10 +9,10 @@ use crate::commands::{SandboxWallet, Simulate, SimulateAction};
 use crate::core::Core;
 use crate::customers::Customers;
 use crate::error::ServiceError;
-use crate::idempotency::{Idem, IdemOutcome};
+use crate::idempotency::{Done, Idem};
 use crate::lifecycle::{Entered, Funds, Lifecycle};
 use crate::limits::{Limits, WalletDetails};
-use crate::ports::{Answer, Tx, WalletState};
+use crate::ports::{Tx, WalletState};
 
 /// The sandbox helpers (test mode only).
 pub struct Sandbox<'a> {
@@ -36,31 +36,21 @@ impl<'a> Sandbox<'a> {
     ///
     /// # Errors
     /// [`ServiceError::TestModeOnly`], [`ServiceError::NotFound`], [`ServiceError::InvalidState`].
-    pub fn simulate(
-        &self,
-        principal: &Principal,
-        command: &Simulate,
-        idem: &Idem,
-        answer: &dyn Answer<Charge>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn simulate(&self, principal: &Principal, command: &Simulate, idem: &Idem) -> Result<Done<Charge>, ServiceError> {
         Self::test_only(principal)?;
         let Simulate { charge: id, action } = command;
         let action = *action;
         let mut entered = Entered::new();
-        let outcome = self.core.idempotent(
-            idem,
-            |tx| {
-                entered.clear();
-                let now = self.core.now();
-                if tx.charge(&principal.org_id, principal.mode, id)?.is_none() {
-                    return Err(ServiceError::NotFound);
-                }
-                let mut charge = tx.lock_charge(id)?.ok_or(ServiceError::NotFound)?;
-                self.simulate_on(tx, &mut charge, action, now, &mut entered)?;
-                Ok(charge)
-            },
-            answer,
-        )?;
+        let outcome = self.core.idempotent(idem, |tx| {
+            entered.clear();
+            let now = self.core.now();
+            if tx.charge(&principal.org_id, principal.mode, id)?.is_none() {
+                return Err(ServiceError::NotFound);
+            }
+            let mut charge = tx.lock_charge(id)?.ok_or(ServiceError::NotFound)?;
+            self.simulate_on(tx, &mut charge, action, now, &mut entered)?;
+            Ok(charge)
+        })?;
         self.core.report(&entered);
         Ok(outcome)
     }
@@ -124,54 +114,44 @@ impl<'a> Sandbox<'a> {
     /// # Errors
     /// [`ServiceError::TestModeOnly`], [`ServiceError::InsufficientFunds`] when the new balance
     /// is below the wallet's reservations.
-    pub fn wallet(
-        &self,
-        principal: &Principal,
-        command: &SandboxWallet,
-        idem: &Idem,
-        answer: &dyn Answer<WalletDetails>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn wallet(&self, principal: &Principal, command: &SandboxWallet, idem: &Idem) -> Result<Done<WalletDetails>, ServiceError> {
         Self::test_only(principal)?;
         let SandboxWallet { msisdn, balance: target, kyc_tier } = command;
         let (target, kyc_tier) = (*target, *kyc_tier);
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let now = self.core.now();
-                let mut wallet = Customers(self.core).ensure_test_wallet(tx, msisdn, now)?;
-                let account = tx.account(&wallet.account_id)?.ok_or(ServiceError::Internal("wallet without account".into()))?;
-                if let Some(target) = target {
-                    let diff = target.checked_sub(account.balance)?;
-                    if diff != MinorUnit::ZERO {
-                        let funding = self.core.system_account(tx, Mode::Test, wallet.currency, AccountKind::SandboxFunding)?;
-                        let journal = Journal::new(
-                            Mode::Test,
-                            wallet.currency,
-                            JournalKind::SandboxFunding,
-                            wallet.msisdn.as_str(),
-                            vec![
-                                JournalLine { account: funding, amount: diff.checked_neg()? },
-                                JournalLine { account: account.id.clone(), amount: diff },
-                            ],
-                            now,
-                        )?;
-                        tx.post_journal(&journal).map_err(ServiceError::from).map_err(|e| {
-                            if e.is_insufficient_funds() {
-                                ServiceError::InsufficientFunds
-                            } else {
-                                e
-                            }
-                        })?;
-                    }
+        self.core.idempotent(idem, |tx| {
+            let now = self.core.now();
+            let mut wallet = Customers(self.core).ensure_test_wallet(tx, msisdn, now)?;
+            let account = tx.account(&wallet.account_id)?.ok_or(ServiceError::Internal("wallet without account".into()))?;
+            if let Some(target) = target {
+                let diff = target.checked_sub(account.balance)?;
+                if diff != MinorUnit::ZERO {
+                    let funding = self.core.system_account(tx, Mode::Test, wallet.currency, AccountKind::SandboxFunding)?;
+                    let journal = Journal::new(
+                        Mode::Test,
+                        wallet.currency,
+                        JournalKind::SandboxFunding,
+                        wallet.msisdn.as_str(),
+                        vec![
+                            JournalLine { account: funding, amount: diff.checked_neg()? },
+                            JournalLine { account: account.id.clone(), amount: diff },
+                        ],
+                        now,
+                    )?;
+                    tx.post_journal(&journal).map_err(ServiceError::from).map_err(|e| {
+                        if e.is_insufficient_funds() {
+                            ServiceError::InsufficientFunds
+                        } else {
+                            e
+                        }
+                    })?;
                 }
-                if let Some(t) = kyc_tier {
-                    wallet.kyc_tier = t;
-                    wallet.updated_at = now;
-                    tx.update_wallet(&wallet)?;
-                }
-                Limits(self.core).details(tx, &wallet, now)
-            },
-            answer,
-        )
+            }
+            if let Some(t) = kyc_tier {
+                wallet.kyc_tier = t;
+                wallet.updated_at = now;
+                tx.update_wallet(&wallet)?;
+            }
+            Limits(self.core).details(tx, &wallet, now)
+        })
     }
 }

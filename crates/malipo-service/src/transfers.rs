@@ -9,12 +9,12 @@ use crate::agents::insufficient;
 use crate::commands::CreateTransfer;
 use crate::core::Core;
 use crate::error::ServiceError;
-use crate::idempotency::{Idem, IdemOutcome};
+use crate::idempotency::{Done, Idem};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{report, Answer, PostingQuery, StatementLine};
+use crate::ports::{report, PostingQuery, StatementLine};
 
 /// A completed transfer between two of an organisation's accounts.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Transfer {
     /// The ledger transaction (the transfer's id).
     pub transaction_id: TransactionId,
@@ -47,38 +47,28 @@ impl<'a> Transfers<'a> {
     ///
     /// # Errors
     /// [`ServiceError::InsufficientFunds`], idempotency errors.
-    pub fn transfer(
-        &self,
-        principal: &Principal,
-        command: &CreateTransfer,
-        idem: &Idem,
-        answer: &dyn Answer<Transfer>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn transfer(&self, principal: &Principal, command: &CreateTransfer, idem: &Idem) -> Result<Done<Transfer>, ServiceError> {
         let currency = self.core.country(&principal.country)?.currency;
         let CreateTransfer { from, to, amount } = *command;
         let now = self.core.now();
         let mode = principal.mode;
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let debit = self.core.org_account_id(tx, &principal.org_id, mode, from)?;
-                let credit = self.core.org_account_id(tx, &principal.org_id, mode, to)?;
-                let journal = Journal::new(
-                    mode,
-                    currency,
-                    JournalKind::Transfer,
-                    "",
-                    vec![JournalLine { account: debit, amount: amount.checked_neg()? }, JournalLine { account: credit, amount }],
-                    now,
-                )?;
-                // A transfer is its own source: its id is the ledger transaction's.
-                let journal = Journal { source_ref: journal.id.to_string(), ..journal };
-                // The ledger locks both accounts and refuses a debit below what is held.
-                tx.post_journal(&journal).map_err(ServiceError::from).map_err(insufficient)?;
-                Ok(Transfer { transaction_id: journal.id, from, to, amount, currency, mode, created_at: now })
-            },
-            answer,
-        )
+        self.core.idempotent(idem, |tx| {
+            let debit = self.core.org_account_id(tx, &principal.org_id, mode, from)?;
+            let credit = self.core.org_account_id(tx, &principal.org_id, mode, to)?;
+            let journal = Journal::new(
+                mode,
+                currency,
+                JournalKind::Transfer,
+                "",
+                vec![JournalLine { account: debit, amount: amount.checked_neg()? }, JournalLine { account: credit, amount }],
+                now,
+            )?;
+            // A transfer is its own source: its id is the ledger transaction's.
+            let journal = Journal { source_ref: journal.id.to_string(), ..journal };
+            // The ledger locks both accounts and refuses a debit below what is held.
+            tx.post_journal(&journal).map_err(ServiceError::from).map_err(insufficient)?;
+            Ok(Transfer { transaction_id: journal.id, from, to, amount, currency, mode, created_at: now })
+        })
     }
 
     /// One of the principal's accounts and a page of its statement, oldest first: postings at

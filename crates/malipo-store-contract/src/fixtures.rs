@@ -218,11 +218,11 @@ pub fn fingerprint(body: &str) -> Fingerprint {
     Fingerprint::of("POST", "/partner/stk", body.as_bytes())
 }
 
-/// A stored key: the fingerprint of `body` and a `200 {}` response, created at `t`.
+/// A stored key: the fingerprint of `body` and a snapshot `{}`, created at `t`.
 pub fn key_record(body: &str, t: Timestamp) -> malipo_idempotency::IdempotencyRecord {
     malipo_idempotency::IdempotencyRecord {
         fingerprint: fingerprint(body),
-        response: Some(malipo_idempotency::StoredResponse { status: 200, body: b"{}".to_vec() }),
+        outcome: Some(malipo_idempotency::Outcome::Snapshot(b"{}".to_vec())),
         created_at: t,
     }
 }

@@ -167,6 +167,7 @@ diesel::table! {
         status -> Nullable<Integer>,
         response_body -> Nullable<Binary>,
         created_at -> BigInt,
+        snapshot -> Nullable<Binary>,
     }
 }
 

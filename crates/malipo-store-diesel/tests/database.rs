@@ -13,7 +13,7 @@ use std::time::Duration;
 use malipo_auth::{OrgKind, Organisation};
 use malipo_charges::{Charge, ChargeKind, ChargeState};
 use malipo_core::{AccountId, ChargeRef, Currency, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
-use malipo_idempotency::{Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, StoredResponse};
+use malipo_idempotency::{Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, Outcome};
 use malipo_ledger::{verify, Account, AccountKind, Journal, JournalKind, JournalLine};
 use malipo_service::{autocommit, query, read, write, ServiceError, Store, StoreError, Tx};
 use malipo_store_diesel::testing::TestDatabase;
@@ -341,7 +341,7 @@ fn racing_claims_of_one_key_yield_one_winner(db: &TestDatabase) {
                 write(&store, |tx| {
                     let record = IdempotencyRecord {
                         fingerprint: Fingerprint::from_stored(format!("fp{i}")),
-                        response: Some(StoredResponse { status: 200, body: format!("{i}").into_bytes() }),
+                        outcome: Some(Outcome::Snapshot(format!("{i}").into_bytes())),
                         created_at: at(0),
                     };
                     let stored = tx.insert_key(&scope, &key, &record)?;
@@ -562,7 +562,7 @@ fn a_charges_writes_stay_prepared_on_postgres() {
         let delivery = malipo_store_contract::fixtures::delivery(&event, &ep, at(1));
         let scope = KeyScope { org_id: f.org.id.clone(), mode: Mode::Test, operation: "POST /partner/stk".into() };
         let key = IdempotencyKey::parse(&format!("key-{n}")).unwrap();
-        let record = IdempotencyRecord { fingerprint: Fingerprint::of("POST", "/partner/stk", b"{}"), response: None, created_at: at(0) };
+        let record = IdempotencyRecord { fingerprint: Fingerprint::of("POST", "/partner/stk", b"{}"), outcome: None, created_at: at(0) };
         commit(&store, |tx| {
             assert!(tx.insert_key(&scope, &key, &record)?);
             tx.insert_charge(&charge)?;

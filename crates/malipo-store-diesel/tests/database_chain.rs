@@ -175,8 +175,8 @@ fn a_restart_between_commit_and_seal_loses_nothing(db: &TestDatabase) {
 
 /// The migrations after the sealer's: the hot accounts' (000008), the debits' index (000009),
 /// the console's people (000010), the console's charges indexes (000011), maker/checker by
-/// person (000012) and emails waiting in several organisations (000013).
-const AFTER_SEALER: [&str; 6] = ["000008", "000009", "000010", "000011", "000012", "000013"];
+/// person (000012), emails waiting in several organisations (000013) and snapshots (000014).
+const AFTER_SEALER: [&str; 7] = ["000008", "000009", "000010", "000011", "000012", "000013", "000014"];
 
 /// Undoes the migrations down to and including the sealer's (000007), with `revert` undoing
 /// the last one and naming it: the later ones ([`AFTER_SEALER`]) first, if still applied.

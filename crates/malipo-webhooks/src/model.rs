@@ -24,7 +24,7 @@ pub const EVENT_KINDS: [&str; 14] = [
 ];
 
 /// Which events an endpoint receives.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum EventFilter {
     /// `["*"]`: every kind, present and future.
     All,
@@ -98,7 +98,7 @@ impl EventFilter {
 }
 
 /// A registered webhook endpoint. Secrets are held sealed (encrypted at rest).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Endpoint {
     /// `we_…`.
     pub id: EndpointId,

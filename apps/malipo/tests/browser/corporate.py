@@ -46,8 +46,12 @@ class Codes:
         self.last = None
 
     def next(self):
-        now = int(time.time()) // 30
-        use = now - 1 if self.last is None else max(self.last + 1, now - 1)
+        t = time.time()
+        now = int(t) // 30
+        # The step before is accepted until the next step begins: near a step's end (a few
+        # seconds before the form reaches the server), start at this step instead.
+        oldest = now - 1 if t % 30 < 25 else now
+        use = oldest if self.last is None else max(self.last + 1, oldest)
         assert use <= now + 1, "no fresh code left in this step's window"
         self.last = use
         return self.totp.at(use * 30)

@@ -156,7 +156,8 @@ async fn wait_final(http: &reqwest::Client, base: &str, token: &str, id: &str, t
 // ----- 1. restart -----
 
 async fn work_survives_a_restart(db: Db) {
-    let options = Options { sandbox_delay_ms: 1500, ..Options::default() };
+    // Long enough that twenty creations on a loaded machine end before the first is due.
+    let options = Options { sandbox_delay_ms: 4000, ..Options::default() };
     let app = TestApp::with(db, options.clone()).await;
     let (creds, token) = app.merchant_token().await;
     let mut charges = Vec::new();

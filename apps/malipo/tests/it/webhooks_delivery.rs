@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use malipo_auth::Principal;
-use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope, StoredResponse};
-use malipo_service::{CreateEndpoint, EndpointWithSecret, EventDetail, Idem, NewEndpoint, Platform};
+use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
+use malipo_service::{CreateEndpoint, EventDetail, Idem, NewEndpoint, Platform};
 use malipo_store_diesel::testing::TestDatabase;
 use malipo_webhooks::{body_signature, DeliveryState, Endpoint, RetrySchedule, Secret, Verifier};
 use serde_json::{json, Value};
@@ -268,17 +268,13 @@ async fn register(app: &TestApp, token: &str, url: &str, events: &[&str]) -> Reg
                 fingerprint: Fingerprint::of("POST", "/webhooks/endpoints", body.to_string().as_bytes()),
                 actor: None,
             };
-            let render = |e: &EndpointWithSecret| StoredResponse {
-                status: 200,
-                body: serde_json::to_vec(&json!({"endpoint_id": e.endpoint.id.to_string(), "secret": e.secret})).unwrap(),
-            };
             let endpoint: CreateEndpoint = p.parse(&principal, &NewEndpoint { url, events, description: None })?;
-            p.webhooks().create_endpoint(&principal, &endpoint, &idem, &render)
+            p.webhooks().create_endpoint(&principal, &endpoint, &idem)
         })
         .await
         .unwrap()
         .unwrap();
-        serde_json::from_slice(&out.response.body).unwrap()
+        json!({"endpoint_id": out.value.endpoint.id.to_string(), "secret": out.value.secret})
     } else {
         assert_eq!(status, 200, "POST /webhooks/endpoints: {text}");
         serde_json::from_str(&text).unwrap()

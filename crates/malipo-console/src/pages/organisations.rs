@@ -12,7 +12,7 @@ use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use askama::Template;
 use malipo_auth::{OrgKind, Organisation, Permission, Role};
 use malipo_core::{Mode, OrgId};
-use malipo_service::{Funded, Invitee, IssuedCredential, ServiceError};
+use malipo_service::{Invitee, IssuedCredential, ServiceError};
 use serde::Deserialize;
 
 use super::form::FieldErrors;
@@ -318,8 +318,7 @@ async fn fund(req: HttpRequest, path: web::Path<String>, posted: Posted<OrgForm>
     let idem = idem::by(idem::idem(&who, "organisation fund", &form.idempotency_key, &fields)?, &who, ip, "account.funded");
     let (w, id, mode, amount) = (who.0.clone(), org.id.clone(), form.mode.clone(), form.amount.trim().to_owned());
     let to = format!("{PATH}/{}?done=funded", org.id);
-    let result =
-        run(&console, move |p| p.back_office().fund(&w, &id, mode_of(&mode)?, &amount, &idem, &|_: &Funded| idem::go_to(to.clone()))).await;
+    let result = run(&console, move |p| idem::page(p.back_office().fund(&w, &id, mode_of(&mode)?, &amount, &idem), |_| to.clone())).await;
     match result {
         Ok(outcome) => Ok(see_other(&idem::location(&outcome))),
         Err(ConsoleError::Service(e)) => Ok(refused_page(&console, &who, &org, form, "fund", e)),

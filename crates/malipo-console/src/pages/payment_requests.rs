@@ -11,7 +11,7 @@ use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use askama::Template;
 use malipo_auth::Permission;
 use malipo_requests::{PaymentRequest, RequestFilter, RequestState};
-use malipo_service::{CancelPaymentRequest, CreatePaymentRequest, IdemOutcome, NewPaymentRequest, Page, ServiceError};
+use malipo_service::{CancelPaymentRequest, CreatePaymentRequest, Done, NewPaymentRequest, Page, ServiceError};
 use serde::Deserialize;
 
 use super::form::FieldErrors;
@@ -181,7 +181,7 @@ async fn create(req: HttpRequest, posted: Posted<CreateForm>) -> Result<HttpResp
 
 /// The one call of the create use case: the form parsed into its command, then run under the
 /// form's key, recorded in the audit log as `who`'s.
-async fn create_request(console: &Console, who: &Person, form: &CreateForm, ip: IpAddr) -> Result<IdemOutcome, ConsoleError> {
+async fn create_request(console: &Console, who: &Person, form: &CreateForm, ip: IpAddr) -> Result<Done<String>, ConsoleError> {
     let fields = [
         ("amount", form.amount.as_str()),
         ("reference", form.reference.as_str()),
@@ -199,9 +199,7 @@ async fn create_request(console: &Console, who: &Person, form: &CreateForm, ip: 
     let principal = who.principal();
     run(console, move |p| {
         let command = p.parse::<CreatePaymentRequest>(&principal, &new)?;
-        p.payment_requests().create(&principal, &command, &idem, &|r: &PaymentRequest| {
-            idem::go_to(format!("/console/payment-requests/{}?done=created", r.id))
-        })
+        idem::page(p.payment_requests().create(&principal, &command, &idem), |r| format!("/console/payment-requests/{}?done=created", r.id))
     })
     .await
 }
@@ -318,13 +316,13 @@ async fn cancel(req: HttpRequest, path: web::Path<String>, posted: Posted<Cancel
 }
 
 /// The one call of the cancel use case, recorded in the audit log as `who`'s.
-async fn cancel_request(console: &Console, who: &Person, id: &str, key: &str, ip: IpAddr) -> Result<IdemOutcome, ConsoleError> {
+async fn cancel_request(console: &Console, who: &Person, id: &str, key: &str, ip: IpAddr) -> Result<Done<String>, ConsoleError> {
     let idem = idem::by(idem::idem(who, "payment-request-cancel", key, &[("request_id", id)])?, who, ip, "payment_request.cancelled");
     let (principal, id) = (who.principal(), id.to_owned());
     run(console, move |p| {
         let command = p.parse::<CancelPaymentRequest>(&principal, &id)?;
-        p.payment_requests().cancel(&principal, &command, &idem, &|r: &PaymentRequest| {
-            idem::go_to(format!("/console/payment-requests/{}?done=cancelled", r.id))
+        idem::page(p.payment_requests().cancel(&principal, &command, &idem), |r| {
+            format!("/console/payment-requests/{}?done=cancelled", r.id)
         })
     })
     .await

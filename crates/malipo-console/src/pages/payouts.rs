@@ -13,8 +13,8 @@ use std::net::IpAddr;
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use askama::Template;
 use malipo_auth::{OrgKind, Permission};
-use malipo_payouts::{BulkPayout, Payout, PayoutFilter, PayoutState, RawItem};
-use malipo_service::{BulkInput, CreateBulkPayout, CreatePayout, IdemOutcome, NewBulkPayout, NewPayout, Page, ServiceError};
+use malipo_payouts::{Payout, PayoutFilter, PayoutState, RawItem};
+use malipo_service::{BulkInput, CreateBulkPayout, CreatePayout, Done, NewBulkPayout, NewPayout, Page, ServiceError};
 use serde::Deserialize;
 
 use super::form::FieldErrors;
@@ -191,7 +191,7 @@ async fn pay(req: HttpRequest, posted: Posted<PayForm>) -> Result<HttpResponse, 
 
 /// The one call of the payout use case: the form parsed into its command, then run under the
 /// form's key, recorded in the audit log as `who`'s.
-async fn pay_one(console: &Console, who: &Person, form: &PayForm, ip: IpAddr) -> Result<IdemOutcome, ConsoleError> {
+async fn pay_one(console: &Console, who: &Person, form: &PayForm, ip: IpAddr) -> Result<Done<String>, ConsoleError> {
     let fields = [("payee_msisdn", form.payee_msisdn.as_str()), ("amount", form.amount.as_str()), ("reference", form.reference.as_str())];
     let idem = idem::by(idem::idem(who, "payout", &form.idempotency_key, &fields)?, who, ip, "payout.created");
     let new = NewPayout {
@@ -204,14 +204,14 @@ async fn pay_one(console: &Console, who: &Person, form: &PayForm, ip: IpAddr) ->
     let principal = who.principal();
     run(console, move |p| {
         let command = p.parse::<CreatePayout>(&principal, &new)?;
-        p.payouts().create(&principal, &command, &idem, &|po: &Payout| idem::go_to(format!("{PATH}/{}?done=paid", po.id)))
+        idem::page(p.payouts().create(&principal, &command, &idem), |po| format!("{PATH}/{}?done=paid", po.id))
     })
     .await
 }
 
 /// A corporate maker's single payout: a bulk payout of one item, awaiting a checker, under the
 /// form's key (the API's `POST /bulk-payouts` use case; recorded as an upload is).
-async fn submit_one(console: &Console, who: &Person, form: &PayForm, ip: IpAddr) -> Result<IdemOutcome, ConsoleError> {
+async fn submit_one(console: &Console, who: &Person, form: &PayForm, ip: IpAddr) -> Result<Done<String>, ConsoleError> {
     let fields = [("payee_msisdn", form.payee_msisdn.as_str()), ("amount", form.amount.as_str()), ("reference", form.reference.as_str())];
     let idem = idem::by(idem::idem(who, "bulk-payout-one", &form.idempotency_key, &fields)?, who, ip, "bulk_payout.created");
     let item = RawItem {
@@ -224,8 +224,7 @@ async fn submit_one(console: &Console, who: &Person, form: &PayForm, ip: IpAddr)
     let principal = who.principal();
     run(console, move |p| {
         let command = p.parse::<CreateBulkPayout>(&principal, &new)?;
-        p.bulk_payouts()
-            .create(&principal, &command, &idem, &|b: &BulkPayout| idem::go_to(format!("/console/bulk-payouts/{}?done=submitted", b.id)))
+        idem::page(p.bulk_payouts().create(&principal, &command, &idem), |b| format!("/console/bulk-payouts/{}?done=submitted", b.id))
     })
     .await
 }

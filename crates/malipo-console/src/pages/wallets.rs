@@ -10,7 +10,7 @@ use askama::Template;
 use malipo_auth::Permission;
 use malipo_countries::Country;
 use malipo_service::{
-    IdemOutcome, NewKyc, NewPinReset, NewWallet, NewWalletLock, OpenWallet, RaiseKyc, ResetPinAttempts, ServiceError, StatementLine,
+    Done, NewKyc, NewPinReset, NewWallet, NewWalletLock, OpenWallet, RaiseKyc, ResetPinAttempts, ServiceError, StatementLine,
     WalletDetails, WalletLock, WalletState,
 };
 use serde::Deserialize;
@@ -298,7 +298,7 @@ async fn act(
             &WalletForm,
             &malipo_service::Idem,
             &str,
-        ) -> Result<IdemOutcome, ServiceError>
+        ) -> Result<Done<String>, ServiceError>
         + Send
         + 'static,
 ) -> Result<HttpResponse, ConsoleError> {
@@ -349,7 +349,7 @@ async fn open(req: HttpRequest, posted: Posted<WalletForm>) -> Result<HttpRespon
             date_of_birth: optional(&f.date_of_birth),
         };
         let command = p.parse::<OpenWallet>(principal, &new)?;
-        p.wallets().open(principal, &command, idem, &|d: &WalletDetails| idem::go_to(back_to(&d.wallet.msisdn.to_string(), "opened")))
+        idem::page(p.wallets().open(principal, &command, idem), |d| back_to(&d.wallet.msisdn.to_string(), "opened"))
     })
     .await
 }
@@ -362,7 +362,7 @@ async fn raise_kyc(req: HttpRequest, path: web::Path<String>, posted: Posted<Wal
             })?;
         let new = NewKyc { msisdn: n.to_owned(), tier, id_type: f.id_type.trim().to_owned(), id_number: f.id_number.trim().to_owned() };
         let command = p.parse::<RaiseKyc>(principal, &new)?;
-        p.wallets().raise_kyc(principal, &command, idem, &|d: &WalletDetails| idem::go_to(back_to(&d.wallet.msisdn.to_string(), "kyc")))
+        idem::page(p.wallets().raise_kyc(principal, &command, idem), |d| back_to(&d.wallet.msisdn.to_string(), "kyc"))
     })
     .await
 }
@@ -370,7 +370,7 @@ async fn raise_kyc(req: HttpRequest, path: web::Path<String>, posted: Posted<Wal
 async fn lock(req: HttpRequest, path: web::Path<String>, posted: Posted<WalletForm>) -> Result<HttpResponse, ConsoleError> {
     act(&req, posted, path.into_inner(), "lock", "wallet.locked", |p, principal, f, idem, n| {
         let command = p.parse::<WalletLock>(principal, &NewWalletLock { msisdn: n.to_owned(), reason: f.reason.clone() })?;
-        p.wallets().lock(principal, &command, idem, &|d: &WalletDetails| idem::go_to(back_to(&d.wallet.msisdn.to_string(), "locked")))
+        idem::page(p.wallets().lock(principal, &command, idem), |d| back_to(&d.wallet.msisdn.to_string(), "locked"))
     })
     .await
 }
@@ -378,7 +378,7 @@ async fn lock(req: HttpRequest, path: web::Path<String>, posted: Posted<WalletFo
 async fn unlock(req: HttpRequest, path: web::Path<String>, posted: Posted<WalletForm>) -> Result<HttpResponse, ConsoleError> {
     act(&req, posted, path.into_inner(), "unlock", "wallet.unlocked", |p, principal, f, idem, n| {
         let command = p.parse::<WalletLock>(principal, &NewWalletLock { msisdn: n.to_owned(), reason: f.reason.clone() })?;
-        p.wallets().unlock(principal, &command, idem, &|d: &WalletDetails| idem::go_to(back_to(&d.wallet.msisdn.to_string(), "unlocked")))
+        idem::page(p.wallets().unlock(principal, &command, idem), |d| back_to(&d.wallet.msisdn.to_string(), "unlocked"))
     })
     .await
 }
@@ -386,8 +386,7 @@ async fn unlock(req: HttpRequest, path: web::Path<String>, posted: Posted<Wallet
 async fn reset_pin_attempts(req: HttpRequest, path: web::Path<String>, posted: Posted<WalletForm>) -> Result<HttpResponse, ConsoleError> {
     act(&req, posted, path.into_inner(), "pin", "wallet.pin_attempts_reset", |p, principal, _, idem, n| {
         let command = p.parse::<ResetPinAttempts>(principal, &NewPinReset { msisdn: n.to_owned() })?;
-        p.wallets()
-            .reset_pin_attempts(principal, &command, idem, &|d: &WalletDetails| idem::go_to(back_to(&d.wallet.msisdn.to_string(), "pin")))
+        idem::page(p.wallets().reset_pin_attempts(principal, &command, idem), |d| back_to(&d.wallet.msisdn.to_string(), "pin"))
     })
     .await
 }

@@ -14,9 +14,9 @@ use crate::commands::{CancelPaymentRequest, CreatePaymentRequest};
 use crate::core::Core;
 use crate::error::{ServiceError, StoreError};
 use crate::events::Events;
-use crate::idempotency::{Idem, IdemOutcome};
+use crate::idempotency::{Done, Idem};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, report, write, Answer};
+use crate::ports::{read, report, write};
 
 /// How many pay codes are drawn for one request before giving up: a drawn code is taken by
 /// another open request of the mode with probability (open requests / 1,000,000), so even a
@@ -38,13 +38,7 @@ impl<'a> PaymentRequests<'a> {
     ///
     /// # Errors
     /// [`ServiceError::CurrencyMismatch`] (a payer of another currency), idempotency errors.
-    pub fn create(
-        &self,
-        principal: &Principal,
-        command: &CreatePaymentRequest,
-        idem: &Idem,
-        answer: &dyn Answer<PaymentRequest>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn create(&self, principal: &Principal, command: &CreatePaymentRequest, idem: &Idem) -> Result<Done<PaymentRequest>, ServiceError> {
         let country = self.core.country(&principal.country)?;
         let currency = country.currency;
         let CreatePaymentRequest { amount, reference, description, payer, expires_in } = command;
@@ -60,42 +54,38 @@ impl<'a> PaymentRequests<'a> {
         }
         let fee = country.fee(FeeOperation::PaymentRequest, amount).min(amount);
         let now = self.core.now();
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let merchant_account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?;
-                for _ in 0..PAY_CODE_DRAWS {
-                    let request = PaymentRequest {
-                        id: PaymentRequestId::new(),
-                        org_id: principal.org_id.clone(),
-                        mode: principal.mode,
-                        pay_code: PayCode::random(),
-                        state: RequestState::Open,
-                        amount,
-                        fee,
-                        currency,
-                        reference: reference.clone(),
-                        description: description.clone(),
-                        payer_msisdn: payer.clone(),
-                        paid_by_msisdn: None,
-                        transaction_id: None,
-                        merchant_account: merchant_account.clone(),
-                        expires_at: now.plus_seconds(expires_in),
-                        created_at: now,
-                        updated_at: now,
-                        paid_at: None,
-                    };
-                    match tx.insert_payment_request(&request) {
-                        Ok(()) => return Ok(request),
-                        // The code is in use by another open request: draw again.
-                        Err(StoreError::Duplicate) => {}
-                        Err(e) => return Err(e.into()),
-                    }
+        self.core.idempotent(idem, |tx| {
+            let merchant_account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?;
+            for _ in 0..PAY_CODE_DRAWS {
+                let request = PaymentRequest {
+                    id: PaymentRequestId::new(),
+                    org_id: principal.org_id.clone(),
+                    mode: principal.mode,
+                    pay_code: PayCode::random(),
+                    state: RequestState::Open,
+                    amount,
+                    fee,
+                    currency,
+                    reference: reference.clone(),
+                    description: description.clone(),
+                    payer_msisdn: payer.clone(),
+                    paid_by_msisdn: None,
+                    transaction_id: None,
+                    merchant_account: merchant_account.clone(),
+                    expires_at: now.plus_seconds(expires_in),
+                    created_at: now,
+                    updated_at: now,
+                    paid_at: None,
+                };
+                match tx.insert_payment_request(&request) {
+                    Ok(()) => return Ok(request),
+                    // The code is in use by another open request: draw again.
+                    Err(StoreError::Duplicate) => {}
+                    Err(e) => return Err(e.into()),
                 }
-                Err(ServiceError::Internal(format!("no free pay code in {PAY_CODE_DRAWS} draws")))
-            },
-            answer,
-        )
+            }
+            Err(ServiceError::Internal(format!("no free pay code in {PAY_CODE_DRAWS} draws")))
+        })
     }
 
     /// One of the principal's payment requests.
@@ -130,28 +120,18 @@ impl<'a> PaymentRequests<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`]; [`ServiceError::InvalidState`] unless it is open;
     /// idempotency errors.
-    pub fn cancel(
-        &self,
-        principal: &Principal,
-        command: &CancelPaymentRequest,
-        idem: &Idem,
-        answer: &dyn Answer<PaymentRequest>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn cancel(&self, principal: &Principal, command: &CancelPaymentRequest, idem: &Idem) -> Result<Done<PaymentRequest>, ServiceError> {
         let id = &command.request;
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let now = self.core.now();
-                let mut request = tx
-                    .lock_payment_request(id)?
-                    .filter(|r| r.org_id == principal.org_id && r.mode == principal.mode)
-                    .ok_or(ServiceError::NotFound)?;
-                request.apply(RequestEvent::Cancel, now).map_err(|e| invalid_state(e, "cancelled"))?;
-                tx.update_payment_request(&request)?;
-                Ok(request)
-            },
-            answer,
-        )
+        self.core.idempotent(idem, |tx| {
+            let now = self.core.now();
+            let mut request = tx
+                .lock_payment_request(id)?
+                .filter(|r| r.org_id == principal.org_id && r.mode == principal.mode)
+                .ok_or(ServiceError::NotFound)?;
+            request.apply(RequestEvent::Cancel, now).map_err(|e| invalid_state(e, "cancelled"))?;
+            tx.update_payment_request(&request)?;
+            Ok(request)
+        })
     }
 
     /// Expires up to `limit` open requests past their expiry, each with its

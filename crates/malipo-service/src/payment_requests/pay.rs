@@ -10,7 +10,6 @@
 //! same request too (`journals_source_key`).
 
 use malipo_core::{MinorUnit, Mode, Msisdn, PaymentRequestId, TransactionId};
-use malipo_idempotency::StoredResponse;
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 use malipo_requests::{PayCode, PaymentRequest, RequestEvent, RequestState, TransitionError};
 use malipo_ussd::{Prompt, PromptKind};
@@ -18,14 +17,14 @@ use malipo_ussd::{Prompt, PromptKind};
 use crate::agents::insufficient;
 use crate::core::Core;
 use crate::customers::Customers;
-use crate::error::ServiceError;
+use crate::error::{Earlier, ServiceError};
 use crate::events::Events;
 use crate::idempotency::Idem;
 use crate::limits::{limit_error, Limits};
 use crate::ports::{read, write, Tx, WalletState};
 
 /// A request paid by the caller: what the screen needs beyond the request itself.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Paid {
     /// The journal that moved the money.
     pub(crate) transaction_id: TransactionId,
@@ -34,11 +33,7 @@ pub(crate) struct Paid {
 }
 
 impl Paid {
-    /// The stored form under the session's idempotency key: `tx_id balance`.
-    fn to_record(&self) -> String {
-        format!("{} {}", self.transaction_id, self.balance.get())
-    }
-
+    /// A payment as versions before snapshots kept it under the session's key: `tx_id balance`.
     fn from_record(text: &str) -> Option<Self> {
         let (id, balance) = text.split_once(' ')?;
         Some(Paid { transaction_id: TransactionId::parse(id).ok()?, balance: MinorUnit::new(balance.parse().ok()?) })
@@ -103,19 +98,16 @@ impl RequestPayments<'_> {
     /// Storage failures.
     pub(crate) fn pay(&self, mode: Mode, payer: &Msisdn, id: &str, once: &Idem) -> Result<Result<Paid, String>, ServiceError> {
         let Ok(id) = PaymentRequestId::parse(id) else { return Ok(Err(GONE.to_owned())) };
-        let paid = self.0.idempotent(once, |tx| self.pay_in(tx, mode, payer, &id), &|p: &Paid| StoredResponse {
-            status: 200,
-            body: p.to_record().into_bytes(),
-        });
-        let outcome = match paid {
-            Ok(outcome) => outcome,
-            Err(e) => return refusal(e).map(Err),
-        };
-        std::str::from_utf8(&outcome.response.body)
-            .ok()
-            .and_then(Paid::from_record)
-            .map(Ok)
-            .ok_or_else(|| ServiceError::Internal("a stored payment does not parse".into()))
+        match self.0.idempotent(once, |tx| self.pay_in(tx, mode, payer, &id)) {
+            Ok(done) => Ok(Ok(done.value)),
+            // Kept by a version before snapshots, in this channel's own record.
+            Err(ServiceError::AnsweredEarlier(Earlier(kept))) => std::str::from_utf8(&kept)
+                .ok()
+                .and_then(Paid::from_record)
+                .map(Ok)
+                .ok_or_else(|| ServiceError::Internal("a stored payment does not parse".into())),
+            Err(e) => refusal(e).map(Err),
+        }
     }
 
     fn pay_in(&self, tx: &mut dyn Tx, mode: Mode, payer: &Msisdn, id: &PaymentRequestId) -> Result<Paid, ServiceError> {

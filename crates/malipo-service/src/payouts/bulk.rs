@@ -12,9 +12,9 @@ use crate::commands::{ApproveBulkPayout, CreateBulkPayout, PayoutLine, RejectBul
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::events::Events;
-use crate::idempotency::{Idem, IdemOutcome};
+use crate::idempotency::{Done, Idem};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, report, Answer, Tx};
+use crate::ports::{read, report, Tx};
 
 fn transition_error(e: BulkTransitionError) -> ServiceError {
     match e {
@@ -39,54 +39,44 @@ impl<'a> BulkPayouts<'a> {
     ///
     /// # Errors
     /// Idempotency errors.
-    pub fn create(
-        &self,
-        principal: &Principal,
-        command: &CreateBulkPayout,
-        idem: &Idem,
-        answer: &dyn Answer<BulkPayout>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn create(&self, principal: &Principal, command: &CreateBulkPayout, idem: &Idem) -> Result<Done<BulkPayout>, ServiceError> {
         let country = self.core.country(&principal.country)?;
         let fees: Vec<MinorUnit> = command.items.iter().map(|line| country.fee(FeeOperation::Payout, line.amount)).collect();
         let total_amount = MinorUnit::checked_sum(command.items.iter().map(|line| line.amount))?;
         let total_fees = MinorUnit::checked_sum(fees.iter().copied())?;
         let item_count = u32::try_from(command.items.len()).map_err(|_| ServiceError::Internal("item count".into()))?;
         let now = self.core.now();
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Payout)?;
-                let batch = BulkPayout {
-                    id: BulkPayoutId::new(),
-                    org_id: principal.org_id.clone(),
-                    mode: principal.mode,
-                    reference: command.reference.clone(),
-                    currency: country.currency,
-                    item_count,
-                    total_amount,
-                    total_fees,
-                    payout_account: account.clone(),
-                    created_by: principal.client_id.clone(),
-                    created_by_person: principal.person.clone(),
-                    approved_by: None,
-                    approved_by_person: None,
-                    rejected_by: None,
-                    rejected_by_person: None,
-                    rejection_reason: None,
-                    state: BatchState::AwaitingApproval,
-                    counts: BatchCounts { pending: item_count, completed: 0, failed: 0 },
-                    created_at: now,
-                    approved_at: None,
-                    completed_at: None,
-                    updated_at: now,
-                };
-                tx.insert_batch(&batch)?;
-                let items = command.items.iter().zip(&fees).zip(0u32..).map(|((line, fee), index)| item(&batch, line, *fee, index, now));
-                tx.insert_payouts(&items.collect::<Vec<Payout>>())?;
-                Ok(batch)
-            },
-            answer,
-        )
+        self.core.idempotent(idem, |tx| {
+            let account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Payout)?;
+            let batch = BulkPayout {
+                id: BulkPayoutId::new(),
+                org_id: principal.org_id.clone(),
+                mode: principal.mode,
+                reference: command.reference.clone(),
+                currency: country.currency,
+                item_count,
+                total_amount,
+                total_fees,
+                payout_account: account.clone(),
+                created_by: principal.client_id.clone(),
+                created_by_person: principal.person.clone(),
+                approved_by: None,
+                approved_by_person: None,
+                rejected_by: None,
+                rejected_by_person: None,
+                rejection_reason: None,
+                state: BatchState::AwaitingApproval,
+                counts: BatchCounts { pending: item_count, completed: 0, failed: 0 },
+                created_at: now,
+                approved_at: None,
+                completed_at: None,
+                updated_at: now,
+            };
+            tx.insert_batch(&batch)?;
+            let items = command.items.iter().zip(&fees).zip(0u32..).map(|((line, fee), index)| item(&batch, line, *fee, index, now));
+            tx.insert_payouts(&items.collect::<Vec<Payout>>())?;
+            Ok(batch)
+        })
     }
 
     /// The checker approves: reserves the whole total on the payout account and makes every
@@ -95,35 +85,25 @@ impl<'a> BulkPayouts<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`], [`ServiceError::MakerChecker`], [`ServiceError::InvalidState`],
     /// [`ServiceError::InsufficientFunds`], idempotency errors.
-    pub fn approve(
-        &self,
-        principal: &Principal,
-        command: &ApproveBulkPayout,
-        idem: &Idem,
-        answer: &dyn Answer<BulkPayout>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn approve(&self, principal: &Principal, command: &ApproveBulkPayout, idem: &Idem) -> Result<Done<BulkPayout>, ServiceError> {
         let id = &command.batch;
         if let Some(replayed) = Backlog::new(self.core).take(Intake::Payout, idem)? {
             return Ok(replayed);
         }
         let now = self.core.now();
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let mut batch = self.locked(tx, principal, id)?;
-                batch
-                    .apply(BatchEvent::Approve { by: principal.client_id.clone(), person: principal.person.clone() }, now)
-                    .map_err(transition_error)?;
-                // The whole total at once, on the locked account row: the items then only
-                // release their share of it as they settle.
-                tx.hold(&batch.payout_account, batch.total_debit()?).map_err(ServiceError::from).map_err(insufficient)?;
-                tx.schedule_batch_items(&batch.id, now)?;
-                tx.update_batch(&batch)?;
-                Events(self.core).bulk_payout(tx, &batch, now)?;
-                Ok(batch)
-            },
-            answer,
-        )
+        self.core.idempotent(idem, |tx| {
+            let mut batch = self.locked(tx, principal, id)?;
+            batch
+                .apply(BatchEvent::Approve { by: principal.client_id.clone(), person: principal.person.clone() }, now)
+                .map_err(transition_error)?;
+            // The whole total at once, on the locked account row: the items then only
+            // release their share of it as they settle.
+            tx.hold(&batch.payout_account, batch.total_debit()?).map_err(ServiceError::from).map_err(insufficient)?;
+            tx.schedule_batch_items(&batch.id, now)?;
+            tx.update_batch(&batch)?;
+            Events(self.core).bulk_payout(tx, &batch, now)?;
+            Ok(batch)
+        })
     }
 
     fn locked(&self, tx: &mut dyn Tx, principal: &Principal, id: &BulkPayoutId) -> Result<BulkPayout, ServiceError> {
@@ -137,32 +117,22 @@ impl<'a> BulkPayouts<'a> {
     ///
     /// # Errors
     /// As [`BulkPayouts::approve`] (without the funds).
-    pub fn reject(
-        &self,
-        principal: &Principal,
-        command: &RejectBulkPayout,
-        idem: &Idem,
-        answer: &dyn Answer<BulkPayout>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn reject(&self, principal: &Principal, command: &RejectBulkPayout, idem: &Idem) -> Result<Done<BulkPayout>, ServiceError> {
         let RejectBulkPayout { batch: id, reason } = command;
         let now = self.core.now();
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let mut batch = self.locked(tx, principal, id)?;
-                batch
-                    .apply(
-                        BatchEvent::Reject { by: principal.client_id.clone(), person: principal.person.clone(), reason: reason.clone() },
-                        now,
-                    )
-                    .map_err(transition_error)?;
-                tx.fail_batch_items(&batch.id, PayoutFailure::BulkPayoutRejected, now)?;
-                tx.update_batch(&batch)?;
-                Events(self.core).bulk_payout(tx, &batch, now)?;
-                Ok(batch)
-            },
-            answer,
-        )
+        self.core.idempotent(idem, |tx| {
+            let mut batch = self.locked(tx, principal, id)?;
+            batch
+                .apply(
+                    BatchEvent::Reject { by: principal.client_id.clone(), person: principal.person.clone(), reason: reason.clone() },
+                    now,
+                )
+                .map_err(transition_error)?;
+            tx.fail_batch_items(&batch.id, PayoutFailure::BulkPayoutRejected, now)?;
+            tx.update_batch(&batch)?;
+            Events(self.core).bulk_payout(tx, &batch, now)?;
+            Ok(batch)
+        })
     }
 
     /// One of the principal's batches.

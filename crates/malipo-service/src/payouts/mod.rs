@@ -16,9 +16,9 @@ use crate::backlog::{Backlog, Intake};
 use crate::commands::CreatePayout;
 use crate::core::Core;
 use crate::error::ServiceError;
-use crate::idempotency::{Idem, IdemOutcome};
+use crate::idempotency::{Done, Idem};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, report, Answer};
+use crate::ports::{read, report};
 
 /// The payout use cases.
 pub struct Payouts<'a> {
@@ -36,13 +36,7 @@ impl<'a> Payouts<'a> {
     /// # Errors
     /// [`ServiceError::CurrencyMismatch`] (the currency named is not the payout account's),
     /// [`ServiceError::Busy`], [`ServiceError::InsufficientFunds`], idempotency errors.
-    pub fn create(
-        &self,
-        principal: &Principal,
-        command: &CreatePayout,
-        idem: &Idem,
-        answer: &dyn Answer<Payout>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn create(&self, principal: &Principal, command: &CreatePayout, idem: &Idem) -> Result<Done<Payout>, ServiceError> {
         let country = self.core.country(&principal.country)?;
         let CreatePayout { line, currency } = command;
         if currency.is_some_and(|c| c != country.currency) {
@@ -53,40 +47,36 @@ impl<'a> Payouts<'a> {
             return Ok(replayed);
         }
         let now = self.core.now();
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Payout)?;
-                let payout = Payout {
-                    id: PayoutRef::new(),
-                    org_id: principal.org_id.clone(),
-                    mode: principal.mode,
-                    payee_msisdn: line.payee.clone(),
-                    amount: line.amount,
-                    fee,
-                    currency: country.currency,
-                    amount_reversed: MinorUnit::ZERO,
-                    reference: line.reference.clone(),
-                    narration: line.narration.clone(),
-                    state: PayoutState::Pending,
-                    failure_reason: None,
-                    transaction_id: None,
-                    bulk_payout_id: None,
-                    bulk_index: None,
-                    payout_account: account.clone(),
-                    created_at: now,
-                    updated_at: now,
-                    completed_at: None,
-                    next_action_at: Some(now),
-                };
-                // The reservation is taken on the locked account row: two payouts at the same
-                // moment cannot both pass a balance that only one fits.
-                tx.hold(&account, payout.debit()?).map_err(ServiceError::from).map_err(insufficient)?;
-                tx.insert_payouts(std::slice::from_ref(&payout))?;
-                Ok(payout)
-            },
-            answer,
-        )
+        self.core.idempotent(idem, |tx| {
+            let account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Payout)?;
+            let payout = Payout {
+                id: PayoutRef::new(),
+                org_id: principal.org_id.clone(),
+                mode: principal.mode,
+                payee_msisdn: line.payee.clone(),
+                amount: line.amount,
+                fee,
+                currency: country.currency,
+                amount_reversed: MinorUnit::ZERO,
+                reference: line.reference.clone(),
+                narration: line.narration.clone(),
+                state: PayoutState::Pending,
+                failure_reason: None,
+                transaction_id: None,
+                bulk_payout_id: None,
+                bulk_index: None,
+                payout_account: account.clone(),
+                created_at: now,
+                updated_at: now,
+                completed_at: None,
+                next_action_at: Some(now),
+            };
+            // The reservation is taken on the locked account row: two payouts at the same
+            // moment cannot both pass a balance that only one fits.
+            tx.hold(&account, payout.debit()?).map_err(ServiceError::from).map_err(insufficient)?;
+            tx.insert_payouts(std::slice::from_ref(&payout))?;
+            Ok(payout)
+        })
     }
 
     /// One of the principal's payouts.

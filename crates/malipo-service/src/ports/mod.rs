@@ -1,5 +1,4 @@
-//! The ports: storage, event rendering, webhook sending, and the answers front ends keep with
-//! idempotency keys ([`Answer`]).
+//! The ports: storage, event rendering and webhook sending.
 //!
 //! Storage: Every use case runs as one closure inside [`Store::run`], which gives it a
 //! [`Tx`]: all reads and writes of the closure commit together or not at all. `Tx` is composed of
@@ -10,7 +9,6 @@
 //!
 //! No transaction is ever held across an `.await`: callers run [`Store::run`] on a blocking thread.
 
-mod answer;
 mod auth;
 mod chain;
 mod charges;
@@ -27,7 +25,6 @@ mod sender;
 mod ussd;
 mod wallets;
 
-pub use answer::Answer;
 pub use auth::{AuthRepo, TokenRecord};
 pub use chain::{ChainRepo, UnsealedStats};
 pub use charges::{ChargeDayTotal, ChargeRepo, DAY_MICROS};

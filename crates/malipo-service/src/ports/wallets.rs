@@ -7,7 +7,7 @@ use malipo_core::{AccountId, Currency, Mode, Msisdn, Timestamp};
 use crate::error::StoreError;
 
 /// Whether a wallet can move money.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum WalletState {
     /// Usable.
     Active,
@@ -37,7 +37,7 @@ impl FromStr for WalletState {
 }
 
 /// A customer's wallet in one mode.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Wallet {
     /// The customer's number.
     pub msisdn: Msisdn,

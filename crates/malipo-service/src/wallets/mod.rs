@@ -9,11 +9,11 @@ use malipo_ledger::{Account, AccountKind};
 use crate::commands::{check_id, OpenWallet, RaiseKyc, ResetPinAttempts, SetPin, WalletLock};
 use crate::core::Core;
 use crate::error::{FieldError, ServiceError, StoreError};
-use crate::idempotency::{Idem, IdemOutcome};
+use crate::idempotency::{Done, Idem};
 use crate::lifecycle::{Entered, Lifecycle};
 use crate::limits::{Limits, WalletDetails};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, report, Answer, PostingQuery, StatementLine, Wallet, WalletState};
+use crate::ports::{read, report, PostingQuery, StatementLine, Wallet, WalletState};
 
 mod pin;
 
@@ -37,62 +37,48 @@ impl<'a> Wallets<'a> {
     /// [`ServiceError::InvalidState`] when the number already has a wallet in this mode;
     /// [`ServiceError::Validation`] when the identity document already holds one; idempotency
     /// errors.
-    pub fn open(
-        &self,
-        principal: &Principal,
-        command: &OpenWallet,
-        idem: &Idem,
-        answer: &dyn Answer<WalletDetails>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn open(&self, principal: &Principal, command: &OpenWallet, idem: &Idem) -> Result<Done<WalletDetails>, ServiceError> {
         let now = self.core.now();
         let msisdn = &command.msisdn;
         let country = self.core.country_of(msisdn)?;
         let tier = country.tier_for_id(command.id_type.as_deref());
-        self.core.idempotent(
-            idem,
-            |tx| {
-                if tx.wallet(principal.mode, msisdn)?.is_some() {
-                    return Err(ServiceError::InvalidState(format!("{msisdn} already has a {} wallet", principal.mode)));
+        self.core.idempotent(idem, |tx| {
+            if tx.wallet(principal.mode, msisdn)?.is_some() {
+                return Err(ServiceError::InvalidState(format!("{msisdn} already has a {} wallet", principal.mode)));
+            }
+            let account = Account::open(None, principal.mode, AccountKind::Wallet, country.currency, Some(msisdn.to_string()), now);
+            let wallet = Wallet {
+                msisdn: msisdn.clone(),
+                mode: principal.mode,
+                account_id: account.id.clone(),
+                country: country.code.clone(),
+                currency: country.currency,
+                state: WalletState::Active,
+                kyc_tier: tier,
+                pin_hash: None,
+                pin_attempts: 0,
+                first_name: Some(command.first_name.clone()),
+                last_name: Some(command.last_name.clone()),
+                id_type: command.id_type.clone(),
+                id_number: command.id_number.clone(),
+                date_of_birth: command.date_of_birth.clone(),
+                lock_reason: None,
+                created_at: now,
+                updated_at: now,
+            };
+            tx.insert_account(&account)?;
+            match tx.insert_wallet(&wallet) {
+                Ok(()) => {}
+                // The number is free (checked above in this transaction), so the document is taken
+                // (or a concurrent request opened the number: the retry then finds it).
+                Err(StoreError::Duplicate) if tx.wallet(principal.mode, msisdn)?.is_none() => {
+                    return Err(ServiceError::field("id_number", "already_registered", "this identity document already holds a wallet"));
                 }
-                let account = Account::open(None, principal.mode, AccountKind::Wallet, country.currency, Some(msisdn.to_string()), now);
-                let wallet = Wallet {
-                    msisdn: msisdn.clone(),
-                    mode: principal.mode,
-                    account_id: account.id.clone(),
-                    country: country.code.clone(),
-                    currency: country.currency,
-                    state: WalletState::Active,
-                    kyc_tier: tier,
-                    pin_hash: None,
-                    pin_attempts: 0,
-                    first_name: Some(command.first_name.clone()),
-                    last_name: Some(command.last_name.clone()),
-                    id_type: command.id_type.clone(),
-                    id_number: command.id_number.clone(),
-                    date_of_birth: command.date_of_birth.clone(),
-                    lock_reason: None,
-                    created_at: now,
-                    updated_at: now,
-                };
-                tx.insert_account(&account)?;
-                match tx.insert_wallet(&wallet) {
-                    Ok(()) => {}
-                    // The number is free (checked above in this transaction), so the document is taken
-                    // (or a concurrent request opened the number: the retry then finds it).
-                    Err(StoreError::Duplicate) if tx.wallet(principal.mode, msisdn)?.is_none() => {
-                        return Err(ServiceError::field(
-                            "id_number",
-                            "already_registered",
-                            "this identity document already holds a wallet",
-                        ));
-                    }
-                    Err(StoreError::Duplicate) => return Err(StoreError::Retry.into()),
-                    Err(e) => return Err(e.into()),
-                }
-                Limits(self.core).details(tx, &wallet, now)
-            },
-            answer,
-        )
+                Err(StoreError::Duplicate) => return Err(StoreError::Retry.into()),
+                Err(e) => return Err(e.into()),
+            }
+            Limits(self.core).details(tx, &wallet, now)
+        })
     }
 
     /// A wallet of the principal's mode.
@@ -124,13 +110,7 @@ impl<'a> Wallets<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`], [`ServiceError::Validation`] (`new_pin` weak or malformed,
     /// `current_pin` missing or wrong), [`ServiceError::WalletLocked`], idempotency errors.
-    pub fn set_pin(
-        &self,
-        principal: &Principal,
-        command: &SetPin,
-        idem: &Idem,
-        answer: &dyn Answer<WalletDetails>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn set_pin(&self, principal: &Principal, command: &SetPin, idem: &Idem) -> Result<Done<WalletDetails>, ServiceError> {
         let SetPin { wallet: msisdn, new_pin, current_pin } = command;
         let (new_pin, current_pin) = (new_pin.as_str(), current_pin.as_deref());
         let mode = principal.mode;
@@ -174,25 +154,21 @@ impl<'a> Wallets<'a> {
             }
         };
         let new_hash = self.core.hasher.hash(new_pin).map_err(|e| ServiceError::Internal(e.to_string()))?;
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let now = self.core.now();
-                let mut wallet = tx.lock_wallet(mode, msisdn)?.ok_or(ServiceError::NotFound)?;
-                if wallet.state == WalletState::Locked {
-                    return Err(ServiceError::WalletLocked);
-                }
-                if wallet.pin_hash != expected_hash {
-                    return Err(ServiceError::InvalidState("the PIN changed while this request was checked; send it again".into()));
-                }
-                wallet.pin_hash = Some(new_hash.clone());
-                wallet.pin_attempts = 0;
-                wallet.updated_at = now;
-                tx.update_wallet(&wallet)?;
-                Limits(self.core).details(tx, &wallet, now)
-            },
-            answer,
-        )
+        self.core.idempotent(idem, |tx| {
+            let now = self.core.now();
+            let mut wallet = tx.lock_wallet(mode, msisdn)?.ok_or(ServiceError::NotFound)?;
+            if wallet.state == WalletState::Locked {
+                return Err(ServiceError::WalletLocked);
+            }
+            if wallet.pin_hash != expected_hash {
+                return Err(ServiceError::InvalidState("the PIN changed while this request was checked; send it again".into()));
+            }
+            wallet.pin_hash = Some(new_hash.clone());
+            wallet.pin_attempts = 0;
+            wallet.updated_at = now;
+            tx.update_wallet(&wallet)?;
+            Limits(self.core).details(tx, &wallet, now)
+        })
     }
 
     /// Locks a wallet (operator): it can no longer pay or be paid, and its pending prompts fail
@@ -201,40 +177,30 @@ impl<'a> Wallets<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`], [`ServiceError::InvalidState`] when already locked,
     /// idempotency errors.
-    pub fn lock(
-        &self,
-        principal: &Principal,
-        command: &WalletLock,
-        idem: &Idem,
-        answer: &dyn Answer<WalletDetails>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn lock(&self, principal: &Principal, command: &WalletLock, idem: &Idem) -> Result<Done<WalletDetails>, ServiceError> {
         let WalletLock { wallet: msisdn, reason } = command;
         let mut entered = Entered::new();
-        let outcome = self.core.idempotent(
-            idem,
-            |tx| {
-                entered.clear();
-                let now = self.core.now();
-                let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
-                if wallet.state == WalletState::Locked {
-                    return Err(ServiceError::InvalidState("the wallet is already locked".into()));
-                }
-                wallet.state = WalletState::Locked;
-                wallet.lock_reason = Some(reason.clone());
-                wallet.updated_at = now;
-                tx.update_wallet(&wallet)?;
-                Lifecycle(self.core).end_pending_prompts(
-                    tx,
-                    &wallet,
-                    ChargeEvent::PayerFailure(FailureReason::WalletLocked),
-                    None,
-                    now,
-                    &mut entered,
-                )?;
-                Limits(self.core).details(tx, &wallet, now)
-            },
-            answer,
-        )?;
+        let outcome = self.core.idempotent(idem, |tx| {
+            entered.clear();
+            let now = self.core.now();
+            let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
+            if wallet.state == WalletState::Locked {
+                return Err(ServiceError::InvalidState("the wallet is already locked".into()));
+            }
+            wallet.state = WalletState::Locked;
+            wallet.lock_reason = Some(reason.clone());
+            wallet.updated_at = now;
+            tx.update_wallet(&wallet)?;
+            Lifecycle(self.core).end_pending_prompts(
+                tx,
+                &wallet,
+                ChargeEvent::PayerFailure(FailureReason::WalletLocked),
+                None,
+                now,
+                &mut entered,
+            )?;
+            Limits(self.core).details(tx, &wallet, now)
+        })?;
         self.core.report(&entered);
         Ok(outcome)
     }
@@ -244,31 +210,21 @@ impl<'a> Wallets<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`], [`ServiceError::InvalidState`] when not locked, idempotency
     /// errors.
-    pub fn unlock(
-        &self,
-        principal: &Principal,
-        command: &WalletLock,
-        idem: &Idem,
-        answer: &dyn Answer<WalletDetails>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn unlock(&self, principal: &Principal, command: &WalletLock, idem: &Idem) -> Result<Done<WalletDetails>, ServiceError> {
         let msisdn = &command.wallet;
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let now = self.core.now();
-                let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
-                if wallet.state != WalletState::Locked {
-                    return Err(ServiceError::InvalidState("the wallet is not locked".into()));
-                }
-                wallet.state = WalletState::Active;
-                wallet.lock_reason = None;
-                wallet.pin_attempts = 0;
-                wallet.updated_at = now;
-                tx.update_wallet(&wallet)?;
-                Limits(self.core).details(tx, &wallet, now)
-            },
-            answer,
-        )
+        self.core.idempotent(idem, |tx| {
+            let now = self.core.now();
+            let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
+            if wallet.state != WalletState::Locked {
+                return Err(ServiceError::InvalidState("the wallet is not locked".into()));
+            }
+            wallet.state = WalletState::Active;
+            wallet.lock_reason = None;
+            wallet.pin_attempts = 0;
+            wallet.updated_at = now;
+            tx.update_wallet(&wallet)?;
+            Limits(self.core).details(tx, &wallet, now)
+        })
     }
 
     /// Forgets an active wallet's failed PIN attempts (operator back office: a customer who
@@ -282,26 +238,21 @@ impl<'a> Wallets<'a> {
         principal: &Principal,
         command: &ResetPinAttempts,
         idem: &Idem,
-        answer: &dyn Answer<WalletDetails>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    ) -> Result<Done<WalletDetails>, ServiceError> {
         let msisdn = &command.wallet;
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let now = self.core.now();
-                let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
-                if wallet.state == WalletState::Locked {
-                    return Err(ServiceError::WalletLocked);
-                }
-                if wallet.pin_attempts != 0 {
-                    wallet.pin_attempts = 0;
-                    wallet.updated_at = now;
-                    tx.update_wallet(&wallet)?;
-                }
-                Limits(self.core).details(tx, &wallet, now)
-            },
-            answer,
-        )
+        self.core.idempotent(idem, |tx| {
+            let now = self.core.now();
+            let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
+            if wallet.state == WalletState::Locked {
+                return Err(ServiceError::WalletLocked);
+            }
+            if wallet.pin_attempts != 0 {
+                wallet.pin_attempts = 0;
+                wallet.updated_at = now;
+                tx.update_wallet(&wallet)?;
+            }
+            Limits(self.core).details(tx, &wallet, now)
+        })
     }
 
     /// Raises a wallet's KYC tier on an identity document that grants at least that tier. The
@@ -310,13 +261,7 @@ impl<'a> Wallets<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`], [`ServiceError::Validation`] (tier, ID),
     /// [`ServiceError::InvalidState`] when the tier is not above the current one, idempotency errors.
-    pub fn raise_kyc(
-        &self,
-        principal: &Principal,
-        command: &RaiseKyc,
-        idem: &Idem,
-        answer: &dyn Answer<WalletDetails>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn raise_kyc(&self, principal: &Principal, command: &RaiseKyc, idem: &Idem) -> Result<Done<WalletDetails>, ServiceError> {
         let RaiseKyc { wallet: msisdn, tier, id_type, id_number } = command;
         let (tier, id_type, id_number) = (*tier, id_type.as_str(), id_number.as_str());
         let current = read(self.core.store(), |tx| Ok(tx.wallet(principal.mode, msisdn)?))?.ok_or(ServiceError::NotFound)?;
@@ -335,28 +280,24 @@ impl<'a> Wallets<'a> {
         if !errors.is_empty() {
             return Err(ServiceError::Validation(errors));
         }
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let now = self.core.now();
-                let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
-                if tier <= wallet.kyc_tier {
-                    return Err(ServiceError::InvalidState(format!("the wallet is already at tier {}", wallet.kyc_tier)));
-                }
-                // Checked first: on PostgreSQL a refused statement would abort the transaction.
-                // A concurrent registration of the same document still meets the unique index.
-                if tx.wallet_by_document(wallet.mode, &wallet.country, id_type, id_number)?.is_some_and(|w| w.msisdn != wallet.msisdn) {
-                    return Err(document_taken());
-                }
-                wallet.kyc_tier = tier;
-                wallet.id_type = Some(id_type.to_owned());
-                wallet.id_number = Some(id_number.to_owned());
-                wallet.updated_at = now;
-                tx.update_wallet(&wallet)?;
-                Limits(self.core).details(tx, &wallet, now)
-            },
-            answer,
-        )
+        self.core.idempotent(idem, |tx| {
+            let now = self.core.now();
+            let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
+            if tier <= wallet.kyc_tier {
+                return Err(ServiceError::InvalidState(format!("the wallet is already at tier {}", wallet.kyc_tier)));
+            }
+            // Checked first: on PostgreSQL a refused statement would abort the transaction.
+            // A concurrent registration of the same document still meets the unique index.
+            if tx.wallet_by_document(wallet.mode, &wallet.country, id_type, id_number)?.is_some_and(|w| w.msisdn != wallet.msisdn) {
+                return Err(document_taken());
+            }
+            wallet.kyc_tier = tier;
+            wallet.id_type = Some(id_type.to_owned());
+            wallet.id_number = Some(id_number.to_owned());
+            wallet.updated_at = now;
+            tx.update_wallet(&wallet)?;
+            Limits(self.core).details(tx, &wallet, now)
+        })
     }
 
     /// A wallet's statement, oldest first.

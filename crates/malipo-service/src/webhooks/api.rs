@@ -9,9 +9,9 @@ use crate::commands::{CreateEndpoint, EndpointTarget, Named, Redeliver};
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::events::new_delivery;
-use crate::idempotency::{Idem, IdemOutcome};
+use crate::idempotency::{Done, Idem};
 use crate::page::Page;
-use crate::ports::{read, report, Answer, EventsPage, Tx};
+use crate::ports::{read, report, EventsPage, Tx};
 
 /// The webhook endpoints and events API.
 pub struct Webhooks<'a> {
@@ -34,8 +34,7 @@ impl<'a> Webhooks<'a> {
         principal: &Principal,
         command: &CreateEndpoint,
         idem: &Idem,
-        answer: &dyn Answer<EndpointWithSecret>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    ) -> Result<Done<EndpointWithSecret>, ServiceError> {
         let secret = Secret::generate();
         let now = self.core.now();
         let endpoint = Endpoint {
@@ -55,14 +54,10 @@ impl<'a> Webhooks<'a> {
             updated_at: now,
         };
         let shown = EndpointWithSecret { endpoint: endpoint.clone(), secret: secret.to_whsec() };
-        self.core.idempotent(
-            idem,
-            |tx| {
-                tx.insert_endpoint(&endpoint)?;
-                Ok(shown.clone())
-            },
-            answer,
-        )
+        self.core.idempotent(idem, |tx| {
+            tx.insert_endpoint(&endpoint)?;
+            Ok(shown.clone())
+        })
     }
 
     /// The principal's endpoints.
@@ -86,24 +81,14 @@ impl<'a> Webhooks<'a> {
     ///
     /// # Errors
     /// [`ServiceError::NotFound`]; idempotency errors.
-    pub fn delete_endpoint(
-        &self,
-        principal: &Principal,
-        command: &EndpointTarget,
-        idem: &Idem,
-        answer: &dyn Answer<Endpoint>,
-    ) -> Result<IdemOutcome, ServiceError> {
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let now = self.core.now();
-                let mut endpoint = owned_endpoint(tx, principal, &command.endpoint)?;
-                endpoint.deleted_at = Some(now);
-                disable(tx, &mut endpoint, "deleted", now)?;
-                Ok(endpoint)
-            },
-            answer,
-        )
+    pub fn delete_endpoint(&self, principal: &Principal, command: &EndpointTarget, idem: &Idem) -> Result<Done<Endpoint>, ServiceError> {
+        self.core.idempotent(idem, |tx| {
+            let now = self.core.now();
+            let mut endpoint = owned_endpoint(tx, principal, &command.endpoint)?;
+            endpoint.deleted_at = Some(now);
+            disable(tx, &mut endpoint, "deleted", now)?;
+            Ok(endpoint)
+        })
     }
 
     /// Rotates an endpoint's secret: the new one signs from now on, the old one beside it for 24 hours.
@@ -115,22 +100,17 @@ impl<'a> Webhooks<'a> {
         principal: &Principal,
         command: &EndpointTarget,
         idem: &Idem,
-        answer: &dyn Answer<EndpointWithSecret>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    ) -> Result<Done<EndpointWithSecret>, ServiceError> {
         let secret = Secret::generate();
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let now = self.core.now();
-                let mut endpoint = owned_endpoint(tx, principal, &command.endpoint)?;
-                let old = std::mem::replace(&mut endpoint.secret, self.core.cipher.seal(secret.as_bytes()));
-                endpoint.previous_secret = Some((old, now.plus_seconds(ROTATION_OVERLAP_SECONDS)));
-                endpoint.updated_at = now;
-                tx.update_endpoint(&endpoint)?;
-                Ok(EndpointWithSecret { endpoint, secret: secret.to_whsec() })
-            },
-            answer,
-        )
+        self.core.idempotent(idem, |tx| {
+            let now = self.core.now();
+            let mut endpoint = owned_endpoint(tx, principal, &command.endpoint)?;
+            let old = std::mem::replace(&mut endpoint.secret, self.core.cipher.seal(secret.as_bytes()));
+            endpoint.previous_secret = Some((old, now.plus_seconds(ROTATION_OVERLAP_SECONDS)));
+            endpoint.updated_at = now;
+            tx.update_endpoint(&endpoint)?;
+            Ok(EndpointWithSecret { endpoint, secret: secret.to_whsec() })
+        })
     }
 
     /// The principal's events, oldest first after a cursor.
@@ -193,40 +173,30 @@ impl<'a> Webhooks<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`] (event or endpoint); [`ServiceError::InvalidState`] for a
     /// disabled endpoint; idempotency errors.
-    pub fn redeliver(
-        &self,
-        principal: &Principal,
-        command: &Redeliver,
-        idem: &Idem,
-        answer: &dyn Answer<Redelivery>,
-    ) -> Result<IdemOutcome, ServiceError> {
+    pub fn redeliver(&self, principal: &Principal, command: &Redeliver, idem: &Idem) -> Result<Done<Redelivery>, ServiceError> {
         let Redeliver { event: id, endpoint: endpoint_id } = command;
-        self.core.idempotent(
-            idem,
-            |tx| {
-                let now = self.core.now();
-                let event = tx.event(&principal.org_id, principal.mode, id)?.ok_or(ServiceError::NotFound)?;
-                let endpoints = match endpoint_id {
-                    Some(e) => {
-                        let endpoint = owned_endpoint(tx, principal, e)?;
-                        if !endpoint.enabled {
-                            return Err(ServiceError::InvalidState("the endpoint is disabled".into()));
-                        }
-                        vec![endpoint]
+        self.core.idempotent(idem, |tx| {
+            let now = self.core.now();
+            let event = tx.event(&principal.org_id, principal.mode, id)?.ok_or(ServiceError::NotFound)?;
+            let endpoints = match endpoint_id {
+                Some(e) => {
+                    let endpoint = owned_endpoint(tx, principal, e)?;
+                    if !endpoint.enabled {
+                        return Err(ServiceError::InvalidState("the endpoint is disabled".into()));
                     }
-                    None => tx
-                        .list_endpoints(&principal.org_id, principal.mode)?
-                        .into_iter()
-                        .filter(|e| e.enabled && e.events.matches(&event.kind))
-                        .collect(),
-                };
-                for e in &endpoints {
-                    tx.insert_delivery(&new_delivery(&event.id, &e.id, now))?;
+                    vec![endpoint]
                 }
-                Ok(Redelivery { event_id: event.id, endpoint_ids: endpoints.into_iter().map(|e| e.id).collect() })
-            },
-            answer,
-        )
+                None => tx
+                    .list_endpoints(&principal.org_id, principal.mode)?
+                    .into_iter()
+                    .filter(|e| e.enabled && e.events.matches(&event.kind))
+                    .collect(),
+            };
+            for e in &endpoints {
+                tx.insert_delivery(&new_delivery(&event.id, &e.id, now))?;
+            }
+            Ok(Redelivery { event_id: event.id, endpoint_ids: endpoints.into_iter().map(|e| e.id).collect() })
+        })
     }
 }
 

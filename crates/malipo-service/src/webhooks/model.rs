@@ -15,7 +15,7 @@ pub(crate) const ROTATION_OVERLAP_SECONDS: i64 = 24 * 3600;
 pub(crate) const LEASE_MARGIN_SECONDS: i64 = 30;
 
 /// An endpoint as created or rotated: with its secret in plain text, this once.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct EndpointWithSecret {
     /// The endpoint.
     pub endpoint: Endpoint,
@@ -35,7 +35,7 @@ pub struct EventDetail {
 }
 
 /// What `POST /events/{id}/redeliver` queued.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Redelivery {
     /// The event.
     pub event_id: EventId,

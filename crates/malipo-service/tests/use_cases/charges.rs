@@ -6,13 +6,12 @@ use malipo_auth::{OrgKind, Principal};
 use malipo_charges::{Charge, ChargeFilter, ChargeState, FailureReason};
 use malipo_core::{MinorUnit, Mode};
 use malipo_ledger::AccountKind;
-use malipo_payouts::Payout;
 use malipo_service::ports::MockEventRenderer;
 use malipo_service::{NewPayout, ServiceConfig, ServiceError};
 use malipo_webhooks::Summary;
 use mockall::Sequence;
 
-use crate::support::{id_body, idem, number, World};
+use crate::support::{idem, number, World};
 
 /// Runs the charge worker until nothing is due (a few rounds at most).
 fn settle(world: &World) {
@@ -187,8 +186,7 @@ fn new_work_is_refused_while_due_work_is_behind_until_it_is_under_half_the_bound
     // Payouts are due work too (refused before their funds are even looked at).
     let new = NewPayout { payee_msisdn: number("0001"), amount: "10".into(), reference: "SALARY".into(), ..NewPayout::default() };
     let payout = world.platform.parse(&corporate, &new).unwrap();
-    let refused =
-        world.platform.payouts().create(&corporate, &payout, &idem(&corporate, "POST /payouts"), &id_body(|p: &Payout| p.id.to_string()));
+    let refused = world.platform.payouts().create(&corporate, &payout, &idem(&corporate, "POST /payouts"));
     assert!(matches!(refused, Err(ServiceError::Busy { .. })), "{refused:?}");
 
     // The worker takes A only: B has waited 7 s, under the bound but over half of it, so intake

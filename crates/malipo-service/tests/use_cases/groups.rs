@@ -12,9 +12,9 @@ use std::time::Duration;
 use malipo_auth::{OrgKind, Principal};
 use malipo_charges::{Charge, ChargeFilter};
 use malipo_core::Mode;
-use malipo_service::{CreateCharge, Idem, IdemOutcome, NewCharge, Observer, Platform, ServiceConfig, ServiceError, Store, Tx};
+use malipo_service::{CreateCharge, Done, Idem, NewCharge, Observer, Platform, ServiceConfig, ServiceError, Store, Tx};
 
-use crate::support::{id_body, idem, number, World};
+use crate::support::{idem, number, World};
 
 /// Lets the first write transaction start only when told to; counts the attempts of every
 /// write transaction (a retried transaction counts once per attempt) and the transactions begun.
@@ -111,11 +111,11 @@ fn new_charge(reference: &str) -> NewCharge {
 }
 
 /// Creates a charge on another thread.
-fn create(s: &Setup, reference: &str, idem: &Idem) -> JoinHandle<Result<IdemOutcome, ServiceError>> {
+fn create(s: &Setup, reference: &str, idem: &Idem) -> JoinHandle<Result<Done<Charge>, ServiceError>> {
     let (platform, shop, new, idem) = (s.platform.clone(), s.shop.clone(), new_charge(reference), idem.clone());
     std::thread::spawn(move || {
         let charge: CreateCharge = platform.parse(&shop, &new)?;
-        platform.charges().create(&shop, &charge, &idem, &id_body(|c: &Charge| c.id.to_string()))
+        platform.charges().create(&shop, &charge, &idem)
     })
 }
 
@@ -124,8 +124,8 @@ fn settle() {
     std::thread::sleep(Duration::from_millis(150));
 }
 
-fn body(outcome: &IdemOutcome) -> String {
-    String::from_utf8(outcome.response.body.clone()).unwrap()
+fn body(outcome: &Done<Charge>) -> String {
+    outcome.value.id.to_string()
 }
 
 #[test]
@@ -138,7 +138,7 @@ fn creations_arriving_while_a_transaction_runs_are_committed_together_and_each_a
     settle();
     s.release.send(()).unwrap();
     let first = first.join().unwrap().unwrap();
-    let answers: Vec<IdemOutcome> = queued.into_iter().map(|h| h.join().unwrap().unwrap()).collect();
+    let answers: Vec<Done<Charge>> = queued.into_iter().map(|h| h.join().unwrap().unwrap()).collect();
     // Two transactions: the first request's (alone, it found nobody) and the five that queued
     // behind it, together.
     assert_eq!(s.held.attempts.load(Ordering::SeqCst), 2);
@@ -151,8 +151,8 @@ fn creations_arriving_while_a_transaction_runs_are_committed_together_and_each_a
         assert_eq!(charge.reference, *reference, "each request is answered with its own charge");
         // A retry replays the stored answer, as for a charge created alone.
         let charge = s.platform.parse(&s.shop, &new_charge(reference)).unwrap();
-        let again = s.platform.charges().create(&s.shop, &charge, key, &id_body(|c: &Charge| c.id.to_string())).unwrap();
-        assert_eq!((again.replayed, again.response), (true, answer.response.clone()));
+        let again = s.platform.charges().create(&s.shop, &charge, key).unwrap();
+        assert_eq!((again.replayed, &again.value), (true, &answer.value), "the same charge, as it was");
         ids.push(body(answer));
     }
     ids.sort();
@@ -178,7 +178,7 @@ fn a_key_repeated_within_a_group_gives_the_group_up_and_each_request_is_settled_
     // twice (its stored key found, then replayed).
     assert_eq!(s.held.attempts.load(Ordering::SeqCst), 1 + 1 + 1 + 2 + 1);
     assert_eq!(s.groups.groups.load(Ordering::SeqCst), 0, "no group was kept");
-    assert_eq!(a.response, b.response, "the repeat answers as the first");
+    assert_eq!(a.value, b.value, "the repeat answers as the first");
     assert_eq!([a.replayed, b.replayed].iter().filter(|r| **r).count(), 1, "exactly one of the two replays");
     assert!(!other.replayed);
     assert_ne!(body(&other), body(&a));
@@ -209,7 +209,7 @@ fn a_creation_while_the_database_is_down_fails_after_one_wait_for_it() {
     let platform = s.world.platform.clone().with_store(down.clone());
     let key = idem(&s.shop, "POST /partner/stk");
     let charge = platform.parse(&s.shop, &new_charge("DOWN")).unwrap();
-    let failed = platform.charges().create(&s.shop, &charge, &key, &id_body(|c: &Charge| c.id.to_string())).unwrap_err();
+    let failed = platform.charges().create(&s.shop, &charge, &key).unwrap_err();
     assert!(matches!(failed, ServiceError::Store(malipo_service::StoreError::Unavailable(_))), "{failed:?}");
     assert_eq!(down.runs.load(Ordering::SeqCst), 1, "one transaction tried, as alone");
 }

@@ -13,6 +13,7 @@ mod groups;
 mod money_out;
 mod payment_requests;
 mod people;
+mod snapshots;
 mod transactions;
 mod wallets;
 mod webhooks;

@@ -9,10 +9,10 @@ use malipo_core::{MinorUnit, Mode};
 use malipo_ledger::AccountKind;
 use malipo_payouts::{BatchCounts, BatchState, BulkPayout, Payout, PayoutFailure, PayoutFilter, PayoutState, RawItem, Reversal};
 use malipo_service::ports::MockEventRenderer;
-use malipo_service::{BulkInput, NewBulkPayout, NewPayout, NewRejection, NewReversal, NewTransfer, NewWalletLock, ServiceError, Transfer};
+use malipo_service::{BulkInput, NewBulkPayout, NewPayout, NewRejection, NewReversal, NewTransfer, NewWalletLock, ServiceError};
 use malipo_webhooks::Summary;
 
-use crate::support::{id_body, idem, number, World};
+use crate::support::{idem, number, World};
 
 /// Runs the workers until nothing is due.
 fn settle(world: &World) {
@@ -29,8 +29,8 @@ fn settle(world: &World) {
 fn payout(world: &World, org: &Principal, payee: &str, amount: &str) -> Result<Payout, ServiceError> {
     let new = NewPayout { payee_msisdn: payee.into(), amount: amount.into(), reference: "SALARY".into(), ..NewPayout::default() };
     let payout = world.platform.parse(org, &new)?;
-    let out = world.platform.payouts().create(org, &payout, &idem(org, "POST /payouts"), &id_body(|p: &Payout| p.id.to_string()))?;
-    Ok(world.platform.payouts().get(org, &String::from_utf8(out.response.body).unwrap()).unwrap())
+    let out = world.platform.payouts().create(org, &payout, &idem(org, "POST /payouts"))?;
+    Ok(world.platform.payouts().get(org, &out.value.id.to_string()).unwrap())
 }
 
 fn reload(world: &World, org: &Principal, p: &Payout) -> Payout {
@@ -144,7 +144,7 @@ fn live_payouts_need_a_wallet_that_may_receive_them() {
             ..malipo_service::NewWallet::default()
         };
         let wallet = world.platform.parse(&operator, &new).unwrap();
-        wallets.open(&operator, &wallet, &idem(&operator, "POST /wallets"), &crate::support::ignored).unwrap();
+        wallets.open(&operator, &wallet, &idem(&operator, "POST /wallets")).unwrap();
     };
     let (tier0, absent) = ("254711000001", "254711000002");
     open(tier0);
@@ -189,18 +189,13 @@ fn items(specs: &[(&str, &str)]) -> Vec<RawItem> {
 
 fn bulk(world: &World, maker: &Principal, items: BulkInput) -> Result<BulkPayout, ServiceError> {
     let batch = world.platform.parse(maker, &NewBulkPayout { reference: "PAYROLL-NOV".into(), items })?;
-    let out = world.platform.bulk_payouts().create(
-        maker,
-        &batch,
-        &idem(maker, "POST /bulk-payouts"),
-        &id_body(|b: &BulkPayout| b.id.to_string()),
-    )?;
-    Ok(world.platform.bulk_payouts().get(maker, &String::from_utf8(out.response.body).unwrap()).unwrap())
+    let out = world.platform.bulk_payouts().create(maker, &batch, &idem(maker, "POST /bulk-payouts"))?;
+    Ok(world.platform.bulk_payouts().get(maker, &out.value.id.to_string()).unwrap())
 }
 
 fn approve(world: &World, checker: &Principal, b: &BulkPayout) -> Result<BulkPayout, ServiceError> {
     let approval = world.platform.parse(checker, b.id.as_str())?;
-    world.platform.bulk_payouts().approve(checker, &approval, &idem(checker, "approve"), &crate::support::ignored)?;
+    world.platform.bulk_payouts().approve(checker, &approval, &idem(checker, "approve"))?;
     Ok(world.platform.bulk_payouts().get(checker, b.id.as_str()).unwrap())
 }
 
@@ -265,7 +260,7 @@ fn a_rejected_batch_pays_nothing_and_an_unfunded_approval_is_refused() {
     assert_eq!(approve(&world, &checker, &b), Err(ServiceError::InsufficientFunds));
     assert_eq!(world.platform.bulk_payouts().get(&maker, b.id.as_str()).unwrap().state, BatchState::AwaitingApproval);
     let rejection = world.platform.parse(&checker, &NewRejection { batch_id: b.id.to_string(), reason: "wrong month".into() }).unwrap();
-    world.platform.bulk_payouts().reject(&checker, &rejection, &idem(&checker, "reject"), &crate::support::ignored).unwrap();
+    world.platform.bulk_payouts().reject(&checker, &rejection, &idem(&checker, "reject")).unwrap();
     settle(&world);
     let rejected = world.platform.bulk_payouts().get(&maker, b.id.as_str()).unwrap();
     assert_eq!((rejected.state, rejected.rejection_reason.as_deref()), (BatchState::Rejected, Some("wrong month")));
@@ -295,7 +290,7 @@ fn a_person_neither_approves_nor_rejects_a_batch_they_made_whatever_credential_e
     let baraka_console = as_person(&org, &baraka, baraka.as_str(), "payments bulk:approve");
     let reject = |who: &Principal, b: &BulkPayout| {
         let r = world.platform.parse(who, &NewRejection { batch_id: b.id.to_string(), reason: "no".into() })?;
-        world.platform.bulk_payouts().reject(who, &r, &idem(who, "reject"), &crate::support::ignored)
+        world.platform.bulk_payouts().reject(who, &r, &idem(who, "reject"))
     };
     // Made in the console: refused through her own key pair; made through her key pair: refused
     // in her console session.
@@ -321,9 +316,8 @@ fn a_person_neither_approves_nor_rejects_a_batch_they_made_whatever_credential_e
 
 fn reverse(world: &World, org: &Principal, new: NewReversal) -> Result<Reversal, ServiceError> {
     let reversal = world.platform.parse(org, &new)?;
-    let out =
-        world.platform.reversals().create(org, &reversal, &idem(org, "POST /reversals"), &id_body(|r: &Reversal| r.id.to_string()))?;
-    Ok(world.platform.reversals().get(org, &String::from_utf8(out.response.body).unwrap()).unwrap())
+    let out = world.platform.reversals().create(org, &reversal, &idem(org, "POST /reversals"))?;
+    Ok(world.platform.reversals().get(org, &out.value.id.to_string()).unwrap())
 }
 
 #[test]
@@ -376,8 +370,7 @@ fn transfers_move_money_between_own_accounts_within_the_balance() {
     let shop = funded(&world, OrgKind::Merchant, Mode::Test, "100.00");
     let move_money = |from: &str, to: &str, amount: &str| {
         let transfer = world.platform.parse(&shop, &NewTransfer { from: from.into(), to: to.into(), amount: amount.into() })?;
-        let answer = id_body(|t: &Transfer| t.transaction_id.to_string());
-        world.platform.transfers().transfer(&shop, &transfer, &idem(&shop, "POST /accounts/transfers"), &answer)
+        world.platform.transfers().transfer(&shop, &transfer, &idem(&shop, "POST /accounts/transfers"))
     };
     move_money("payout", "collection", "60.00").unwrap();
     assert!(matches!(move_money("payout", "collection", "40.01"), Err(ServiceError::InsufficientFunds)));
@@ -465,10 +458,10 @@ proptest::proptest! {
             for p in [0, 1, 2, 4] {
                 let new = malipo_service::NewWallet { msisdn: payee(p), first_name: "Amina".into(), last_name: "Otieno".into(), ..malipo_service::NewWallet::default() };
                 let wallet = world.platform.parse(&operator, &new).unwrap();
-                wallets.open(&operator, &wallet, &idem(&operator, "POST /wallets"), &crate::support::ignored).unwrap();
+                wallets.open(&operator, &wallet, &idem(&operator, "POST /wallets")).unwrap();
             }
             let lock = world.platform.parse(&operator, &NewWalletLock { msisdn: payee(4), reason: "Reported stolen".into() }).unwrap();
-            wallets.lock(&operator, &lock, &idem(&operator, "POST /wallets/lock"), &crate::support::ignored).unwrap();
+            wallets.lock(&operator, &lock, &idem(&operator, "POST /wallets/lock")).unwrap();
             let collection = world.platform.accounts().balance(&payroll, AccountKind::Collection).unwrap().account.id;
             let mut items = vec![];
             for (i, (p, amount, in_batch, rogue)) in picks.iter().enumerate() {
@@ -479,8 +472,8 @@ proptest::proptest! {
                 }
                 let new = NewPayout { payee_msisdn: payee, amount, reference, ..NewPayout::default() };
                 let payout = world.platform.parse(&payroll, &new).unwrap();
-                let out = world.platform.payouts().create(&payroll, &payout, &idem(&payroll, "POST /payouts"), &id_body(|p: &Payout| p.id.to_string())).unwrap();
-                let p = world.platform.payouts().get(&payroll, &String::from_utf8(out.response.body).unwrap()).unwrap();
+                let out = world.platform.payouts().create(&payroll, &payout, &idem(&payroll, "POST /payouts")).unwrap();
+                let p = world.platform.payouts().get(&payroll, &out.value.id.to_string()).unwrap();
                 if *rogue {
                     // Reserved on the collection account, which holds nothing: its release is refused.
                     let r = Payout { id: malipo_core::PayoutRef::new(), reference: format!("R{i:02}"), payout_account: collection.clone(), ..p };

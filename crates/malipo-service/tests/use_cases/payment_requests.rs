@@ -11,7 +11,7 @@ use malipo_service::ports::MockEventRenderer;
 use malipo_service::{NewPaymentRequest, NewWallet, ServiceError};
 use malipo_webhooks::Summary;
 
-use crate::support::{id_body, idem, ignored, number, World};
+use crate::support::{idem, number, World};
 
 const PIN: &str = "4826";
 
@@ -46,13 +46,8 @@ impl Cast {
     fn ask(&self, new: NewPaymentRequest) -> Result<PaymentRequest, ServiceError> {
         let requests = self.world.platform.payment_requests();
         let request = self.world.platform.parse(&self.shop, &new)?;
-        let out = requests.create(
-            &self.shop,
-            &request,
-            &idem(&self.shop, "POST /biz/request"),
-            &id_body(|r: &PaymentRequest| r.id.to_string()),
-        )?;
-        Ok(requests.get(&self.shop, &String::from_utf8(out.response.body).unwrap()).unwrap())
+        let out = requests.create(&self.shop, &request, &idem(&self.shop, "POST /biz/request"))?;
+        Ok(requests.get(&self.shop, &out.value.id.to_string()).unwrap())
     }
 
     fn open(&self, amount: &str) -> PaymentRequest {
@@ -135,12 +130,12 @@ fn only_an_open_request_is_cancelled() {
     let r = cast.open("500");
     let requests = cast.world.platform.payment_requests();
     let cancellation = cast.world.platform.parse(&cast.shop, r.id.as_str()).unwrap();
-    let cancel = || requests.cancel(&cast.shop, &cancellation, &idem(&cast.shop, "cancel"), &ignored);
+    let cancel = || requests.cancel(&cast.shop, &cancellation, &idem(&cast.shop, "cancel"));
     cancel().unwrap();
     assert_eq!(cast.reload(&r).state, RequestState::Cancelled);
     assert!(matches!(cancel(), Err(ServiceError::InvalidState(_))));
     let other = cast.world.org(OrgKind::Merchant, Mode::Live);
-    let theirs = requests.cancel(&other, &cancellation, &idem(&other, "cancel"), &ignored);
+    let theirs = requests.cancel(&other, &cancellation, &idem(&other, "cancel"));
     assert_eq!(theirs, Err(ServiceError::NotFound));
 }
 

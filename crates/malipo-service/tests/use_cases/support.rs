@@ -8,10 +8,10 @@ use malipo_auth::{OrgKind, Principal, SecretHasher};
 use malipo_charges::Charge;
 use malipo_core::{Clock, Mode, Timestamp};
 use malipo_countries::Countries;
-use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope, StoredResponse};
+use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
 use malipo_service::{
-    AgentCash, CreateCharge, EventRenderer, Idem, IdemOutcome, NewAgentCash, NewCharge, NewPin, NewSimulation, NewWallet, NewWalletLock,
-    NoRenderer, OpenWallet, Platform, ServiceConfig, ServiceError, SetPin, Simulate, UssdRequest, WalletLock, WebhookConfig,
+    AgentCash, CashIn, CreateCharge, Done, EventRenderer, Idem, NewAgentCash, NewCharge, NewPin, NewSimulation, NewWallet, NewWalletLock,
+    NoRenderer, OpenWallet, Platform, ServiceConfig, ServiceError, SetPin, Simulate, UssdRequest, WalletDetails, WalletLock, WebhookConfig,
 };
 use malipo_store_memory::MemoryStore;
 use malipo_webhooks::SecretCipher;
@@ -116,45 +116,40 @@ impl World {
             description: None,
         };
         let charge: CreateCharge = self.platform.parse(merchant, &new)?;
-        let outcome = self.platform.charges().create(
-            merchant,
-            &charge,
-            &idem(merchant, "POST /partner/stk"),
-            &id_body(|c: &Charge| c.id.to_string()),
-        )?;
-        let id = String::from_utf8(outcome.response.body).unwrap();
+        let outcome = self.platform.charges().create(merchant, &charge, &idem(merchant, "POST /partner/stk"))?;
+        let id = outcome.value.id.to_string();
         Ok(self.platform.charges().get(merchant, &id).unwrap())
     }
 
     /// The sandbox's customer answers a test charge with `action` (under a key of `operation`).
-    pub(crate) fn simulate(&self, shop: &Principal, charge_ref: &str, action: &str, operation: &str) -> Result<IdemOutcome, ServiceError> {
+    pub(crate) fn simulate(&self, shop: &Principal, charge_ref: &str, action: &str, operation: &str) -> Result<Done<Charge>, ServiceError> {
         let simulation: Simulate = self.platform.parse(shop, &NewSimulation { charge_ref: charge_ref.into(), action: action.into() })?;
-        self.platform.sandbox().simulate(shop, &simulation, &idem(shop, operation), &ignored)
+        self.platform.sandbox().simulate(shop, &simulation, &idem(shop, operation))
     }
 
     /// Opens a wallet (operator).
-    pub(crate) fn open_wallet(&self, operator: &Principal, new: &NewWallet) -> Result<IdemOutcome, ServiceError> {
+    pub(crate) fn open_wallet(&self, operator: &Principal, new: &NewWallet) -> Result<Done<WalletDetails>, ServiceError> {
         let wallet: OpenWallet = self.platform.parse(operator, new)?;
-        self.platform.wallets().open(operator, &wallet, &idem(operator, "POST /wallets"), &ignored)
+        self.platform.wallets().open(operator, &wallet, &idem(operator, "POST /wallets"))
     }
 
     /// Sets a wallet's first PIN (operator).
-    pub(crate) fn set_pin(&self, operator: &Principal, msisdn: &str, pin: &str) -> Result<IdemOutcome, ServiceError> {
+    pub(crate) fn set_pin(&self, operator: &Principal, msisdn: &str, pin: &str) -> Result<Done<WalletDetails>, ServiceError> {
         let new = NewPin { msisdn: msisdn.into(), new_pin: pin.into(), current_pin: None };
         let pin: SetPin = self.platform.parse(operator, &new)?;
-        self.platform.wallets().set_pin(operator, &pin, &idem(operator, "POST /wallets/pin"), &ignored)
+        self.platform.wallets().set_pin(operator, &pin, &idem(operator, "POST /wallets/pin"))
     }
 
     /// Locks a wallet (operator).
-    pub(crate) fn lock_wallet(&self, operator: &Principal, msisdn: &str, reason: &str) -> Result<IdemOutcome, ServiceError> {
+    pub(crate) fn lock_wallet(&self, operator: &Principal, msisdn: &str, reason: &str) -> Result<Done<WalletDetails>, ServiceError> {
         let lock: WalletLock = self.platform.parse(operator, &NewWalletLock { msisdn: msisdn.into(), reason: reason.into() })?;
-        self.platform.wallets().lock(operator, &lock, &idem(operator, "POST /wallets/lock"), &ignored)
+        self.platform.wallets().lock(operator, &lock, &idem(operator, "POST /wallets/lock"))
     }
 
     /// An agent's cash-in.
-    pub(crate) fn cash_in(&self, agent: &Principal, msisdn: &str, amount: &str) -> Result<IdemOutcome, ServiceError> {
+    pub(crate) fn cash_in(&self, agent: &Principal, msisdn: &str, amount: &str) -> Result<Done<CashIn>, ServiceError> {
         let cash: AgentCash = self.platform.parse(agent, &NewAgentCash { customer_msisdn: msisdn.into(), amount: amount.into() })?;
-        self.platform.agents().cash_in(agent, &cash, &idem(agent, "POST /agents/cash-in"), &ignored)
+        self.platform.agents().cash_in(agent, &cash, &idem(agent, "POST /agents/cash-in"))
     }
 
     /// The charge as it is now.
@@ -189,16 +184,6 @@ pub(crate) fn idem(principal: &Principal, operation: &str) -> Idem {
         fingerprint: Fingerprint::of("POST", operation, key.as_bytes()),
         actor: None,
     }
-}
-
-/// A renderer whose stored body is the created object's id, so a test can find the object.
-pub(crate) fn id_body<T>(id: impl Fn(&T) -> String) -> impl Fn(&T) -> StoredResponse {
-    move |t| StoredResponse { status: 201, body: id(t).into_bytes() }
-}
-
-/// A renderer of stored bodies for calls whose answer a test does not read.
-pub(crate) fn ignored<T>(_: &T) -> StoredResponse {
-    StoredResponse { status: 200, body: Vec::new() }
 }
 
 /// A sandbox number (`254700…` with the sandbox's last four digits).

@@ -9,13 +9,12 @@ use malipo_auth::{OrgKind, Principal};
 use malipo_charges::{Charge, ChargeState};
 use malipo_core::{MinorUnit, Mode};
 use malipo_ledger::{Transaction, TRANSACTION_TYPES};
-use malipo_payouts::{Payout, PayoutState, Reversal};
-use malipo_requests::PaymentRequest;
-use malipo_service::{NewAgentCash, NewPaymentRequest, NewPayout, NewReversal, NewTransfer, NewWallet, TransactionFilter, Transfer};
+use malipo_payouts::{Payout, PayoutState};
+use malipo_service::{NewAgentCash, NewPaymentRequest, NewPayout, NewReversal, NewTransfer, NewWallet, TransactionFilter};
 use proptest::prelude::*;
 use sha2::{Digest, Sha256};
 
-use crate::support::{id_body, idem, ignored, number, World};
+use crate::support::{idem, number, World};
 
 /// One step of a random day's business.
 #[derive(Clone, Debug)]
@@ -100,9 +99,9 @@ impl Business {
             Step::Payout(a) => {
                 let new = NewPayout { payee_msisdn: number("0000"), amount: major(a), reference: "PAY".into(), ..NewPayout::default() };
                 let payout = p.parse(shop, &new).unwrap();
-                if let Ok(out) = p.payouts().create(shop, &payout, &idem(shop, "POST /payouts"), &id_body(|p: &Payout| p.id.to_string())) {
+                if let Ok(out) = p.payouts().create(shop, &payout, &idem(shop, "POST /payouts")) {
                     self.settle();
-                    self.payouts.push(p.payouts().get(shop, &String::from_utf8(out.response.body).unwrap()).unwrap());
+                    self.payouts.push(p.payouts().get(shop, &out.value.id.to_string()).unwrap());
                 }
             }
             Step::ReverseCharge(i, full) => {
@@ -110,7 +109,7 @@ impl Business {
                     let amount = (!full).then(|| major(u32::try_from(c.amount.get() / 3).unwrap().max(1)));
                     let new = NewReversal { charge_ref: Some(c.id.to_string()), amount, reason: "refund".into(), ..NewReversal::default() };
                     let reversal = p.parse(shop, &new).unwrap();
-                    let _ = p.reversals().create(shop, &reversal, &idem(shop, "POST /reversals"), &ignored::<Reversal>);
+                    let _ = p.reversals().create(shop, &reversal, &idem(shop, "POST /reversals"));
                 }
             }
             Step::ReversePayout(i, full) => {
@@ -119,13 +118,13 @@ impl Business {
                     let new =
                         NewReversal { payout_ref: Some(po.id.to_string()), amount, reason: "wrong payee".into(), ..NewReversal::default() };
                     let reversal = p.parse(shop, &new).unwrap();
-                    let _ = p.reversals().create(shop, &reversal, &idem(shop, "POST /reversals"), &ignored::<Reversal>);
+                    let _ = p.reversals().create(shop, &reversal, &idem(shop, "POST /reversals"));
                 }
             }
             Step::Transfer(to_payout, a) => {
                 let (from, to) = if to_payout { ("collection", "payout") } else { ("payout", "collection") };
                 let transfer = p.parse(shop, &NewTransfer { from: from.into(), to: to.into(), amount: major(a) }).unwrap();
-                let _ = p.transfers().transfer(shop, &transfer, &idem(shop, "POST /accounts/transfers"), &ignored::<Transfer>);
+                let _ = p.transfers().transfer(shop, &transfer, &idem(shop, "POST /accounts/transfers"));
             }
             Step::Fund(a) => {
                 p.accounts().fund(&shop.org_id, Mode::Test, &major(a)).unwrap();
@@ -138,10 +137,8 @@ impl Business {
                 let new = NewPaymentRequest { amount: major(a), reference: "INV".into(), ..NewPaymentRequest::default() };
                 let requests = p.payment_requests();
                 let request = p.parse(shop, &new).unwrap();
-                let out = requests
-                    .create(shop, &request, &idem(shop, "POST /biz/request"), &id_body(|r: &PaymentRequest| r.id.to_string()))
-                    .unwrap();
-                let r = requests.get(shop, &String::from_utf8(out.response.body).unwrap()).unwrap();
+                let out = requests.create(shop, &request, &idem(shop, "POST /biz/request")).unwrap();
+                let r = requests.get(shop, &out.value.id.to_string()).unwrap();
                 let agent = &self.agent;
                 let _ = self.world.cash_in(agent, &self.customer, &major(a));
                 let session = format!("s-{}", r.id);
@@ -156,10 +153,9 @@ impl Business {
                 let agent = &self.agent;
                 let _ = self.world.cash_in(agent, &self.customer, &major(a * 2));
                 let cash = p.parse(agent, &NewAgentCash { customer_msisdn: self.customer.clone(), amount: major(a) }).unwrap();
-                let asked =
-                    p.agents().cash_out(agent, &cash, &idem(agent, "POST /agents/cash-out"), &id_body(|c: &Charge| c.id.to_string()));
+                let asked = p.agents().cash_out(agent, &cash, &idem(agent, "POST /agents/cash-out"));
                 if let Ok(out) = asked {
-                    let session = format!("s-{}", String::from_utf8(out.response.body).unwrap());
+                    let session = format!("s-{}", out.value.id);
                     for text in ["", "3", "3*1", "3*1*1", &format!("3*1*1*{PIN}")] {
                         self.world.dial(&self.gateway, &session, &self.customer, text);
                     }

@@ -6,7 +6,7 @@ use malipo_charges::{Charge, ChargeState, FailureReason};
 use malipo_core::{MinorUnit, Mode};
 use malipo_service::{NewAgentCash, NewPin, NewPinReset, NewWallet, ResetPinAttempts, ServiceError, SetPin, WalletState};
 
-use crate::support::{id_body, idem, ignored, number, World};
+use crate::support::{idem, number, World};
 
 const PIN: &str = "4826";
 
@@ -476,9 +476,8 @@ fn a_cash_out_approval_racing_an_operator_lock_is_either_before_it_or_refused() 
     for round in 0..16 {
         let n = live.customer(&["5000"]);
         let cash = p.parse(&live.agent, &NewAgentCash { customer_msisdn: n.clone(), amount: "1000".into() }).unwrap();
-        let out =
-            p.agents().cash_out(&live.agent, &cash, &idem(&live.agent, "POST /agents/cash-out"), &id_body(|c: &Charge| c.id.to_string()));
-        let id = String::from_utf8(out.unwrap().response.body).unwrap();
+        let out = p.agents().cash_out(&live.agent, &cash, &idem(&live.agent, "POST /agents/cash-out"));
+        let id = out.unwrap().value.id.to_string();
         let session = format!("s-{id}");
         for text in ["", "3", "3*1", "3*1*1"] {
             live.world.dial(&live.gateway, &session, &n, text);
@@ -518,11 +517,11 @@ fn resetting_pin_attempts_forgets_them_on_an_active_wallet_only() {
     // A wrong current PIN counts as a failed attempt.
     let change: SetPin =
         p.parse(&live.operator, &NewPin { msisdn: n.clone(), new_pin: "9137".into(), current_pin: Some("1357".into()) }).unwrap();
-    assert!(p.wallets().set_pin(&live.operator, &change, &idem(&live.operator, "POST /wallets/pin"), &ignored).is_err());
+    assert!(p.wallets().set_pin(&live.operator, &change, &idem(&live.operator, "POST /wallets/pin")).is_err());
     assert_eq!(p.wallets().details(&live.operator, &n).unwrap().wallet.pin_attempts, 1);
     let reset = |who: &Principal| {
         let command: ResetPinAttempts = p.parse(who, &NewPinReset { msisdn: n.clone() }).unwrap();
-        p.wallets().reset_pin_attempts(who, &command, &idem(who, "console reset"), &ignored)
+        p.wallets().reset_pin_attempts(who, &command, &idem(who, "console reset"))
     };
     reset(&live.operator).unwrap();
     assert_eq!(p.wallets().details(&live.operator, &n).unwrap().wallet.pin_attempts, 0);

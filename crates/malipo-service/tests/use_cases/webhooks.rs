@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use malipo_auth::{OrgKind, Principal};
 use malipo_core::Mode;
-use malipo_service::{CreateEndpoint, DeliveryJob, EndpointWithSecret, NewEndpoint, SendOutcome};
+use malipo_service::{CreateEndpoint, DeliveryJob, NewEndpoint, SendOutcome};
 use malipo_webhooks::DeliveryState;
 
-use crate::support::{id_body, idem, number, World};
+use crate::support::{idem, number, World};
 
 /// A test merchant with an endpoint for `charge.completed`, and one completed charge: one
 /// delivery due now. Returns the endpoint's id.
@@ -17,12 +17,8 @@ fn one_due_delivery(world: &World) -> (Principal, String) {
     let shop = world.org(OrgKind::Merchant, Mode::Test);
     let new = NewEndpoint { url: "https://hooks.example.com/malipo".into(), events: vec!["charge.completed".into()], description: None };
     let endpoint: CreateEndpoint = world.platform.parse(&shop, &new).unwrap();
-    let created = world
-        .platform
-        .webhooks()
-        .create_endpoint(&shop, &endpoint, &idem(&shop, "POST /webhooks"), &id_body(|e: &EndpointWithSecret| e.endpoint.id.to_string()))
-        .unwrap();
-    let endpoint = String::from_utf8(created.response.body).unwrap();
+    let created = world.platform.webhooks().create_endpoint(&shop, &endpoint, &idem(&shop, "POST /webhooks")).unwrap();
+    let endpoint = created.value.endpoint.id.to_string();
     let charge = world.charge(&shop, &number("0000"), "150.00").unwrap();
     world.simulate(&shop, charge.id.as_str(), "approve", "POST /sandbox").unwrap();
     (shop, endpoint)

@@ -2,7 +2,7 @@
 
 use diesel::prelude::*;
 use malipo_core::Timestamp;
-use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
+use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope, Outcome};
 use malipo_service::{IdempotencyRepo, StoreError};
 
 use crate::cached::written;
@@ -51,8 +51,16 @@ fn key_row(scope: &KeyScope, key: &IdempotencyKey, record: &IdempotencyRecord) -
         operation: scope.operation.clone(),
         key: key.as_str().to_owned(),
         fingerprint: record.fingerprint.as_str().to_owned(),
-        status: record.response.as_ref().map(|r| i32::from(r.status)),
-        response_body: record.response.as_ref().map(|r| r.body.clone()),
+        // An earlier version's answer (which the service never writes) as that version kept it.
+        status: matches!(record.outcome, Some(Outcome::Earlier(_))).then_some(200),
+        response_body: match &record.outcome {
+            Some(Outcome::Earlier(body)) => Some(body.clone()),
+            _ => None,
+        },
         created_at: record.created_at.as_micros(),
+        snapshot: match &record.outcome {
+            Some(Outcome::Snapshot(s)) => Some(s.clone()),
+            _ => None,
+        },
     }
 }

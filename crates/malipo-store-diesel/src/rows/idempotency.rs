@@ -1,10 +1,10 @@
 //! Rows of idempotency.
 
 use diesel::prelude::*;
-use malipo_idempotency::{Fingerprint, IdempotencyRecord, StoredResponse};
+use malipo_idempotency::{Fingerprint, IdempotencyRecord, Outcome};
 use malipo_service::StoreError;
 
-use super::columns::{corrupt, ts};
+use super::columns::ts;
 use crate::schema::idempotency_keys;
 
 #[derive(Queryable, Selectable, Insertable)]
@@ -15,21 +15,22 @@ pub(crate) struct KeyRow {
     pub(crate) operation: String,
     pub(crate) key: String,
     pub(crate) fingerprint: String,
+    /// Written before snapshots, with `response_body`: the front end's answer.
     pub(crate) status: Option<i32>,
     pub(crate) response_body: Option<Vec<u8>>,
     pub(crate) created_at: i64,
+    pub(crate) snapshot: Option<Vec<u8>>,
 }
 
 impl TryFrom<KeyRow> for IdempotencyRecord {
     type Error = StoreError;
     fn try_from(r: KeyRow) -> Result<Self, StoreError> {
-        let response = match (r.status, r.response_body) {
-            (Some(status), Some(body)) => {
-                Some(StoredResponse { status: u16::try_from(status).map_err(|_| corrupt("HTTP status", &status.to_string()))?, body })
-            }
-            (None, None) => None,
-            _ => return Err(StoreError::Other("stored idempotency response is half written".into())),
+        let outcome = match (r.snapshot, r.status, r.response_body) {
+            (Some(snapshot), None, None) => Some(Outcome::Snapshot(snapshot)),
+            (None, Some(_), Some(body)) => Some(Outcome::Earlier(body)),
+            (None, None, None) => None,
+            _ => return Err(StoreError::Other("stored idempotency outcome is half written".into())),
         };
-        Ok(IdempotencyRecord { fingerprint: Fingerprint::from_stored(r.fingerprint), response, created_at: ts(r.created_at) })
+        Ok(IdempotencyRecord { fingerprint: Fingerprint::from_stored(r.fingerprint), outcome, created_at: ts(r.created_at) })
     }
 }

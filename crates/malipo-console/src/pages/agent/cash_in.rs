@@ -13,7 +13,7 @@ use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use askama::Template;
 use malipo_core::MinorUnit;
 use malipo_ledger::JournalKind;
-use malipo_service::{AgentCash, CashIn, CashInQuote, IdemOutcome, NewAgentCash, ServiceError};
+use malipo_service::{AgentCash, CashInQuote, Done, NewAgentCash, ServiceError};
 
 use super::cash_form::{CashForm, FIELDS};
 use super::gate::{require_agent, FLOAT};
@@ -145,14 +145,14 @@ async fn confirm(req: HttpRequest, posted: Posted<CashForm>) -> Result<HttpRespo
 }
 
 /// The one call of the cash-in use case, under the form's key, audited as `who`'s.
-async fn cash_in(console: &Console, who: &Person, form: &CashForm, ip: IpAddr) -> Result<IdemOutcome, ConsoleError> {
+async fn cash_in(console: &Console, who: &Person, form: &CashForm, ip: IpAddr) -> Result<Done<String>, ConsoleError> {
     let new = raw(form);
     let fields = [("customer_msisdn", new.customer_msisdn.as_str()), ("amount", new.amount.as_str())];
     let idem = idem::by(idem::idem(who, "cash-in", &form.idempotency_key, &fields)?, who, ip, "cash_in.created");
     let principal = who.principal();
     run(console, move |p| {
         let command = p.parse::<AgentCash>(&principal, &new)?;
-        p.agents().cash_in(&principal, &command, &idem, &|c: &CashIn| idem::go_to(format!("{PATH}/{}", c.transaction_id)))
+        idem::page(p.agents().cash_in(&principal, &command, &idem), |c| format!("{PATH}/{}", c.transaction_id))
     })
     .await
 }

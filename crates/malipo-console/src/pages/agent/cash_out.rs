@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use askama::Template;
 use malipo_charges::{Charge, ChargeState, FailureReason};
-use malipo_service::{AgentCash, IdemOutcome, NewAgentCash, ServiceError};
+use malipo_service::{AgentCash, Done, NewAgentCash, ServiceError};
 
 use super::cash_form::{CashForm, FIELDS};
 use super::gate::require_agent;
@@ -70,14 +70,14 @@ async fn request(req: HttpRequest, posted: Posted<CashForm>) -> Result<HttpRespo
 }
 
 /// The one call of the cash-out use case, under the form's key, audited as `who`'s.
-async fn cash_out(console: &Console, who: &Person, form: &CashForm, ip: IpAddr) -> Result<IdemOutcome, ConsoleError> {
+async fn cash_out(console: &Console, who: &Person, form: &CashForm, ip: IpAddr) -> Result<Done<String>, ConsoleError> {
     let new = NewAgentCash { customer_msisdn: form.customer_msisdn.trim().to_owned(), amount: form.amount.trim().to_owned() };
     let fields = [("customer_msisdn", new.customer_msisdn.as_str()), ("amount", new.amount.as_str())];
     let idem = idem::by(idem::idem(who, "cash-out", &form.idempotency_key, &fields)?, who, ip, "cash_out.created");
     let principal = who.principal();
     run(console, move |p| {
         let command = p.parse::<AgentCash>(&principal, &new)?;
-        p.agents().cash_out(&principal, &command, &idem, &|c: &Charge| idem::go_to(format!("{PATH}/{}", c.id)))
+        idem::page(p.agents().cash_out(&principal, &command, &idem), |c| format!("{PATH}/{}", c.id))
     })
     .await
 }

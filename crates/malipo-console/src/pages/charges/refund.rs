@@ -5,8 +5,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::{Permission, Principal};
 use malipo_core::ChargeRef;
-use malipo_payouts::Reversal;
-use malipo_service::{CreateReversal, Idem, IdemOutcome, NewReversal, Platform, ServiceError};
+use malipo_service::{CreateReversal, Done, Idem, NewReversal, Platform, ServiceError};
 use serde::Deserialize;
 
 use super::detail::{show, Refused};
@@ -78,7 +77,7 @@ fn reverse(
     amount: &str,
     reason: &str,
     idem: &Idem,
-) -> Result<IdemOutcome, ServiceError> {
+) -> Result<Done<String>, ServiceError> {
     let new = NewReversal {
         charge_ref: Some(charge.to_owned()),
         amount: Some(amount.trim().to_owned()),
@@ -86,6 +85,5 @@ fn reverse(
         ..NewReversal::default()
     };
     let command = p.parse::<CreateReversal>(principal, &new)?;
-    p.reversals()
-        .create(principal, &command, idem, &|r: &Reversal| idem::go_to(format!("/console/charges/{charge}?done=refund&reversal={}", r.id)))
+    idem::page(p.reversals().create(principal, &command, idem), |r| format!("/console/charges/{charge}?done=refund&reversal={}", r.id))
 }

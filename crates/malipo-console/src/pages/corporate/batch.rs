@@ -276,7 +276,7 @@ async fn approve_now(console: &Console, who: &Person, b: &BulkPayout, form: &Dec
         // The fresh code first: a wrong or used one leaves the batch untouched.
         p.people().step_up(&w, &code, ip)?;
         let command = p.parse::<ApproveBulkPayout>(&principal, id.as_str())?;
-        p.bulk_payouts().approve(&principal, &command, &idem, &|b: &BulkPayout| idem::go_to(format!("{BULK_PATH}/{}?done=approved", b.id)))
+        idem::page(p.bulk_payouts().approve(&principal, &command, &idem), |b| format!("{BULK_PATH}/{}?done=approved", b.id))
     })
     .await?;
     Ok(idem::location(&outcome))
@@ -293,7 +293,7 @@ pub async fn reject(req: HttpRequest, path: web::Path<String>, posted: Posted<De
     let (principal, reason) = (who.principal(), form.reason.clone());
     let rejected = run(&console, move |p| {
         let command = p.parse::<RejectBulkPayout>(&principal, &NewRejection { batch_id: id, reason })?;
-        p.bulk_payouts().reject(&principal, &command, &idem, &|b: &BulkPayout| idem::go_to(format!("{BULK_PATH}/{}?done=rejected", b.id)))
+        idem::page(p.bulk_payouts().reject(&principal, &command, &idem), |b| format!("{BULK_PATH}/{}?done=rejected", b.id))
     })
     .await;
     match rejected {

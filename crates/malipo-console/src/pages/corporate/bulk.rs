@@ -16,7 +16,6 @@ use askama::Template;
 use malipo_auth::Permission;
 use malipo_core::MinorUnit;
 use malipo_countries::FeeOperation;
-use malipo_payouts::BulkPayout;
 use malipo_service::{BulkInput, CreateBulkPayout, FieldError, NewBulkPayout, ServiceError};
 use sha2::{Digest, Sha256};
 
@@ -243,7 +242,7 @@ pub async fn submit(req: HttpRequest, payload: web::Payload) -> Result<HttpRespo
     let (r, file) = (reference.clone(), csv.clone());
     let created = run(&console, move |p| {
         let command = p.parse::<CreateBulkPayout>(&principal, &NewBulkPayout { reference: r, items: BulkInput::Csv(file) })?;
-        p.bulk_payouts().create(&principal, &command, &idem, &|b: &BulkPayout| idem::go_to(format!("{BULK_PATH}/{}?done=submitted", b.id)))
+        idem::page(p.bulk_payouts().create(&principal, &command, &idem), |b| format!("{BULK_PATH}/{}?done=submitted", b.id))
     })
     .await;
     match created {

@@ -5,7 +5,7 @@
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
 use askama::Template;
 use malipo_auth::Permission;
-use malipo_service::{CreateTransfer, NewTransfer, ServiceError, Transfer};
+use malipo_service::{CreateTransfer, NewTransfer, ServiceError};
 use serde::Deserialize;
 
 use crate::chrome::{page_response, see_other, Chrome, Notice};
@@ -64,9 +64,7 @@ pub async fn transfer(req: HttpRequest, posted: Posted<TransferForm>) -> Result<
     let new = NewTransfer { from: form.from.trim().to_owned(), to: form.to.trim().to_owned(), amount: form.amount.trim().to_owned() };
     let done = run(&console, move |p| {
         let command = p.parse::<CreateTransfer>(&principal, &new)?;
-        p.transfers().transfer(&principal, &command, &idem, &|t: &Transfer| {
-            idem::go_to(format!("/console/?done=transferred&tx={}", t.transaction_id))
-        })
+        idem::page(p.transfers().transfer(&principal, &command, &idem), |t| format!("/console/?done=transferred&tx={}", t.transaction_id))
     })
     .await;
     match done {

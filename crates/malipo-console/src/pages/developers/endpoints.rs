@@ -6,13 +6,11 @@
 //! nowhere, so a replayed form goes to the list and shows no secret.
 
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Permission;
-use malipo_service::{CreateEndpoint, EndpointTarget, EndpointWithSecret, IdemOutcome, NewEndpoint, ServiceError};
-use malipo_webhooks::Endpoint;
+use malipo_service::{CreateEndpoint, Done, EndpointTarget, EndpointWithSecret, NewEndpoint, ServiceError};
 use serde::Deserialize;
 
 use super::view::{render, Forms, NewSecret, Shown};
@@ -69,14 +67,18 @@ pub(super) struct DisableForm {
 }
 csrf_forms!(EndpointForm, RotateForm, DisableForm);
 
-/// A secret seen by the use case's answer, if it ran now (a replay renders nothing).
-type Seen = Arc<Mutex<Option<(String, String)>>>;
-
-fn seen_now(outcome: &IdemOutcome, seen: &Seen) -> Option<(String, String)> {
-    if outcome.replayed {
-        return None;
-    }
-    seen.lock().ok().and_then(|mut s| s.take())
+/// Where an endpoint's creation or rotation goes next (`to`), and its URL and secret when it
+/// ran now: a secret is shown once, never on a repeat.
+fn shown_once(done: Result<Done<EndpointWithSecret>, ConsoleError>, to: &str) -> Result<(String, Option<(String, String)>), ConsoleError> {
+    let done = match done {
+        Ok(done) => done,
+        Err(ConsoleError::Service(e)) => {
+            return idem::page::<()>(Err(e), |_| String::new()).map(|d| (idem::location(&d), None)).map_err(ConsoleError::from)
+        }
+        Err(e) => return Err(e),
+    };
+    let secret = (!done.replayed).then(|| (done.value.endpoint.url.clone(), done.value.secret.clone()));
+    Ok((to.to_owned(), secret))
 }
 
 /// The use case of "Add endpoint": where to go next, and the URL and secret if it ran now.
@@ -92,19 +94,12 @@ async fn add_endpoint(
     let key = idem::by(idem::idem(who, "webhook-endpoint", &form.idempotency_key, &fields)?, who, ip, "webhook_endpoint.created");
     let principal = who.principal();
     let new = NewEndpoint { url: form.url.clone(), events, description };
-    let seen: Seen = Arc::default();
-    let s = seen.clone();
-    let outcome = run(console, move |p| {
+    let done = run(console, move |p| {
         let command = p.parse::<CreateEndpoint>(&principal, &new)?;
-        p.webhooks().create_endpoint(&principal, &command, &key, &|e: &EndpointWithSecret| {
-            if let Ok(mut slot) = s.lock() {
-                *slot = Some((e.endpoint.url.clone(), e.secret.clone()));
-            }
-            idem::go_to("/console/developers?done=endpoint-added".to_owned())
-        })
+        p.webhooks().create_endpoint(&principal, &command, &key)
     })
-    .await?;
-    Ok((idem::location(&outcome), seen_now(&outcome, &seen)))
+    .await;
+    shown_once(done, "/console/developers?done=endpoint-added")
 }
 
 /// The use cases of "Rotate secret": the step-up, then the rotation.
@@ -122,21 +117,14 @@ async fn rotate_secret(
         "webhook_endpoint.secret_rotated",
     );
     let (w, code) = (who.0.clone(), form.code.clone());
-    let seen: Seen = Arc::default();
-    let s = seen.clone();
-    let outcome = run(console, move |p| {
+    let done = run(console, move |p| {
         p.people().step_up(&w, &code, ip)?;
         let principal = w.principal();
         let target = p.parse::<EndpointTarget>(&principal, id.as_str())?;
-        p.webhooks().rotate_secret(&principal, &target, &key, &|e: &EndpointWithSecret| {
-            if let Ok(mut slot) = s.lock() {
-                *slot = Some((e.endpoint.url.clone(), e.secret.clone()));
-            }
-            idem::go_to("/console/developers?done=secret-rotated".to_owned())
-        })
+        p.webhooks().rotate_secret(&principal, &target, &key)
     })
-    .await?;
-    Ok((idem::location(&outcome), seen_now(&outcome, &seen)))
+    .await;
+    shown_once(done, "/console/developers?done=secret-rotated")
 }
 
 /// The use case of "Disable".
@@ -150,9 +138,7 @@ async fn disable_endpoint(console: &Console, who: &Person, id: String, form: &Di
     let principal = who.principal();
     let outcome = run(console, move |p| {
         let target = p.parse::<EndpointTarget>(&principal, id.as_str())?;
-        p.webhooks().delete_endpoint(&principal, &target, &key, &|_: &Endpoint| {
-            idem::go_to("/console/developers?done=endpoint-disabled".to_owned())
-        })
+        idem::page(p.webhooks().delete_endpoint(&principal, &target, &key), |_| "/console/developers?done=endpoint-disabled".to_owned())
     })
     .await?;
     Ok(idem::location(&outcome))

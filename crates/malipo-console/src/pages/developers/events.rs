@@ -10,7 +10,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use malipo_auth::Permission;
 use malipo_core::Currency;
-use malipo_service::{NewRedelivery, Redeliver, Redelivery};
+use malipo_service::{NewRedelivery, Redeliver};
 use malipo_webhooks::{Event, EVENT_KINDS};
 use serde::Deserialize;
 
@@ -216,8 +216,8 @@ async fn redeliver_event(console: &Console, who: &Person, id: String, form: &Red
     let principal = who.principal();
     let outcome = run(console, move |p| {
         let command = p.parse::<Redeliver>(&principal, &NewRedelivery { event_id: id, endpoint_id: None })?;
-        p.webhooks().redeliver(&principal, &command, &key, &|r: &Redelivery| {
-            idem::go_to(format!("/console/developers/events/{}?redelivered={}", r.event_id, r.endpoint_ids.len()))
+        idem::page(p.webhooks().redeliver(&principal, &command, &key), |r| {
+            format!("/console/developers/events/{}?redelivered={}", r.event_id, r.endpoint_ids.len())
         })
     })
     .await?;

@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
 use malipo_ledger::AccountKind;
-use malipo_service::{CreateTransfer, Transfer};
+use malipo_service::CreateTransfer;
 use utoipa::OpenApi;
 
 use self::dto::{AccountDto, StatementDto, TransferDto, TransferRequest};
 use crate::extract::{Auth, Body};
-use crate::handler::{bad_cursor, limit, render, resource, run};
+use crate::handler::{bad_cursor, limit, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::shared::{BalanceDto, ListDto, StatementLineDto};
@@ -98,9 +98,8 @@ pub async fn transfer(req: HttpRequest, auth: Auth, body: Body, state: web::Data
         operation,
         Input::json(&body),
         TransferRequest::into_new,
-        |p, principal, transfer: &CreateTransfer, idem| {
-            p.transfers().transfer(principal, transfer, idem, &|t: &Transfer| render(&TransferDto::from(t)))
-        },
+        |p, principal, transfer: &CreateTransfer, idem| p.transfers().transfer(principal, transfer, idem),
+        |v| TransferDto::from(v),
     )
     .await
 }

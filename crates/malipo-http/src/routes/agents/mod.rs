@@ -4,13 +4,12 @@ pub mod dto;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
-use malipo_charges::Charge;
-use malipo_service::{AgentCash, CashIn};
+use malipo_service::AgentCash;
 use utoipa::OpenApi;
 
 use self::dto::{AgentCashRequest, CashInDto, CashOutDto};
 use crate::extract::{Auth, Body};
-use crate::handler::{render, resource, run};
+use crate::handler::{resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::shared::BalanceDto;
@@ -55,7 +54,8 @@ pub async fn cash_in(req: HttpRequest, auth: Auth, body: Body, state: web::Data<
         operation,
         Input::json(&body),
         AgentCashRequest::into_new,
-        |p, principal, cash: &AgentCash, idem| p.agents().cash_in(principal, cash, idem, &|c: &CashIn| render(&CashInDto::from(c))),
+        |p, principal, cash: &AgentCash, idem| p.agents().cash_in(principal, cash, idem),
+        |v| CashInDto::from(v),
     )
     .await
 }
@@ -88,7 +88,8 @@ pub async fn cash_out(req: HttpRequest, auth: Auth, body: Body, state: web::Data
         operation,
         Input::json(&body),
         AgentCashRequest::into_new,
-        |p, principal, cash: &AgentCash, idem| p.agents().cash_out(principal, cash, idem, &|c: &Charge| render(&CashOutDto::from(c))),
+        |p, principal, cash: &AgentCash, idem| p.agents().cash_out(principal, cash, idem),
+        |v| CashOutDto::from(v),
     )
     .await
 }

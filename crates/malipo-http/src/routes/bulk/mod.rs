@@ -8,14 +8,13 @@ use std::collections::HashMap;
 
 use actix_web::{web, HttpRequest, HttpResponse, Resource};
 use malipo_auth::Scope;
-use malipo_payouts::BulkPayout;
 use malipo_service::{ApproveBulkPayout, CreateBulkPayout, RejectBulkPayout};
 use utoipa::OpenApi;
 
 use self::dto::{ApproveRequest, BatchCountsDto, BulkItemRequest, BulkPayoutDto, BulkRequest, RejectRequest};
 use self::upload::read_upload;
 use crate::extract::{Auth, Body, BodyLimit};
-use crate::handler::{bad_cursor, limit, render, resource, run};
+use crate::handler::{bad_cursor, limit, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::payouts::state_param;
@@ -95,9 +94,16 @@ pub struct Api;
 pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::BulkCreate)?.clone();
     let input = Input::read_with(&body, read_upload);
-    idempotent(&req, principal, &state, "POST /bulk-payouts", input, Ok, |p, principal, batch: &CreateBulkPayout, idem| {
-        p.bulk_payouts().create(principal, batch, idem, &|b: &BulkPayout| render(&BulkPayoutDto::from(b)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        "POST /bulk-payouts",
+        input,
+        Ok,
+        |p, principal, batch: &CreateBulkPayout, idem| p.bulk_payouts().create(principal, batch, idem),
+        |v| BulkPayoutDto::from(v),
+    )
     .await
 }
 
@@ -136,9 +142,16 @@ pub async fn approve(
     let id = path.into_inner();
     let operation = "POST /bulk-payouts/{batch_id}/approve";
     let raw = |_: ApproveRequest| Ok(id);
-    idempotent(&req, principal, &state, operation, Input::optional_json(&body), raw, |p, principal, approval: &ApproveBulkPayout, idem| {
-        p.bulk_payouts().approve(principal, approval, idem, &|b: &BulkPayout| render(&BulkPayoutDto::from(b)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        operation,
+        Input::optional_json(&body),
+        raw,
+        |p, principal, approval: &ApproveBulkPayout, idem| p.bulk_payouts().approve(principal, approval, idem),
+        |v| BulkPayoutDto::from(v),
+    )
     .await
 }
 
@@ -176,9 +189,16 @@ pub async fn reject(
     let id = path.into_inner();
     let operation = "POST /bulk-payouts/{batch_id}/reject";
     let raw = |r: RejectRequest| Ok(r.into_new(id));
-    idempotent(&req, principal, &state, operation, Input::json(&body), raw, |p, principal, rejection: &RejectBulkPayout, idem| {
-        p.bulk_payouts().reject(principal, rejection, idem, &|b: &BulkPayout| render(&BulkPayoutDto::from(b)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        operation,
+        Input::json(&body),
+        raw,
+        |p, principal, rejection: &RejectBulkPayout, idem| p.bulk_payouts().reject(principal, rejection, idem),
+        |v| BulkPayoutDto::from(v),
+    )
     .await
 }
 

@@ -2,12 +2,10 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
-use malipo_charges::Charge;
 use malipo_core::Mode;
-use malipo_service::{SandboxWallet, ServiceError, Simulate, WalletDetails};
+use malipo_service::{SandboxWallet, ServiceError, Simulate};
 
 use crate::extract::{Auth, Body};
-use crate::handler::render;
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::channels::dto::{SandboxWalletRequest, SimulateRequest};
@@ -52,9 +50,16 @@ pub async fn simulate(
     // The action's problem is the body's, answered before the key's.
     let input = Input::json(&body).fields_before_key();
     let raw = |r: SimulateRequest| Ok(r.into_new(charge_ref));
-    idempotent(&req, principal, &state, operation, input, raw, |p, principal, simulation: &Simulate, idem| {
-        p.sandbox().simulate(principal, simulation, idem, &|c: &Charge| render(&ChargeDto::from(c)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        operation,
+        input,
+        raw,
+        |p, principal, simulation: &Simulate, idem| p.sandbox().simulate(principal, simulation, idem),
+        |v| ChargeDto::from(v),
+    )
     .await
 }
 
@@ -74,8 +79,15 @@ pub async fn wallets(req: HttpRequest, auth: Auth, body: Body, state: web::Data<
     let principal = auth.require(Scope::Payments)?.clone();
     test_mode(&auth)?;
     let raw = SandboxWalletRequest::into_new;
-    idempotent(&req, principal, &state, "POST /sandbox/wallets", Input::json(&body), raw, |p, principal, wallet: &SandboxWallet, idem| {
-        p.sandbox().wallet(principal, wallet, idem, &|d: &WalletDetails| render(&WalletDto::from(d)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        "POST /sandbox/wallets",
+        Input::json(&body),
+        raw,
+        |p, principal, wallet: &SandboxWallet, idem| p.sandbox().wallet(principal, wallet, idem),
+        |v| WalletDto::from(v),
+    )
     .await
 }

@@ -6,14 +6,14 @@ use std::collections::HashMap;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
-use malipo_charges::{Charge, ChargeFilter, ChargeState};
+use malipo_charges::{ChargeFilter, ChargeState};
 use malipo_core::Timestamp;
 use malipo_service::CreateCharge;
 use utoipa::OpenApi;
 
 use self::dto::StkRequest;
 use crate::extract::{Auth, Body};
-use crate::handler::{limit, render, resource, run};
+use crate::handler::{limit, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::shared::{ChargeDto, ListDto};
@@ -52,9 +52,16 @@ pub struct Api;
 pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Payments)?.clone();
     let input = Input::json(&body).key_in_body(|stk: &StkRequest| &stk.idem);
-    idempotent(&req, principal, &state, "POST /partner/stk", input, StkRequest::into_new, |p, principal, charge: &CreateCharge, idem| {
-        p.charges().create(principal, charge, idem, &|c: &Charge| render(&ChargeDto::from(c)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        "POST /partner/stk",
+        input,
+        StkRequest::into_new,
+        |p, principal, charge: &CreateCharge, idem| p.charges().create(principal, charge, idem),
+        |v| ChargeDto::from(v),
+    )
     .await
 }
 

@@ -7,13 +7,13 @@ use std::collections::HashMap;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
-use malipo_requests::{PaymentRequest, RequestFilter, RequestState};
+use malipo_requests::{RequestFilter, RequestState};
 use malipo_service::{CancelPaymentRequest, CreatePaymentRequest};
 use utoipa::OpenApi;
 
 use self::dto::{CancelRequest, PaymentRequestDto, PaymentRequestRequest};
 use crate::extract::{Auth, Body};
-use crate::handler::{bad_cursor, limit, render, resource, run};
+use crate::handler::{bad_cursor, limit, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::shared::ListDto;
@@ -65,9 +65,8 @@ pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<A
         "POST /biz/request",
         input,
         PaymentRequestRequest::into_new,
-        |p, principal, request: &CreatePaymentRequest, idem| {
-            p.payment_requests().create(principal, request, idem, &|r: &PaymentRequest| render(&PaymentRequestDto::from(r)))
-        },
+        |p, principal, request: &CreatePaymentRequest, idem| p.payment_requests().create(principal, request, idem),
+        |v| PaymentRequestDto::from(v),
     )
     .await
 }
@@ -169,9 +168,8 @@ pub async fn cancel(
         operation,
         Input::optional_json(&body),
         |_: CancelRequest| Ok(id),
-        |p, principal, cancel: &CancelPaymentRequest, idem| {
-            p.payment_requests().cancel(principal, cancel, idem, &|r: &PaymentRequest| render(&PaymentRequestDto::from(r)))
-        },
+        |p, principal, cancel: &CancelPaymentRequest, idem| p.payment_requests().cancel(principal, cancel, idem),
+        |v| PaymentRequestDto::from(v),
     )
     .await
 }

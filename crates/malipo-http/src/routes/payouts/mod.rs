@@ -7,13 +7,13 @@ use std::collections::HashMap;
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
 use malipo_core::BulkPayoutId;
-use malipo_payouts::{Payout, PayoutFilter, PayoutState};
+use malipo_payouts::{PayoutFilter, PayoutState};
 use malipo_service::CreatePayout;
 use utoipa::OpenApi;
 
 use self::dto::PayoutRequest;
 use crate::extract::{Auth, Body};
-use crate::handler::{bad_cursor, limit, render, resource, run};
+use crate::handler::{bad_cursor, limit, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::shared::{ListDto, PayoutDto};
@@ -71,9 +71,8 @@ pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<A
         "POST /payouts",
         Input::json(&body),
         PayoutRequest::into_new,
-        |p, principal, payout: &CreatePayout, idem| {
-            p.payouts().create(principal, payout, idem, &|po: &Payout| render(&PayoutDto::from(po)))
-        },
+        |p, principal, payout: &CreatePayout, idem| p.payouts().create(principal, payout, idem),
+        |v| PayoutDto::from(v),
     )
     .await
 }

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
-use malipo_payouts::Reversal;
 use malipo_service::CreateReversal;
 use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
@@ -14,7 +13,7 @@ use utoipa::{Modify, OpenApi};
 
 use self::dto::{ReversalDto, ReversalRequest};
 use crate::extract::{Auth, Body};
-use crate::handler::{bad_cursor, limit, render, resource, run};
+use crate::handler::{bad_cursor, limit, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::shared::ListDto;
@@ -80,9 +79,8 @@ pub async fn create(req: HttpRequest, auth: Auth, body: Body, state: web::Data<A
         "POST /reversals",
         Input::json(&body),
         ReversalRequest::into_new,
-        |p, principal, reversal: &CreateReversal, idem| {
-            p.reversals().create(principal, reversal, idem, &|r: &Reversal| render(&ReversalDto::from(r)))
-        },
+        |p, principal, reversal: &CreateReversal, idem| p.reversals().create(principal, reversal, idem),
+        |v| ReversalDto::from(v),
     )
     .await
 }

@@ -5,13 +5,14 @@ pub mod dto;
 use std::collections::HashMap;
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use malipo_auth::Principal;
 use malipo_auth::Scope;
-use malipo_service::{OpenWallet, RaiseKyc, ServiceError, SetPin, WalletDetails, WalletLock};
+use malipo_service::{Idem, OpenWallet, Platform, RaiseKyc, ServiceError, SetPin, WalletLock};
 use utoipa::OpenApi;
 
 use self::dto::{OpenWalletRequest, RaiseKycRequest, SetPinRequest, WalletReasonRequest};
 use crate::extract::{Auth, Body};
-use crate::handler::{limit, render, resource, run};
+use crate::handler::{limit, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::shared::{ListDto, StatementLineDto, WalletDto, WalletLimitsDto};
@@ -64,9 +65,16 @@ pub struct Api;
 pub async fn open(req: HttpRequest, auth: Auth, body: Body, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let principal = auth.require(Scope::Wallets)?.clone();
     let raw = |r: OpenWalletRequest| Ok(r.into_new());
-    idempotent(&req, principal, &state, "POST /wallets", Input::json(&body), raw, |p, principal, wallet: &OpenWallet, idem| {
-        p.wallets().open(principal, wallet, idem, &|d: &WalletDetails| render(&WalletDto::from(d)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        "POST /wallets",
+        Input::json(&body),
+        raw,
+        |p, principal, wallet: &OpenWallet, idem| p.wallets().open(principal, wallet, idem),
+        |v| WalletDto::from(v),
+    )
     .await
 }
 
@@ -119,9 +127,16 @@ pub async fn set_pin(
     let msisdn = path.into_inner();
     let operation = "POST /wallets/{msisdn}/pin";
     let raw = |r: SetPinRequest| Ok(r.into_new(msisdn));
-    idempotent(&req, principal, &state, operation, Input::json(&body), raw, |p, principal, pin: &SetPin, idem| {
-        p.wallets().set_pin(principal, pin, idem, &|d: &WalletDetails| render(&WalletDto::from(d)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        operation,
+        Input::json(&body),
+        raw,
+        |p, principal, pin: &SetPin, idem| p.wallets().set_pin(principal, pin, idem),
+        |v| WalletDto::from(v),
+    )
     .await
 }
 
@@ -194,15 +209,14 @@ async fn set_lock(
     let operation = if lock { "POST /wallets/{msisdn}/lock" } else { "POST /wallets/{msisdn}/unlock" };
     let msisdn = path.into_inner();
     let raw = |r: WalletReasonRequest| Ok(r.into_new(msisdn));
-    idempotent(&req, principal, &state, operation, Input::json(&body), raw, move |p, principal, change: &WalletLock, idem| {
-        let render = |d: &WalletDetails| render(&WalletDto::from(d));
+    let use_case = move |p: &Platform, principal: &Principal, change: &WalletLock, idem: &Idem| {
         if lock {
-            p.wallets().lock(principal, change, idem, &render)
+            p.wallets().lock(principal, change, idem)
         } else {
-            p.wallets().unlock(principal, change, idem, &render)
+            p.wallets().unlock(principal, change, idem)
         }
-    })
-    .await
+    };
+    idempotent(&req, principal, &state, operation, Input::json(&body), raw, use_case, |v| WalletDto::from(v)).await
 }
 
 /// Raise a wallet's KYC tier on an identity document that grants at least that tier.
@@ -234,9 +248,16 @@ pub async fn kyc(
     let msisdn = path.into_inner();
     let operation = "POST /wallets/{msisdn}/kyc";
     let raw = |r: RaiseKycRequest| Ok(r.into_new(msisdn));
-    idempotent(&req, principal, &state, operation, Input::json(&body), raw, |p, principal, kyc: &RaiseKyc, idem| {
-        p.wallets().raise_kyc(principal, kyc, idem, &|d: &WalletDetails| render(&WalletDto::from(d)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        operation,
+        Input::json(&body),
+        raw,
+        |p, principal, kyc: &RaiseKyc, idem| p.wallets().raise_kyc(principal, kyc, idem),
+        |v| WalletDto::from(v),
+    )
     .await
 }
 

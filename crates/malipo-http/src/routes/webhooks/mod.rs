@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
-use malipo_service::{CreateEndpoint, EndpointTarget, EndpointWithSecret, Redeliver, Redelivery, ServiceError};
-use malipo_webhooks::{Endpoint, EVENT_KINDS};
+use malipo_service::{CreateEndpoint, EndpointTarget, Redeliver, ServiceError};
+use malipo_webhooks::EVENT_KINDS;
 use utoipa::OpenApi;
 
 use self::dto::{
@@ -15,7 +15,7 @@ use self::dto::{
     RotateSecretRequest,
 };
 use crate::extract::{Auth, Body};
-use crate::handler::{limit, render, resource, run};
+use crate::handler::{limit, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::shared::ListDto;
@@ -73,9 +73,16 @@ pub async fn create_endpoint(req: HttpRequest, auth: Auth, body: Body, state: we
     let principal = auth.require(Scope::Payments)?.clone();
     let operation = "POST /webhooks/endpoints";
     let raw = |r: EndpointCreateRequest| Ok(r.into_new());
-    idempotent(&req, principal, &state, operation, Input::json(&body), raw, |p, principal, endpoint: &CreateEndpoint, idem| {
-        p.webhooks().create_endpoint(principal, endpoint, idem, &|e: &EndpointWithSecret| render(&EndpointDto::from(e)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        operation,
+        Input::json(&body),
+        raw,
+        |p, principal, endpoint: &CreateEndpoint, idem| p.webhooks().create_endpoint(principal, endpoint, idem),
+        |v| EndpointDto::from(v),
+    )
     .await
 }
 
@@ -144,9 +151,8 @@ pub async fn delete_endpoint(
         operation,
         Input::none(),
         |()| Ok(id),
-        |p, principal, target: &EndpointTarget, idem| {
-            p.webhooks().delete_endpoint(principal, target, idem, &|e: &Endpoint| render(&EndpointDto::from(e)))
-        },
+        |p, principal, target: &EndpointTarget, idem| p.webhooks().delete_endpoint(principal, target, idem),
+        |v| EndpointDto::from(v),
     )
     .await
 }
@@ -179,9 +185,16 @@ pub async fn rotate_secret(
     let id = path.into_inner();
     let operation = "POST /webhooks/endpoints/{endpoint_id}/rotate-secret";
     let raw = |_: RotateSecretRequest| Ok(id);
-    idempotent(&req, principal, &state, operation, Input::optional_json(&body), raw, |p, principal, target: &EndpointTarget, idem| {
-        p.webhooks().rotate_secret(principal, target, idem, &|e: &EndpointWithSecret| render(&EndpointDto::from(e)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        operation,
+        Input::optional_json(&body),
+        raw,
+        |p, principal, target: &EndpointTarget, idem| p.webhooks().rotate_secret(principal, target, idem),
+        |v| EndpointDto::from(v),
+    )
     .await
 }
 
@@ -274,9 +287,16 @@ pub async fn redeliver(
     let event_id = path.into_inner();
     let operation = "POST /events/{event_id}/redeliver";
     let raw = |r: RedeliverRequest| Ok(r.into_new(event_id));
-    idempotent(&req, principal, &state, operation, Input::optional_json(&body), raw, |p, principal, redelivery: &Redeliver, idem| {
-        p.webhooks().redeliver(principal, redelivery, idem, &|r: &Redelivery| render(&RedeliveryDto::from(r)))
-    })
+    idempotent(
+        &req,
+        principal,
+        &state,
+        operation,
+        Input::optional_json(&body),
+        raw,
+        |p, principal, redelivery: &Redeliver, idem| p.webhooks().redeliver(principal, redelivery, idem),
+        |v| RedeliveryDto::from(v),
+    )
     .await
 }
 
