@@ -407,7 +407,7 @@ pub fn run(settings: &Settings, command: Command) -> anyhow::Result<i32> {
 fn recon(platform: &malipo_service::Platform, date: &str, org: &str, m: &str, account: Option<&str>, as_json: bool) -> anyhow::Result<i32> {
     let report = platform
         .transactions()
-        .daily(&org_id(org)?, mode(m)?, date, account)
+        .daily_of(&org_id(org)?, mode(m)?, date, account)
         .map_err(|e| failure(e, &format!("organisation {org} or its account")))?;
     let dto = malipo_http::routes::transactions::dto::ReconciliationDto::from(&report);
     if as_json {

@@ -1,74 +1,13 @@
 //! Organisations, their credentials, and the tokens issued to them.
 
-use std::fmt;
-use std::str::FromStr;
-
 use malipo_core::{Mode, OrgId, Timestamp, UserId};
 
+pub use crate::kind::{OrgKind, UnknownOrgKind};
+use crate::person::{Permission, Role};
 use crate::scope::{Scope, Scopes};
 
 /// Bearer tokens live one hour (the seed).
 pub const TOKEN_LIFETIME_SECONDS: i64 = 3600;
-
-/// What kind of party an organisation is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum OrgKind {
-    /// Collects and pays out.
-    Merchant,
-    /// A payroll or disbursement company: accounts and scopes as a merchant.
-    Corporate,
-    /// Cash-in and cash-out.
-    Agent,
-    /// Runs the platform's back office.
-    Operator,
-    /// Runs the USSD gateway.
-    Gateway,
-}
-
-impl OrgKind {
-    /// Every kind.
-    pub const ALL: [OrgKind; 5] = [OrgKind::Merchant, OrgKind::Corporate, OrgKind::Agent, OrgKind::Operator, OrgKind::Gateway];
-
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OrgKind::Merchant => "merchant",
-            OrgKind::Corporate => "corporate",
-            OrgKind::Agent => "agent",
-            OrgKind::Operator => "operator",
-            OrgKind::Gateway => "gateway",
-        }
-    }
-
-    /// The scopes a new credential of this kind gets (contract section 13).
-    pub fn default_scopes(self) -> Scopes {
-        let list: &[Scope] = match self {
-            OrgKind::Merchant | OrgKind::Corporate => &[Scope::Payments, Scope::Payouts, Scope::Reversals, Scope::BulkCreate],
-            OrgKind::Agent => &[Scope::Agent],
-            OrgKind::Operator => &[Scope::Wallets],
-            OrgKind::Gateway => &[Scope::Ussd],
-        };
-        Scopes::new(list.iter().copied()).unwrap_or_default()
-    }
-}
-
-impl fmt::Display for OrgKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Text that names no organisation kind.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("kind must be merchant, corporate, agent, operator or gateway, got `{0}`")]
-pub struct UnknownOrgKind(pub String);
-
-impl FromStr for OrgKind {
-    type Err = UnknownOrgKind;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        OrgKind::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| UnknownOrgKind(s.to_owned()))
-    }
-}
 
 /// An integrator, agent, operator or gateway.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,6 +88,37 @@ pub struct Principal {
     /// or the person who created the key pair in the console (maker/checker compares people);
     /// `None` for a key pair an operator issued.
     pub person: Option<UserId>,
+    /// The person's role when a person calls (the console), `None` for a credential: a
+    /// person's authority is their role's permissions, a credential's its scopes.
+    pub role: Option<Role>,
+}
+
+/// What a use case asks of its caller: a credential needs one of `scopes`, a person one of
+/// `permissions` of their role (none listed: no person may).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Need {
+    /// Any one of these scopes admits a credential.
+    pub scopes: &'static [Scope],
+    /// Any one of these permissions admits a person.
+    pub permissions: &'static [Permission],
+}
+
+impl Principal {
+    /// Why the caller may not do what `need` describes, or `None` when they may.
+    pub fn refusal(&self, need: &Need) -> Option<String> {
+        match self.role {
+            Some(role) if need.permissions.iter().any(|&p| role.may(self.org_kind, p)) => None,
+            Some(role) => Some(format!("a {role} may not do this")),
+            None if need.scopes.iter().any(|&s| self.scopes.contains(s)) => None,
+            None => {
+                let names: Vec<&str> = need.scopes.iter().map(|s| s.as_str()).collect();
+                Some(match names.as_slice() {
+                    [one] => format!("this token lacks the `{one}` scope"),
+                    _ => format!("this token lacks one of the `{}` scopes", names.join(" ")),
+                })
+            }
+        }
+    }
 }
 
 #[cfg(test)]

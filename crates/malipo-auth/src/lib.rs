@@ -8,6 +8,7 @@
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
 pub mod credential;
+pub mod kind;
 pub mod password;
 pub mod person;
 pub mod scope;
@@ -15,7 +16,7 @@ pub mod secret;
 pub mod session;
 pub mod totp;
 
-pub use credential::{AccessToken, Credential, OrgKind, Organisation, Principal, TOKEN_LIFETIME_SECONDS};
+pub use credential::{AccessToken, Credential, Need, OrgKind, Organisation, Principal, TOKEN_LIFETIME_SECONDS};
 pub use password::{check_password, Busy, PasswordProblem, Passwords, MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS};
 pub use person::{Permission, Role, UnknownRole, User};
 pub use scope::{Scope, ScopeError, Scopes};

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use malipo_core::{OrgId, Timestamp, UserId};
 
-use crate::credential::OrgKind;
+use crate::kind::OrgKind;
 use crate::scope::{Scope, Scopes};
 
 /// A person's role in their organisation.

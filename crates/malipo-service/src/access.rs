@@ -318,6 +318,7 @@ impl<'a> Access<'a> {
             scopes: record.token.scopes,
             // A key pair a person created in the console acts as that person for maker/checker.
             person: record.credential_person,
+            role: None,
         })
     }
 }

@@ -8,6 +8,7 @@ use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine, Vio
 
 use crate::core::Core;
 use crate::error::ServiceError;
+use crate::needs::{self, require};
 use crate::ports::{read, write, AccountKey, Tx};
 
 /// An account with what is on its way into it.
@@ -73,6 +74,12 @@ impl<'a> Accounts<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`] when the organisation has no such account.
     pub fn balance(&self, principal: &Principal, kind: AccountKind) -> Result<Balance, ServiceError> {
+        require(principal, &needs::READ_PAYMENTS)?;
+        self.of_kind(principal, kind)
+    }
+
+    /// [`Accounts::balance`] for a use case that has checked its caller itself.
+    pub(crate) fn of_kind(&self, principal: &Principal, kind: AccountKind) -> Result<Balance, ServiceError> {
         let key = AccountKey::Org { org_id: principal.org_id.clone(), mode: principal.mode, kind };
         let as_of = self.core.now();
         read(self.core.store(), |tx| {
@@ -87,6 +94,7 @@ impl<'a> Accounts<'a> {
     /// # Errors
     /// Storage failures.
     pub fn list(&self, principal: &Principal) -> Result<Vec<Balance>, ServiceError> {
+        require(principal, &needs::READ_PAYMENTS)?;
         let as_of = self.core.now();
         read(self.core.store(), |tx| {
             let accounts = tx.org_accounts(&principal.org_id, principal.mode)?;

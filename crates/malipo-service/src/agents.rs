@@ -16,6 +16,7 @@ use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
 use crate::lifecycle::Lifecycle;
 use crate::limits::{limit_error, Limits};
+use crate::needs::{self, require};
 use crate::ports::{read, AccountKey, Tx, WalletState};
 
 /// A completed cash-in.
@@ -93,6 +94,7 @@ impl<'a> Agents<'a> {
     /// without a wallet), [`ServiceError::LimitExceeded`], [`ServiceError::WalletLocked`],
     /// [`ServiceError::InsufficientFunds`] (the float), idempotency errors.
     pub fn cash_in(&self, principal: &Principal, command: &AgentCash, idem: &Idem) -> Result<Done<CashIn>, ServiceError> {
+        require(principal, &needs::AGENT_CASH)?;
         let currency = self.core.country(&principal.country)?.currency;
         let AgentCash { customer, amount } = command;
         let (country, amount) = (customer_country(self.core, currency, customer)?, *amount);
@@ -137,6 +139,7 @@ impl<'a> Agents<'a> {
     /// [`ServiceError::CurrencyMismatch`], [`ServiceError::Validation`] (`customer_msisdn`
     /// without a wallet, in live mode), [`ServiceError::InvalidState`] (no float).
     pub fn quote_cash_in(&self, principal: &Principal, command: &AgentCash) -> Result<CashInQuote, ServiceError> {
+        require(principal, &needs::AGENT_CASH)?;
         let currency = self.core.country(&principal.country)?.currency;
         let AgentCash { customer, amount } = command;
         let (country, amount) = (customer_country(self.core, currency, customer)?, *amount);
@@ -181,6 +184,7 @@ impl<'a> Agents<'a> {
     /// fee is refused), [`ServiceError::Busy`], [`ServiceError::InvalidState`] (no float),
     /// idempotency errors.
     pub fn cash_out(&self, principal: &Principal, command: &AgentCash, idem: &Idem) -> Result<Done<Charge>, ServiceError> {
+        require(principal, &needs::AGENT_CASH)?;
         let currency = self.core.country(&principal.country)?.currency;
         let AgentCash { customer, amount } = command;
         let (country, amount) = (customer_country(self.core, currency, customer)?, *amount);
@@ -239,6 +243,7 @@ impl<'a> Agents<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn get_cash_out(&self, principal: &Principal, withdrawal_ref: &str) -> Result<Charge, ServiceError> {
+        require(principal, &needs::AGENT_CASH)?;
         let id = WithdrawalRef::parse(withdrawal_ref).map_err(|_| ServiceError::NotFound)?;
         let id = ChargeRef::from_trusted(id.into_string());
         read(self.core.store(), |tx| Ok(tx.charge(&principal.org_id, principal.mode, &id)?))?
@@ -251,7 +256,8 @@ impl<'a> Agents<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`] when the organisation has no float.
     pub fn float(&self, principal: &Principal) -> Result<Balance, ServiceError> {
-        Accounts::new(self.core).balance(principal, AccountKind::AgentFloat)
+        require(principal, &needs::AGENT_CASH)?;
+        Accounts::new(self.core).of_kind(principal, AccountKind::AgentFloat)
     }
 }
 

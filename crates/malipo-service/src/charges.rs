@@ -18,6 +18,7 @@ use crate::core::{Core, FINISHED_DAYS_KEPT};
 use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
 use crate::lifecycle::Lifecycle;
+use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
 use crate::ports::{query, read, report, ChargeDayTotal, DAY_MICROS};
 
@@ -39,6 +40,7 @@ impl<'a> Charges<'a> {
     /// [`ServiceError::CurrencyMismatch`] (the currency named, or the payer's number, is not the
     /// merchant's), [`ServiceError::Busy`], idempotency errors.
     pub fn create(&self, principal: &Principal, command: &CreateCharge, idem: &Idem) -> Result<Done<Charge>, ServiceError> {
+        require(principal, &needs::CREATE_CHARGE)?;
         let merchant_country = self.core.country(&principal.country)?;
         let currency = merchant_country.currency;
         let CreateCharge { payer, amount, currency: named, reference, description } = command;
@@ -112,6 +114,7 @@ impl<'a> Charges<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn get(&self, principal: &Principal, id: &str) -> Result<Charge, ServiceError> {
+        require(principal, &needs::READ_PAYMENTS)?;
         let id = ChargeRef::parse(id).map_err(|_| ServiceError::NotFound)?;
         read(self.core.store(), |tx| Ok(tx.charge(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
     }
@@ -121,6 +124,7 @@ impl<'a> Charges<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn by_reference(&self, principal: &Principal, reference: &str) -> Result<Charge, ServiceError> {
+        require(principal, &needs::READ_PAYMENTS)?;
         read(self.core.store(), |tx| Ok(tx.latest_charge_by_reference(&principal.org_id, principal.mode, reference)?))?
             .ok_or(ServiceError::NotFound)
     }
@@ -136,6 +140,7 @@ impl<'a> Charges<'a> {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<Page<Charge>, ServiceError> {
+        require(principal, &needs::READ_PAYMENTS)?;
         let before = cursor.map(|c| ChargeRef::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
         let data = report(self.core.store(), |tx| {
             Ok(tx.list_charges(&principal.org_id, principal.mode, filter, before.as_ref(), limit.saturating_add(1))?)
@@ -152,6 +157,7 @@ impl<'a> Charges<'a> {
     /// # Errors
     /// [`ServiceError::Validation`] for more than 366 days; storage failures.
     pub fn days(&self, principal: &Principal, days: u32) -> Result<Vec<ChargeDay>, ServiceError> {
+        require(principal, &needs::READ_PAYMENTS)?;
         if days > 366 {
             return Err(ServiceError::field("days", "invalid_value", "days must be at most 366"));
         }
@@ -221,6 +227,7 @@ impl<'a> Charges<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`] (another organisation's or mode's charge too).
     pub fn activity(&self, principal: &Principal, id: &str) -> Result<ChargeActivity, ServiceError> {
+        require(principal, &needs::READ_PAYMENTS)?;
         let id = ChargeRef::parse(id).map_err(|_| ServiceError::NotFound)?;
         read(self.core.store(), |tx| {
             let charge = tx.charge(&principal.org_id, principal.mode, &id)?.ok_or(ServiceError::NotFound)?;

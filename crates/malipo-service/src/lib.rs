@@ -30,6 +30,7 @@ pub mod housekeeping;
 pub mod idempotency;
 mod lifecycle;
 mod limits;
+mod needs;
 mod p2p;
 pub mod page;
 pub mod payment_requests;

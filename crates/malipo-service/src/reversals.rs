@@ -13,6 +13,7 @@ use crate::core::Core;
 use crate::error::ServiceError;
 use crate::events::Events;
 use crate::idempotency::{Done, Idem};
+use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
 use crate::ports::{read, report, Tx};
 
@@ -60,6 +61,7 @@ impl<'a> Reversals<'a> {
     /// [`ServiceError::ReversalExceedsOriginal`], [`ServiceError::InsufficientFunds`],
     /// idempotency errors.
     pub fn create(&self, principal: &Principal, command: &CreateReversal, idem: &Idem) -> Result<Done<Reversal>, ServiceError> {
+        require(principal, &needs::REVERSE)?;
         let now = self.core.now();
         self.core.idempotent(idem, |tx| self.reverse(tx, principal, command, now))
     }
@@ -213,6 +215,7 @@ impl<'a> Reversals<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn get(&self, principal: &Principal, id: &str) -> Result<Reversal, ServiceError> {
+        require(principal, &needs::READ_REVERSALS)?;
         let id = ReversalId::parse(id).map_err(|_| ServiceError::NotFound)?;
         read(self.core.store(), |tx| Ok(tx.reversal(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
     }
@@ -222,6 +225,7 @@ impl<'a> Reversals<'a> {
     /// # Errors
     /// [`ServiceError::Validation`] for a bad cursor.
     pub fn list(&self, principal: &Principal, cursor: Option<&str>, limit: usize) -> Result<Page<Reversal>, ServiceError> {
+        require(principal, &needs::READ_REVERSALS)?;
         let before = cursor.map(|c| ReversalId::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
         let data = report(self.core.store(), |tx| {
             Ok(tx.list_reversals(&principal.org_id, principal.mode, before.as_ref(), limit.saturating_add(1))?)

@@ -12,6 +12,7 @@ use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
 use crate::lifecycle::{Entered, Funds, Lifecycle};
 use crate::limits::{Limits, WalletDetails};
+use crate::needs::{self, require};
 use crate::ports::{Tx, WalletState};
 
 /// The sandbox helpers (test mode only).
@@ -37,6 +38,7 @@ impl<'a> Sandbox<'a> {
     /// # Errors
     /// [`ServiceError::TestModeOnly`], [`ServiceError::NotFound`], [`ServiceError::InvalidState`].
     pub fn simulate(&self, principal: &Principal, command: &Simulate, idem: &Idem) -> Result<Done<Charge>, ServiceError> {
+        require(principal, &needs::SANDBOX)?;
         Self::test_only(principal)?;
         let Simulate { charge: id, action } = command;
         let action = *action;
@@ -115,6 +117,7 @@ impl<'a> Sandbox<'a> {
     /// [`ServiceError::TestModeOnly`], [`ServiceError::InsufficientFunds`] when the new balance
     /// is below the wallet's reservations.
     pub fn wallet(&self, principal: &Principal, command: &SandboxWallet, idem: &Idem) -> Result<Done<WalletDetails>, ServiceError> {
+        require(principal, &needs::SANDBOX)?;
         Self::test_only(principal)?;
         let SandboxWallet { msisdn, balance: target, kyc_tier } = command;
         let (target, kyc_tier) = (*target, *kyc_tier);

@@ -10,6 +10,7 @@ use malipo_ledger::{kinds_of_type, Account, AccountKind, DayReport, DayTotals, T
 
 use crate::core::Core;
 use crate::error::ServiceError;
+use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
 use crate::ports::{read, report, PostingQuery, StatementLine, Tx};
 
@@ -83,6 +84,7 @@ impl<'a> Transactions<'a> {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<Page<Transaction>, ServiceError> {
+        require(principal, &needs::READ_TRANSACTIONS)?;
         let before = cursor.map(|c| c.parse::<i64>().ok().filter(|v| *v > 0).ok_or_else(|| bad_cursor("cursor"))).transpose()?;
         let kinds = match &filter.kind {
             None => Vec::new(),
@@ -135,6 +137,7 @@ impl<'a> Transactions<'a> {
     /// [`ServiceError::NotFound`] (absent, or not on the principal's accounts in its mode),
     /// [`ServiceError::Validation`] (unknown account kind).
     pub fn get(&self, principal: &Principal, id: &str, account: Option<&str>) -> Result<Transaction, ServiceError> {
+        require(principal, &needs::READ_TRANSACTIONS)?;
         let id = TransactionId::parse(id).map_err(|_| ServiceError::NotFound)?;
         read(self.core.store(), |tx| {
             let own = accounts(tx, &principal.org_id, principal.mode, account)?;
@@ -153,6 +156,7 @@ impl<'a> Transactions<'a> {
     /// # Errors
     /// As [`Transactions::list`] for the account.
     pub fn export(&self, principal: &Principal, filter: &TransactionFilter) -> Result<ExportRun, ServiceError> {
+        require(principal, &needs::EXPORT_TRANSACTIONS)?;
         report(self.core.store(), |tx| {
             let mut streams = Vec::new();
             for account in accounts(tx, &principal.org_id, principal.mode, filter.account.as_deref())? {
@@ -226,7 +230,17 @@ impl<'a> Transactions<'a> {
     /// [`ServiceError::Validation`] (date, account kind), [`ServiceError::NotFound`]
     /// (organisation, account), [`ServiceError::Internal`] when the day's transactions do not
     /// chain from the opening balance.
-    pub fn daily(&self, org_id: &OrgId, mode: Mode, date: &str, account: Option<&str>) -> Result<Reconciliation, ServiceError> {
+    pub fn daily(&self, principal: &Principal, date: &str, account: Option<&str>) -> Result<Reconciliation, ServiceError> {
+        require(principal, &needs::READ_TRANSACTIONS)?;
+        self.daily_of(&principal.org_id, principal.mode, date, account)
+    }
+
+    /// [`Transactions::daily`] of any organisation, for the operator's command line (whoever
+    /// runs it holds the database, so there is no caller to check).
+    ///
+    /// # Errors
+    /// As [`Transactions::daily`].
+    pub fn daily_of(&self, org_id: &OrgId, mode: Mode, date: &str, account: Option<&str>) -> Result<Reconciliation, ServiceError> {
         let date = time::Date::parse(date, time::macros::format_description!("[year]-[month]-[day]"))
             .map_err(|_| ServiceError::field("date", "invalid_value", "date must be a calendar date, YYYY-MM-DD"))?;
         report(self.core.store(), |tx| {

@@ -10,6 +10,7 @@ use crate::commands::CreateTransfer;
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
+use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
 use crate::ports::{report, PostingQuery, StatementLine};
 
@@ -48,6 +49,7 @@ impl<'a> Transfers<'a> {
     /// # Errors
     /// [`ServiceError::InsufficientFunds`], idempotency errors.
     pub fn transfer(&self, principal: &Principal, command: &CreateTransfer, idem: &Idem) -> Result<Done<Transfer>, ServiceError> {
+        require(principal, &needs::TRANSFER)?;
         let currency = self.core.country(&principal.country)?.currency;
         let CreateTransfer { from, to, amount } = *command;
         let now = self.core.now();
@@ -85,6 +87,7 @@ impl<'a> Transfers<'a> {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<(Account, Page<StatementLine>), ServiceError> {
+        require(principal, &needs::READ_PAYMENTS)?;
         let id = AccountId::parse(account_id).map_err(|_| ServiceError::NotFound)?;
         let after = cursor.map(|c| c.parse::<i64>().map_err(|_| bad_cursor("cursor"))).transpose()?;
         let (account, lines) = report(self.core.store(), |tx| {

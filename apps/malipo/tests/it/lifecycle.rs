@@ -472,8 +472,20 @@ async fn concurrent_charges_to_one_payer(app: &TestApp, msisdn: &str, simulate: 
             let path = format!("/sandbox/charges/{}/simulate", charge_ref(c));
             let token = &token;
             async move {
-                let r = app.post(token, &path, &json!({"action": action}), Some(&uuid::Uuid::new_v4().to_string())).await;
-                (r.status(), r.text().await.unwrap())
+                // Thirty approvals queue on one wallet's row: past the pool's checkout wait the
+                // server says "not now" (503), and the customer's phone asks again with the
+                // same key, as a gateway would, until a deadline.
+                let key = uuid::Uuid::new_v4().to_string();
+                let deadline = Instant::now() + Duration::from_secs(30);
+                loop {
+                    let r = app.post(token, &path, &json!({"action": action}), Some(&key)).await;
+                    let status = r.status();
+                    if status != 503 || Instant::now() > deadline {
+                        return (status, r.text().await.unwrap());
+                    }
+                    assert!(r.headers().contains_key("retry-after"), "a 503 says when to retry");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
             }
         }))
         .await;

@@ -128,6 +128,6 @@ async fn report_page(req: HttpRequest, who: Person, query: web::Query<ReportQuer
 
 /// The day's report (the one call of the use case).
 async fn daily(console: &Console, who: &Person, date: &str, account: &str) -> Result<Reconciliation, ConsoleError> {
-    let (org_id, mode, date, account) = (who.org.id.clone(), who.mode(), date.to_owned(), account.to_owned());
-    run(console, move |p| p.transactions().daily(&org_id, mode, &date, Some(&account))).await
+    let (principal, date, account) = (who.principal(), date.to_owned(), account.to_owned());
+    run(console, move |p| p.transactions().daily(&principal, &date, Some(&account))).await
 }

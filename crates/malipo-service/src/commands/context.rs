@@ -138,6 +138,7 @@ pub(crate) mod testing {
             mode,
             scopes: Scopes::default(),
             person: None,
+            role: None,
         }
     }
 

@@ -15,6 +15,7 @@ use crate::core::Core;
 use crate::error::{ServiceError, StoreError};
 use crate::events::Events;
 use crate::idempotency::{Done, Idem};
+use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
 use crate::ports::{read, report, write};
 
@@ -39,6 +40,7 @@ impl<'a> PaymentRequests<'a> {
     /// # Errors
     /// [`ServiceError::CurrencyMismatch`] (a payer of another currency), idempotency errors.
     pub fn create(&self, principal: &Principal, command: &CreatePaymentRequest, idem: &Idem) -> Result<Done<PaymentRequest>, ServiceError> {
+        require(principal, &needs::REQUEST_PAYMENT)?;
         let country = self.core.country(&principal.country)?;
         let currency = country.currency;
         let CreatePaymentRequest { amount, reference, description, payer, expires_in } = command;
@@ -93,6 +95,7 @@ impl<'a> PaymentRequests<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn get(&self, principal: &Principal, id: &str) -> Result<PaymentRequest, ServiceError> {
+        require(principal, &needs::READ_PAYMENTS)?;
         let id = PaymentRequestId::parse(id).map_err(|_| ServiceError::NotFound)?;
         read(self.core.store(), |tx| Ok(tx.payment_request(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
     }
@@ -108,6 +111,7 @@ impl<'a> PaymentRequests<'a> {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<Page<PaymentRequest>, ServiceError> {
+        require(principal, &needs::READ_PAYMENTS)?;
         let before = cursor.map(|c| PaymentRequestId::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
         let data = report(self.core.store(), |tx| {
             Ok(tx.list_payment_requests(&principal.org_id, principal.mode, filter, before.as_ref(), limit.saturating_add(1))?)
@@ -121,6 +125,7 @@ impl<'a> PaymentRequests<'a> {
     /// [`ServiceError::NotFound`]; [`ServiceError::InvalidState`] unless it is open;
     /// idempotency errors.
     pub fn cancel(&self, principal: &Principal, command: &CancelPaymentRequest, idem: &Idem) -> Result<Done<PaymentRequest>, ServiceError> {
+        require(principal, &needs::REQUEST_PAYMENT)?;
         let id = &command.request;
         self.core.idempotent(idem, |tx| {
             let now = self.core.now();

@@ -13,6 +13,7 @@ use crate::core::Core;
 use crate::error::ServiceError;
 use crate::events::Events;
 use crate::idempotency::{Done, Idem};
+use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
 use crate::ports::{read, report, Tx};
 
@@ -40,6 +41,7 @@ impl<'a> BulkPayouts<'a> {
     /// # Errors
     /// Idempotency errors.
     pub fn create(&self, principal: &Principal, command: &CreateBulkPayout, idem: &Idem) -> Result<Done<BulkPayout>, ServiceError> {
+        require(principal, &needs::UPLOAD_BULK)?;
         let country = self.core.country(&principal.country)?;
         let fees: Vec<MinorUnit> = command.items.iter().map(|line| country.fee(FeeOperation::Payout, line.amount)).collect();
         let total_amount = MinorUnit::checked_sum(command.items.iter().map(|line| line.amount))?;
@@ -86,6 +88,7 @@ impl<'a> BulkPayouts<'a> {
     /// [`ServiceError::NotFound`], [`ServiceError::MakerChecker`], [`ServiceError::InvalidState`],
     /// [`ServiceError::InsufficientFunds`], idempotency errors.
     pub fn approve(&self, principal: &Principal, command: &ApproveBulkPayout, idem: &Idem) -> Result<Done<BulkPayout>, ServiceError> {
+        require(principal, &needs::APPROVE_BULK)?;
         let id = &command.batch;
         if let Some(replayed) = Backlog::new(self.core).take(Intake::Payout, idem)? {
             return Ok(replayed);
@@ -118,6 +121,7 @@ impl<'a> BulkPayouts<'a> {
     /// # Errors
     /// As [`BulkPayouts::approve`] (without the funds).
     pub fn reject(&self, principal: &Principal, command: &RejectBulkPayout, idem: &Idem) -> Result<Done<BulkPayout>, ServiceError> {
+        require(principal, &needs::APPROVE_BULK)?;
         let RejectBulkPayout { batch: id, reason } = command;
         let now = self.core.now();
         self.core.idempotent(idem, |tx| {
@@ -140,6 +144,7 @@ impl<'a> BulkPayouts<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn get(&self, principal: &Principal, id: &str) -> Result<BulkPayout, ServiceError> {
+        require(principal, &needs::READ_BULK)?;
         let id = BulkPayoutId::parse(id).map_err(|_| ServiceError::NotFound)?;
         read(self.core.store(), |tx| Ok(tx.batch(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
     }
@@ -149,6 +154,7 @@ impl<'a> BulkPayouts<'a> {
     /// # Errors
     /// [`ServiceError::Validation`] for a bad cursor.
     pub fn list(&self, principal: &Principal, cursor: Option<&str>, limit: usize) -> Result<Page<BulkPayout>, ServiceError> {
+        require(principal, &needs::READ_BULK)?;
         let before = cursor.map(|c| BulkPayoutId::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
         let data = report(self.core.store(), |tx| {
             Ok(tx.list_batches(&principal.org_id, principal.mode, before.as_ref(), limit.saturating_add(1))?)
@@ -168,6 +174,7 @@ impl<'a> BulkPayouts<'a> {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<Page<Payout>, ServiceError> {
+        require(principal, &needs::READ_BULK)?;
         let id = BulkPayoutId::parse(id).map_err(|_| ServiceError::NotFound)?;
         let after = cursor.map(|c| c.parse::<u32>().map_err(|_| bad_cursor("cursor"))).transpose()?;
         let data = report(self.core.store(), |tx| {

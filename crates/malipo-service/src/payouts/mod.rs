@@ -17,6 +17,7 @@ use crate::commands::CreatePayout;
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
+use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
 use crate::ports::{read, report};
 
@@ -37,6 +38,7 @@ impl<'a> Payouts<'a> {
     /// [`ServiceError::CurrencyMismatch`] (the currency named is not the payout account's),
     /// [`ServiceError::Busy`], [`ServiceError::InsufficientFunds`], idempotency errors.
     pub fn create(&self, principal: &Principal, command: &CreatePayout, idem: &Idem) -> Result<Done<Payout>, ServiceError> {
+        require(principal, &needs::PAY_OUT)?;
         let country = self.core.country(&principal.country)?;
         let CreatePayout { line, currency } = command;
         if currency.is_some_and(|c| c != country.currency) {
@@ -84,6 +86,7 @@ impl<'a> Payouts<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn get(&self, principal: &Principal, id: &str) -> Result<Payout, ServiceError> {
+        require(principal, &needs::READ_PAYOUTS)?;
         let id = PayoutRef::parse(id).map_err(|_| ServiceError::NotFound)?;
         read(self.core.store(), |tx| Ok(tx.payout(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
     }
@@ -99,6 +102,7 @@ impl<'a> Payouts<'a> {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<Page<Payout>, ServiceError> {
+        require(principal, &needs::READ_PAYOUTS)?;
         let before = cursor.map(|c| PayoutRef::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
         let data = report(self.core.store(), |tx| {
             Ok(tx.list_payouts(&principal.org_id, principal.mode, filter, before.as_ref(), limit.saturating_add(1))?)

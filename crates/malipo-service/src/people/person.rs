@@ -39,6 +39,7 @@ impl SignedIn {
             mode: self.session.mode,
             scopes: self.user.role.scopes(self.org.kind),
             person: Some(self.user.id.clone()),
+            role: Some(self.user.role),
         }
     }
 

@@ -22,6 +22,7 @@ use crate::core::Core;
 use crate::error::{FieldError, ServiceError};
 use crate::idempotency::Idem;
 use crate::lifecycle::Entered;
+use crate::needs::{self, require};
 use crate::p2p::P2p;
 use crate::payment_requests::pay::RequestPayments;
 use crate::ports::{autocommit, query, read, write, Tx, UssdSession};
@@ -196,6 +197,7 @@ impl<'a> Ussd<'a> {
     /// [`ServiceError::Validation`] for a malformed callback (session id, phone number);
     /// storage failures.
     pub fn handle(&self, principal: &Principal, req: &UssdRequest) -> Result<String, ServiceError> {
+        require(principal, &needs::USSD)?;
         check_request(req)?;
         let number = req.phone_number.strip_prefix('+').unwrap_or(&req.phone_number);
         let (caller, country) = self

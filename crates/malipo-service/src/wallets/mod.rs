@@ -12,6 +12,7 @@ use crate::error::{FieldError, ServiceError, StoreError};
 use crate::idempotency::{Done, Idem};
 use crate::lifecycle::{Entered, Lifecycle};
 use crate::limits::{Limits, WalletDetails};
+use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
 use crate::ports::{read, report, PostingQuery, StatementLine, Wallet, WalletState};
 
@@ -38,6 +39,7 @@ impl<'a> Wallets<'a> {
     /// [`ServiceError::Validation`] when the identity document already holds one; idempotency
     /// errors.
     pub fn open(&self, principal: &Principal, command: &OpenWallet, idem: &Idem) -> Result<Done<WalletDetails>, ServiceError> {
+        require(principal, &needs::WALLETS)?;
         let now = self.core.now();
         let msisdn = &command.msisdn;
         let country = self.core.country_of(msisdn)?;
@@ -86,6 +88,7 @@ impl<'a> Wallets<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn details(&self, principal: &Principal, msisdn: &str) -> Result<WalletDetails, ServiceError> {
+        require(principal, &needs::WALLETS)?;
         self.details_of(principal.mode, &wallet_number(msisdn)?)
     }
 
@@ -111,6 +114,7 @@ impl<'a> Wallets<'a> {
     /// [`ServiceError::NotFound`], [`ServiceError::Validation`] (`new_pin` weak or malformed,
     /// `current_pin` missing or wrong), [`ServiceError::WalletLocked`], idempotency errors.
     pub fn set_pin(&self, principal: &Principal, command: &SetPin, idem: &Idem) -> Result<Done<WalletDetails>, ServiceError> {
+        require(principal, &needs::WALLETS)?;
         let SetPin { wallet: msisdn, new_pin, current_pin } = command;
         let (new_pin, current_pin) = (new_pin.as_str(), current_pin.as_deref());
         let mode = principal.mode;
@@ -178,6 +182,7 @@ impl<'a> Wallets<'a> {
     /// [`ServiceError::NotFound`], [`ServiceError::InvalidState`] when already locked,
     /// idempotency errors.
     pub fn lock(&self, principal: &Principal, command: &WalletLock, idem: &Idem) -> Result<Done<WalletDetails>, ServiceError> {
+        require(principal, &needs::WALLETS)?;
         let WalletLock { wallet: msisdn, reason } = command;
         let mut entered = Entered::new();
         let outcome = self.core.idempotent(idem, |tx| {
@@ -211,6 +216,7 @@ impl<'a> Wallets<'a> {
     /// [`ServiceError::NotFound`], [`ServiceError::InvalidState`] when not locked, idempotency
     /// errors.
     pub fn unlock(&self, principal: &Principal, command: &WalletLock, idem: &Idem) -> Result<Done<WalletDetails>, ServiceError> {
+        require(principal, &needs::WALLETS)?;
         let msisdn = &command.wallet;
         self.core.idempotent(idem, |tx| {
             let now = self.core.now();
@@ -239,6 +245,7 @@ impl<'a> Wallets<'a> {
         command: &ResetPinAttempts,
         idem: &Idem,
     ) -> Result<Done<WalletDetails>, ServiceError> {
+        require(principal, &needs::WALLETS)?;
         let msisdn = &command.wallet;
         self.core.idempotent(idem, |tx| {
             let now = self.core.now();
@@ -262,6 +269,7 @@ impl<'a> Wallets<'a> {
     /// [`ServiceError::NotFound`], [`ServiceError::Validation`] (tier, ID),
     /// [`ServiceError::InvalidState`] when the tier is not above the current one, idempotency errors.
     pub fn raise_kyc(&self, principal: &Principal, command: &RaiseKyc, idem: &Idem) -> Result<Done<WalletDetails>, ServiceError> {
+        require(principal, &needs::WALLETS)?;
         let RaiseKyc { wallet: msisdn, tier, id_type, id_number } = command;
         let (tier, id_type, id_number) = (*tier, id_type.as_str(), id_number.as_str());
         let current = read(self.core.store(), |tx| Ok(tx.wallet(principal.mode, msisdn)?))?.ok_or(ServiceError::NotFound)?;
@@ -311,6 +319,7 @@ impl<'a> Wallets<'a> {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<(Wallet, Page<StatementLine>), ServiceError> {
+        require(principal, &needs::WALLETS)?;
         let msisdn = wallet_number(msisdn)?;
         let after = cursor.map(|c| c.parse::<i64>().ok().filter(|v| *v > 0).ok_or_else(|| bad_cursor("cursor"))).transpose()?;
         report(self.core.store(), |tx| {
@@ -326,6 +335,7 @@ impl<'a> Wallets<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn recent(&self, principal: &Principal, msisdn: &str, limit: usize) -> Result<Vec<StatementLine>, ServiceError> {
+        require(principal, &needs::WALLETS)?;
         let msisdn = wallet_number(msisdn)?;
         report(self.core.store(), |tx| {
             let wallet = tx.wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;

@@ -10,6 +10,7 @@ use crate::core::Core;
 use crate::error::ServiceError;
 use crate::events::new_delivery;
 use crate::idempotency::{Done, Idem};
+use crate::needs::{self, require};
 use crate::page::Page;
 use crate::ports::{read, report, EventsPage, Tx};
 
@@ -35,6 +36,7 @@ impl<'a> Webhooks<'a> {
         command: &CreateEndpoint,
         idem: &Idem,
     ) -> Result<Done<EndpointWithSecret>, ServiceError> {
+        require(principal, &needs::MANAGE_WEBHOOKS)?;
         let secret = Secret::generate();
         let now = self.core.now();
         let endpoint = Endpoint {
@@ -65,6 +67,7 @@ impl<'a> Webhooks<'a> {
     /// # Errors
     /// Storage failures.
     pub fn endpoints(&self, principal: &Principal) -> Result<Vec<Endpoint>, ServiceError> {
+        require(principal, &needs::READ_WEBHOOKS)?;
         read(self.core.store(), |tx| Ok(tx.list_endpoints(&principal.org_id, principal.mode)?))
     }
 
@@ -73,6 +76,7 @@ impl<'a> Webhooks<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn endpoint(&self, principal: &Principal, id: &str) -> Result<Endpoint, ServiceError> {
+        require(principal, &needs::READ_WEBHOOKS)?;
         let id = EndpointId::parse(id).map_or(Named::Unknown, Named::Id);
         read(self.core.store(), |tx| owned_endpoint(tx, principal, &id))
     }
@@ -82,6 +86,7 @@ impl<'a> Webhooks<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`]; idempotency errors.
     pub fn delete_endpoint(&self, principal: &Principal, command: &EndpointTarget, idem: &Idem) -> Result<Done<Endpoint>, ServiceError> {
+        require(principal, &needs::MANAGE_WEBHOOKS)?;
         self.core.idempotent(idem, |tx| {
             let now = self.core.now();
             let mut endpoint = owned_endpoint(tx, principal, &command.endpoint)?;
@@ -101,6 +106,7 @@ impl<'a> Webhooks<'a> {
         command: &EndpointTarget,
         idem: &Idem,
     ) -> Result<Done<EndpointWithSecret>, ServiceError> {
+        require(principal, &needs::MANAGE_WEBHOOKS)?;
         let secret = Secret::generate();
         self.core.idempotent(idem, |tx| {
             let now = self.core.now();
@@ -124,6 +130,7 @@ impl<'a> Webhooks<'a> {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Page<Event>, ServiceError> {
+        require(principal, &needs::READ_WEBHOOKS)?;
         let after = after
             .map(|a| EventId::parse(a).map_err(|_| ServiceError::field("after", "invalid_cursor", "after is not an event id")))
             .transpose()?;
@@ -145,6 +152,7 @@ impl<'a> Webhooks<'a> {
         before: Option<&str>,
         limit: usize,
     ) -> Result<Page<Event>, ServiceError> {
+        require(principal, &needs::READ_WEBHOOKS)?;
         let before = before
             .map(|b| EventId::parse(b).map_err(|_| ServiceError::field("cursor", "invalid_cursor", "cursor is not an event id")))
             .transpose()?;
@@ -159,6 +167,7 @@ impl<'a> Webhooks<'a> {
     /// # Errors
     /// [`ServiceError::NotFound`].
     pub fn event(&self, principal: &Principal, id: &str) -> Result<EventDetail, ServiceError> {
+        require(principal, &needs::READ_WEBHOOKS)?;
         let id = EventId::parse(id).map_err(|_| ServiceError::NotFound)?;
         read(self.core.store(), |tx| {
             let event = tx.event(&principal.org_id, principal.mode, &id)?.ok_or(ServiceError::NotFound)?;
@@ -174,6 +183,7 @@ impl<'a> Webhooks<'a> {
     /// [`ServiceError::NotFound`] (event or endpoint); [`ServiceError::InvalidState`] for a
     /// disabled endpoint; idempotency errors.
     pub fn redeliver(&self, principal: &Principal, command: &Redeliver, idem: &Idem) -> Result<Done<Redelivery>, ServiceError> {
+        require(principal, &needs::MANAGE_WEBHOOKS)?;
         let Redeliver { event: id, endpoint: endpoint_id } = command;
         self.core.idempotent(idem, |tx| {
             let now = self.core.now();

@@ -7,6 +7,7 @@
 
 mod support;
 
+mod authorization;
 mod charges;
 mod console_reads;
 mod groups;

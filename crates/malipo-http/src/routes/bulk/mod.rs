@@ -346,6 +346,7 @@ mod tests {
             mode: malipo_core::Mode::Test,
             scopes: malipo_auth::Scopes::parse(scopes).unwrap(),
             person: None,
+            role: None,
         })
     }
 

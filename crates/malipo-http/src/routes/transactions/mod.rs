@@ -211,9 +211,7 @@ pub async fn daily(auth: Auth, query: web::Query<HashMap<String, String>>, state
     let mut q = query.into_inner();
     let date = q.remove("date").ok_or_else(|| ApiError::InvalidRequest("date is required (YYYY-MM-DD)".into()))?;
     let account = q.remove("account");
-    let report = run(&state, move |p: &Platform| p.transactions().daily(&principal.org_id, principal.mode, &date, account.as_deref()))
-        .await
-        .map_err(bad_query)?;
+    let report = run(&state, move |p: &Platform| p.transactions().daily(&principal, &date, account.as_deref())).await.map_err(bad_query)?;
     Ok(HttpResponse::Ok().json(ReconciliationDto::from(&report)))
 }
 
