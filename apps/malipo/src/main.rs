@@ -51,9 +51,9 @@ fn serve(settings: malipo::Settings) -> anyhow::Result<()> {
 /// The C libraries (SQLite, libpq, OpenSSL) allocate with glibc's `malloc` (Rust's own
 /// allocations go to jemalloc, above), which gives up to eight arenas per core to the threads
 /// that use it. The requests' database calls hop between blocking threads, so SQLite's pages and
-/// statements were spread over many arenas and their freed memory kept. With two arenas,
-/// measured side by side on SQLite (docs/throughput.md): the money-out server's peak RSS 97-103
-/// -> 77-82 MiB, USSD approvals 1.08-1.19x as many, the lifecycle unchanged. glibc reads
+/// statements were spread over many arenas and their freed memory kept. Two arenas are enough
+/// for those libraries' allocations, and the memory one thread frees is reused by the next
+/// instead of staying in an arena of its own (docs/throughput.md, "Memory"). glibc reads
 /// `MALLOC_ARENA_MAX` only when the process starts, so the server starts itself again with it
 /// set, unless the environment already sets it (then the operator's value stands).
 #[cfg(unix)]

@@ -6,7 +6,8 @@ use crate::handler::resource;
 use crate::openapi;
 use crate::problem::ApiError;
 use crate::routes::{
-    accounts, agents, auth, bulk, channels, charges, ops, payment_requests, payouts, reversals, transactions, wallets, webhooks,
+    accounts, agents, auth, bulk, channels, charges, ops, organisation, payment_requests, payouts, reversals, transactions, wallets,
+    webhooks,
 };
 
 async fn not_found() -> Result<HttpResponse, ApiError> {
@@ -33,6 +34,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::scope("/api/v1")
                 .service(resource("/openapi.json", "GET").route(web::get().to(ops::openapi)))
                 .configure(auth::routes)
+                .configure(organisation::routes)
                 .configure(charges::routes)
                 .configure(accounts::routes)
                 .configure(payouts::routes)

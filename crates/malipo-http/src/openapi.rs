@@ -8,7 +8,8 @@ use utoipa::{Modify, OpenApi};
 use crate::common_responses::CommonResponses;
 use crate::problem;
 use crate::routes::{
-    accounts, agents, auth, bulk, channels, charges, ops, payment_requests, payouts, reversals, transactions, wallets, webhooks,
+    accounts, agents, auth, bulk, channels, charges, ops, organisation, payment_requests, payouts, reversals, transactions, wallets,
+    webhooks,
 };
 use crate::schema::{EventKind, EventType, IdempotencyKey, Msisdn, Name64, Reason200, Reason255, Reference, Text100, Text200};
 use crate::wire::DecimalAmount;
@@ -54,6 +55,7 @@ impl Modify for Security {
     modifiers(&Security),
     tags(
         (name = "Auth", description = "OAuth 2.0 client credentials"),
+        (name = "Organisation", description = "Which organisation a key pair acts for"),
         (name = "Charges", description = "Payment prompts pushed to customers' phones"),
         (name = "Accounts", description = "Balances, accounts, statements and transfers between the organisation's own accounts"),
         (name = "Payouts", description = "Money paid from the payout account to customers' wallets"),
@@ -76,6 +78,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     for group in [
         auth::Api::openapi(),
+        organisation::Api::openapi(),
         charges::Api::openapi(),
         accounts::Api::openapi(),
         payouts::Api::openapi(),

@@ -11,25 +11,23 @@
 //! what expires charges of customers who would have approved.
 //!
 //! The age alone closes the gate late: by the time the oldest charge has waited the bound, the
-//! charges admitted behind it may take far longer to drain (at full speed this machine admitted
-//! charges several times faster than its workers completed them, and the oldest wait reached five
-//! times the bound). So the monitor also counts the charges due now or within the bound, and
-//! measures how fast they drain: from how fast this instance's workers claim charges while
-//! charges are due (their capacity), and, once the gate has been closed, from how fast the count
-//! fell while nothing new was admitted (the whole database's drain, whatever the number of
-//! instances). The charge gate closes as soon as the count would take longer than the bound to
-//! drain at that rate (the fall while refusing once measured: it is what a closed gate waits for;
-//! the workers' pace before), and opens once both that prediction and the oldest wait are back
-//! under half the bound.
+//! charges admitted behind it may take far longer to drain (at full speed intake can admit charges
+//! many times faster than the workers complete them, so the oldest wait would go on growing long
+//! after the gate closed). So the monitor also counts the charges due now or within the bound, and
+//! measures how fast they drain: from how fast this instance's workers claim charges while charges
+//! are due (their capacity), and, once the gate has been closed, from how fast the count fell while
+//! nothing new was admitted (the whole database's drain, whatever the number of instances). The
+//! charge gate closes as soon as the count would take longer than the bound to drain at that rate
+//! (the fall while refusing once measured: it is what a closed gate waits for; the workers' pace
+//! before), and opens once both that prediction and the oldest wait are back under half the bound.
 //!
-//! Between two measurements (a quarter of a second) an open gate would admit whatever arrives:
-//! at full speed this machine creates charges seven times faster than its workers finish them,
-//! so a quarter of a second of intake is nearly two seconds of their work, and the oldest wait
-//! went 30% past the bound. So each instance also counts the charges it admits after a
-//! measurement, and refuses the one that would make the measured count plus those take longer
-//! than the bound: the gate closes at the charge that crosses it, not at the next measurement.
-//! (Other instances' admissions are seen at the next measurement.) Before the workers' pace was
-//! ever measured (an instance that has just started), a rate is assumed
+//! Between two measurements (a quarter of a second) an open gate would admit whatever arrives: at
+//! full speed a quarter of a second of intake can be seconds of the workers' work, enough to carry
+//! the oldest wait past the bound after every reopening. So each instance also counts the charges
+//! it admits after a measurement, and refuses the one that would make the measured count plus those
+//! take longer than the bound: the gate closes at the charge that crosses it, not at the next
+//! measurement. (Other instances' admissions are seen at the next measurement.) Before the workers'
+//! pace was ever measured (an instance that has just started), a rate is assumed
 //! ([`crate::drain::ASSUMED_RATE`]), or their pace while keeping up if higher.
 //!
 //! The two kinds share the workers, but only charges expire. So a charge backlog refuses both

@@ -7,10 +7,10 @@ const DRAIN_WINDOW_SECONDS: f64 = 1.0;
 
 /// Charges a second the workers are assumed to drain before their pace was ever measured (an
 /// instance that has just started): without it, the first burst after a start is admitted until
-/// its oldest charge has waited the whole bound, however many arrived meanwhile (on this machine
-/// 13,000 charges in 4 s, 20 s of the workers' work). Set below what the smallest deployment
-/// drains (about 500 a second on two cores): it only closes the gate early, for the second or
-/// two until a pace is measured; whatever the workers did while keeping up raises it.
+/// its oldest charge has waited the whole bound, however many arrived meanwhile, and a burst can
+/// be many times what the workers finish within the bound. Set below what the smallest
+/// deployment drains, so that it can only close the gate early, for the second or two until a
+/// pace is measured; whatever the workers did while keeping up raises it.
 pub(crate) const ASSUMED_RATE: f64 = 200.0;
 
 /// How fast due charges drain, measured two ways; the prediction takes the drain measured while
@@ -101,9 +101,9 @@ impl Drain {
     /// refused if it was measured (what a closed gate waits for, whatever the number of
     /// instances), else this instance's workers' pace, or before either the larger of
     /// [`ASSUMED_RATE`] and the workers' pace while keeping up (never zero). The workers' pace
-    /// while intake is admitted overstated the drain behind a closed gate: under a flood of
-    /// refused requests it measured about 540 a second where the count fell 280-460 a second, and
-    /// the oldest wait went half again past the bound.
+    /// while intake is admitted overstates the drain behind a closed gate: the flood of refused
+    /// requests that a closed gate answers takes CPU the workers then lack, so a gate closed on
+    /// that pace closes too late, and the backlog behind it takes longer than the bound to drain.
     pub(crate) fn rate(&self) -> f64 {
         match (self.global_rate, self.local_rate) {
             (Some(rate), _) | (None, Some(rate)) => rate,

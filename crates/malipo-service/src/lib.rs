@@ -39,6 +39,7 @@ pub mod people;
 pub mod platform;
 pub mod ports;
 pub mod processing;
+pub mod profile;
 pub mod reversals;
 pub mod sandbox;
 pub mod sealer;
@@ -82,6 +83,7 @@ pub use ports::{
     DAY_MICROS,
 };
 pub use processing::Processing;
+pub use profile::{Profile, Profiles};
 pub use reversals::Reversals;
 pub use sandbox::Sandbox;
 pub use sealer::{Sealer, SEAL_BATCH};

@@ -23,6 +23,8 @@ const fn need(scopes: &'static [S], permissions: &'static [P]) -> Need {
     Need { scopes, permissions }
 }
 
+/// Any credential, whatever its scopes (no person: the console shows their organisation).
+pub(crate) const ANY_CREDENTIAL: Need = need(&S::ALL, &[]);
 /// Create a charge (an integrator's call; no console page makes one).
 pub(crate) const CREATE_CHARGE: Need = need(&[S::Payments], &[]);
 /// Read charges, balances, accounts and statements.

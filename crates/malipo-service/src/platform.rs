@@ -29,6 +29,7 @@ use crate::payouts::Payouts;
 use crate::people::People;
 use crate::ports::{EventRenderer, Store};
 use crate::processing::Processing;
+use crate::profile::Profiles;
 use crate::reversals::Reversals;
 use crate::sandbox::Sandbox;
 use crate::sealer::Sealer;
@@ -146,6 +147,11 @@ impl Platform {
     /// People who use the console: invitations, sign-in, sessions, the team, the audit log.
     pub fn people(&self) -> People<'_> {
         People::new(&self.core)
+    }
+
+    /// The caller's organisation.
+    pub fn profiles(&self) -> Profiles<'_> {
+        Profiles::new(&self.core)
     }
 
     /// Charges.

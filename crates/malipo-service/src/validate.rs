@@ -5,6 +5,18 @@ use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
 use crate::error::FieldError;
 
+/// A message as a sentence, as every front end shows one to people: capitalised, with a full
+/// stop.
+pub fn sentence(message: &str) -> String {
+    let mut chars = message.chars();
+    let mut out: String = chars.next().map(|c| c.to_uppercase().collect()).unwrap_or_default();
+    out.push_str(chars.as_str());
+    if !out.ends_with('.') {
+        out.push('.');
+    }
+    out
+}
+
 /// Validates a free-text reference: 1 to 64 printable characters.
 pub fn check_reference(field: &str, value: &str, errors: &mut Vec<FieldError>) {
     check_text(field, value, 64, true, errors);

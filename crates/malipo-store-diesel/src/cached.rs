@@ -4,10 +4,10 @@
 //! Diesel keeps a connection's prepared statements only for queries it can prove take one
 //! shape; it never keeps an `UPDATE` (its `SET` list may vary), an `INSERT` with a `DEFAULT`
 //! (an `Option` that is `None`), a raw SQL statement (`sql_query`, `sql`) or an `IN` list. On
-//! PostgreSQL such a statement is parsed and planned on every execution: pgbench runs the SQL of
-//! one charge creation about twice as fast with prepared statements as without (`-M prepared`
-//! against `-M extended`, `docs/throughput.md`), and nearly every write of a charge's life is
-//! one of those statements.
+//! PostgreSQL such a statement is parsed and planned on every execution, and for the short
+//! statements of a charge's life parsing and planning are a large part of their cost
+//! (`docs/throughput.md`, "Prepared statements and plans"); nearly every write of a charge's life
+//! is one of those statements.
 //!
 //! [`Cached`] marks a statement whose SQL takes only a few shapes as safe to keep: the
 //! connection's statement cache then prepares it once per shape, keyed by its SQL text and bind

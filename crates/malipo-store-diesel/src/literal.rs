@@ -8,8 +8,8 @@ use diesel::sql_types::Bool;
 /// so that no plan depends on a bound value (`SQLITE_ENABLE_QPSG`, `.cargo/config.toml`), so a
 /// partial index (`... WHERE kind = 'wallet'`, `... WHERE state = 'open'`) serves a query only
 /// when the condition it is on is written in the query's text. (Without that option SQLite matched
-/// it from the bound value, and prepared the statement again on every execution: 13% of the
-/// server's CPU in the SQLite lifecycle, `docs/throughput.md`.) Each value is its own cached
+/// it from the bound value, and prepared the statement again on every execution, inside the
+/// writer's turn every other writer waits for; `docs/throughput.md`.) Each value is its own cached
 /// statement. `value` is one of a closed set of names (an enum's), never input.
 pub(crate) fn column_is(column: &'static str, value: &'static str) -> SqlLiteral<Bool> {
     debug_assert!(value.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{value}");

@@ -262,9 +262,9 @@ malipo_store_diesel::on_both_backends!(
 
 /// The sealer's reads (the unsealed journals, their count and their lines) are planned with
 /// their values on every pass on PostgreSQL, not kept prepared: a kept statement's generic plan,
-/// made after a few passes on tables still nearly empty, stayed a sequential scan of every
-/// posting as the ledger grew (no `ANALYZE` invalidated it), and sealing fell to about 125
-/// journals a second behind 70,000 charges.
+/// made after a few passes on tables still nearly empty, stays a sequential scan of every
+/// posting as the ledger grows (until an `ANALYZE` invalidates it), so that each pass reads the
+/// whole table and the sealer falls ever further behind the postings.
 #[test]
 fn the_sealers_reads_are_planned_on_every_pass_on_postgres() {
     let db = TestDatabase::postgres();

@@ -558,8 +558,8 @@ pub fn base64(input: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // A server shared by the tests of one process, per backend.
 //
-// Creating, migrating and dropping a database costs most of a short test (about 0.3 s on
-// PostgreSQL). Tests that only need default options and keep to their own merchant, payer
+// Creating, migrating and dropping a database costs most of a short test, on PostgreSQL above
+// all. Tests that only need default options and keep to their own merchant, payer
 // numbers and keys use one server per backend for the whole process instead. It is never
 // stopped; its database is recorded in a registry file and removed by a later run once this
 // process has ended.

@@ -18,7 +18,28 @@ crate::on_both!(
     metrics_answer_only_their_token_or_their_own_listener,
     a_backlog_over_its_bound_refuses_new_charges_with_503_until_the_workers_catch_up,
     a_replay_is_answered_byte_for_byte_while_the_backlog_refuses_new_work,
+    a_key_pair_reads_its_organisation_mode_and_scopes,
 );
+
+/// `GET /organisation` tells a key pair which organisation it acts for, in which country, time
+/// zone and currency, with which mode and scopes; any scope may read it, no token may not.
+async fn a_key_pair_reads_its_organisation_mode_and_scopes(db: Db) {
+    let app = TestApp::shared(db);
+    let (creds, token) = app.merchant_token().await;
+    let r = app.get(&token, "/api/v1/organisation").await;
+    assert_eq!(r.status(), 200);
+    let org: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(org["id"], creds.org_id.as_str());
+    assert_eq!((org["kind"].as_str(), org["country"].as_str()), (Some("merchant"), Some("KE")));
+    assert_eq!((org["time_zone"].as_str(), org["currency"].as_str()), (Some("Africa/Nairobi"), Some("KES")));
+    assert_eq!((org["mode"].as_str(), org["scope"].as_str()), (Some("test"), Some("payments payouts bulk:create reversals")));
+    let live = app.live(&creds.org_id).await;
+    let narrow = app.token_scoped(&live, "reversals").await;
+    let org: serde_json::Value = app.get(&narrow, "/api/v1/organisation").await.json().await.unwrap();
+    assert_eq!((org["mode"].as_str(), org["scope"].as_str()), (Some("live"), Some("reversals")));
+    let anonymous = app.http.get(app.url("/api/v1/organisation")).send().await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+}
 
 /// The database going away (its sessions ended, new ones refused) is said quickly: `/readyz`
 /// within a second and an API call within about two, both 503 `unavailable` with
@@ -252,7 +273,7 @@ async fn openapi_document_lists_every_path(db: Db) {
             }
         }
     }
-    assert_eq!(ids.len(), 56, "{:?}", ids.keys().collect::<Vec<_>>());
+    assert_eq!(ids.len(), 57, "{:?}", ids.keys().collect::<Vec<_>>());
     assert_eq!(ids.get("createCharge").map(String::as_str), Some("post /api/v1/partner/stk"));
     assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
 }

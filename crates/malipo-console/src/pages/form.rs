@@ -1,5 +1,6 @@
 //! Refused forms: each error beside its field, the values kept.
 
+use malipo_service::validate::sentence;
 use malipo_service::ServiceError;
 
 /// Field errors of a refused form, by field name.
@@ -49,15 +50,4 @@ impl FieldErrors {
         let rename = |f: &str| fields.iter().find(|(from, _)| *from == f).map_or_else(|| f.to_owned(), |(_, to)| (*to).to_owned());
         Some(FieldErrors(list.iter().map(|f| (rename(&f.field), sentence(&f.message))).collect()))
     }
-}
-
-/// A message as a sentence: capitalised, with a full stop.
-fn sentence(message: &str) -> String {
-    let mut chars = message.chars();
-    let mut out: String = chars.next().map(|c| c.to_uppercase().collect()).unwrap_or_default();
-    out.push_str(chars.as_str());
-    if !out.ends_with('.') {
-        out.push('.');
-    }
-    out
 }

@@ -3,6 +3,7 @@
 //! local calendar days (or linked as instants), and the errors of a refused form in its words.
 
 use malipo_core::Timestamp;
+use malipo_service::validate::sentence;
 use malipo_service::ServiceError;
 
 use super::form::FieldErrors;
@@ -101,17 +102,6 @@ pub fn refusal_text(e: &ServiceError) -> String {
             sentence(&format!("{title}: {message}"))
         }
     }
-}
-
-/// A message as a sentence: capitalised, with a full stop.
-pub fn sentence(message: &str) -> String {
-    let mut chars = message.chars();
-    let mut out: String = chars.next().map(|c| c.to_uppercase().collect()).unwrap_or_default();
-    out.push_str(chars.as_str());
-    if !out.ends_with('.') {
-        out.push('.');
-    }
-    out
 }
 
 /// A pay code as a customer types it, in two groups of three (`482 913`).

@@ -16,11 +16,12 @@ use serde::Deserialize;
 
 use super::form::FieldErrors;
 use super::local_time::LocalTime;
-use super::money_common::{choices, form_errors, given, href, refusal_text, sentence, spaced_code, Choice, PAGE_SIZE};
+use super::money_common::{choices, form_errors, given, href, refusal_text, spaced_code, Choice, PAGE_SIZE};
 use crate::chrome::{page, page_response, see_other, Chrome, Notice};
 use crate::csrf::Posted;
 use crate::session::{console_of, Person};
 use crate::{csrf_forms, format, idem, run, Console, ConsoleError};
+use malipo_service::validate::sentence;
 
 /// `/console/payment-requests`, `…/new`, `…/{id}`, `…/{id}/cancel`.
 pub fn routes(cfg: &mut web::ServiceConfig) {

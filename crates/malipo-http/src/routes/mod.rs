@@ -9,6 +9,7 @@ pub mod bulk;
 pub mod channels;
 pub mod charges;
 pub mod ops;
+pub mod organisation;
 pub mod payment_requests;
 pub mod payouts;
 pub mod reversals;

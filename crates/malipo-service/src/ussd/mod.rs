@@ -545,14 +545,7 @@ fn refusal(e: &ServiceError) -> Result<String, ServiceError> {
     })
 }
 
+/// A message on a USSD screen: a sentence of at most 150 characters.
 fn sentence(msg: &str) -> String {
-    let mut s: String = msg.chars().take(150).collect();
-    if let Some(first) = s.get(..1) {
-        let upper = first.to_uppercase();
-        s.replace_range(..1, &upper);
-    }
-    if !s.ends_with('.') {
-        s.push('.');
-    }
-    s
+    crate::validate::sentence(&msg.chars().take(150).collect::<String>())
 }

@@ -142,6 +142,7 @@ fn admitted(p: &Platform, c: &Commands, who: &Principal) -> Vec<&'static str> {
 
     let none = TransactionFilter::default();
     let calls: Vec<(&'static str, Result<(), ServiceError>)> = vec![
+        ("profiles.get", p.profiles().get(who).map(drop)),
         ("charges.create", p.charges().create(who, &c.charge, &k("charge")).map(drop)),
         ("charges.get", p.charges().get(who, "ch_x").map(drop)),
         ("charges.by_reference", p.charges().by_reference(who, "O-1").map(drop)),

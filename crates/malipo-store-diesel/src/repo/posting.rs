@@ -37,10 +37,9 @@ pub(crate) fn post_journals(
     // locked, so that an account's row is held only for its update, the postings' insert and
     // the commit. (The postings' and waiting lines' foreign keys to the journal are checked at
     // commit.) A waiting line's foreign key share-locks its hot account's row, which every
-    // concurrent journal shares: written after the updates, it was inside the time one
-    // merchant's row is held, which every charge of the merchant waits for, and a sandbox
-    // lifecycle of funding and payment posted together ran 0.94x as fast as with the lines
-    // written first (bench/ab-lifecycle.sh, docs/throughput.md).
+    // concurrent journal shares: written after the updates, its insert would lengthen the time
+    // one merchant's row is held, which every charge of the merchant waits for
+    // (docs/throughput.md, "Hot accounts").
     insert_journal_rows(conn, journals)?;
     let mut postings = Vec::new();
     let mut waiting = Vec::new();

@@ -24,9 +24,9 @@ use super::rows::{BatchRow, Names, BULK_PATH};
 use crate::chrome::{page, page_response, see_other, Chrome, Notice};
 use crate::pages::form::FieldErrors;
 use crate::pages::local_time::LocalTime;
-use crate::pages::money_common::sentence;
 use crate::session::{console_of, Person};
 use crate::{format, idem, run, Console, ConsoleError};
+use malipo_service::validate::sentence;
 
 const SECTION: &str = "Bulk payouts";
 /// The API's upload limit (5 MiB).

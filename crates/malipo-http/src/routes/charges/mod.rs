@@ -13,7 +13,7 @@ use utoipa::OpenApi;
 
 use self::dto::StkRequest;
 use crate::extract::{Auth, Body};
-use crate::handler::{limit, resource, run};
+use crate::handler::{bad_cursor, limit, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::shared::{ChargeDto, ListDto};
@@ -122,10 +122,7 @@ pub async fn list(auth: Auth, query: web::Query<HashMap<String, String>>, state:
     };
     let limit = limit(q.get("limit").map(String::as_str))?;
     let cursor = q.get("cursor").cloned();
-    let page = run(&state, move |p| p.charges().list(&principal, &filter, cursor.as_deref(), limit)).await.map_err(|e| match e {
-        ApiError::Service(malipo_service::ServiceError::Validation(_)) => ApiError::InvalidRequest("cursor is not valid".into()),
-        other => other,
-    })?;
+    let page = run(&state, move |p| p.charges().list(&principal, &filter, cursor.as_deref(), limit)).await.map_err(bad_cursor)?;
     Ok(HttpResponse::Ok().json(ListDto {
         data: page.data.iter().map(ChargeDto::from).collect(),
         has_more: page.has_more,

@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Principal;
 use malipo_auth::Scope;
-use malipo_service::{Idem, OpenWallet, Platform, RaiseKyc, ServiceError, SetPin, WalletLock};
+use malipo_service::{Idem, OpenWallet, Platform, RaiseKyc, SetPin, WalletLock};
 use utoipa::OpenApi;
 
 use self::dto::{OpenWalletRequest, RaiseKycRequest, SetPinRequest, WalletReasonRequest};
 use crate::extract::{Auth, Body};
-use crate::handler::{limit, resource, run};
+use crate::handler::{bad_cursor, limit, resource, run};
 use crate::idempotent::{idempotent, Input};
 use crate::problem::{ApiError, Problem};
 use crate::routes::shared::{ListDto, StatementLineDto, WalletDto, WalletLimitsDto};
@@ -288,10 +288,7 @@ pub async fn transactions(
     let cursor = q.get("cursor").cloned();
     let msisdn = path.into_inner();
     let (wallet, page) =
-        run(&state, move |p| p.wallets().statement(&principal, &msisdn, cursor.as_deref(), limit)).await.map_err(|e| match e {
-            ApiError::Service(ServiceError::Validation(_)) => ApiError::InvalidRequest("cursor is not valid".into()),
-            other => other,
-        })?;
+        run(&state, move |p| p.wallets().statement(&principal, &msisdn, cursor.as_deref(), limit)).await.map_err(bad_cursor)?;
     Ok(HttpResponse::Ok().json(ListDto {
         data: page.data.iter().map(|l| StatementLineDto::new(l, wallet.currency)).collect(),
         has_more: page.has_more,
