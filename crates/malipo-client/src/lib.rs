@@ -8,8 +8,9 @@
 //!   pair works in the sandbox, a live one in live mode: nothing else to configure.
 //! - **Retries that cannot pay twice**: every state-changing call carries an idempotency key
 //!   (generated unless given) and every try of it sends the same key and body; network errors,
-//!   429 and 503 (after their `Retry-After`) and other 5xx are retried with capped exponential
-//!   backoff and jitter ([`RetryPolicy`]); another 4xx never is.
+//!   408, 409 `idempotency_in_progress`, 429 and 503 (after their `Retry-After`) and other 5xx
+//!   are retried with capped exponential backoff and jitter, by default for up to 20 tries and
+//!   60 s in all ([`RetryPolicy`]); another 4xx never is.
 //! - **Errors**: [`Error::Api`] carries the problem document ([`ApiError`]: status, [`ErrorCode`],
 //!   detail, field errors, request id), transport failures apart.
 //! - **Lists** as pages or as one async stream of every item ([`List::stream`]).

@@ -26,6 +26,14 @@ pub(crate) struct Tokens {
     current: Mutex<Option<Current>>,
 }
 
+/// A token that could not be had, and whether trying again may help.
+#[derive(Debug)]
+pub(crate) struct TokenFailure {
+    pub(crate) error: Error,
+    /// The token endpoint could not be reached (a network error), rather than refused.
+    pub(crate) retry: bool,
+}
+
 #[derive(Clone)]
 struct Current {
     secret: String,
@@ -52,12 +60,20 @@ impl Tokens {
 
     /// A token valid for at least a minute more: the cached one, or a new one fetched by this
     /// task while every other task waits for it.
-    pub(crate) async fn get(&self) -> Result<String, Error> {
+    ///
+    /// # Errors
+    /// [`Error::Token`], with whether it is worth trying again: the token endpoint could not be
+    /// reached (a network error: yes), or it refused or answered something unreadable (no).
+    pub(crate) async fn get(&self) -> Result<String, TokenFailure> {
         let mut current = self.current.lock().await;
         if let Some(c) = current.as_ref().filter(|c| c.expires > Instant::now() + EARLY) {
             return Ok(c.secret.clone());
         }
-        let answer = self.oauth.exchange_client_credentials().request_async(&self.http).await.map_err(|e| Error::Token(describe(&e)))?;
+        let answer =
+            self.oauth.exchange_client_credentials().request_async(&self.http).await.map_err(|e| TokenFailure {
+                retry: matches!(e, oauth2::RequestTokenError::Request(_)),
+                error: Error::Token(describe(&e)),
+            })?;
         let lifetime = answer.expires_in().unwrap_or(Duration::from_secs(3600));
         let fresh = Current { secret: answer.access_token().secret().clone(), expires: Instant::now() + lifetime };
         *current = Some(fresh.clone());
