@@ -114,7 +114,7 @@ impl ClientBuilder {
     pub fn build(self) -> Result<Client, Error> {
         let base = self.base_url.trim_end_matches('/').to_owned();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(Error::Config(format!("the base URL must be http:// or https://, not {base}")));
+            return Err(Error::config(format!("the base URL must be http:// or https://, not {base}")));
         }
         let api = if base.ends_with("/api/v1") { base } else { format!("{base}/api/v1") };
         let http = reqwest::Client::builder()
@@ -122,7 +122,7 @@ impl ClientBuilder {
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("malipo-client/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| Error::Config(e.to_string()))?;
+            .map_err(|e| Error::config(e.to_string()))?;
         let tokens = Tokens::new(&api, &self.client_id, &self.client_secret, http.clone())?;
         let mode = if self.client_id.starts_with("ck_live_") { Mode::Live } else { Mode::Test };
         Ok(Client { inner: Arc::new(Inner { http, api, tokens, retry: self.retry, timeout: self.timeout, mode }) })
@@ -192,15 +192,24 @@ impl Client {
     }
 
     /// Sends `call`, retrying as the [`RetryPolicy`] says, and decodes a successful answer.
+    /// An error carries the call's idempotency key, when it has one.
     pub(crate) async fn json<T: DeserializeOwned>(&self, call: &Call) -> Result<T, Error> {
         let answer = self.send(call).await?;
-        let bytes = answer.bytes().await.map_err(Error::Transport)?;
-        serde_json::from_slice(&bytes).map_err(|e| Error::Decode(format!("{} {}: {e}", call.method, call.path)))
+        let decoded = match answer.bytes().await {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::decode(format!("{} {}: {e}", call.method, call.path))),
+            Err(e) => Err(Error::transport(e)),
+        };
+        decoded.map_err(|e| e.with_key(call.key.as_deref()))
     }
 
     /// Sends `call` until it succeeds, fails for good, or runs out of tries or time (the
-    /// [`RetryPolicy`]): the successful answer.
+    /// [`RetryPolicy`]): the successful answer. An error carries the call's idempotency key,
+    /// when it has one.
     pub(crate) async fn send(&self, call: &Call) -> Result<reqwest::Response, Error> {
+        self.send_tries(call).await.map_err(|e| e.with_key(call.key.as_deref()))
+    }
+
+    async fn send_tries(&self, call: &Call) -> Result<reqwest::Response, Error> {
         let policy = self.inner.retry;
         let deadline = Instant::now() + policy.max_elapsed;
         let left = || deadline.saturating_duration_since(Instant::now());
@@ -212,7 +221,7 @@ impl Client {
                 Ok(Ok(token)) => Ok(token),
                 Ok(Err(TokenFailure { error, retry: false })) => return Err(error),
                 Ok(Err(TokenFailure { error, retry: true })) => Err(error),
-                Err(_) => Err(Error::Token(format!("no token within the retry budget of {:?}", policy.max_elapsed))),
+                Err(_) => Err(Error::token(format!("no token within the retry budget of {:?}", policy.max_elapsed))),
             };
             let (failure, retry_after) = match token {
                 Err(error) => (error, None),
@@ -235,8 +244,8 @@ impl Client {
                         }
                         (Error::Api(Box::new(problem)), retry_after)
                     }
-                    Err(e) if e.is_builder() => return Err(Error::Config(e.to_string())),
-                    Err(e) => (Error::Transport(e), None),
+                    Err(e) if e.is_builder() => return Err(Error::config(e.to_string())),
+                    Err(e) => (Error::transport(e), None),
                 },
             };
             let Some(wait) = policy.next_wait(attempt, left(), retry_after) else { return Err(failure) };
@@ -309,7 +318,7 @@ impl Call {
 
     /// This call with `body` as JSON.
     pub(crate) fn json(self, body: &impl serde::Serialize) -> Result<Self, Error> {
-        let bytes = serde_json::to_vec(body).map_err(|e| Error::Config(format!("the request body: {e}")))?;
+        let bytes = serde_json::to_vec(body).map_err(|e| Error::config(format!("the request body: {e}")).with_key(self.key.as_deref()))?;
         Ok(self.body("application/json", bytes))
     }
 
@@ -356,6 +365,7 @@ pub(crate) fn new_key() -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
@@ -438,5 +448,72 @@ mod tests {
         for named in ["network errors", "408", "409 `idempotency_in_progress`", "429", "503", "5xx", "20 tries", "60 s"] {
             assert!(docs.contains(named), "the crate docs do not name {named}");
         }
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use std::sync::{Arc, Mutex};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use crate::{Client, Error, NewCharge, RetryPolicy};
+
+    /// A fake API answering every call but the token's 422, and the `Idempotency-Key` of each.
+    async fn refusing_api() -> (String, Arc<Mutex<Vec<String>>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let keys = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&keys);
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = vec![0_u8; 65_536];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let request = String::from_utf8_lossy(&buf[..n]).into_owned();
+                let body = if request.starts_with("POST /api/v1/oauth/token") {
+                    r#"{"access_token":"tok","token_type":"Bearer","expires_in":3600}"#
+                } else {
+                    let key = request.lines().find_map(|l| l.strip_prefix("idempotency-key: ")).unwrap_or("").trim().to_owned();
+                    seen.lock().unwrap().push(key);
+                    r#"{"title":"t","status":422,"code":"validation_failed","detail":"no","errors":[]}"#
+                };
+                let status = if body.contains("access_token") { "200 OK" } else { "422 X" };
+                let answer = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(answer.as_bytes()).await;
+                let _ = s.shutdown().await;
+            }
+        });
+        (base, keys)
+    }
+
+    #[tokio::test]
+    async fn the_error_of_a_write_carries_the_key_it_was_sent_under() {
+        let (base, keys) = refusing_api().await;
+        let client = Client::new(&base, "ck_test_x", "cs").unwrap();
+        let charge = NewCharge::new("254712345678", rust_decimal::Decimal::new(100, 2), "R");
+        let generated = client.charges().create(&charge).await.unwrap_err();
+        let key = generated.idempotency_key().expect("the generated key").to_owned();
+        assert_eq!(keys.lock().unwrap().last().unwrap(), &key, "the key sent is the key carried");
+        let Error::Api(problem) = &generated else { panic!("{generated:?}") };
+        assert_eq!(problem.idempotency_key.as_deref(), Some(key.as_str()));
+        let given = client.charges().create_with_key(&charge, "my-key-1").await.unwrap_err();
+        assert_eq!(given.idempotency_key(), Some("my-key-1"));
+        assert_eq!(client.charges().get("ch_1").await.unwrap_err().idempotency_key(), None, "a read has no key");
+    }
+
+    #[tokio::test]
+    async fn a_write_that_got_no_answer_carries_its_key_too() {
+        // A port nothing listens on any more: connection refused, not retried.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        drop(listener);
+        let client = Client::builder(&base, "ck_test_x", "cs").retry(RetryPolicy::never()).build().unwrap();
+        let failed = client.payouts().create(&crate::NewPayout::new("254712345678", rust_decimal::Decimal::ONE, "R")).await.unwrap_err();
+        assert!(matches!(failed, Error::Token { .. }), "{failed:?}");
+        assert!(failed.idempotency_key().is_some_and(|k| k.len() == 36), "{failed:?}");
     }
 }

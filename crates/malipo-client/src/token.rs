@@ -44,7 +44,7 @@ impl Tokens {
     /// Tokens from `{api}/oauth/token`, revoked at `{api}/oauth/revoke`.
     pub(crate) fn new(api: &str, client_id: &str, client_secret: &str, http: reqwest::Client) -> Result<Self, Error> {
         let token_url = format!("{api}/oauth/token");
-        let url = TokenUrl::new(token_url.clone()).map_err(|e| Error::Config(format!("token URL {token_url}: {e}")))?;
+        let url = TokenUrl::new(token_url.clone()).map_err(|e| Error::config(format!("token URL {token_url}: {e}")))?;
         let oauth = BasicClient::new(ClientId::new(client_id.to_owned()))
             .set_client_secret(ClientSecret::new(client_secret.to_owned()))
             .set_token_uri(url);
@@ -72,7 +72,7 @@ impl Tokens {
         let answer =
             self.oauth.exchange_client_credentials().request_async(&self.http).await.map_err(|e| TokenFailure {
                 retry: matches!(e, oauth2::RequestTokenError::Request(_)),
-                error: Error::Token(describe(&e)),
+                error: Error::token(describe(&e)),
             })?;
         let lifetime = answer.expires_in().unwrap_or(Duration::from_secs(3600));
         let fresh = Current { secret: answer.access_token().secret().clone(), expires: Instant::now() + lifetime };
@@ -101,7 +101,7 @@ impl Tokens {
         let Some(c) = current.as_ref() else { return Ok(()) };
         let form = [("token", c.secret.as_str()), ("token_type_hint", "access_token")];
         let request = self.http.post(&self.revoke_url).basic_auth(&self.client_id, Some(&self.client_secret)).form(&form);
-        let answer = request.send().await.map_err(Error::Transport)?;
+        let answer = request.send().await.map_err(Error::transport)?;
         if answer.status().is_success() {
             *current = None;
             return Ok(());
