@@ -5,29 +5,65 @@ use std::time::Duration;
 use serde::Deserialize;
 
 /// Everything a call can fail with.
+///
+/// Every error of a state-changing call (a write) carries the idempotency key the client sent it
+/// under, given or generated: [`Error::idempotency_key`]. Whatever the error, the one safe way to
+/// try the write again is the `_with_key` form of the same call with that key and the same
+/// request: the server answers a key it has already done with the same answer, so the write is
+/// made at most once. A new call without the key may make it twice (the first may have been
+/// done, its answer lost).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The API answered with a problem document (after any retries).
+    /// The API answered with a problem document (after any retries); the key is
+    /// [`ApiError::idempotency_key`].
     #[error("{0}")]
     Api(Box<ApiError>),
     /// The request did not get an answer (after any retries): connection refused or reset, a
-    /// timeout, a body cut short.
-    #[error("transport: {0}")]
-    Transport(#[source] reqwest::Error),
+    /// timeout, a body cut short. A write may or may not have been done.
+    #[error("transport: {source}")]
+    Transport {
+        /// What failed.
+        #[source]
+        source: reqwest::Error,
+        /// The key of the write.
+        idempotency_key: Option<String>,
+    },
     /// The token endpoint refused the key pair or could not be reached.
-    #[error("token: {0}")]
-    Token(String),
-    /// A successful answer whose body is not what the contract says.
-    #[error("unexpected response: {0}")]
-    Decode(String),
-    /// The client was configured with something unusable (a base URL that is not one).
-    #[error("configuration: {0}")]
-    Config(String),
+    #[error("token: {message}")]
+    Token {
+        /// What went wrong.
+        message: String,
+        /// The key of the write.
+        idempotency_key: Option<String>,
+    },
+    /// A successful answer whose body is not what the contract says (a write was done).
+    #[error("unexpected response: {message}")]
+    Decode {
+        /// What is wrong with it.
+        message: String,
+        /// The key of the write.
+        idempotency_key: Option<String>,
+    },
+    /// The client was configured with something unusable (a base URL that is not one), or a
+    /// request could not be built (nothing was sent).
+    #[error("configuration: {message}")]
+    Config {
+        /// What is unusable.
+        message: String,
+        /// The key of the write.
+        idempotency_key: Option<String>,
+    },
     /// The caller's own reader or writer failed: the CSV file of an upload, the destination
     /// of an export.
-    #[error("i/o: {0}")]
-    Io(#[source] std::io::Error),
+    #[error("i/o: {source}")]
+    Io {
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+        /// The key of the write.
+        idempotency_key: Option<String>,
+    },
 }
 
 impl Error {
@@ -37,6 +73,55 @@ impl Error {
             Error::Api(e) => Some(&e.code),
             _ => None,
         }
+    }
+
+    /// The idempotency key of the failed call, when it was a write (`None` for a read): the
+    /// key the client generated or was given. Retry with the call's `_with_key` form and this
+    /// key (and the same request) to make the write at most once.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        match self {
+            Error::Api(e) => e.idempotency_key.as_deref(),
+            Error::Transport { idempotency_key, .. }
+            | Error::Token { idempotency_key, .. }
+            | Error::Decode { idempotency_key, .. }
+            | Error::Config { idempotency_key, .. }
+            | Error::Io { idempotency_key, .. } => idempotency_key.as_deref(),
+        }
+    }
+
+    /// This error as the error of a call under `key` (kept when it already has one).
+    pub(crate) fn with_key(mut self, key: Option<&str>) -> Self {
+        let Some(key) = key else { return self };
+        let slot = match &mut self {
+            Error::Api(e) => &mut e.idempotency_key,
+            Error::Transport { idempotency_key, .. }
+            | Error::Token { idempotency_key, .. }
+            | Error::Decode { idempotency_key, .. }
+            | Error::Config { idempotency_key, .. }
+            | Error::Io { idempotency_key, .. } => idempotency_key,
+        };
+        slot.get_or_insert_with(|| key.to_owned());
+        self
+    }
+
+    pub(crate) fn transport(source: reqwest::Error) -> Self {
+        Error::Transport { source, idempotency_key: None }
+    }
+
+    pub(crate) fn token(message: impl Into<String>) -> Self {
+        Error::Token { message: message.into(), idempotency_key: None }
+    }
+
+    pub(crate) fn decode(message: impl Into<String>) -> Self {
+        Error::Decode { message: message.into(), idempotency_key: None }
+    }
+
+    pub(crate) fn config(message: impl Into<String>) -> Self {
+        Error::Config { message: message.into(), idempotency_key: None }
+    }
+
+    pub(crate) fn io(source: std::io::Error) -> Self {
+        Error::Io { source, idempotency_key: None }
     }
 }
 
@@ -58,6 +143,8 @@ pub struct ApiError {
     pub request_id: Option<String>,
     /// How long the API asked to wait before trying again (429, 503, 409 in progress).
     pub retry_after: Option<Duration>,
+    /// The idempotency key of the call, when it was a write ([`Error::idempotency_key`]).
+    pub idempotency_key: Option<String>,
 }
 
 impl std::fmt::Display for ApiError {
@@ -114,6 +201,7 @@ impl ApiError {
                 errors: p.errors,
                 request_id: p.request_id,
                 retry_after,
+                idempotency_key: None,
             },
             Err(_) => ApiError {
                 status,
@@ -123,6 +211,7 @@ impl ApiError {
                 errors: Vec::new(),
                 request_id: None,
                 retry_after,
+                idempotency_key: None,
             },
         }
     }

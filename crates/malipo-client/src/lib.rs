@@ -8,10 +8,12 @@
 //!   pair works in the sandbox, a live one in live mode: nothing else to configure.
 //! - **Retries that cannot pay twice**: every state-changing call carries an idempotency key
 //!   (generated unless given) and every try of it sends the same key and body; network errors,
-//!   429 and 503 (after their `Retry-After`) and other 5xx are retried with capped exponential
-//!   backoff and jitter ([`RetryPolicy`]); another 4xx never is.
+//!   408, 409 `idempotency_in_progress`, 429 and 503 (after their `Retry-After`) and other 5xx
+//!   are retried with capped exponential backoff and jitter, by default for up to 20 tries and
+//!   60 s in all ([`RetryPolicy`]); another 4xx never is.
 //! - **Errors**: [`Error::Api`] carries the problem document ([`ApiError`]: status, [`ErrorCode`],
-//!   detail, field errors, request id), transport failures apart.
+//!   detail, field errors, request id), transport failures apart; the error of a write carries
+//!   the idempotency key it was sent under ([`Error::idempotency_key`]).
 //! - **Lists** as pages or as one async stream of every item ([`List::stream`]).
 //! - **Webhooks**: [`Webhooks::verify`] checks a delivery as Standard Webhooks says and reads
 //!   its [`Event`]; [`Webhooks::check_parsed`] checks one that arrived already parsed, by its
@@ -30,6 +32,34 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Retrying a write yourself
+//!
+//! When a state-changing call fails after the client's own retries (the server unreachable for
+//! longer than the budget, say), it may or may not have been done. The one safe way to try it
+//! again, now or later, is its `_with_key` form with the key of the error and the same request:
+//! the server answers a key it has done with the same answer, and does it once.
+//!
+//! ```no_run
+//! # use malipo_client::{Client, Error, NewCharge};
+//! # async fn run(client: &Client, order: &NewCharge) -> Result<(), Error> {
+//! let charge = match client.charges().create(order).await {
+//!     Ok(charge) => charge,
+//!     Err(e) => match e.idempotency_key() {
+//!         // Not a refusal of the request itself: the same request, under the same key.
+//!         Some(key) if !matches!(&e, Error::Api(p) if p.status < 500 && p.status != 429) => {
+//!             let key = key.to_owned(); // keep it (a database, a queue) to retry later
+//!             client.charges().create_with_key(order, &key).await?
+//!         }
+//!         _ => return Err(e),
+//!     },
+//! };
+//! # let _ = charge; Ok(())
+//! # }
+//! ```
+//!
+//! A new call without the key (`create` again) is a new charge to the server: if the first was
+//! done and only its answer lost, the customer is charged twice.
 #![deny(missing_docs)]
 
 mod client;

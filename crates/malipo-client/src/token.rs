@@ -26,6 +26,14 @@ pub(crate) struct Tokens {
     current: Mutex<Option<Current>>,
 }
 
+/// A token that could not be had, and whether trying again may help.
+#[derive(Debug)]
+pub(crate) struct TokenFailure {
+    pub(crate) error: Error,
+    /// The token endpoint could not be reached (a network error), rather than refused.
+    pub(crate) retry: bool,
+}
+
 #[derive(Clone)]
 struct Current {
     secret: String,
@@ -36,7 +44,7 @@ impl Tokens {
     /// Tokens from `{api}/oauth/token`, revoked at `{api}/oauth/revoke`.
     pub(crate) fn new(api: &str, client_id: &str, client_secret: &str, http: reqwest::Client) -> Result<Self, Error> {
         let token_url = format!("{api}/oauth/token");
-        let url = TokenUrl::new(token_url.clone()).map_err(|e| Error::Config(format!("token URL {token_url}: {e}")))?;
+        let url = TokenUrl::new(token_url.clone()).map_err(|e| Error::config(format!("token URL {token_url}: {e}")))?;
         let oauth = BasicClient::new(ClientId::new(client_id.to_owned()))
             .set_client_secret(ClientSecret::new(client_secret.to_owned()))
             .set_token_uri(url);
@@ -52,12 +60,20 @@ impl Tokens {
 
     /// A token valid for at least a minute more: the cached one, or a new one fetched by this
     /// task while every other task waits for it.
-    pub(crate) async fn get(&self) -> Result<String, Error> {
+    ///
+    /// # Errors
+    /// [`Error::Token`], with whether it is worth trying again: the token endpoint could not be
+    /// reached (a network error: yes), or it refused or answered something unreadable (no).
+    pub(crate) async fn get(&self) -> Result<String, TokenFailure> {
         let mut current = self.current.lock().await;
         if let Some(c) = current.as_ref().filter(|c| c.expires > Instant::now() + EARLY) {
             return Ok(c.secret.clone());
         }
-        let answer = self.oauth.exchange_client_credentials().request_async(&self.http).await.map_err(|e| Error::Token(describe(&e)))?;
+        let answer =
+            self.oauth.exchange_client_credentials().request_async(&self.http).await.map_err(|e| TokenFailure {
+                retry: matches!(e, oauth2::RequestTokenError::Request(_)),
+                error: Error::token(describe(&e)),
+            })?;
         let lifetime = answer.expires_in().unwrap_or(Duration::from_secs(3600));
         let fresh = Current { secret: answer.access_token().secret().clone(), expires: Instant::now() + lifetime };
         *current = Some(fresh.clone());
@@ -85,7 +101,7 @@ impl Tokens {
         let Some(c) = current.as_ref() else { return Ok(()) };
         let form = [("token", c.secret.as_str()), ("token_type_hint", "access_token")];
         let request = self.http.post(&self.revoke_url).basic_auth(&self.client_id, Some(&self.client_secret)).form(&form);
-        let answer = request.send().await.map_err(Error::Transport)?;
+        let answer = request.send().await.map_err(Error::transport)?;
         if answer.status().is_success() {
             *current = None;
             return Ok(());

@@ -193,9 +193,24 @@ impl TestApp {
     }
 
     async fn on_clock(db: TestDatabase, settings: Settings, clock: std::sync::Arc<dyn malipo_core::Clock>) -> TestApp {
+        Self::on_listener(db, settings, clock, TcpListener::bind("127.0.0.1:0").unwrap()).await
+    }
+
+    /// Starts a server on an existing database at `addr` (the address of a server stopped with
+    /// [`TestApp::stop_keeping_database`], say: a restart that clients find where they left it).
+    pub async fn on_addr(db: TestDatabase, settings: Settings, addr: std::net::SocketAddr) -> TestApp {
+        let listener = TcpListener::bind(addr).unwrap();
+        Self::on_listener(db, settings, std::sync::Arc::new(malipo_core::SystemClock), listener).await
+    }
+
+    async fn on_listener(
+        db: TestDatabase,
+        settings: Settings,
+        clock: std::sync::Arc<dyn malipo_core::Clock>,
+        listener: TcpListener,
+    ) -> TestApp {
         let s = settings.clone();
         let (platform, _store) = tokio::task::spawn_blocking(move || malipo::platform_with_clock(&s, clock)).await.unwrap().unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let running = malipo::start(&settings, platform.clone(), listener).unwrap();
         let base = format!("http://{}", running.addr);
         TestApp { base, http: reqwest::Client::new(), platform, running, settings, db, shared: false, clock: None }
@@ -347,6 +362,15 @@ impl TestApp {
     pub async fn stop(self) {
         self.running.server.stop(true).await;
         let _ = self.running.done.await;
+    }
+
+    /// Stops the server and its workers but keeps the database: what [`TestApp::on_addr`]
+    /// needs to start it again, with the address it listened on.
+    pub async fn stop_keeping_database(self) -> (TestDatabase, Settings, std::net::SocketAddr) {
+        let addr = self.running.addr;
+        self.running.server.stop(true).await;
+        let _ = self.running.done.await;
+        (self.db, self.settings, addr)
     }
 }
 

@@ -29,6 +29,7 @@ mod sdk_accounts_agents;
 mod sdk_bulk_requests;
 mod sdk_events;
 mod sdk_examples;
+mod sdk_outage;
 mod sdk_wallets_channels;
 mod transactions;
 mod ussd;

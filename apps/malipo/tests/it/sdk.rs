@@ -27,6 +27,7 @@ crate::on_both!(
     sixty_four_concurrent_calls_share_one_token,
     a_revoked_token_is_refused_and_the_client_fetches_another,
     an_answer_lost_after_the_commit_is_retried_with_the_same_key_and_one_charge_exists,
+    a_failed_create_carries_its_key_and_the_with_key_retry_makes_one_charge,
 );
 
 async fn client(app: &TestApp) -> Client {
@@ -235,7 +236,7 @@ async fn the_apis_problems_are_typed_errors_and_a_4xx_is_not_retried(db: Db) {
     let missing = client.charges().get("ch_doesnotexist").await.unwrap_err();
     assert_eq!(missing.code(), Some(&ErrorCode::NotFound));
     let wrong = Client::new(&app.base, "ck_test_nobody", "cs_test_nothing").unwrap();
-    assert!(matches!(wrong.charges().get("ch_x").await, Err(Error::Token(_))), "a refused key pair is a token error");
+    assert!(matches!(wrong.charges().get("ch_x").await, Err(Error::Token { .. })), "a refused key pair is a token error");
 }
 
 async fn sixty_four_concurrent_calls_share_one_token(db: Db) {
@@ -384,6 +385,28 @@ async fn an_answer_lost_after_the_commit_is_retried_with_the_same_key_and_one_ch
     let lost: Vec<_> = listed.iter().filter(|x| x.reference == "SDK-LOST").collect();
     assert_eq!(lost.len(), 1, "one charge for the two tries: {lost:?}");
     assert_eq!(lost[0].charge_ref, charge.charge_ref, "the retry answered the committed charge");
+}
+
+/// The one safe retry `docs/sdk.md` prescribes: a create whose answer was lost (and that the
+/// client did not retry) fails with the key it generated; the `_with_key` form with that key
+/// answers the charge the first try made, and no second one exists.
+async fn a_failed_create_carries_its_key_and_the_with_key_retry_makes_one_charge(db: Db) {
+    let app = TestApp::shared(db);
+    let c = app.merchant().await;
+    let upstream: std::net::SocketAddr = app.base.trim_start_matches("http://").parse().unwrap();
+    let fake = Relay::start(upstream, true).await;
+    let through =
+        Client::builder(&format!("http://{}", fake.addr), &c.client_id, &c.client_secret).retry(RetryPolicy::never()).build().unwrap();
+    let order = NewCharge::new("254712345678", amount(900), "SDK-KEY");
+    let failed = through.charges().create(&order).await.unwrap_err();
+    assert!(matches!(failed, Error::Transport { .. }), "the answer was lost: {failed:?}");
+    let key = failed.idempotency_key().expect("the error of a write carries its key").to_owned();
+    let charge = through.charges().create_with_key(&order, &key).await.unwrap();
+    assert_eq!(fake.stk.load(Ordering::SeqCst), 2);
+    let listed: Vec<_> = through.charges().list(ChargeFilter::default()).stream().try_collect().await.unwrap();
+    let made: Vec<_> = listed.iter().filter(|x| x.reference == "SDK-KEY").collect();
+    assert_eq!(made.len(), 1, "one charge for the call and its retry: {made:?}");
+    assert_eq!(made[0].charge_ref, charge.charge_ref);
 }
 
 /// A fake API that answers every call with `status` (and `Retry-After: 1` on 503), counting

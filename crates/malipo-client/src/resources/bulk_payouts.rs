@@ -213,7 +213,7 @@ impl BulkPayouts<'_> {
     /// As [`BulkPayouts::upload_csv`]; `idempotency_key_reused`.
     pub async fn upload_csv_with_key(&self, reference: &str, mut csv: impl AsyncRead + Unpin, key: &str) -> Result<BulkPayout, Error> {
         let mut bytes = Vec::new();
-        csv.read_to_end(&mut bytes).await.map_err(Error::Io)?;
+        csv.read_to_end(&mut bytes).await.map_err(|e| Error::io(e).with_key(Some(key)))?;
         let call = Call::keyed(ops::CREATE_BULK_PAYOUT, &[], key).body("text/csv", bytes).query("reference", Some(reference));
         self.client.json(&call).await
     }
@@ -326,7 +326,7 @@ mod tests {
         // Port 9 (discard) on loopback: were anything sent, it would be a transport error.
         let client = Client::new("http://127.0.0.1:9", "ck_test_x", "cs_test_x").unwrap();
         let failed = client.bulk_payouts().upload_csv("R", Broken).await.unwrap_err();
-        assert!(matches!(&failed, Error::Io(e) if e.to_string() == "the disk is gone"), "{failed:?}");
+        assert!(matches!(&failed, Error::Io { source, .. } if source.to_string() == "the disk is gone"), "{failed:?}");
     }
 
     #[test]

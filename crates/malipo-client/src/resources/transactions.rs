@@ -177,11 +177,11 @@ impl Transactions<'_> {
             .query("account", filter.account.as_deref());
         let mut answer = self.client.send(&call).await?;
         let mut written = 0_u64;
-        while let Some(chunk) = answer.chunk().await.map_err(Error::Transport)? {
-            out.write_all(&chunk).await.map_err(Error::Io)?;
+        while let Some(chunk) = answer.chunk().await.map_err(Error::transport)? {
+            out.write_all(&chunk).await.map_err(Error::io)?;
             written += chunk.len() as u64;
         }
-        out.flush().await.map_err(Error::Io)?;
+        out.flush().await.map_err(Error::io)?;
         Ok(written)
     }
 
@@ -237,7 +237,7 @@ struct Totals {
 
 impl Totals {
     fn of_export(bytes: &[u8]) -> Result<Totals, Error> {
-        let bad = |e: &dyn std::fmt::Display| Error::Decode(format!("the export: {e}"));
+        let bad = |e: &dyn std::fmt::Display| Error::decode(format!("the export: {e}"));
         let mut reader = csv::Reader::from_reader(bytes);
         let headers = reader.headers().map_err(|e| bad(&e))?.clone();
         let column = |name: &str| headers.iter().position(|h| h == name).ok_or_else(|| bad(&format!("no {name} column")));

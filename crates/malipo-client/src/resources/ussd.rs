@@ -141,10 +141,10 @@ impl Ussd<'_> {
         };
         let call = Call::to(ops::CONTINUE_USSD_SESSION, &[]).json(&body)?;
         let answer = self.client.send(&call).await?;
-        let text = answer.text().await.map_err(Error::Transport)?;
+        let text = answer.text().await.map_err(Error::transport)?;
         UssdScreen::parse(&text).ok_or_else(|| {
             let start: String = text.chars().take(40).collect();
-            Error::Decode(format!("POST /ussd: not a CON or END screen: {start:?}"))
+            Error::decode(format!("POST /ussd: not a CON or END screen: {start:?}"))
         })
     }
 }
