@@ -34,6 +34,7 @@ operations! {
     GET_CHARGE_STATUS = "getChargeStatus" "GET" "/partner/status",
     LIST_CHARGES = "listCharges" "GET" "/partner/charges",
     GET_CHARGE = "getCharge" "GET" "/partner/charges/{charge_ref}",
+    GET_ORGANISATION = "getOrganisation" "GET" "/organisation",
     GET_BALANCE = "getBalance" "GET" "/partner/balance",
     CREATE_PAYOUT = "createPayout" "POST" "/payouts",
     LIST_PAYOUTS = "listPayouts" "GET" "/payouts",

@@ -76,6 +76,8 @@ async fn a_payout_and_a_reversal_go_through_the_client_and_move_the_balance(db: 
     let client = Client::new(&app.base, &c.client_id, &c.client_secret).unwrap();
     let before = client.accounts().balance(AccountKind::Payout).await.unwrap();
     assert_eq!((before.account.as_str(), before.available, before.currency.as_str()), ("payout", amount(100_000), "KES"));
+    let org = client.accounts().organisation().await.unwrap();
+    assert_eq!((org.id.as_str(), org.time_zone.as_str(), org.currency.as_str()), (c.org_id.as_str(), "Africa/Nairobi", "KES"));
     let payout = client.payouts().create(&NewPayout::new("254712345678", amount(5_000), "SDK-PO").narration("salary")).await.unwrap();
     assert_eq!((payout.state, payout.amount, payout.narration.as_deref()), (PayoutState::Pending, amount(5_000), Some("salary")));
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -29,6 +29,28 @@ impl AccountKind {
     }
 }
 
+/// The organisation a key pair acts for (`GET /organisation`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct Organisation {
+    /// `org_…`.
+    pub id: String,
+    /// `merchant`, `corporate`, `agent`, `operator` or `gateway`.
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+    /// ISO 3166-1 alpha-2.
+    pub country: String,
+    /// The country's IANA time zone: the day of reconciliation reports and daily limits.
+    pub time_zone: String,
+    /// ISO 4217: the currency of every amount of the organisation.
+    pub currency: String,
+    /// The credential's mode.
+    pub mode: Mode,
+    /// The token's scopes, space-separated.
+    pub scope: String,
+}
+
 /// An account's balance (`GET /partner/balance`, and an agent's float).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[non_exhaustive]
@@ -145,6 +167,15 @@ struct AccountList {
 }
 
 impl Accounts<'_> {
+    /// Which organisation the key pair acts for: its country, time zone and currency, and the
+    /// credential's mode and scopes (`getOrganisation`).
+    ///
+    /// # Errors
+    /// As every call ([`Error`]).
+    pub async fn organisation(&self) -> Result<Organisation, Error> {
+        self.client.json(&Call::to(ops::GET_ORGANISATION, &[])).await
+    }
+
     /// The balance of one account (`getBalance`).
     ///
     /// # Errors

@@ -242,7 +242,7 @@ fn a_persons_idempotent_action_is_audited_in_its_own_transaction_once() {
     use malipo_service::Actor;
     let world = World::new();
     let org = org(&world);
-    let (email, who) = join(&world, &org, "viewer");
+    let (email, who) = join(&world, &org, "finance");
     let principal = who.principal();
     let mut idem = crate::support::idem(&principal, "console payment_request");
     idem.actor = Some(Actor {
