@@ -116,7 +116,7 @@ impl Command {
     fn common(&self) -> &CommonArgs {
         match self {
             Command::Serve { common, .. } | Command::Migrate { common } => common,
-            Command::Org(OrgCommand::Create { common, .. }) => common,
+            Command::Org(OrgCommand::Create { common, .. } | OrgCommand::List { common, .. }) => common,
             Command::Credentials(CredentialsCommand::Issue { common, .. } | CredentialsCommand::Revoke { common, .. }) => common,
             Command::Account(AccountCommand::Fund { common, .. }) => common,
             Command::Ledger(LedgerCommand::Verify { common, .. }) => common,
@@ -141,6 +141,15 @@ pub enum OrgCommand {
         #[arg(long, default_value = "KE")]
         country: String,
         /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// The database, configuration and logging.
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// List the organisations, newest first: their ids, for `credentials issue --org`.
+    List {
+        /// Print one JSON object per line.
         #[arg(long)]
         json: bool,
         /// The database, configuration and logging.
@@ -322,6 +331,18 @@ pub fn run(settings: &Settings, command: Command) -> anyhow::Result<i32> {
             let kind: OrgKind = kind.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
             let issued = platform.access().create_org(&name, kind, &country).map_err(|e| failure(e, "organisation"))?;
             print_credential(&issued, json);
+            Ok(0)
+        }
+        Command::Org(OrgCommand::List { json, .. }) => {
+            for org in platform.back_office().all_organisations().map_err(|e| failure(e, "organisations"))? {
+                let created_at = org.created_at.to_rfc3339();
+                if json {
+                    let line = json!({"id": org.id.as_str(), "kind": org.kind.as_str(), "country": org.country, "name": org.name, "created_at": created_at});
+                    println!("{line}");
+                } else {
+                    println!("{}\t{}\t{}\t{}\t{created_at}", org.id, org.kind.as_str(), org.country, org.name);
+                }
+            }
             Ok(0)
         }
         Command::Credentials(CredentialsCommand::Issue { org, mode: m, scopes, json, .. }) => {

@@ -77,7 +77,7 @@ pub fn ensure_demo(platform: &Platform, database_url: &str, base: &str) -> anyho
                     tracing::warn!(error = %e, "could not save the demo credentials");
                 }
             }
-            Some((issued.client_id, issued.client_secret, password))
+            Some((issued.org_id, issued.client_id, issued.client_secret, password))
         }
         Some(org) => {
             let saved = saved_at
@@ -102,7 +102,7 @@ pub fn ensure_demo(platform: &Platform, database_url: &str, base: &str) -> anyho
                             tracing::warn!(error = %e, "could not save the demo credentials");
                         }
                     }
-                    Some((s.client_id, s.client_secret, password))
+                    Some((org.id, s.client_id, s.client_secret, password))
                 }
                 None => {
                     println!(
@@ -116,8 +116,8 @@ pub fn ensure_demo(platform: &Platform, database_url: &str, base: &str) -> anyho
             }
         }
     };
-    if let Some((id, secret, password)) = creds {
-        println!("{}", banner(base, &id, &secret));
+    if let Some((org_id, id, secret, password)) = creds {
+        println!("{}", banner(base, org_id.as_str(), &id, &secret));
         println!("{}", console_banner(base, password.as_deref()));
     }
     Ok(())
@@ -133,14 +133,16 @@ pub fn console_banner(base: &str, password: Option<&str>) -> String {
 }
 
 /// The text printed at start: the credential and a curl session that works as printed.
-pub fn banner(base: &str, client_id: &str, client_secret: &str) -> String {
+pub fn banner(base: &str, org_id: &str, client_id: &str, client_secret: &str) -> String {
     format!(
         r#"
 Malipo sandbox is ready at {base}/api/v1  (OpenAPI: {base}/api/v1/openapi.json)
 
 Demo merchant, test mode:
+  organisation:  {org_id}
   client_id:     {client_id}
   client_secret: {client_secret}
+  (another key pair, a checker's say: malipo credentials issue --org {org_id} --mode test)
 
 Try it:
   TOKEN=$(curl -s -X POST {base}/api/v1/oauth/token -H 'Content-Type: application/json' \

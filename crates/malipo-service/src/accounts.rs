@@ -20,6 +20,24 @@ pub struct Balance {
     pub pending: MinorUnit,
     /// When read.
     pub as_of: Timestamp,
+    /// The organisation's country (ISO 3166-1 alpha-2): its day is the day of reports and limits.
+    pub country: String,
+    /// The country's time zone (IANA).
+    pub time_zone: String,
+}
+
+/// When a balance was read, and whose day it was.
+struct Day {
+    as_of: Timestamp,
+    country: String,
+    time_zone: String,
+}
+
+impl Day {
+    fn balance(&self, account: Account, pending: MinorUnit) -> Balance {
+        let Day { as_of, country, time_zone } = self;
+        Balance { account, pending, as_of: *as_of, country: country.clone(), time_zone: time_zone.clone() }
+    }
 }
 
 /// A funding: the operator's issuance account credited an organisation's float or payout
@@ -81,12 +99,19 @@ impl<'a> Accounts<'a> {
     /// [`Accounts::balance`] for a use case that has checked its caller itself.
     pub(crate) fn of_kind(&self, principal: &Principal, kind: AccountKind) -> Result<Balance, ServiceError> {
         let key = AccountKey::Org { org_id: principal.org_id.clone(), mode: principal.mode, kind };
-        let as_of = self.core.now();
+        let day = self.day_of(principal)?;
         read(self.core.store(), |tx| {
             let account = tx.find_account(&key)?.ok_or(ServiceError::NotFound)?;
             let pending = if kind == AccountKind::Collection { tx.pending_credits(&account.id)? } else { MinorUnit::ZERO };
-            Ok(Balance { account, pending, as_of })
+            Ok(day.balance(account, pending))
         })
+    }
+
+    /// The moment of a read and the caller's organisation's day at it.
+    fn day_of(&self, principal: &Principal) -> Result<Day, ServiceError> {
+        let as_of = self.core.now();
+        let country = self.core.country(&principal.country)?;
+        Ok(Day { as_of, country: principal.country.clone(), time_zone: country.time_zone.clone() })
     }
 
     /// All of the principal's accounts in its mode.
@@ -95,13 +120,13 @@ impl<'a> Accounts<'a> {
     /// Storage failures.
     pub fn list(&self, principal: &Principal) -> Result<Vec<Balance>, ServiceError> {
         require(principal, &needs::READ_PAYMENTS)?;
-        let as_of = self.core.now();
+        let day = self.day_of(principal)?;
         read(self.core.store(), |tx| {
             let accounts = tx.org_accounts(&principal.org_id, principal.mode)?;
             let mut out = Vec::with_capacity(accounts.len());
             for account in accounts {
                 let pending = if account.kind == AccountKind::Collection { tx.pending_credits(&account.id)? } else { MinorUnit::ZERO };
-                out.push(Balance { account, pending, as_of });
+                out.push(day.balance(account, pending));
             }
             Ok(out)
         })

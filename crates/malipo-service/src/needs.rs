@@ -66,6 +66,8 @@ pub(crate) const SANDBOX: Need = need(&[S::Payments], &[]);
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use malipo_auth::{OrgKind, Role, Scopes};
     use malipo_core::{Mode, OrgId};
 

@@ -361,7 +361,7 @@ async fn balance_shows_pending_and_available(db: Db) {
     assert_eq!(a.status, 200);
     let mut k: Vec<&str> = a.json.as_object().unwrap().keys().map(String::as_str).collect();
     k.sort_unstable();
-    assert_eq!(k, ["account", "account_id", "as_of", "available", "currency", "pending"]);
+    assert_eq!(k, ["account", "account_id", "as_of", "available", "country", "currency", "pending", "time_zone"]);
     assert_eq!(a.json["account"], "collection");
     assert!(a.json["account_id"].as_str().unwrap().starts_with("acc_"));
     assert_eq!(a.json["currency"], "KES");

@@ -293,6 +293,17 @@ async fn org_create_prints_a_test_credential_with_the_kinds_scopes(db: Db) {
     // An unknown country too.
     malipo(url, &["org", "create", "--name", "X", "--kind", "merchant", "--country", "ZZ"]).await.refused("ZZ");
     malipo(url, &["org", "create", "--name", " ", "--kind", "merchant"]).await.refused("name");
+    // `org list` names every organisation, newest first, with the id `credentials issue` needs.
+    let listed = malipo(url, &["org", "list", "--json"]).await;
+    listed.ok();
+    let orgs: Vec<Value> = listed.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(orgs.len(), 6, "one of each kind and Plain: {}", listed.stdout);
+    assert_eq!(orgs[0]["name"], "Plain", "newest first");
+    let m = orgs.iter().find(|o| o["id"] == merchant["organisation_id"]).unwrap_or_else(|| panic!("{}", listed.stdout));
+    assert_eq!((m["kind"].as_str(), m["country"].as_str(), m["name"].as_str()), (Some("merchant"), Some("KE"), Some("CLI merchant")));
+    let table = malipo(url, &["org", "list"]).await;
+    table.ok();
+    assert!(table.stdout.lines().any(|l| l.starts_with(&format!("{org}\tmerchant\tKE\tCLI merchant\t"))), "{}", table.stdout);
 }
 
 // ----- credentials -----
@@ -544,6 +555,7 @@ impl Drop for Server {
 /// The banner's client id, secret and API base.
 struct Banner {
     base: String,
+    org_id: String,
     client_id: String,
     client_secret: String,
 }
@@ -551,11 +563,13 @@ struct Banner {
 /// Reads the banner (blocking this test's own thread only: the server is another process).
 fn banner(server: &mut Server) -> Banner {
     let base = server.base();
+    let org_id = server.value("organisation:");
+    assert!(org_id.starts_with("org_"), "{org_id}");
     let client_id = server.value("client_id:");
     let client_secret = server.value("client_secret:");
     assert!(client_id.starts_with("ck_test_"), "{client_id}");
     assert!(client_secret.starts_with("cs_test_"), "{client_secret}");
-    Banner { base, client_id, client_secret }
+    Banner { base, org_id, client_id, client_secret }
 }
 
 /// The printed credential gets a token from the printed server.
@@ -612,7 +626,7 @@ async fn first_start_with_the_default_database_prints_the_demo_credential() {
     // A second start on the same database prints the same demo credential again, still working.
     let mut server = blocking_server(dir.path(), None).await;
     let again = banner(&mut server);
-    assert_eq!(again.client_id, first.client_id, "the same demo merchant");
+    assert_eq!((&again.org_id, &again.client_id), (&first.org_id, &first.client_id), "the same demo merchant");
     assert_eq!(again.client_secret, first.client_secret);
     assert_ne!(again.base, "", "a base URL is printed");
     assert_credential_works(&again).await;
@@ -623,7 +637,7 @@ async fn first_start_with_the_default_database_prints_the_demo_credential() {
     let url = format!("sqlite://{}", data.join("malipo.db").display());
     let p = platform(&url).await;
     let demos = blocking(move || read(p.store(), |tx| Ok(tx.org_by_name(malipo::demo::DEMO_NAME)?))).await.unwrap();
-    assert!(demos.is_some());
+    assert_eq!(demos.map(|o| o.id.to_string()), Some(first.org_id), "the printed organisation is the demo merchant");
 }
 
 #[actix_web::test]
@@ -667,7 +681,7 @@ async fn help_lists_the_subcommands() {
         assert!(help.stdout.lines().any(|l| l.trim_start().starts_with(sub)), "--help does not list {sub}: {}", help.stdout);
     }
     for (args, words) in [
-        (&["org", "--help"][..], &["create"][..]),
+        (&["org", "--help"][..], &["create", "list"][..]),
         (&["credentials", "--help"][..], &["issue", "revoke"][..]),
         (&["account", "--help"][..], &["fund"][..]),
         (&["ledger", "--help"][..], &["verify"][..]),

@@ -95,6 +95,9 @@ async fn a_day_of_business_reconciles_from_the_export(db: Db) {
     app.fund(&c.org_id, Mode::Test, "1000").await;
     let t = app.token(&c).await;
     let (today, tomorrow, to_midnight) = nairobi(app.platform.now());
+    // The balance tells an integrator whose day its reports count, so it need not guess the zone.
+    let balance = app.get_json(&t, "/partner/balance").await;
+    assert_eq!((balance["country"].as_str(), balance["time_zone"].as_str()), (Some("KE"), Some("Africa/Nairobi")), "{balance}");
 
     let paid = charge(&app, &t, "250.00").await;
     assert_eq!(paid["state"], "completed", "{paid}");

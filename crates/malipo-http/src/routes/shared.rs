@@ -103,6 +103,10 @@ pub struct BalanceDto {
     pub pending: Box<RawValue>,
     /// RFC 3339 UTC.
     pub as_of: String,
+    /// The organisation's country (ISO 3166-1 alpha-2).
+    pub country: String,
+    /// The country's time zone (IANA, e.g. `Africa/Nairobi`): reports and limits count its days.
+    pub time_zone: String,
 }
 
 impl From<&Balance> for BalanceDto {
@@ -115,6 +119,8 @@ impl From<&Balance> for BalanceDto {
             available: money(b.account.available(), c),
             pending: money(b.pending, c),
             as_of: time(b.as_of),
+            country: b.country.clone(),
+            time_zone: b.time_zone.clone(),
         }
     }
 }
