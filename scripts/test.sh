@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command: prepares what the tests need on this machine, then runs every test
-# (`cargo test --workspace`, extra arguments passed on). Fails, never skips, when PostgreSQL
+# (`cargo test --workspace --no-fail-fast`: every test binary runs, whichever fails; extra arguments passed on). Fails, never skips, when PostgreSQL
 # cannot be reached.
 #
 # - PostgreSQL at MALIPO_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres):
@@ -59,4 +59,4 @@ export MALIPO_TEST_PYTHON="$PWD/$venv/bin/python"
 # The HTTP tests mostly wait on the server and the databases: four at a time keep two cores busy.
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
 
-exec cargo test --workspace "$@"
+exec cargo test --workspace --no-fail-fast "$@"

@@ -617,6 +617,17 @@ async fn a_flood_from_its_address_does_not_keep_the_right_credential_from_its_to
     let app = TestApp::with(db, Options { token_failures: (3, 8), ..Options::default() }).await;
     let c = app.merchant().await;
     let right = json!({"client_id": c.client_id, "client_secret": c.client_secret});
+    // The right credential's rounds (a token, then a call with it) without the flood: the
+    // yardstick of the same run, on a machine whose speed other tests share.
+    let (mut base_tokens, mut base_calls) = (Vec::new(), Vec::new());
+    for _ in 0..10 {
+        let t = Instant::now();
+        let v = token_ok(app.token_json(&right).await).await;
+        base_tokens.push(t.elapsed());
+        let t = Instant::now();
+        works(&app, v["access_token"].as_str().unwrap()).await;
+        base_calls.push(t.elapsed());
+    }
     let flood = Flood::start(app.url("/oauth/token"), c.client_id.clone(), 64);
     let seen = flood.seen.clone();
     // Until the flood has spent the address's bucket and as many refusals again.
@@ -625,12 +636,12 @@ async fn a_flood_from_its_address_does_not_keep_the_right_credential_from_its_to
         assert!(Instant::now() < deadline, "the flood was not limited: {seen:?}");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    // The right credential, from the same address, over 3 seconds of the flood: a token each
+    // The right credential, from the same address, 30 times during the flood: a token each
     // time, and the token works.
     let (mut token_times, mut call_times) = (Vec::new(), Vec::new());
-    let (started, answers_before) = (Instant::now(), seen.answers.load(Relaxed));
+    let answers_before = seen.answers.load(Relaxed);
     let mut token = String::new();
-    while started.elapsed() < Duration::from_secs(3) {
+    for _ in 0..30 {
         let t = Instant::now();
         let v = token_ok(app.token_json(&right).await).await;
         token_times.push(t.elapsed());
@@ -657,14 +668,17 @@ async fn a_flood_from_its_address_does_not_keep_the_right_credential_from_its_to
     assert!(a.header("retry-after").parse::<u64>().is_ok_and(|s| s >= 1), "{}", a.header("retry-after"));
     let seen = flood.stop();
     let (token_p50, call_p50) = (p50(&mut token_times), p50(&mut call_times));
+    let (base_token, base_call) = (p50(&mut base_tokens), p50(&mut base_calls));
     eprintln!(
-        "{db:?}: right credential's token p50 {token_p50:?} over {} requests, balance p50 {call_p50:?}; flood answered {flood_answers} meanwhile; {seen:?}",
-        token_times.len()
+        "{db:?}: right credential's token p50 {token_p50:?} (alone {base_token:?}), balance p50 {call_p50:?} (alone {base_call:?}); flood answered {flood_answers} meanwhile; {seen:?}"
     );
     assert!(seen.wrong.lock().unwrap().is_empty(), "{seen:?}");
     assert!(seen.failed.load(Relaxed) >= 1 && flood_answers >= 1, "{seen:?}");
-    assert!(token_times.len() >= 30, "{} token requests in 3 s", token_times.len());
-    assert!(token_p50 < Duration::from_millis(20), "the right credential's token p50 was {token_p50:?} during the flood");
-    assert!(call_p50 < Duration::from_millis(20), "a bearer call's p50 was {call_p50:?} during the flood");
+    // Not slowed: within 20 ms, or within four times the same calls without the flood when the
+    // machine is slow for everyone (a flood that reached the hashing of secrets, or the same
+    // queue, costs ten times and more).
+    let bound = |alone: Duration| Duration::from_millis(20).max(alone * 4);
+    assert!(token_p50 < bound(base_token), "the right credential's token p50 was {token_p50:?} during the flood, {base_token:?} alone");
+    assert!(call_p50 < bound(base_call), "a bearer call's p50 was {call_p50:?} during the flood, {base_call:?} alone");
     app.stop().await;
 }
