@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: prepares what the tests need on this machine, then runs every test
-# (`cargo test --workspace --no-fail-fast`: every test binary runs, whichever fails; extra arguments passed on). Fails, never skips, when PostgreSQL
-# cannot be reached.
+# (`cargo test --workspace --no-fail-fast`: every test binary runs whichever fails; extra
+# arguments passed on). Fails, never skips, when PostgreSQL cannot be reached.
 #
 # - PostgreSQL at MALIPO_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres):
 #   started with pg_ctlcluster when it does not answer.
