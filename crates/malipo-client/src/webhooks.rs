@@ -9,9 +9,9 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use serde::Deserialize;
-use time::OffsetDateTime;
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
+use time::OffsetDateTime;
 
 use rust_decimal::Decimal;
 
@@ -404,7 +404,10 @@ impl Event {
         let raw = self.raw.0.as_deref();
         // From the text of `data` when the event was verified from one (amounts as written),
         // else from the parsed `data`.
-        fn read<T: serde::de::DeserializeOwned>(raw: Option<&serde_json::value::RawValue>, data: &serde_json::Value) -> Result<Box<T>, WebhookError> {
+        fn read<T: serde::de::DeserializeOwned>(
+            raw: Option<&serde_json::value::RawValue>,
+            data: &serde_json::Value,
+        ) -> Result<Box<T>, WebhookError> {
             match raw {
                 Some(raw) => serde_json::from_str(raw.get()),
                 None => serde_json::from_value(data.clone()),

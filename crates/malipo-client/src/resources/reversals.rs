@@ -125,8 +125,7 @@ impl Reversals<'_> {
             Original::Payout(r) => (None, Some(r.as_str()), None),
             Original::Transaction(r) => (None, None, Some(r.as_str())),
         };
-        let body =
-            Body { charge_ref, payout_ref, transaction_id, amount: reversal.amount, reason: &reversal.reason };
+        let body = Body { charge_ref, payout_ref, transaction_id, amount: reversal.amount, reason: &reversal.reason };
         self.client.json(&Call::json_body(ops::CREATE_REVERSAL, &[], Some(key), &body)?).await
     }
 

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use rust_decimal::Decimal;
 use serde::Deserialize;
-use time::OffsetDateTime;
 use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use crate::client::Call;

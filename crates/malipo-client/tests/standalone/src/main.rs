@@ -58,7 +58,10 @@ fn main() -> Result<(), Failure> {
     check(&format!("a #[serde(flatten)] struct of f64s parses ({:?})", reading.as_ref().map(|r| &r.values)), reading.is_ok())?;
 
     let charge: Charge = serde_json::from_str(CHARGE)?;
-    check(&format!("a charge keeps amount 250.00 and fee 2.50 ({}, {})", charge.amount, charge.fee), charge.amount.to_string() == "250.00" && charge.fee.to_string() == "2.50")?;
+    check(
+        &format!("a charge keeps amount 250.00 and fee 2.50 ({}, {})", charge.amount, charge.fee),
+        charge.amount.to_string() == "250.00" && charge.fee.to_string() == "2.50",
+    )?;
     let payout: Payout = serde_json::from_str(PAYOUT)?;
     check(&format!("a payout keeps amount 250.00 ({})", payout.amount), payout.amount.to_string() == "250.00")?;
     let reversal: Reversal = serde_json::from_str(REVERSAL)?;
