@@ -155,12 +155,10 @@ pub struct DailyReport {
     pub date: String,
     /// The organisation's country's time zone.
     pub time_zone: String,
-    /// The day's start (UTC).
-    #[serde(with = "time::serde::rfc3339")]
-    pub from: OffsetDateTime,
-    /// The next day's start (UTC).
-    #[serde(with = "time::serde::rfc3339")]
-    pub to: OffsetDateTime,
+    /// The day's start (RFC 3339, UTC; text, as [`Transactions::reconcile`] passes it on).
+    pub from: String,
+    /// The next day's start (RFC 3339, UTC; text, as [`Transactions::reconcile`] passes it on).
+    pub to: String,
     /// The account.
     pub account: String,
     /// The currency (ISO 4217).
