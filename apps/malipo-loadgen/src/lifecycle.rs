@@ -23,7 +23,6 @@ use futures_util::TryStreamExt;
 use malipo_client::{ChargeFilter, ChargeState, Client, NewCharge};
 use rust_decimal::Decimal;
 use serde::Serialize;
-use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 use crate::api;
@@ -135,9 +134,9 @@ pub(crate) async fn run(args: Args) -> Result<serde_json::Value> {
             }
             seen += 1;
             *states.entry(charge.state.as_str().to_owned()).or_default() += 1;
-            first_created = earliest(first_created, Some(&charge.created_at));
+            first_created = Some(first_created.map_or(charge.created_at, |t| t.min(charge.created_at)));
             if charge.state == ChargeState::Completed {
-                last_completed = latest(last_completed, charge.completed_at.as_deref());
+                last_completed = last_completed.max(charge.completed_at);
             }
         }
     }
@@ -313,44 +312,10 @@ async fn has_unfinished(client: &Client) -> Result<bool> {
     Ok(false)
 }
 
-fn parse_time(s: Option<&str>) -> Option<OffsetDateTime> {
-    s.and_then(|s| OffsetDateTime::parse(s, &Rfc3339).ok())
-}
-
-fn earliest(acc: Option<OffsetDateTime>, s: Option<&str>) -> Option<OffsetDateTime> {
-    match (acc, parse_time(s)) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-fn latest(acc: Option<OffsetDateTime>, s: Option<&str>) -> Option<OffsetDateTime> {
-    match (acc, parse_time(s)) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    }
-}
-
 fn per_sec(n: u64, secs: f64) -> f64 {
     if secs > 0.0 {
         n as f64 / secs
     } else {
         0.0
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn time_bounds_ignore_missing_and_bad_values() {
-        let a = earliest(None, Some("2026-11-22T10:00:01.250Z"));
-        let a = earliest(a, Some("not a time"));
-        let a = earliest(a, Some("2026-11-22T10:00:00.500Z"));
-        let b = latest(None, Some("2026-11-22T10:00:03Z"));
-        let b = latest(b, None);
-        assert_eq!((b.unwrap() - a.unwrap()).as_seconds_f64(), 2.5);
     }
 }

@@ -150,13 +150,42 @@ pub struct ApiError {
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {}", self.status, self.code.as_str())?;
-        if let Some(detail) = &self.detail {
-            write!(f, ": {detail}")?;
+        // A validation failure's detail is its field errors' messages joined: each is shown
+        // once, with its field.
+        let repeats = !self.errors.is_empty() && self.errors.iter().all(|e| self.detail.as_deref().is_some_and(|d| d.contains(&e.message)));
+        let mut sep = ": ";
+        if let Some(detail) = self.detail.as_deref().filter(|_| !repeats) {
+            write!(f, "{sep}{detail}")?;
+            sep = "; ";
         }
         for e in &self.errors {
-            write!(f, "; {}: {}", e.field, e.message)?;
+            write!(f, "{sep}{}: {}", e.field, e.message)?;
+            sep = "; ";
         }
         Ok(())
+    }
+}
+
+crate::names::names! {
+    /// A field error's code (contract section 9), and any other as [`FieldErrorCode::Other`].
+    FieldErrorCode {
+        InvalidMsisdn = "invalid_msisdn": "not a number of a served country.",
+        InvalidAmount = "invalid_amount": "not a positive amount in the currency's minor units, or above a maximum.",
+        InvalidCurrency = "invalid_currency": "not the currency expected.",
+        InvalidValue = "invalid_value": "a value the field does not take.",
+        InvalidUrl = "invalid_url": "a URL the mode refuses.",
+        InvalidPin = "invalid_pin": "not a PIN of the country's length.",
+        InvalidHeader = "invalid_header": "a malformed header.",
+        InvalidCursor = "invalid_cursor": "a cursor the API did not give.",
+        InvalidEncoding = "invalid_encoding": "not UTF-8.",
+        UnknownField = "unknown_field": "a field the request does not take.",
+        MissingField = "missing_field": "a required field is absent.",
+        TooLong = "too_long": "longer than the field allows.",
+        TooFewItems = "too_few_items": "a list with too few items.",
+        TooManyItems = "too_many_items": "a list with too many items.",
+        WeakPin = "weak_pin": "a PIN too easy to guess.",
+        WrongPin = "wrong_pin": "the current PIN is wrong.",
+        AlreadyRegistered = "already_registered": "the identity document belongs to another wallet.",
     }
 }
 
@@ -166,8 +195,8 @@ impl std::fmt::Display for ApiError {
 pub struct FieldError {
     /// The request field (`amount`, `payer_msisdn`, ...).
     pub field: String,
-    /// Its code (`invalid_amount`, `missing_field`, ...).
-    pub code: String,
+    /// Its code.
+    pub code: FieldErrorCode,
     /// For people.
     pub message: String,
 }
@@ -275,4 +304,31 @@ codes! {
     RateLimited = "rate_limited": "Too many requests: wait `retry_after`.",
     InternalError = "internal_error": "The server failed.",
     Unavailable = "unavailable": "The service cannot answer now: wait `retry_after`.",
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_validation_failure_shows_each_message_once() {
+        let body = br#"{"title":"Request validation failed","status":422,"code":"validation_failed",
+            "detail":"amount has more decimals than KES allows; payer_msisdn is not a number",
+            "errors":[{"field":"amount","code":"invalid_amount","message":"amount has more decimals than KES allows"},
+                      {"field":"payer_msisdn","code":"invalid_msisdn","message":"payer_msisdn is not a number"}]}"#;
+        let e = ApiError::parse(422, body, None);
+        assert_eq!(e.errors[0].code, FieldErrorCode::InvalidAmount);
+        assert_eq!(
+            e.to_string(),
+            "422 validation_failed: amount: amount has more decimals than KES allows; payer_msisdn: payer_msisdn is not a number"
+        );
+        let other = br#"{"title":"t","status":422,"code":"validation_failed","detail":"2 problems",
+            "errors":[{"field":"x","code":"teleport","message":"no"}]}"#;
+        let e = ApiError::parse(422, other, None);
+        assert_eq!(e.errors[0].code, FieldErrorCode::Other("teleport".to_owned()));
+        assert_eq!(e.to_string(), "422 validation_failed: 2 problems; x: no");
+        let plain = ApiError::parse(404, br#"{"title":"Not found","code":"not_found","detail":"no such charge"}"#, None);
+        assert_eq!(plain.to_string(), "404 not_found: no such charge");
+    }
 }

@@ -15,6 +15,14 @@
 //!   detail, field errors, request id), transport failures apart; the error of a write carries
 //!   the idempotency key it was sent under ([`Error::idempotency_key`]).
 //! - **Lists** as pages or as one async stream of every item ([`List::stream`]).
+//! - **Typed answers**: amounts are [`Decimal`]s that keep the text the API wrote (`250.00`),
+//!   timestamps [`time::OffsetDateTime`]s, closed sets of names enums with an `Other` for a
+//!   name this version does not know ([`TransactionKind`], [`DeliveryState`], ...).
+//! - **No global feature forced on the program**: the client turns on no serde_json feature
+//!   but `raw_value` (not `arbitrary_precision`, which would break the program's own
+//!   `#[serde(flatten)]` structs holding an `f64`).
+//! - **Waiting** for a final state: [`Charges::wait`], [`Payouts::wait`], [`BulkPayouts::wait`],
+//!   each with a deadline.
 //! - **Webhooks**: [`Webhooks::verify`] checks a delivery as Standard Webhooks says and reads
 //!   its [`Event`]; [`Webhooks::check_parsed`] checks one that arrived already parsed, by its
 //!   body `signature`; [`Event::object`] reads what it is about, typed ([`EventObject`]).
@@ -62,8 +70,10 @@
 //! done and only its answer lost, the customer is charged twice.
 #![deny(missing_docs)]
 
+mod amount;
 mod client;
 mod error;
+mod names;
 pub mod operations;
 mod page;
 mod resources;
@@ -71,7 +81,7 @@ mod token;
 pub mod webhooks;
 
 pub use client::{Client, ClientBuilder, RetryPolicy};
-pub use error::{ApiError, Error, ErrorCode, FieldError};
+pub use error::{ApiError, Error, ErrorCode, FieldError, FieldErrorCode};
 pub use page::{List, Page};
 pub use resources::accounts::*;
 pub use resources::agents::*;
@@ -86,7 +96,15 @@ pub use resources::transactions::*;
 pub use resources::ussd::*;
 pub use resources::wallets::*;
 pub use resources::webhooks::*;
-pub use webhooks::{Event, EventKind, EventObject, WebhookError, Webhooks};
+pub use webhooks::{Event, EventKind, EventObject, Headers, WebhookError, Webhooks};
+
+/// The decimal type of every amount (`rust_decimal`'s), so that an integrator needs no
+/// dependency of their own to name it.
+pub use rust_decimal::Decimal;
+/// The `serde_json` the client is built with (events' `data`, [`Webhooks::check_parsed`]).
+pub use serde_json;
+/// The `time` of every timestamp ([`time::OffsetDateTime`]).
+pub use time;
 
 /// Test (the sandbox) or live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

@@ -11,6 +11,7 @@ use hmac::{Hmac, Mac};
 use serde::Deserialize;
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
+use time::OffsetDateTime;
 
 use rust_decimal::Decimal;
 
@@ -130,7 +131,9 @@ impl Webhooks {
         if !signatures.split_whitespace().any(|given| signs(&expected, given)) {
             return Err(WebhookError::Signature);
         }
-        let event: Event = serde_json::from_slice(body).map_err(|e| WebhookError::Body(e.to_string()))?;
+        let mut event: Event = serde_json::from_slice(body).map_err(|e| WebhookError::Body(e.to_string()))?;
+        // `data` once more as its text, for `Event::object` to read amounts as written.
+        event.raw = RawData(serde_json::from_slice::<RawEnvelope>(body).ok().map(|e| e.data));
         if event.id != id {
             return Err(WebhookError::Body(format!("the body's id {} is not the webhook-id {id}", event.id)));
         }
@@ -162,18 +165,22 @@ impl Webhooks {
         let at = body.get("timestamp").and_then(serde_json::Value::as_i64).ok_or(WebhookError::Timestamp)?;
         self.within_tolerance(at, now)?;
         let signed = signed_fields(body).ok_or_else(|| WebhookError::Body("not an event".to_owned()))?;
-        if !signs(&self.macs(signed.as_bytes()), given) {
+        if !signed.iter().any(|text| signs(&self.macs(text.as_bytes()), given)) {
             return Err(WebhookError::Signature);
         }
-        serde_json::from_value(body.clone()).map_err(|e| WebhookError::Body(e.to_string()))
+        let mut event: Event = serde_json::from_value(body.clone()).map_err(|e| WebhookError::Body(e.to_string()))?;
+        event.raw = RawData(body.get("data").and_then(|data| serde_json::value::to_raw_value(data).ok()));
+        Ok(event)
     }
 }
 
-/// The text the body member `signature` signs, or `None` when `body` is not an event.
-fn signed_fields(body: &serde_json::Value) -> Option<String> {
+/// The texts the body member `signature` may sign, or `None` when `body` is not an event: the
+/// amount as the parsed number writes itself first, then, when it is not exactly the signed text
+/// (a `Value` without serde_json's arbitrary precision holds `250.00` as `250.0`), the same value
+/// written with 0 to 4 decimals.
+fn signed_fields(body: &serde_json::Value) -> Option<Vec<String>> {
     let text = |v: Option<&serde_json::Value>| match v {
         Some(serde_json::Value::String(s)) => s.clone(),
-        // Numbers as written: the amount keeps its decimals (serde_json's arbitrary precision).
         Some(serde_json::Value::Number(n)) => n.to_string(),
         _ => String::new(),
     };
@@ -189,13 +196,22 @@ fn signed_fields(body: &serde_json::Value) -> Option<String> {
         "cash_out" => (body.get("data")?, "withdrawal_ref", "amount"),
         _ => return None,
     };
-    Some(format!(
-        "{id}.{at}.{kind}.{}.{}.{}.{}",
-        text(object.get(id_key)),
-        text(object.get(amount_key)),
-        text(object.get("currency")),
-        text(object.get("state"))
-    ))
+    let amount = object.get(amount_key);
+    let mut amounts = vec![text(amount)];
+    if let Some(serde_json::Value::Number(n)) = amount {
+        if let Ok(value) = crate::amount::parse(&n.to_string()) {
+            for decimals in 0..=4_u32 {
+                let mut written = value;
+                written.rescale(decimals);
+                // The same value only: never a rounded one.
+                if written == value && !amounts.contains(&written.to_string()) {
+                    amounts.push(written.to_string());
+                }
+            }
+        }
+    }
+    let (object_id, currency, state) = (text(object.get(id_key)), text(object.get("currency")), text(object.get("state")));
+    Some(amounts.into_iter().map(|amount| format!("{id}.{at}.{kind}.{object_id}.{amount}.{currency}.{state}")).collect())
 }
 
 impl Webhooks {
@@ -306,14 +322,43 @@ pub struct Event {
     /// What it reports.
     #[serde(rename = "event")]
     pub kind: EventKind,
-    /// When it happened (RFC 3339, UTC).
-    pub created_at: String,
+    /// When it happened.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
     /// Test or live.
     pub mode: Mode,
     /// Unix seconds of the event.
     pub timestamp: i64,
-    /// The object it is about, whole (a charge, a payout, ...).
+    /// The object it is about, whole (a charge, a payout, ...). Without serde_json's
+    /// `arbitrary_precision` its numbers are `f64`s (`250.00` held as `250.0`): read the object
+    /// with [`Event::object`], which keeps amounts as written.
     pub data: serde_json::Value,
+    /// `data` as its text, when the event was verified from one ([`Webhooks::check`]).
+    #[serde(skip)]
+    raw: RawData,
+}
+
+/// `data` as it was written; never part of an event's equality.
+#[derive(Debug, Clone, Default)]
+struct RawData(Option<Box<serde_json::value::RawValue>>);
+
+impl PartialEq for RawData {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// The one member of a body read a second time, as text.
+#[derive(Deserialize)]
+struct RawEnvelope {
+    data: Box<serde_json::value::RawValue>,
+}
+
+/// The available balance member of a `payout.*` event's `data`.
+#[derive(Deserialize)]
+struct PayoutAvailable {
+    #[serde(default, with = "crate::amount::option")]
+    payout_account_available: Option<Decimal>,
 }
 
 /// What an event is about, typed by its kind ([`Event::object`]).
@@ -356,21 +401,32 @@ impl Event {
     /// # Errors
     /// [`WebhookError::Body`] when `data` is not the object its kind names.
     pub fn object(&self) -> Result<EventObject, WebhookError> {
-        fn read<T: serde::de::DeserializeOwned>(data: &serde_json::Value) -> Result<Box<T>, WebhookError> {
-            serde_json::from_value(data.clone()).map(Box::new).map_err(|e| WebhookError::Body(e.to_string()))
+        let raw = self.raw.0.as_deref();
+        // From the text of `data` when the event was verified from one (amounts as written),
+        // else from the parsed `data`.
+        fn read<T: serde::de::DeserializeOwned>(
+            raw: Option<&serde_json::value::RawValue>,
+            data: &serde_json::Value,
+        ) -> Result<Box<T>, WebhookError> {
+            match raw {
+                Some(raw) => serde_json::from_str(raw.get()),
+                None => serde_json::from_value(data.clone()),
+            }
+            .map(Box::new)
+            .map_err(|e| WebhookError::Body(e.to_string()))
         }
         let data = &self.data;
         Ok(match self.kind.as_str().split('.').next().unwrap_or_default() {
             _ if matches!(self.kind, EventKind::Other(_)) => EventObject::Other(data.clone()),
-            "charge" => EventObject::Charge(read(data)?),
+            "charge" => EventObject::Charge(read(raw, data)?),
             "payout" => EventObject::Payout {
-                payout: read(data)?,
-                payout_account_available: data.get("payout_account_available").map(|v| read::<Decimal>(v).map(|b| *b)).transpose()?,
+                payout: read(raw, data)?,
+                payout_account_available: read::<PayoutAvailable>(raw, data)?.payout_account_available,
             },
-            "bulk_payout" => EventObject::BulkPayout(read(data)?),
-            "reversal" => EventObject::Reversal(read(data)?),
-            "payment_request" => EventObject::PaymentRequest(read(data)?),
-            "cash_out" => EventObject::CashOut(read(data)?),
+            "bulk_payout" => EventObject::BulkPayout(read(raw, data)?),
+            "reversal" => EventObject::Reversal(read(raw, data)?),
+            "payment_request" => EventObject::PaymentRequest(read(raw, data)?),
+            "cash_out" => EventObject::CashOut(read(raw, data)?),
             _ => EventObject::Other(data.clone()),
         })
     }
@@ -449,6 +505,45 @@ mod tests {
         let mut unsigned = parsed;
         unsigned.as_object_mut().unwrap().remove("signature");
         assert_eq!(hooks.check_parsed_at(&unsigned, 1_763_805_600).unwrap_err(), WebhookError::MissingHeader("signature"));
+    }
+
+    /// The documented example as an integrator's `Value` holds it without serde_json's
+    /// arbitrary precision: the amount an `f64`, `250.0`.
+    #[test]
+    fn the_documented_example_verifies_when_its_amount_is_an_f64() {
+        let body = r#"{"id":"evt_019aaa7c3a9c7d2e8f1b4c5d6e7f8091","event":"charge.completed","created_at":"2025-11-22T09:59:59.871204Z","mode":"test","timestamp":1763805600,"charge_ref":"ch_019aaa7c36f87a1b9c2d3e4f5a6b7c8d","amount":250.00,"currency":"KES","state":"completed","reference":"ORDER-1042","data":{"charge_ref":"ch_019aaa7c36f87a1b9c2d3e4f5a6b7c8d","state":"completed","amount":250.00},"signature":"v1,9Oid7Lp5dZikESPInzy4Gk7jk6+TZKdV6R6vuYm6LOM="}"#;
+        let mut parsed: serde_json::Value = serde_json::from_str(body).unwrap();
+        parsed["amount"] = serde_json::json!(250.0_f64);
+        assert_eq!(parsed["amount"].to_string(), "250.0");
+        let hooks = Webhooks::new(SECRET).unwrap();
+        let event = hooks.check_parsed_at(&parsed, 1_763_805_600).unwrap();
+        assert_eq!(event.kind, EventKind::ChargeCompleted);
+        // The same value only: another amount written with 0 to 4 decimals still fails.
+        for other in [250.001_f64, 25.0, 2500.0] {
+            let mut changed = parsed.clone();
+            changed["amount"] = serde_json::json!(other);
+            assert_eq!(hooks.check_parsed_at(&changed, 1_763_805_600).unwrap_err(), WebhookError::Signature, "{other}");
+        }
+        let mut text = parsed.clone();
+        text["amount"] = "250".into();
+        assert_eq!(hooks.check_parsed_at(&text, 1_763_805_600).unwrap_err(), WebhookError::Signature, "a string is as written");
+    }
+
+    #[test]
+    fn the_object_of_a_verified_delivery_keeps_its_amounts_as_written() {
+        let (id, at) = ("evt_3", 1_763_805_600);
+        let b = format!(
+            r#"{{"id":"{id}","event":"payout.completed","created_at":"2026-11-22T10:00:00Z","mode":"test","timestamp":{at},"data":{{"payout_ref":"po_1","state":"completed","mode":"test","payee_msisdn":"254712345678","amount":250.00,"currency":"KES","fee":10.00,"reference":"R","narration":null,"failure_reason":null,"transaction_id":"tx_1","bulk_payout_id":null,"amount_reversed":0.00,"created_at":"2026-11-22T09:59:58Z","updated_at":"2026-11-22T10:00:00Z","completed_at":"2026-11-22T10:00:00Z","payout_account_available":1000.50}}}}"#
+        );
+        let sig = signed(SECRET, id, at, &b);
+        let stamp = at.to_string();
+        let headers = [("webhook-id", id), ("webhook-timestamp", stamp.as_str()), ("webhook-signature", sig.as_str())];
+        let event = Webhooks::new(SECRET).unwrap().check_at(&headers[..], b.as_bytes(), at).unwrap();
+        let EventObject::Payout { payout, payout_account_available } = event.object().unwrap() else { panic!("not a payout") };
+        assert_eq!((payout.amount.to_string(), payout.fee.to_string()), ("250.00".to_owned(), "10.00".to_owned()));
+        assert_eq!(payout_account_available.map(|a| a.to_string()).as_deref(), Some("1000.50"));
+        assert_eq!(payout.completed_at.map(|t| t.unix_timestamp()), Some(1_763_805_600 + 365 * 86_400));
+        assert_eq!(event.created_at.unix_timestamp(), 1_763_805_600 + 365 * 86_400);
     }
 
     #[test]

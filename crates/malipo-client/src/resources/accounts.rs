@@ -3,11 +3,11 @@
 
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 use crate::client::{new_key, Call};
 use crate::operations as ops;
-use crate::resources::payouts::as_text;
-use crate::{Client, Error, List, Mode, StatementLine};
+use crate::{AccountType, Client, Error, List, Mode, StatementLine};
 
 /// Which of the merchant's accounts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -29,14 +29,25 @@ impl AccountKind {
     }
 }
 
+crate::names::names! {
+    /// What kind of organisation a key pair acts for.
+    OrganisationKind {
+        Merchant = "merchant": "collects charges and pays out.",
+        Corporate = "corporate": "pays out (bulk payouts).",
+        Agent = "agent": "cash-in and cash-out against a float.",
+        Operator = "operator": "runs the wallets.",
+        Gateway = "gateway": "a USSD gateway.",
+    }
+}
+
 /// The organisation a key pair acts for (`GET /organisation`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[non_exhaustive]
 pub struct Organisation {
     /// `org_…`.
     pub id: String,
-    /// `merchant`, `corporate`, `agent`, `operator` or `gateway`.
-    pub kind: String,
+    /// What kind of organisation.
+    pub kind: OrganisationKind,
     /// Its name.
     pub name: String,
     /// ISO 3166-1 alpha-2.
@@ -62,11 +73,14 @@ pub struct Balance {
     /// The currency (ISO 4217).
     pub currency: String,
     /// Spendable now.
+    #[serde(with = "crate::amount")]
     pub available: Decimal,
     /// Authorised but not yet completed into the account.
+    #[serde(with = "crate::amount")]
     pub pending: Decimal,
     /// When it was read (RFC 3339, UTC).
-    pub as_of: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub as_of: OffsetDateTime,
 }
 
 /// One of the organisation's accounts with its balances (`GET /accounts`).
@@ -75,21 +89,25 @@ pub struct Balance {
 pub struct Account {
     /// Its id, `acc_…`.
     pub account_id: String,
-    /// `collection`, `payout`, `agent_float`, ... as the API writes it.
+    /// `collection`, `payout`, `agent_float`, ...
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: AccountType,
     /// Test or live.
     pub mode: Mode,
     /// The currency (ISO 4217).
     pub currency: String,
     /// The ledger balance.
+    #[serde(with = "crate::amount")]
     pub balance: Decimal,
     /// Spendable now.
+    #[serde(with = "crate::amount")]
     pub available: Decimal,
     /// Authorised but not yet completed into the account.
+    #[serde(with = "crate::amount")]
     pub pending: Decimal,
     /// RFC 3339, UTC.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
 }
 
 /// A transfer between two of the organisation's own accounts (`POST /accounts/transfers`).
@@ -102,8 +120,8 @@ pub struct NewTransfer {
     /// The account credited.
     #[serde(serialize_with = "kind_text")]
     pub to: AccountKind,
-    /// The amount in major units (sent as a string: exact).
-    #[serde(serialize_with = "as_text")]
+    /// The amount in major units (sent as a JSON number with its exact text).
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
 }
 
@@ -125,17 +143,19 @@ pub struct Transfer {
     /// The ledger transaction's id, `tx_…` (in both accounts' statements).
     pub transfer_id: String,
     /// The account debited.
-    pub from: String,
+    pub from: AccountType,
     /// The account credited.
-    pub to: String,
+    pub to: AccountType,
     /// The amount moved.
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
     /// The currency (ISO 4217).
     pub currency: String,
     /// Test or live.
     pub mode: Mode,
     /// RFC 3339, UTC.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
 }
 
 /// Which lines of a statement (`from` inclusive, `to` exclusive; RFC 3339).

@@ -3,11 +3,11 @@
 
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 use crate::client::{new_key, Call};
 use crate::operations as ops;
-use crate::resources::payouts::as_text;
-use crate::{Balance, ChargeState, Client, Error, Mode};
+use crate::{Balance, ChargeState, Client, Error, Mode, TransactionKind};
 
 /// A cash-in or a cash-out to make (`POST /agents/cash-in`, `POST /agents/cash-out`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -15,8 +15,8 @@ use crate::{Balance, ChargeState, Client, Error, Mode};
 pub struct AgentCash {
     /// The customer's number, international digits without `+`.
     pub customer_msisdn: String,
-    /// The amount in major units (sent as a string: exact).
-    #[serde(serialize_with = "as_text")]
+    /// The amount in major units (sent as a JSON number with its exact text).
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
 }
 
@@ -24,6 +24,13 @@ impl AgentCash {
     /// `amount` for the customer `customer_msisdn`.
     pub fn new(customer_msisdn: impl Into<String>, amount: Decimal) -> Self {
         AgentCash { customer_msisdn: customer_msisdn.into(), amount }
+    }
+}
+
+crate::names::names! {
+    /// A cash-in's state (a cash-in is posted at once).
+    CashInState {
+        Completed = "completed": "posted.",
     }
 }
 
@@ -35,23 +42,27 @@ pub struct CashIn {
     pub transaction_id: String,
     /// `cash_in`.
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: TransactionKind,
     /// `completed`.
-    pub state: String,
+    pub state: CashInState,
     /// Test or live.
     pub mode: Mode,
     /// The customer credited.
     pub customer_msisdn: String,
     /// The amount credited.
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
     /// The fee.
+    #[serde(with = "crate::amount")]
     pub fee: Decimal,
     /// The currency (ISO 4217).
     pub currency: String,
     /// The agent's float right after it.
+    #[serde(with = "crate::amount")]
     pub float_balance: Decimal,
     /// RFC 3339, UTC.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
 }
 
 /// A cash-out (withdrawal): a prompt to the customer, states as a charge's; on approval the
@@ -68,10 +79,13 @@ pub struct CashOut {
     /// The customer asked to approve it.
     pub customer_msisdn: String,
     /// The cash handed over.
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
     /// The customer's fee.
+    #[serde(with = "crate::amount")]
     pub fee: Decimal,
     /// The agent's share of the fee.
+    #[serde(with = "crate::amount")]
     pub agent_commission: Decimal,
     /// The currency (ISO 4217).
     pub currency: String,
@@ -80,13 +94,17 @@ pub struct CashOut {
     /// The ledger transaction of a completed cash-out.
     pub transaction_id: Option<String>,
     /// RFC 3339, UTC.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
     /// RFC 3339, UTC.
-    pub updated_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
     /// When the prompt expires (RFC 3339, UTC).
-    pub expires_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
     /// When it completed (RFC 3339, UTC).
-    pub completed_at: Option<String>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub completed_at: Option<OffsetDateTime>,
 }
 
 /// The agent's side: `client.agents()` (scope `agent`).

@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::client::{new_key, Call};
 use crate::operations as ops;
-use crate::resources::payouts::as_text;
 use crate::{Client, Error, List, Mode, Payout, PayoutState};
 
 /// How often [`BulkPayouts::wait`] reads the batch.
@@ -77,9 +77,11 @@ pub struct BulkPayout {
     /// How many items it has (fixed at creation).
     pub item_count: u32,
     /// The sum of the items' amounts (fixed at creation).
+    #[serde(with = "crate::amount")]
     pub total_amount: Decimal,
     /// The sum of the items' payout fees (fixed at creation); approval reserves
     /// `total_amount + total_fees`.
+    #[serde(with = "crate::amount")]
     pub total_fees: Decimal,
     /// The maker: a client id, or the `usr_` id of a person who made it in the console.
     pub created_by: String,
@@ -92,11 +94,14 @@ pub struct BulkPayout {
     /// Its items by state.
     pub counts: BulkPayoutCounts,
     /// RFC 3339, UTC.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
     /// When it was approved (RFC 3339, UTC).
-    pub approved_at: Option<String>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub approved_at: Option<OffsetDateTime>,
     /// When its last item settled, or when it was rejected (RFC 3339, UTC).
-    pub completed_at: Option<String>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub completed_at: Option<OffsetDateTime>,
 }
 
 /// One payout of a batch to create.
@@ -105,8 +110,8 @@ pub struct BulkPayout {
 pub struct BulkPayoutItem {
     /// The payee's number, international digits without `+`.
     pub payee_msisdn: String,
-    /// The amount in major units (sent as a string: exact).
-    #[serde(serialize_with = "as_text")]
+    /// The amount in major units (sent as a JSON number with its exact text).
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
     /// The item's reference (1 to 64 characters).
     pub reference: String,
@@ -337,8 +342,8 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&batch).unwrap(),
             concat!(
-                r#"{"reference":"PAYROLL-11","items":[{"payee_msisdn":"254712345678","amount":"1500.10","reference":"S-1","#,
-                r#""narration":"November"},{"payee_msisdn":"254712345679","amount":"0.1","reference":"S-2"}]}"#
+                r#"{"reference":"PAYROLL-11","items":[{"payee_msisdn":"254712345678","amount":1500.10,"reference":"S-1","#,
+                r#""narration":"November"},{"payee_msisdn":"254712345679","amount":0.1,"reference":"S-2"}]}"#
             )
         );
     }

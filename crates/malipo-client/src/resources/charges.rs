@@ -1,11 +1,17 @@
 //! Charges (contract section 3): a payment prompt pushed to a customer's phone.
 
+use std::time::{Duration, Instant};
+
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 use crate::client::{new_key, Call};
 use crate::operations as ops;
 use crate::{Client, Error, List, Mode};
+
+/// How often [`Charges::wait`] reads the charge.
+const POLL: Duration = Duration::from_millis(250);
 
 /// A charge's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -58,12 +64,15 @@ pub struct Charge {
     /// The paying customer's number.
     pub payer_msisdn: String,
     /// The amount charged, in major units.
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
     /// The currency (ISO 4217).
     pub currency: String,
     /// The fee the merchant pays out of the amount.
+    #[serde(with = "crate::amount")]
     pub fee: Decimal,
     /// How much of it has been reversed.
+    #[serde(with = "crate::amount")]
     pub amount_reversed: Decimal,
     /// The integrator's reference.
     pub reference: String,
@@ -74,28 +83,36 @@ pub struct Charge {
     /// The ledger transaction of a completed charge.
     pub transaction_id: Option<String>,
     /// RFC 3339, UTC.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
     /// RFC 3339, UTC.
-    pub updated_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
     /// When a pending charge expires (RFC 3339, UTC).
-    pub expires_at: Option<String>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<OffsetDateTime>,
     /// When it completed (RFC 3339, UTC).
-    pub completed_at: Option<String>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub completed_at: Option<OffsetDateTime>,
 }
 
-/// A charge to create (`POST /partner/stk`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A charge to create (`POST /partner/stk`); it serializes as the request body without the key
+/// (the amount a JSON number with its exact text, `250.00`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct NewCharge {
     /// The customer's number, international digits without `+`.
     pub payer_msisdn: String,
     /// The amount in major units.
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
     /// The integrator's reference (1 to 64 printable characters).
     pub reference: String,
     /// Must equal the merchant's collection currency when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub currency: Option<String>,
     /// At most 100 characters.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
 
@@ -121,8 +138,9 @@ impl NewCharge {
 #[derive(Serialize)]
 struct StkBody<'a> {
     payer_msisdn: &'a str,
-    /// As a string: exact, whatever the amount.
-    amount: String,
+    /// A JSON number with the decimal's exact text.
+    #[serde(with = "crate::amount")]
+    amount: Decimal,
     reference: &'a str,
     idem: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -176,7 +194,7 @@ impl Charges<'_> {
     pub async fn create_with_key(&self, charge: &NewCharge, key: &str) -> Result<Charge, Error> {
         let body = StkBody {
             payer_msisdn: &charge.payer_msisdn,
-            amount: charge.amount.to_string(),
+            amount: charge.amount,
             reference: &charge.reference,
             idem: key,
             currency: charge.currency.as_deref(),
@@ -199,6 +217,24 @@ impl Charges<'_> {
     /// As every call; `not_found`.
     pub async fn by_reference(&self, reference: &str) -> Result<Charge, Error> {
         self.client.json(&Call::to(ops::GET_CHARGE_STATUS, &[]).query("reference", Some(reference))).await
+    }
+
+    /// Reads the charge every 250 ms until it is final (`completed`, `declined`, `expired` or
+    /// `failed`) or `timeout` has passed since the call, and answers the last state read (so a
+    /// charge still `pending` when the time is up is answered as it was then, not as an error).
+    ///
+    /// # Errors
+    /// As [`Charges::get`], when a read fails (after the client's retries).
+    pub async fn wait(&self, charge_ref: &str, timeout: Duration) -> Result<Charge, Error> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let charge = self.get(charge_ref).await?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if charge.state.is_final() || left.is_zero() {
+                return Ok(charge);
+            }
+            tokio::time::sleep(POLL.min(left)).await;
+        }
     }
 
     /// The charges, newest first (`listCharges`).

@@ -37,6 +37,7 @@ pub struct Country {
     /// Wrong PINs in a row after which a wallet locks.
     pub max_pin_attempts: u8,
     /// The largest single charge.
+    #[serde(with = "crate::amount")]
     pub max_charge: Decimal,
     /// KYC tiers, ascending from 0.
     pub kyc_tiers: Vec<KycTier>,
@@ -64,21 +65,32 @@ pub struct KycTier {
     /// 0 is a wallet opened without an ID.
     pub tier: u8,
     /// The largest single movement.
+    #[serde(with = "crate::amount")]
     pub per_transaction: Decimal,
     /// The largest total per local calendar day.
+    #[serde(with = "crate::amount")]
     pub daily: Decimal,
     /// The largest wallet balance.
+    #[serde(with = "crate::amount")]
     pub max_balance: Decimal,
     /// What a customer must present.
     pub requirements: Vec<String>,
+}
+
+crate::names::names! {
+    /// Who pays an operation's fee.
+    FeePayer {
+        Payer = "payer": "pays amount + fee.",
+        Payee = "payee": "receives amount − fee.",
+    }
 }
 
 /// One operation's fees.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[non_exhaustive]
 pub struct FeeSchedule {
-    /// `payer` (pays amount + fee) or `payee` (receives amount − fee).
-    pub paid_by: String,
+    /// Who pays the fee.
+    pub paid_by: FeePayer,
     /// Contiguous bands, ascending; amounts above the last pay its fee.
     pub bands: Vec<FeeBand>,
 }
@@ -99,12 +111,16 @@ impl FeeSchedule {
 #[non_exhaustive]
 pub struct FeeBand {
     /// The smallest amount in the band.
+    #[serde(with = "crate::amount")]
     pub min: Decimal,
     /// The largest amount in the band.
+    #[serde(with = "crate::amount")]
     pub max: Decimal,
     /// The fee.
+    #[serde(with = "crate::amount")]
     pub fee: Decimal,
     /// The agent's part of the fee (cash-out).
+    #[serde(with = "crate::amount")]
     pub agent_commission: Decimal,
 }
 

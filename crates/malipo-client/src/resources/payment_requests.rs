@@ -4,10 +4,10 @@
 
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 use crate::client::{new_key, Call};
 use crate::operations as ops;
-use crate::resources::payouts::as_text;
 use crate::{Client, Error, List, Mode};
 
 /// A payment request's state: `open` until it is paid, cancelled or expired.
@@ -56,10 +56,12 @@ pub struct PaymentRequest {
     /// Test or live.
     pub mode: Mode,
     /// What the customer pays, in major units.
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
     /// The merchant's collection currency (ISO 4217).
     pub currency: String,
     /// The fee the merchant pays: its collection account receives `amount - fee`.
+    #[serde(with = "crate::amount")]
     pub fee: Decimal,
     /// The merchant's reference.
     pub reference: String,
@@ -72,19 +74,22 @@ pub struct PaymentRequest {
     /// The ledger transaction that paid it (`tx_…`).
     pub transaction_id: Option<String>,
     /// When it stops being payable (RFC 3339, UTC).
-    pub expires_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
     /// RFC 3339, UTC.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
     /// When it was paid (RFC 3339, UTC).
-    pub paid_at: Option<String>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub paid_at: Option<OffsetDateTime>,
 }
 
 /// A payment request to create (`POST /biz/request`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct NewPaymentRequest {
-    /// What the customer pays, in major units (sent as a string: exact).
-    #[serde(serialize_with = "as_text")]
+    /// What the customer pays, in major units (sent as a JSON number with its exact text).
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
     /// The merchant's reference (1 to 64 characters).
     pub reference: String,
@@ -214,11 +219,11 @@ mod tests {
     #[test]
     fn a_request_is_sent_with_an_exact_amount_and_only_the_fields_given() {
         let r = NewPaymentRequest::new(Decimal::new(50_010, 2), "INV-1");
-        assert_eq!(serde_json::to_string(&r).unwrap(), r#"{"amount":"500.10","reference":"INV-1"}"#);
+        assert_eq!(serde_json::to_string(&r).unwrap(), r#"{"amount":500.10,"reference":"INV-1"}"#);
         let r = r.description("Table 12").payer_msisdn("254712345678").expires_in(3600);
         assert_eq!(
             serde_json::to_string(&r).unwrap(),
-            r#"{"amount":"500.10","reference":"INV-1","description":"Table 12","payer_msisdn":"254712345678","expires_in":3600}"#
+            r#"{"amount":500.10,"reference":"INV-1","description":"Table 12","payer_msisdn":"254712345678","expires_in":3600}"#
         );
     }
 }

@@ -1,11 +1,17 @@
 //! Payouts (contract section 5): money paid from the merchant's payout account to a wallet.
 
+use std::time::{Duration, Instant};
+
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 use crate::client::{new_key, Call};
 use crate::operations as ops;
 use crate::{Client, Error, List, Mode};
+
+/// How often [`Payouts::wait`] reads the payout.
+const POLL: Duration = Duration::from_millis(250);
 
 /// A payout's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -21,6 +27,11 @@ pub enum PayoutState {
 }
 
 impl PayoutState {
+    /// Whether nothing moves out of this state (`completed` or `failed`).
+    pub fn is_final(self) -> bool {
+        self != PayoutState::Pending
+    }
+
     /// The state as the API writes it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -44,10 +55,12 @@ pub struct Payout {
     /// The payee's number.
     pub payee_msisdn: String,
     /// The amount paid, in major units.
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
     /// The currency (ISO 4217).
     pub currency: String,
     /// The fee the merchant pays on top of the amount.
+    #[serde(with = "crate::amount")]
     pub fee: Decimal,
     /// The integrator's reference.
     pub reference: String,
@@ -60,13 +73,17 @@ pub struct Payout {
     /// The bulk payout it is an item of.
     pub bulk_payout_id: Option<String>,
     /// How much of it has been reversed.
+    #[serde(with = "crate::amount")]
     pub amount_reversed: Decimal,
     /// RFC 3339, UTC.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
     /// RFC 3339, UTC.
-    pub updated_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
     /// When it completed (RFC 3339, UTC).
-    pub completed_at: Option<String>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub completed_at: Option<OffsetDateTime>,
 }
 
 /// A payout to create (`POST /payouts`).
@@ -75,8 +92,8 @@ pub struct Payout {
 pub struct NewPayout {
     /// The payee's number, international digits without `+`.
     pub payee_msisdn: String,
-    /// The amount in major units (sent as a string: exact).
-    #[serde(serialize_with = "as_text")]
+    /// The amount in major units (sent as a JSON number with its exact text).
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
     /// The integrator's reference.
     pub reference: String,
@@ -99,10 +116,6 @@ impl NewPayout {
         self.narration = Some(text.into());
         self
     }
-}
-
-pub(crate) fn as_text<S: serde::Serializer>(amount: &Decimal, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&amount.to_string())
 }
 
 /// Which payouts a list holds.
@@ -149,6 +162,24 @@ impl Payouts<'_> {
     /// As every call; `not_found`.
     pub async fn get(&self, payout_ref: &str) -> Result<Payout, Error> {
         self.client.json(&Call::to(ops::GET_PAYOUT, &[payout_ref])).await
+    }
+
+    /// Reads the payout (`po_…`, the `payout_ref`) every 250 ms until it is final (`completed`
+    /// or `failed`) or `timeout` has passed since the call, and answers the last state read (so
+    /// a payout still `pending` when the time is up is answered as it was then, not as an error).
+    ///
+    /// # Errors
+    /// As [`Payouts::get`], when a read fails (after the client's retries).
+    pub async fn wait(&self, payout_ref: &str, timeout: Duration) -> Result<Payout, Error> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let payout = self.get(payout_ref).await?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if payout.state.is_final() || left.is_zero() {
+                return Ok(payout);
+            }
+            tokio::time::sleep(POLL.min(left)).await;
+        }
     }
 
     /// The payouts, newest first (`listPayouts`).

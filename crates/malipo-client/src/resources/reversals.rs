@@ -2,10 +2,18 @@
 
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 use crate::client::{new_key, Call};
 use crate::operations as ops;
 use crate::{Client, Error, List, Mode};
+
+crate::names::names! {
+    /// A reversal's state (a reversal is posted when created).
+    ReversalState {
+        Completed = "completed": "posted.",
+    }
+}
 
 /// A reversal (always `completed`: it is posted when created).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -14,7 +22,7 @@ pub struct Reversal {
     /// Its id, `rv_…`.
     pub reversal_id: String,
     /// `completed`.
-    pub state: String,
+    pub state: ReversalState,
     /// Test or live.
     pub mode: Mode,
     /// The reversed charge, for a charge reversal.
@@ -24,8 +32,10 @@ pub struct Reversal {
     /// The reversed ledger transaction, for a transaction reversal.
     pub original_transaction_id: Option<String>,
     /// The amount given back.
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
     /// The fee given back with it, in proportion.
+    #[serde(with = "crate::amount")]
     pub fee_reversed: Decimal,
     /// The currency (ISO 4217).
     pub currency: String,
@@ -34,7 +44,8 @@ pub struct Reversal {
     /// Its own ledger transaction.
     pub transaction_id: Option<String>,
     /// RFC 3339, UTC.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
 }
 
 /// What to reverse.
@@ -82,8 +93,8 @@ struct Body<'a> {
     payout_ref: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     transaction_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    amount: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", with = "crate::amount::option")]
+    amount: Option<Decimal>,
     reason: &'a str,
 }
 
@@ -114,8 +125,7 @@ impl Reversals<'_> {
             Original::Payout(r) => (None, Some(r.as_str()), None),
             Original::Transaction(r) => (None, None, Some(r.as_str())),
         };
-        let body =
-            Body { charge_ref, payout_ref, transaction_id, amount: reversal.amount.map(|a| a.to_string()), reason: &reversal.reason };
+        let body = Body { charge_ref, payout_ref, transaction_id, amount: reversal.amount, reason: &reversal.reason };
         self.client.json(&Call::json_body(ops::CREATE_REVERSAL, &[], Some(key), &body)?).await
     }
 

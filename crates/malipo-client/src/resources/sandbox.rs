@@ -75,9 +75,9 @@ impl SandboxWallet {
 #[derive(Serialize)]
 struct WalletBody<'a> {
     msisdn: &'a str,
-    /// As a string: exact.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    balance: Option<String>,
+    /// A JSON number with the decimal's exact text.
+    #[serde(skip_serializing_if = "Option::is_none", with = "crate::amount::option")]
+    balance: Option<Decimal>,
     #[serde(skip_serializing_if = "Option::is_none")]
     kyc_tier: Option<u8>,
 }
@@ -135,7 +135,7 @@ impl Sandbox<'_> {
     /// # Errors
     /// As [`Sandbox::wallet`]; `idempotency_key_reused`.
     pub async fn wallet_with_key(&self, wallet: &SandboxWallet, key: &str) -> Result<Wallet, Error> {
-        let body = WalletBody { msisdn: &wallet.msisdn, balance: wallet.balance.map(|b| b.to_string()), kyc_tier: wallet.kyc_tier };
+        let body = WalletBody { msisdn: &wallet.msisdn, balance: wallet.balance, kyc_tier: wallet.kyc_tier };
         self.client.json(&Call::json_body(ops::CREATE_SANDBOX_WALLET, &[], Some(key), &body)?).await
     }
 }
@@ -150,7 +150,7 @@ mod tests {
         let b = SimulateBody { action: SimulatedAction::WrongPin };
         assert_eq!(serde_json::to_string(&b).unwrap(), r#"{"action":"wrong_pin"}"#);
         let w = SandboxWallet::new("254700001009").balance(Decimal::new(15_025, 2));
-        let body = WalletBody { msisdn: &w.msisdn, balance: w.balance.map(|b| b.to_string()), kyc_tier: w.kyc_tier };
-        assert_eq!(serde_json::to_string(&body).unwrap(), r#"{"msisdn":"254700001009","balance":"150.25"}"#);
+        let body = WalletBody { msisdn: &w.msisdn, balance: w.balance, kyc_tier: w.kyc_tier };
+        assert_eq!(serde_json::to_string(&body).unwrap(), r#"{"msisdn":"254700001009","balance":150.25}"#);
     }
 }

@@ -6,11 +6,38 @@ use std::collections::BTreeMap;
 use rust_decimal::Decimal;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use crate::client::Call;
 use crate::operations as ops;
 use crate::{Client, Error, List};
+
+crate::names::names! {
+    /// What moved the money: a transaction's or a statement line's `type`.
+    TransactionKind {
+        Charge = "charge": "a charge.",
+        Payout = "payout": "a payout.",
+        Reversal = "reversal": "a reversal.",
+        Transfer = "transfer": "a transfer between the organisation's own accounts.",
+        PaymentRequest = "payment_request": "a paid payment request.",
+        CashIn = "cash_in": "an agent's cash-in.",
+        CashOut = "cash_out": "an agent's cash-out.",
+        P2p = "p2p": "wallet to wallet.",
+        Fee = "fee": "a fee.",
+        SandboxFunding = "sandbox_funding": "a test wallet funded (statements of test wallets).",
+    }
+}
+
+crate::names::names! {
+    /// An account's kind as the API writes it in answers (`GET /accounts`, a transaction's
+    /// `account`, a transfer's `from` and `to`).
+    AccountType {
+        Collection = "collection": "where charges land.",
+        Payout = "payout": "what payouts are paid from.",
+        AgentFloat = "agent_float": "an agent's float.",
+    }
+}
 
 /// One balanced ledger entry on one of the merchant's accounts.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -18,26 +45,30 @@ use crate::{Client, Error, List};
 pub struct Transaction {
     /// Its id, `tx_…`.
     pub transaction_id: String,
-    /// `charge`, `payout`, `reversal`, `transfer`, `payment_request`, `cash_in`, `cash_out`,
-    /// `p2p` or `fee`.
+    /// What moved the money.
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: TransactionKind,
     /// The object that caused it (a charge, payout, reversal, ...).
     pub source_ref: String,
-    /// The account's kind (`collection`, `payout`, ...).
-    pub account: String,
+    /// The account's kind.
+    pub account: AccountType,
     /// Signed from the account's side: money in positive.
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
     /// What the merchant paid on it.
+    #[serde(with = "crate::amount")]
     pub fee: Decimal,
     /// `amount - fee`: what the balance moved by.
+    #[serde(with = "crate::amount")]
     pub net: Decimal,
     /// The currency (ISO 4217).
     pub currency: String,
     /// The account's balance after it.
+    #[serde(with = "crate::amount")]
     pub balance_after: Decimal,
     /// RFC 3339, UTC.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
 }
 
 /// Which transactions a list or an export holds.
@@ -61,11 +92,41 @@ impl TransactionFilter {
         self
     }
 
-    /// Within `[from, to)` (RFC 3339).
-    pub fn between(mut self, from: impl Into<String>, to: impl Into<String>) -> Self {
-        self.from = Some(from.into());
-        self.to = Some(to.into());
+    /// Within `[from, to)`: RFC 3339 text or [`OffsetDateTime`]s.
+    pub fn between(mut self, from: impl TimeBound, to: impl TimeBound) -> Self {
+        self.from = Some(from.rfc3339());
+        self.to = Some(to.rfc3339());
         self
+    }
+}
+
+/// A bound of a time range in a query: RFC 3339 text, or an [`OffsetDateTime`].
+pub trait TimeBound {
+    /// The bound as RFC 3339 text.
+    fn rfc3339(self) -> String;
+}
+
+impl TimeBound for String {
+    fn rfc3339(self) -> String {
+        self
+    }
+}
+
+impl TimeBound for &str {
+    fn rfc3339(self) -> String {
+        self.to_owned()
+    }
+}
+
+impl TimeBound for OffsetDateTime {
+    fn rfc3339(self) -> String {
+        self.format(&time::format_description::well_known::Rfc3339).unwrap_or_else(|_| self.to_string())
+    }
+}
+
+impl TimeBound for &OffsetDateTime {
+    fn rfc3339(self) -> String {
+        (*self).rfc3339()
     }
 }
 
@@ -76,10 +137,13 @@ pub struct TypeTotals {
     /// How many.
     pub count: u64,
     /// Their amounts.
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
     /// Their fees.
+    #[serde(with = "crate::amount")]
     pub fee: Decimal,
     /// Their nets.
+    #[serde(with = "crate::amount")]
     pub net: Decimal,
 }
 
@@ -91,23 +155,28 @@ pub struct DailyReport {
     pub date: String,
     /// The organisation's country's time zone.
     pub time_zone: String,
-    /// The day's start (RFC 3339, UTC).
+    /// The day's start (RFC 3339, UTC; text, as [`Transactions::reconcile`] passes it on).
     pub from: String,
-    /// The next day's start (RFC 3339, UTC).
+    /// The next day's start (RFC 3339, UTC; text, as [`Transactions::reconcile`] passes it on).
     pub to: String,
     /// The account.
     pub account: String,
     /// The currency (ISO 4217).
     pub currency: String,
     /// The balance before the day's first transaction.
+    #[serde(with = "crate::amount")]
     pub opening_balance: Decimal,
     /// The sum of the positive nets.
+    #[serde(with = "crate::amount")]
     pub credits: Decimal,
     /// The sum of the negative nets, as a positive number.
+    #[serde(with = "crate::amount")]
     pub debits: Decimal,
     /// The sum of the fees.
+    #[serde(with = "crate::amount")]
     pub fees: Decimal,
     /// `opening_balance + credits - debits`.
+    #[serde(with = "crate::amount")]
     pub closing_balance: Decimal,
     /// How many transactions.
     pub transaction_count: u64,

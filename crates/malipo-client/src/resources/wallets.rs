@@ -3,10 +3,11 @@
 
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 use crate::client::{new_key, Call};
 use crate::operations as ops;
-use crate::{Client, Error, List, Mode};
+use crate::{Client, Error, List, Mode, TransactionKind};
 
 /// A wallet's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -34,12 +35,16 @@ impl WalletState {
 #[non_exhaustive]
 pub struct WalletLimits {
     /// The largest single movement.
+    #[serde(with = "crate::amount")]
     pub per_transaction: Decimal,
     /// The largest total per local calendar day.
+    #[serde(with = "crate::amount")]
     pub daily: Decimal,
     /// Used today (debits and reservations since the country's local midnight).
+    #[serde(with = "crate::amount")]
     pub daily_used: Decimal,
     /// The largest balance.
+    #[serde(with = "crate::amount")]
     pub max_balance: Decimal,
 }
 
@@ -58,8 +63,10 @@ pub struct Wallet {
     /// The currency (ISO 4217), the number's country's.
     pub currency: String,
     /// The balance, in major units.
+    #[serde(with = "crate::amount")]
     pub balance: Decimal,
     /// Spendable: the balance less reservations.
+    #[serde(with = "crate::amount")]
     pub available: Decimal,
     /// The tier's limits and today's use.
     pub limits: WalletLimits,
@@ -78,9 +85,11 @@ pub struct Wallet {
     /// Why it is locked (`pin_attempts_exceeded` or the operator's reason); `None` when active.
     pub lock_reason: Option<String>,
     /// RFC 3339, UTC.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
     /// RFC 3339, UTC.
-    pub updated_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
 }
 
 /// A wallet to open (`POST /wallets`).
@@ -156,18 +165,20 @@ impl KycSubmission {
 pub struct StatementLine {
     /// The ledger transaction, `tx_…`.
     pub transaction_id: String,
-    /// What moved the money: `charge`, `payout`, `reversal`, `payment_request`, `cash_in`,
-    /// `cash_out`, `p2p`, `fee`, and on a test wallet `sandbox_funding`.
+    /// What moved the money (on a test wallet also `sandbox_funding`).
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: TransactionKind,
     /// The object that caused it (a `ch_…`, `po_…`, `wd_…`, a number, ...).
     pub source_ref: String,
     /// Signed: what the wallet or account moved by (money in positive).
+    #[serde(with = "crate::amount")]
     pub amount: Decimal,
     /// Its balance right after it.
+    #[serde(with = "crate::amount")]
     pub balance_after: Decimal,
     /// RFC 3339, UTC.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
 }
 
 /// The PIN body: no `Debug`, so that a PIN never reaches a log.

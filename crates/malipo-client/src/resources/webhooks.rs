@@ -1,10 +1,29 @@
 //! Webhook endpoints and events (contract section 12).
 
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 use crate::client::{new_key, Call};
 use crate::operations as ops;
 use crate::{Client, Error, EventKind, List, Mode};
+
+crate::names::names! {
+    /// Why an endpoint was disabled.
+    DisabledReason {
+        Gone = "gone": "the receiver answered 410.",
+        Failing = "failing": "every delivery failed for 5 days.",
+        Deleted = "deleted": "the endpoint was deleted.",
+    }
+}
+
+crate::names::names! {
+    /// A delivery's state.
+    DeliveryState {
+        Pending = "pending": "not delivered yet; attempts go on.",
+        Succeeded = "succeeded": "the receiver answered 2xx (final).",
+        Failed = "failed": "every attempt failed (final).",
+    }
+}
 
 /// A webhook endpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -23,19 +42,22 @@ pub struct Endpoint {
     pub secret: Option<String>,
     /// Whether deliveries are made.
     pub enabled: bool,
-    /// Why it was disabled (`gone`, `failing`, `deleted`).
-    pub disabled_reason: Option<String>,
+    /// Why it was disabled.
+    pub disabled_reason: Option<DisabledReason>,
     /// Test or live.
     pub mode: Mode,
     /// During a rotation: when the previous secret stops signing (RFC 3339, UTC).
-    pub previous_secret_expires_at: Option<String>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub previous_secret_expires_at: Option<OffsetDateTime>,
     /// `true` in the answer to a deletion.
     #[serde(default)]
     pub deleted: bool,
     /// RFC 3339, UTC.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
     /// RFC 3339, UTC.
-    pub updated_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
 }
 
 /// An endpoint to create.
@@ -73,7 +95,8 @@ pub struct StoredEvent {
     #[serde(rename = "event")]
     pub kind: EventKind,
     /// RFC 3339, UTC.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
     /// Test or live.
     pub mode: Mode,
     /// The id of the object it is about.
@@ -88,14 +111,16 @@ pub struct StoredEvent {
 pub struct Delivery {
     /// The endpoint.
     pub endpoint_id: String,
-    /// `pending`, `succeeded` or `failed`.
-    pub state: String,
+    /// Where it is.
+    pub state: DeliveryState,
     /// Attempts so far.
     pub attempts: u32,
     /// When the next attempt is due (RFC 3339, UTC).
-    pub next_attempt_at: Option<String>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub next_attempt_at: Option<OffsetDateTime>,
     /// RFC 3339, UTC.
-    pub created_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
 }
 
 /// One HTTP attempt of a delivery.
@@ -105,7 +130,8 @@ pub struct Attempt {
     /// The endpoint.
     pub endpoint_id: String,
     /// RFC 3339, UTC.
-    pub attempted_at: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub attempted_at: OffsetDateTime,
     /// The receiver's status, when it answered.
     pub status: Option<u16>,
     /// Milliseconds until the answer or the failure.
@@ -150,13 +176,22 @@ pub struct WebhookEndpoints<'a> {
 }
 
 impl WebhookEndpoints<'_> {
-    /// Registers an endpoint (`createWebhookEndpoint`): the answer carries its `secret`, shown
-    /// only here and at rotation.
+    /// Registers an endpoint (`createWebhookEndpoint`) under a new idempotency key: the answer
+    /// carries its `secret`, shown only here and at rotation.
     ///
     /// # Errors
     /// As every call ([`Error`]); `validation_failed` for a URL the mode refuses.
     pub async fn create(&self, endpoint: &NewEndpoint) -> Result<Endpoint, Error> {
-        self.client.json(&Call::json_body(ops::CREATE_WEBHOOK_ENDPOINT, &[], None, endpoint)?).await
+        self.create_with_key(endpoint, &new_key()).await
+    }
+
+    /// [`WebhookEndpoints::create`] under the caller's idempotency key: a second call with the
+    /// same key and endpoint answers the same endpoint (and secret), and registers one.
+    ///
+    /// # Errors
+    /// As [`WebhookEndpoints::create`]; `idempotency_key_reused`.
+    pub async fn create_with_key(&self, endpoint: &NewEndpoint, key: &str) -> Result<Endpoint, Error> {
+        self.client.json(&Call::json_body(ops::CREATE_WEBHOOK_ENDPOINT, &[], Some(key), endpoint)?).await
     }
 
     /// Every endpoint (`listWebhookEndpoints`).
@@ -172,21 +207,40 @@ impl WebhookEndpoints<'_> {
         self.client.json(&Call::to(ops::GET_WEBHOOK_ENDPOINT, &[endpoint_id])).await
     }
 
-    /// Deletes an endpoint (`deleteWebhookEndpoint`): no more deliveries.
+    /// Deletes an endpoint (`deleteWebhookEndpoint`) under a new idempotency key: no more
+    /// deliveries.
     ///
     /// # Errors
     /// As every call; `not_found`.
     pub async fn delete(&self, endpoint_id: &str) -> Result<Endpoint, Error> {
-        self.client.json(&Call::keyed(ops::DELETE_WEBHOOK_ENDPOINT, &[endpoint_id], &new_key())).await
+        self.delete_with_key(endpoint_id, &new_key()).await
     }
 
-    /// A new secret (`rotateWebhookSecret`); the old one keeps signing beside it for 24 hours.
+    /// [`WebhookEndpoints::delete`] under the caller's idempotency key.
+    ///
+    /// # Errors
+    /// As [`WebhookEndpoints::delete`]; `idempotency_key_reused`.
+    pub async fn delete_with_key(&self, endpoint_id: &str, key: &str) -> Result<Endpoint, Error> {
+        self.client.json(&Call::keyed(ops::DELETE_WEBHOOK_ENDPOINT, &[endpoint_id], key)).await
+    }
+
+    /// A new secret (`rotateWebhookSecret`) under a new idempotency key; the old one keeps
+    /// signing beside it for 24 hours.
     ///
     /// # Errors
     /// As every call; `not_found`.
     pub async fn rotate_secret(&self, endpoint_id: &str) -> Result<Endpoint, Error> {
+        self.rotate_secret_with_key(endpoint_id, &new_key()).await
+    }
+
+    /// [`WebhookEndpoints::rotate_secret`] under the caller's idempotency key: a retry under
+    /// the same key answers the same new secret instead of rotating again.
+    ///
+    /// # Errors
+    /// As [`WebhookEndpoints::rotate_secret`]; `idempotency_key_reused`.
+    pub async fn rotate_secret_with_key(&self, endpoint_id: &str, key: &str) -> Result<Endpoint, Error> {
         let empty = serde_json::json!({});
-        self.client.json(&Call::json_body(ops::ROTATE_WEBHOOK_SECRET, &[endpoint_id], None, &empty)?).await
+        self.client.json(&Call::json_body(ops::ROTATE_WEBHOOK_SECRET, &[endpoint_id], Some(key), &empty)?).await
     }
 
     /// Every event, oldest first (`listEvents`), of one kind when given: to catch up on missed
@@ -203,11 +257,21 @@ impl WebhookEndpoints<'_> {
         self.client.json(&Call::to(ops::GET_EVENT, &[event_id])).await
     }
 
-    /// Queues an event again (`redeliverEvent`), to one endpoint or to every endpoint it was for.
+    /// Queues an event again (`redeliverEvent`) under a new idempotency key, to one endpoint or
+    /// to every endpoint it was for.
     ///
     /// # Errors
     /// As every call; `not_found`.
     pub async fn redeliver(&self, event_id: &str, endpoint_id: Option<&str>) -> Result<Redelivery, Error> {
-        self.client.json(&Call::json_body(ops::REDELIVER_EVENT, &[event_id], None, &RedeliverBody { endpoint_id })?).await
+        self.redeliver_with_key(event_id, endpoint_id, &new_key()).await
+    }
+
+    /// [`WebhookEndpoints::redeliver`] under the caller's idempotency key: queued once however
+    /// often it is retried.
+    ///
+    /// # Errors
+    /// As [`WebhookEndpoints::redeliver`]; `idempotency_key_reused`.
+    pub async fn redeliver_with_key(&self, event_id: &str, endpoint_id: Option<&str>, key: &str) -> Result<Redelivery, Error> {
+        self.client.json(&Call::json_body(ops::REDELIVER_EVENT, &[event_id], Some(key), &RedeliverBody { endpoint_id })?).await
     }
 }
