@@ -59,4 +59,10 @@ export MALIPO_TEST_PYTHON="$PWD/$venv/bin/python"
 # The HTTP tests mostly wait on the server and the databases: four at a time keep two cores busy.
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
 
-exec cargo test --workspace --no-fail-fast "$@"
+status=0
+cargo test --workspace --no-fail-fast "$@" || status=$?
+
+# An integrator's program outside the workspace: depending on the client turns on no serde_json
+# feature, and amounts keep their text without one.
+bash scripts/check-client-standalone.sh || status=1
+exit "$status"

@@ -140,9 +140,15 @@ async fn a_days_export_streams_and_reconciles_with_its_report(db: Db) {
     assert_eq!(written as usize, text.len());
     assert!(text.starts_with("transaction_id,created_at,type,source_ref,account,amount,fee,net,currency,balance_after"), "{text}");
     assert_eq!(text.lines().count(), 4, "a header and three rows: {text}");
-    // Today in Nairobi (the merchant's country's day), as the report counts days.
-    let today = (time::OffsetDateTime::now_utc() + time::Duration::hours(3)).date().to_string();
-    let rec = client.transactions().reconcile(&today, None).await.unwrap();
+    // Today in Nairobi (the merchant's country's day), as the report counts days: the client
+    // finds it from the organisation's country, whatever this machine's zone.
+    let nairobi = || (time::OffsetDateTime::now_utc() + time::Duration::hours(3)).date();
+    let (before, today, after) = (nairobi(), client.transactions().today().await.unwrap(), nairobi());
+    assert!(today == before || today == after, "{today} is not Nairobi's {before}");
+    let balance = client.accounts().balance(AccountKind::Collection).await.unwrap();
+    assert_eq!((balance.country.as_str(), balance.time_zone.as_str()), ("KE", "Africa/Nairobi"));
+    let rec = client.transactions().reconcile_today(None).await.unwrap();
+    assert_eq!(rec.report.date, today.to_string());
     assert!(rec.agrees(), "{:?}", rec.differences);
     assert_eq!((rec.transaction_count, rec.report.transaction_count), (3, 3));
     assert_eq!(rec.checksum, rec.report.checksum);

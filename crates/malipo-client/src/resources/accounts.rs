@@ -81,6 +81,11 @@ pub struct Balance {
     /// When it was read (RFC 3339, UTC).
     #[serde(with = "time::serde::rfc3339")]
     pub as_of: OffsetDateTime,
+    /// The organisation's country (ISO 3166-1 alpha-2).
+    pub country: String,
+    /// The country's time zone (IANA, e.g. `Africa/Nairobi`): reports and limits count its
+    /// days ([`Transactions::today`](crate::Transactions::today)).
+    pub time_zone: String,
 }
 
 /// One of the organisation's accounts with its balances (`GET /accounts`).

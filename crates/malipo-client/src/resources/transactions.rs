@@ -263,8 +263,44 @@ impl Transactions<'_> {
         self.client.json(&Call::to(ops::GET_DAILY_RECONCILIATION, &[]).query("date", Some(date)).query("account", account)).await
     }
 
-    /// Fetches the day's report and the day's export, recomputes the checksum and the totals
-    /// from the export, and says where they differ.
+    /// [`Transactions::reconcile`] of the organisation's today ([`Transactions::today`]).
+    ///
+    /// # Errors
+    /// As [`Transactions::today`] and [`Transactions::reconcile`].
+    pub async fn reconcile_today(&self, account: Option<&str>) -> Result<Reconciliation, Error> {
+        let today = self.today().await?;
+        self.reconcile(&iso_date(today), account).await
+    }
+
+    /// The organisation's calendar day now: the `date` of today's report, whatever the hour
+    /// and wherever the caller's clock is (the organisation's country from
+    /// `getOrganisation`, its UTC offset from `listCountries`). A day before it,
+    /// `today.previous_day()`, is the last finished one.
+    ///
+    /// # Errors
+    /// As every call; [`Error::Decode`] when the API lists no such country.
+    pub async fn today(&self) -> Result<time::Date, Error> {
+        let org = self.client.accounts().organisation().await?;
+        let countries = self.client.countries().list().await?;
+        let offset = countries
+            .iter()
+            .find(|c| c.country == org.country)
+            .map(|c| c.utc_offset_minutes)
+            .ok_or_else(|| Error::decode(format!("the API lists no country {}", org.country)))?;
+        Ok(local_date(OffsetDateTime::now_utc(), offset))
+    }
+
+    /// [`Transactions::reconcile`] of a day as `YYYY-MM-DD`.
+    ///
+    /// # Errors
+    /// As [`Transactions::reconcile`].
+    pub async fn reconcile_date(&self, date: time::Date, account: Option<&str>) -> Result<Reconciliation, Error> {
+        self.reconcile(&iso_date(date), account).await
+    }
+
+    /// Fetches the report of `date` (`YYYY-MM-DD`, the organisation's calendar day: see
+    /// [`Transactions::today`]) and the day's export, recomputes the checksum and the totals from
+    /// the export, and says where they differ.
     ///
     /// # Errors
     /// As every call ([`Error`]); [`Error::Decode`] for an export that is not the contract's CSV.
@@ -340,10 +376,31 @@ impl Totals {
     }
 }
 
+/// The calendar date at `now` in a zone `offset_minutes` from UTC.
+fn local_date(now: OffsetDateTime, offset_minutes: i32) -> time::Date {
+    (now + time::Duration::minutes(i64::from(offset_minutes))).date()
+}
+
+/// `YYYY-MM-DD`.
+fn iso_date(date: time::Date) -> String {
+    format!("{:04}-{:02}-{:02}", date.year(), u8::from(date.month()), date.day())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn the_organisations_day_is_its_zones_whatever_the_callers_clock() {
+        let at = |s: &str| OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).unwrap();
+        // 22:30 UTC is already tomorrow in Nairobi (UTC+3), still today in Accra (UTC+0).
+        assert_eq!(iso_date(local_date(at("2026-11-30T22:30:00Z"), 180)), "2026-12-01");
+        assert_eq!(iso_date(local_date(at("2026-11-30T22:30:00Z"), 0)), "2026-11-30");
+        // 01:00 UTC is still yesterday five hours west.
+        assert_eq!(iso_date(local_date(at("2026-12-01T01:00:00Z"), -300)), "2026-11-30");
+        assert_eq!(iso_date(local_date(at("2026-12-31T21:00:00Z"), 180).previous_day().unwrap()), "2026-12-31");
+    }
 
     #[test]
     fn an_exports_checksum_is_the_sha256_of_its_id_and_net_lines() {
