@@ -219,8 +219,9 @@ pub fn client(policy: UrlPolicy, timeout: Duration) -> reqwest::Result<reqwest::
 
 /// Sends `job` with `client` (which must carry the job's policy in its resolver).
 pub async fn send_with(client: &reqwest::Client, job: &DeliveryJob) -> SendOutcome {
-    let mut request = client.post(&job.url).timeout(job.timeout).body(job.body.clone());
-    for (name, value) in &job.headers {
+    let (headers, body) = malipo_http::webhook_request(job);
+    let mut request = client.post(&job.url).timeout(job.timeout).body(body);
+    for (name, value) in &headers {
         request = request.header(name.as_str(), value.as_str());
     }
     match request.send().await {
@@ -419,8 +420,19 @@ mod tests {
             endpoint_id: malipo_core::EndpointId::new(),
             url: url.into(),
             policy,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: b"{}".to_vec(),
+            event: malipo_webhooks::Event {
+                id: malipo_core::EventId::new(),
+                org_id: malipo_core::OrgId::new(),
+                mode: malipo_core::Mode::Test,
+                kind: "charge.completed".into(),
+                object_id: "ch_x".into(),
+                data: b"{}".to_vec(),
+                summary: malipo_webhooks::Summary::default(),
+                created_at: malipo_core::Timestamp::from_micros(0),
+            },
+            timestamp: 0,
+            secret: malipo_webhooks::Secret::generate(),
+            previous_secret: None,
             timeout: Duration::from_secs(2),
         }
     }
@@ -465,7 +477,7 @@ mod loop_tests {
     use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
     use malipo_service::ports::MockWebhookSender;
     use malipo_service::{
-        CreateCharge, CreateEndpoint, Idem, NewCharge, NewEndpoint, NewSimulation, NoRenderer, ServiceConfig, Simulate, WebhookConfig,
+        CreateCharge, CreateEndpoint, Idem, NewCharge, NewEndpoint, NewSimulation, ServiceConfig, Simulate, WebhookConfig,
     };
     use malipo_store_memory::MemoryStore;
     use malipo_webhooks::{DeliveryState, SecretCipher};
@@ -493,7 +505,7 @@ mod loop_tests {
             Arc::new(SystemClock),
             ServiceConfig::default(),
         )
-        .with_webhooks(Arc::new(NoRenderer), SecretCipher::ephemeral(), WebhookConfig::default());
+        .with_webhooks(SecretCipher::ephemeral(), WebhookConfig::default());
         let access = platform.access();
         access.ensure_system_accounts().unwrap();
         let credential = access.create_org("Duka", OrgKind::Merchant, "KE").unwrap();
@@ -542,7 +554,8 @@ mod loop_tests {
         sender
             .expect_send()
             .withf(move |job| {
-                job.url == URL && job.event_id == id && job.headers.iter().any(|(n, v)| n == "webhook-signature" && v.starts_with("v1,"))
+                let (headers, _) = malipo_http::webhook_request(job);
+                job.url == URL && job.event_id == id && headers.iter().any(|(n, v)| n == "webhook-signature" && v.starts_with("v1,"))
             })
             .returning(move |_| {
                 counted.fetch_add(1, Ordering::SeqCst);

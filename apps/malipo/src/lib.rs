@@ -101,11 +101,8 @@ fn assemble(settings: &Settings, key: webhook_key::KeySource, clock: Arc<dyn Clo
         max_backlog_seconds: settings.max_backlog_seconds,
         create_group_max: settings.create_group_max,
     };
-    let platform = Platform::new(Arc::new(store.clone()), Arc::new(countries), Arc::new(hasher), clock, config).with_webhooks(
-        Arc::new(malipo_http::JsonEvents),
-        cipher,
-        webhook_config(settings),
-    );
+    let platform = Platform::new(Arc::new(store.clone()), Arc::new(countries), Arc::new(hasher), clock, config)
+        .with_webhooks(cipher, webhook_config(settings));
     let passwords = malipo_auth::Passwords::new().map_err(|e| anyhow::anyhow!("{e}"))?;
     let platform = platform.with_passwords(Arc::new(passwords));
     platform.access().ensure_system_accounts().map_err(|e| anyhow::anyhow!("cannot create system accounts: {e}"))?;
@@ -163,7 +160,11 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     let state = AppState { platform: platform.clone(), rate_limits: Arc::new(rate_limits), trust_proxy: settings.trust_proxy };
     let data = web::Data::new(state);
     let addr = listener.local_addr()?;
-    let console = malipo_console::Console { platform: platform.clone(), settings: console_settings(settings, addr) };
+    let console = malipo_console::Console {
+        platform: platform.clone(),
+        settings: console_settings(settings, addr),
+        event_data: malipo_http::event_data,
+    };
     let metrics_access = web::Data::new(malipo_http::MetricsAccess { token: settings.metrics_token.clone() });
     let metrics_server = match &settings.metrics_bind {
         Some(bind) => Some(metrics_server(bind, prom.registry.clone())?),

@@ -72,6 +72,9 @@ pub struct Console {
     pub platform: Platform,
     /// How the console is reached.
     pub settings: ConsoleSettings,
+    /// An event's `data` as the API shows it (the HTTP adapter's rendering of the event's
+    /// snapshot, wired in by the app; the console does not depend on the adapter).
+    pub event_data: fn(&malipo_webhooks::Event) -> Vec<u8>,
 }
 
 /// Runs `f` (a use case) on a blocking thread, as the API does: no transaction is held across an

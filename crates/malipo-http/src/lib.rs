@@ -23,6 +23,6 @@ mod testing;
 
 pub use app::configure;
 pub use metrics::{metrics, metrics_gate, BacklogMetrics, ChargeMetrics, Metrics, MetricsAccess, ReplicaGauges, SealGauges};
-pub use render::JsonEvents;
+pub use render::{event_data, webhook_request};
 pub use request_id::request_id_mw;
 pub use state::{AppState, RateLimits};

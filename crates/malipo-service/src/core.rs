@@ -16,7 +16,7 @@ use malipo_webhooks::SecretCipher;
 use crate::config::{ServiceConfig, WebhookConfig};
 use crate::error::ServiceError;
 use crate::group::GroupCommit;
-use crate::ports::{AccountKey, EventRenderer, NoRenderer, Store, Tx};
+use crate::ports::{AccountKey, Store, Tx};
 
 /// Hears about state changes (for metrics). The default hears nothing.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
@@ -85,7 +85,6 @@ pub(crate) struct Core {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) config: ServiceConfig,
     pub(crate) observer: Arc<dyn Observer>,
-    pub(crate) renderer: Arc<dyn EventRenderer>,
     pub(crate) cipher: Arc<SecretCipher>,
     pub(crate) webhooks: WebhookConfig,
     pub(crate) backlog: Arc<BacklogGate>,
@@ -115,7 +114,6 @@ impl Core {
             clock,
             config,
             observer: Arc::new(NoObserver),
-            renderer: Arc::new(NoRenderer),
             cipher: Arc::new(SecretCipher::ephemeral()),
             webhooks: WebhookConfig::default(),
             backlog: Arc::default(),

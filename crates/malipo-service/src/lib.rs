@@ -62,7 +62,7 @@ pub use commands::*;
 pub use config::{ServiceConfig, WebhookConfig};
 pub use core::{NoObserver, Observer};
 pub use error::{Earlier, FieldError, OAuthProblem, ServiceError, StoreError, TokenProblem};
-pub use events::charge_event_kind;
+pub use events::{charge_event_kind, happened, Happened};
 pub use housekeeping::{Housekeeping, EVENT_RETENTION_SECONDS, KEY_RETENTION_SECONDS};
 pub use idempotency::{Actor, Done, Idem, Keep, Subject};
 pub use lifecycle::PIN_LOCKOUT_REASON;
@@ -77,10 +77,9 @@ pub use people::{Enrolment, InvitationView, Invited, Invitee, Inviter, People, S
 pub use platform::Platform;
 pub use ports::{
     autocommit, query, read, report, write, AccountKey, AuditEntry, AuditFilter, AuditRepo, AuthRepo, BulkRepo, ChainRepo, ChargeDayTotal,
-    ChargeRepo, EndpointRepo, EventRenderer, EventsPage, IdempotencyRepo, Invitation, LedgerRepo, NoRenderer, OutboxRepo,
-    PaymentRequestRepo, PayoutRepo, PostingQuery, QueuedWrites, ReplicaState, ReversalRepo, Savepoint, SessionRepo, StatementLine, Store,
-    TokenRecord, Tx, UnsealedStats, UserRepo, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender, WriteQueue,
-    DAY_MICROS,
+    ChargeRepo, EndpointRepo, EventsPage, IdempotencyRepo, Invitation, LedgerRepo, OutboxRepo, PaymentRequestRepo, PayoutRepo,
+    PostingQuery, QueuedWrites, ReplicaState, ReversalRepo, Savepoint, SessionRepo, StatementLine, Store, TokenRecord, Tx, UnsealedStats,
+    UserRepo, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender, WriteQueue, DAY_MICROS,
 };
 pub use processing::Processing;
 pub use profile::{Profile, Profiles};

@@ -79,7 +79,7 @@ impl Lifecycle<'_> {
     ) -> Result<(), ServiceError> {
         moved(charge, event, now, entered)?;
         tx.update_charge(charge)?;
-        Events(self.0).charge(tx, charge, now)
+        Events.charge(tx, charge, now)
     }
 
     /// Why a live payer cannot pay `amount` (leaving `debit` in all) at all: no wallet, a locked
@@ -162,7 +162,7 @@ impl Lifecycle<'_> {
             charge.payer_account = Some(wallet.account_id);
             charge.next_action_at = Some(now);
             moved(charge, ChargeEvent::Approve, now, entered)?;
-            let authorised = Events(self.0).charge_event(charge, now);
+            let authorised = Events.charge_event(charge, now)?;
             return self.pay(tx, charge, now, entered, Prior { held: false, authorised, funding });
         }
         match tx.hold(&wallet.account_id, debit) {
@@ -233,8 +233,8 @@ impl Lifecycle<'_> {
         charge.transaction_id = Some(journal.id.clone());
         moved(charge, ChargeEvent::Complete, now, entered)?;
         tx.update_charge(charge)?;
-        let events = Events(self.0);
-        events.emit_all(tx, prior.authorised.into_iter().chain(events.charge_event(charge, now)).collect(), now)?;
+        let events = Events;
+        events.emit_all(tx, prior.authorised.into_iter().chain(events.charge_event(charge, now)?).collect(), now)?;
         if prior.held {
             tx.release(&payer, debit)?;
         }

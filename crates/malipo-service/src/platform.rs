@@ -27,7 +27,7 @@ use crate::payouts::bulk::BulkPayouts;
 use crate::payouts::worker::PayoutProcessing;
 use crate::payouts::Payouts;
 use crate::people::People;
-use crate::ports::{EventRenderer, Store};
+use crate::ports::Store;
 use crate::processing::Processing;
 use crate::profile::Profiles;
 use crate::reversals::Reversals;
@@ -46,7 +46,7 @@ pub struct Platform {
 }
 
 impl Platform {
-    /// Assembles a platform (no observer, no renderer, an ephemeral secret cipher and default
+    /// Assembles a platform (no observer, an ephemeral secret cipher and default
     /// webhook tunables until told otherwise).
     pub fn new(
         store: Arc<dyn Store>,
@@ -82,11 +82,10 @@ impl Platform {
         self.with(|c| c.observer = observer)
     }
 
-    /// The same platform with the event renderer, the secret cipher and the delivery tunables.
+    /// The same platform with the secret cipher and the delivery tunables.
     #[must_use]
-    pub fn with_webhooks(self, renderer: Arc<dyn EventRenderer>, cipher: SecretCipher, webhooks: WebhookConfig) -> Self {
+    pub fn with_webhooks(self, cipher: SecretCipher, webhooks: WebhookConfig) -> Self {
         self.with(|c| {
-            c.renderer = renderer;
             c.cipher = Arc::new(cipher);
             c.webhooks = webhooks;
         })

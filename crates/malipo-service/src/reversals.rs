@@ -109,7 +109,7 @@ impl<'a> Reversals<'a> {
             created_at: now,
         };
         tx.insert_reversal(&reversal)?;
-        Events(self.core).reversal(tx, &reversal, now)?;
+        Events.reversal(tx, &reversal, now)?;
         Ok(reversal)
     }
 

@@ -152,7 +152,7 @@ impl<'a> PaymentRequests<'a> {
             for mut request in due.iter().cloned() {
                 request.apply(RequestEvent::Expire, now).map_err(|e| ServiceError::Internal(format!("expiring {}: {e}", request.id)))?;
                 tx.update_payment_request(&request)?;
-                Events(self.core).payment_request(tx, &request, now)?;
+                Events.payment_request(tx, &request, now)?;
             }
             Ok(due.len())
         })

@@ -151,7 +151,7 @@ impl RequestPayments<'_> {
             .map_err(|e| ServiceError::InvalidState(unpayable(e)))?;
         // The request first, the shared ledger rows (revenue, the chain head) last, just before commit.
         tx.update_payment_request(&request)?;
-        Events(self.0).payment_request(tx, &request, now)?;
+        Events.payment_request(tx, &request, now)?;
         tx.post_journal(&journal).map_err(ServiceError::from).map_err(insufficient)?;
         let balance = tx.account(&wallet.account_id)?.map_or(MinorUnit::ZERO, |a| a.balance);
         Ok(Paid { transaction_id: journal.id, balance })

@@ -104,7 +104,7 @@ impl<'a> BulkPayouts<'a> {
             tx.hold(&batch.payout_account, batch.total_debit()?).map_err(ServiceError::from).map_err(insufficient)?;
             tx.schedule_batch_items(&batch.id, now)?;
             tx.update_batch(&batch)?;
-            Events(self.core).bulk_payout(tx, &batch, now)?;
+            Events.bulk_payout(tx, &batch, now)?;
             Ok(batch)
         })
     }
@@ -134,7 +134,7 @@ impl<'a> BulkPayouts<'a> {
                 .map_err(transition_error)?;
             tx.fail_batch_items(&batch.id, PayoutFailure::BulkPayoutRejected, now)?;
             tx.update_batch(&batch)?;
-            Events(self.core).bulk_payout(tx, &batch, now)?;
+            Events.bulk_payout(tx, &batch, now)?;
             Ok(batch)
         })
     }

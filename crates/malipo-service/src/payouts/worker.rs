@@ -263,7 +263,7 @@ impl<'a> PayoutProcessing<'a> {
                 *running = running.checked_sub(d.payout.debit()?)?;
             }
         }
-        let events = Events(self.core);
+        let events = Events;
         for (i, d) in decided.iter().enumerate() {
             events.payout(tx, &d.payout, after[i], now)?;
             for (_, batch) in completed.iter().filter(|(last, _)| *last == i) {

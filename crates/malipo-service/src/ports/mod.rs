@@ -1,4 +1,4 @@
-//! The ports: storage, event rendering and webhook sending.
+//! The ports: storage and webhook sending.
 //!
 //! Storage: Every use case runs as one closure inside [`Store::run`], which gives it a
 //! [`Tx`]: all reads and writes of the closure commit together or not at all. `Tx` is composed of
@@ -19,7 +19,6 @@ mod outbox;
 mod payment_requests;
 mod payouts;
 mod people;
-mod render;
 mod reversals;
 mod sender;
 mod ussd;
@@ -35,9 +34,6 @@ pub use outbox::{EventsPage, OutboxRepo};
 pub use payment_requests::PaymentRequestRepo;
 pub use payouts::{BulkRepo, PayoutRepo};
 pub use people::{AuditEntry, AuditFilter, AuditRepo, Invitation, SessionRepo, UserRepo};
-#[cfg(any(test, feature = "mocks"))]
-pub use render::MockEventRenderer;
-pub use render::{EventRenderer, NoRenderer};
 pub use reversals::ReversalRepo;
 #[cfg(any(test, feature = "mocks"))]
 pub use sender::MockWebhookSender;

@@ -1,14 +1,16 @@
-//! The webhook sender: how a signed delivery job reaches the receiver. The HTTP adapter (the
-//! app's delivery worker) implements it with an HTTP client that guards addresses; tests swap in
-//! a mock to script receivers' answers.
+//! The webhook sender: how a delivery job reaches the receiver. The job carries the event (its
+//! snapshot), the signing time and the endpoint's open secrets; the channel renders and signs
+//! its own payload at send time (the HTTP adapter's `webhook_request`). The app's delivery
+//! worker implements it with an HTTP client that guards addresses; tests swap in a mock to
+//! script receivers' answers.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use malipo_core::{EndpointId, EventId, Timestamp};
-use malipo_webhooks::UrlPolicy;
+use malipo_webhooks::{Event, Secret, UrlPolicy};
 
-/// One attempt to make: everything the sender needs, signed.
+/// One attempt to make: everything the sender needs to render and sign it.
 #[derive(Clone, Debug)]
 pub struct DeliveryJob {
     /// The delivery.
@@ -23,10 +25,14 @@ pub struct DeliveryJob {
     pub url: String,
     /// What the URL may reach.
     pub policy: UrlPolicy,
-    /// Headers: `webhook-id`, `webhook-timestamp`, `webhook-signature`, `content-type`.
-    pub headers: Vec<(String, String)>,
-    /// The exact body.
-    pub body: Vec<u8>,
+    /// The event, as stored (its `data` a snapshot, or for an older row the API's JSON).
+    pub event: Event,
+    /// The signing time, Unix seconds (the `webhook-timestamp`).
+    pub timestamp: i64,
+    /// The endpoint's current secret.
+    pub secret: Secret,
+    /// Its previous secret while that is still valid (the signature carries both).
+    pub previous_secret: Option<Secret>,
     /// The send timeout.
     pub timeout: Duration,
 }

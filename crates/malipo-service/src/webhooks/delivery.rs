@@ -1,11 +1,12 @@
-//! Delivering the outbox: claiming due deliveries, preparing each signed attempt, and recording
+//! Delivering the outbox: claiming due deliveries, preparing each attempt (the event, the
+//! signing time and the open secrets; the sender renders and signs it), and recording
 //! what each attempt got, which decides the next.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use malipo_core::{EndpointId, EventId, Timestamp};
-use malipo_webhooks::{body_signature, signature_header, Attempt, Delivery, DeliveryState, Endpoint, Event, Secret};
+use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event, Secret};
 
 use super::model::{disable, FAILING_DISABLES_AFTER_SECONDS, LEASE_MARGIN_SECONDS};
 use crate::core::Core;
@@ -28,7 +29,7 @@ impl<'a> Deliveries<'a> {
         Secret::from_bytes(key).map_err(|e| ServiceError::Internal(e.to_string()))
     }
 
-    /// Claims due deliveries and prepares each attempt (signed now). Deliveries whose endpoint
+    /// Claims due deliveries and prepares each attempt (to be signed as of now). Deliveries whose endpoint
     /// was deleted or disabled since are failed instead.
     ///
     /// # Errors
@@ -88,28 +89,6 @@ impl<'a> Deliveries<'a> {
             Some((sealed, until)) if *until > now => Some(self.open_secret(sealed)?),
             _ => None,
         };
-        let ts = now.as_unix_seconds();
-        let s = &event.summary;
-        let body_sig = body_signature(
-            &current,
-            event.id.as_str(),
-            ts,
-            &event.kind,
-            &event.object_id,
-            s.amount.as_deref(),
-            s.currency.as_deref(),
-            s.state.as_deref(),
-        );
-        let body = self.core.renderer.delivery_body(event, ts, &body_sig);
-        let mut secrets = vec![&current];
-        secrets.extend(previous.as_ref());
-        let headers = vec![
-            ("webhook-id".to_owned(), event.id.to_string()),
-            ("webhook-timestamp".to_owned(), ts.to_string()),
-            ("webhook-signature".to_owned(), signature_header(&secrets, event.id.as_str(), ts, &body)),
-            ("content-type".to_owned(), "application/json".to_owned()),
-            ("user-agent".to_owned(), "Malipo-Webhooks/1".to_owned()),
-        ];
         Ok(DeliveryJob {
             delivery_id: delivery.id.clone(),
             lease,
@@ -117,8 +96,10 @@ impl<'a> Deliveries<'a> {
             endpoint_id: endpoint.id.clone(),
             url: endpoint.url.clone(),
             policy: self.core.webhooks.policy(endpoint.mode),
-            headers,
-            body,
+            event: event.clone(),
+            timestamp: now.as_unix_seconds(),
+            secret: current,
+            previous_secret: previous,
             timeout: self.core.webhooks.timeout,
         })
     }

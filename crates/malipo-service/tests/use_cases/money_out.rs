@@ -1,16 +1,14 @@
 //! Money out: payouts (reservation, sandbox and live outcomes, limits), bulk payouts with
 //! maker/checker, reversals with their fee share, and transfers between own accounts.
 
-use std::sync::Arc;
-
 use malipo_auth::{OrgKind, Principal};
 use malipo_charges::ChargeState;
 use malipo_core::{MinorUnit, Mode};
 use malipo_ledger::AccountKind;
 use malipo_payouts::{BatchCounts, BatchState, BulkPayout, Payout, PayoutFailure, PayoutFilter, PayoutState, RawItem, Reversal};
-use malipo_service::ports::MockEventRenderer;
-use malipo_service::{BulkInput, NewBulkPayout, NewPayout, NewRejection, NewReversal, NewTransfer, NewWalletLock, ServiceError};
-use malipo_webhooks::Summary;
+use malipo_service::{
+    happened, BulkInput, Happened, NewBulkPayout, NewPayout, NewRejection, NewReversal, NewTransfer, NewWalletLock, ServiceError,
+};
 
 use crate::support::{idem, number, World};
 
@@ -167,16 +165,22 @@ fn live_payouts_need_a_wallet_that_may_receive_them() {
 
 #[test]
 fn payout_events_carry_the_payout_accounts_running_balance() {
-    let mut renderer = MockEventRenderer::new();
-    renderer
-        .expect_payout()
-        .times(1)
-        .withf(|p, available| p.state == PayoutState::Completed && *available == MinorUnit::new(49_500))
-        .returning(|p, _| (b"{}".to_vec(), Summary { state: Some(p.state.as_str().into()), ..Summary::default() }));
-    let world = World::with_renderer(Arc::new(renderer));
+    let world = World::new();
     let payroll = funded(&world, OrgKind::Corporate, Mode::Test, "1000.00");
     payout(&world, &payroll, &number("0000"), "500.00").unwrap();
     settle(&world);
+    // One event in all: the payout's, completed, with the payout account's balance after it.
+    let seen: Vec<(String, PayoutState, MinorUnit)> = world
+        .happened(&payroll, None)
+        .into_iter()
+        .map(|(kind, h)| match h {
+            Happened::Payout { payout, payout_account_available } => (kind, payout.state, payout_account_available),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(seen, [("payout.completed".to_owned(), PayoutState::Completed, MinorUnit::new(49_500))]);
+    let summary = &world.platform.webhooks().events(&payroll, None, None, 10).unwrap().data[0].summary;
+    assert_eq!(summary.state.as_deref(), Some("completed"));
 }
 
 fn items(specs: &[(&str, &str)]) -> Vec<RawItem> {
@@ -417,16 +421,17 @@ fn a_payout_that_errors_fails_alone_and_its_chunk_is_still_paid() {
     clean_ledger(&world);
 }
 
-/// Renders a payout event as `reference|state|failure|available` and a batch's as its state and
-/// counts, so that two worlds' events compare.
-fn recording_renderer() -> Arc<MockEventRenderer> {
-    let mut renderer = MockEventRenderer::new();
-    renderer.expect_payout().returning(|p, available| {
-        let reason = p.failure_reason.map(|r| r.as_str()).unwrap_or("-");
-        (format!("{}|{}|{reason}|{}", p.reference, p.state.as_str(), available.get()).into_bytes(), Summary::default())
-    });
-    renderer.expect_bulk_payout().returning(|b| (format!("batch|{}|{:?}", b.state.as_str(), b.counts).into_bytes(), Summary::default()));
-    Arc::new(renderer)
+/// A payout event as `reference|state|failure|available` and a batch's as its state and counts
+/// (decoded from their snapshots), so that two worlds' events compare.
+fn recorded(event: &malipo_webhooks::Event) -> String {
+    match happened(event).expect("a snapshot") {
+        Happened::Payout { payout: p, payout_account_available: available } => {
+            let reason = p.failure_reason.map(|r| r.as_str()).unwrap_or("-");
+            format!("{}|{}|{reason}|{}", p.reference, p.state.as_str(), available.get())
+        }
+        Happened::BulkPayout(b) => format!("batch|{}|{:?}", b.state.as_str(), b.counts),
+        other => panic!("{other:?}"),
+    }
 }
 
 /// What one world's payouts ended with: each payout's (reference, state, failure reason), the
@@ -516,7 +521,7 @@ proptest::proptest! {
             }
             let events = world.platform.webhooks().events(&payroll, Some("payout.failed"), None, 100).unwrap().data.into_iter()
                 .chain(world.platform.webhooks().events(&payroll, Some("payout.completed"), None, 100).unwrap().data);
-            let mut seen: Vec<String> = events.map(|e| String::from_utf8(e.data).unwrap()).filter(|d| !d.starts_with('R')).collect();
+            let mut seen: Vec<String> = events.map(|e| recorded(&e)).filter(|d| !d.starts_with('R')).collect();
             seen.sort();
             expected.sort();
             assert_eq!(seen, expected, "each payout's event has the available balance just after it");
@@ -525,12 +530,12 @@ proptest::proptest! {
             ends.sort_by(|a, b| a.0.cmp(&b.0));
             let done = world.platform.bulk_payouts().get(&payroll, batch.id.as_str()).unwrap();
             let account = payout_account(world, &payroll);
-            let mut bodies: Vec<String> = completed.into_iter().map(|e| String::from_utf8(e.data).unwrap()).collect();
+            let mut bodies: Vec<String> = completed.iter().map(recorded).collect();
             bodies.extend(seen.into_iter().map(|s| s.rsplit_once('|').unwrap().0.to_owned()));
             (ends, (done.state, done.counts), (account.balance, account.held), bodies)
         };
-        let alone = World::assemble(recording_renderer(), config(1));
-        let chunked = World::assemble(recording_renderer(), config(chunk));
+        let alone = World::with_config(config(1));
+        let chunked = World::with_config(config(chunk));
         let a = run(&alone);
         let b = run(&chunked);
         proptest::prop_assert_eq!(&a, &b);

@@ -10,8 +10,9 @@ use malipo_core::{Clock, Mode, Timestamp};
 use malipo_countries::Countries;
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
 use malipo_service::{
-    AgentCash, CashIn, CreateCharge, Done, EventRenderer, Idem, NewAgentCash, NewCharge, NewPin, NewSimulation, NewWallet, NewWalletLock,
-    NoRenderer, OpenWallet, Platform, ServiceConfig, ServiceError, SetPin, Simulate, UssdRequest, WalletDetails, WalletLock, WebhookConfig,
+    happened, AgentCash, CashIn, CreateCharge, Done, Happened, Idem, NewAgentCash, NewCharge, NewPin, NewSimulation, NewWallet,
+    NewWalletLock, OpenWallet, Platform, ServiceConfig, ServiceError, SetPin, Simulate, UssdRequest, WalletDetails, WalletLock,
+    WebhookConfig,
 };
 use malipo_store_memory::MemoryStore;
 use malipo_webhooks::SecretCipher;
@@ -34,21 +35,11 @@ pub(crate) struct World {
 
 impl World {
     pub(crate) fn new() -> Self {
-        Self::with_renderer(Arc::new(NoRenderer))
-    }
-
-    /// A world whose events are rendered by `renderer`.
-    pub(crate) fn with_renderer(renderer: Arc<dyn EventRenderer>) -> Self {
-        Self::assemble(renderer, ServiceConfig { payout_settle_chunk: 8, charge_settle_chunk: 8, ..ServiceConfig::default() })
+        Self::with_config(ServiceConfig { payout_settle_chunk: 8, charge_settle_chunk: 8, ..ServiceConfig::default() })
     }
 
     /// A world with these tunables.
     pub(crate) fn with_config(config: ServiceConfig) -> Self {
-        Self::assemble(Arc::new(NoRenderer), config)
-    }
-
-    /// A world whose events are rendered by `renderer`, with these tunables.
-    pub(crate) fn assemble(renderer: Arc<dyn EventRenderer>, config: ServiceConfig) -> Self {
         let micros = Arc::new(AtomicI64::new(START * 1_000_000));
         let mut clock = MockClock::new();
         let read = Arc::clone(&micros);
@@ -61,11 +52,20 @@ impl World {
             Arc::new(clock),
             config,
         )
-        .with_webhooks(renderer, SecretCipher::ephemeral(), WebhookConfig::default())
+        .with_webhooks(SecretCipher::ephemeral(), WebhookConfig::default())
         // Cheap Argon2id parameters, for the same reason.
         .with_passwords(Arc::new(malipo_auth::Passwords::with_params(8, 1, 1).unwrap()));
         platform.access().ensure_system_accounts().unwrap();
         World { platform, micros }
+    }
+
+    /// `who`'s events (of `kind`, or all) as the store holds them, oldest first, each with
+    /// what it reports decoded from its snapshot.
+    pub(crate) fn happened(&self, who: &Principal, kind: Option<&str>) -> Vec<(String, Happened)> {
+        let mut events = self.platform.webhooks().events(who, kind, None, 100).unwrap().data;
+        assert!(events.len() < 100, "one page holds them all");
+        events.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
+        events.into_iter().map(|e| (e.kind.clone(), happened(&e).expect("a snapshot"))).collect()
     }
 
     pub(crate) fn now(&self) -> Timestamp {

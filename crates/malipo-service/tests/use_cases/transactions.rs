@@ -219,7 +219,7 @@ impl Business {
         let mut previous_close: Option<MinorUnit> = None;
         while date <= last {
             let text = format!("{:04}-{:02}-{:02}", date.year(), u8::from(date.month()), date.day());
-            let r = transactions.daily(&org, &text, Some(account)).unwrap();
+            let r = transactions.daily(org, &text, Some(account)).unwrap();
             let d = &r.report;
             let day: Vec<&Transaction> = export.iter().filter(|t| t.created_at >= r.from && t.created_at < r.to).collect();
             assert_eq!(d.closing, d.opening.checked_add(d.credits).unwrap().checked_sub(d.debits).unwrap(), "{account} {text}");

@@ -33,7 +33,7 @@ fn answered(status: u16, retry_after: Option<u64>) -> SendOutcome {
 }
 
 #[test]
-fn a_job_is_signed_and_claimed_once_until_its_lease_lapses() {
+fn a_job_is_prepared_and_claimed_once_until_its_lease_lapses() {
     let world = World::new();
     let (_, endpoint) = one_due_delivery(&world);
     let jobs = claim(&world);
@@ -41,10 +41,12 @@ fn a_job_is_signed_and_claimed_once_until_its_lease_lapses() {
     let job = &jobs[0];
     assert_eq!(job.url, "https://hooks.example.com/malipo");
     assert_eq!(job.endpoint_id.as_str(), endpoint);
-    let header = |name: &str| job.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
-    assert_eq!(header("webhook-id"), Some(job.event_id.as_str()));
-    assert_eq!(header("webhook-timestamp"), Some(world.now().as_unix_seconds().to_string().as_str()));
-    assert!(header("webhook-signature").is_some_and(|s| s.starts_with("v1,")), "{:?}", job.headers);
+    // What the sender signs with: the event (its id is the `webhook-id`), the time now and the
+    // endpoint's secret (the HTTP channel renders and signs the request itself).
+    assert_eq!(job.event.id, job.event_id);
+    assert_eq!(job.event.kind, "charge.completed");
+    assert_eq!(job.timestamp, world.now().as_unix_seconds());
+    assert_eq!(job.previous_secret, None, "no rotation");
     assert!(claim(&world).is_empty(), "claimed: no one else gets it");
     // Nobody recorded an outcome (a crashed sender): after the send timeout (15 s) and the
     // lease margin (30 s), it is due again.

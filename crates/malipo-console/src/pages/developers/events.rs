@@ -201,7 +201,7 @@ pub(super) async fn detail(
     let page_of = EventPage {
         chrome,
         facts,
-        data: String::from_utf8_lossy(&e.data).into_owned(),
+        data: String::from_utf8_lossy(&(console.event_data)(e)).into_owned(),
         attempts,
         deliveries: detail.deliveries.len(),
         event_id: e.id.to_string(),

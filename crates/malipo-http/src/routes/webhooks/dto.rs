@@ -113,7 +113,8 @@ pub struct EventDto {
     pub mode: &'static str,
     /// The object's id (`ch_…`).
     pub object_id: String,
-    /// The full object at the time of the event.
+    /// The full object at the time of the event (rendered from the event's snapshot; an older
+    /// event's as stored).
     #[schema(value_type = Object)]
     pub data: Box<RawValue>,
 }
@@ -126,7 +127,7 @@ impl From<&Event> for EventDto {
             created_at: time(e.created_at),
             mode: e.mode.as_str(),
             object_id: e.object_id.clone(),
-            data: raw_json(&e.data),
+            data: raw_json(&crate::render::event_data(e)),
         }
     }
 }
