@@ -130,3 +130,26 @@ fn a_reversal_snapshot_has_the_pinned_form() {
         r#"{"v":1,"value":{"id":"rv_1","org_id":"org_1","mode":"test","original":{"Charge":"ch_1"},"original_transaction_id":"tx_1","amount":5000,"fee_reversed":50,"currency":"KES","reason":"customer returned goods","transaction_id":"tx_2","created_at":1764633660000000}}"#,
     );
 }
+
+/// An event's snapshot (`Happened`) is the outbox's row, read by every channel when it sends,
+/// maybe weeks later by a newer version: its form is pinned as the results' are.
+#[test]
+fn an_events_snapshot_has_the_pinned_form() {
+    let reversal = Reversal {
+        id: ReversalId::from_trusted("rv_1".into()),
+        org_id: OrgId::from_trusted("org_1".into()),
+        mode: Mode::Live,
+        original: ReversalOriginal::Charge(ChargeRef::from_trusted("ch_1".into())),
+        original_transaction_id: TransactionId::from_trusted("tx_1".into()),
+        amount: MinorUnit::new(5_000),
+        fee_reversed: MinorUnit::new(50),
+        currency: Currency::KES,
+        reason: "returned".into(),
+        transaction_id: TransactionId::from_trusted("tx_2".into()),
+        created_at: t(60),
+    };
+    pinned(
+        &malipo_service::Happened::Reversal(reversal),
+        r#"{"v":1,"value":{"Reversal":{"id":"rv_1","org_id":"org_1","mode":"live","original":{"Charge":"ch_1"},"original_transaction_id":"tx_1","amount":5000,"fee_reversed":50,"currency":"KES","reason":"returned","transaction_id":"tx_2","created_at":1764633660000000}}}"#,
+    );
+}
