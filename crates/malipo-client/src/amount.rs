@@ -38,20 +38,21 @@ pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Decimal, D:
 
 /// The same for an `Option<Decimal>`: `null` (or, with `#[serde(default)]`, absent) is `None`.
 pub(crate) mod option {
-    use super::*;
+    // By the crate path, not `super`: the module is this file's, not its parent's.
+    use crate::amount::{parse, Decimal, Deserialize, Deserializer, RawValue, Serializer};
 
-    /// Writes `Some` as [`super::serialize`] does, `None` as `null`.
+    /// Writes `Some` as [`crate::amount::serialize`] does, `None` as `null`.
     ///
     /// # Errors
     /// The serializer's.
     pub(crate) fn serialize<S: Serializer>(amount: &Option<Decimal>, s: S) -> Result<S::Ok, S::Error> {
         match amount {
-            Some(amount) => super::serialize(amount, s),
+            Some(amount) => crate::amount::serialize(amount, s),
             None => s.serialize_none(),
         }
     }
 
-    /// Reads `null` as `None`, a number or numeric string as [`super::deserialize`] does.
+    /// Reads `null` as `None`, a number or numeric string as [`crate::amount::deserialize`] does.
     ///
     /// # Errors
     /// When it is none of them.
