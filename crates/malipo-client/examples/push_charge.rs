@@ -10,7 +10,7 @@
 //! In the sandbox a number ending in `1001` declines, `1009` waits until simulated; see the
 //! contract's sandbox table. Exits 0 when the charge completed, 1 otherwise.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use malipo_client::{ChargeState, Client, NewCharge};
 use rust_decimal::Decimal;
@@ -28,18 +28,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let charge = client.charges().create(&NewCharge::new(msisdn, amount, reference)).await?;
     println!("{} {}: waiting for the customer", charge.charge_ref, charge.state.as_str());
     // A webhook tells a server at once; a script polls, with a deadline past the prompt's expiry.
-    let deadline = Instant::now() + Duration::from_secs(180);
-    let done = loop {
-        let now = client.charges().get(&charge.charge_ref).await?;
-        if now.state.is_final() || Instant::now() > deadline {
-            break now;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
-    match (done.state, done.failure_reason.as_deref()) {
+    let done = client.charges().wait(&charge.charge_ref, Duration::from_secs(180)).await?;
+    match (done.state, &done.failure_reason) {
         (ChargeState::Completed, _) => println!("{} completed (fee {} {})", done.charge_ref, done.fee, done.currency),
         (state, reason) => {
-            println!("{} {} ({})", done.charge_ref, state.as_str(), reason.unwrap_or("no reason given"));
+            let reason = reason.as_ref().map_or("no reason given", |r| r.as_str());
+            println!("{} {} ({reason})", done.charge_ref, state.as_str());
             std::process::exit(1);
         }
     }

@@ -90,6 +90,8 @@ mod tests {
         check::<AccountType>(AccountType::NAMES, |v| matches!(v, AccountType::Other(_)));
         check::<DeliveryState>(DeliveryState::NAMES, |v| matches!(v, DeliveryState::Other(_)));
         check::<FieldErrorCode>(FieldErrorCode::NAMES, |v| matches!(v, FieldErrorCode::Other(_)));
+        check::<crate::ChargeFailure>(crate::ChargeFailure::NAMES, |v| matches!(v, crate::ChargeFailure::Other(_)));
+        check::<crate::PayoutFailure>(crate::PayoutFailure::NAMES, |v| matches!(v, crate::PayoutFailure::Other(_)));
         assert_eq!(TransactionKind::CashIn.to_string(), "cash_in");
     }
 }

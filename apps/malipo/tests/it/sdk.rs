@@ -477,3 +477,12 @@ async fn a_422_is_answered_at_once_without_a_retry() {
     assert_eq!(e.code(), Some(&ErrorCode::ValidationFailed));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
+
+/// The client's failure reasons are the server's, name for name (an `Other` would hide a new one).
+#[test]
+fn the_clients_failure_reasons_are_the_servers() {
+    let charge: Vec<&str> = malipo_charges::FailureReason::ALL.iter().map(|r| r.as_str()).collect();
+    assert_eq!(charge, malipo_client::ChargeFailure::NAMES);
+    let payout: Vec<&str> = malipo_payouts::PayoutFailure::ALL.iter().map(|r| r.as_str()).collect();
+    assert_eq!(payout, malipo_client::PayoutFailure::NAMES);
+}

@@ -154,7 +154,7 @@ async fn an_agent_cashes_in_and_out_and_reads_its_float_through_the_client(db: D
     assert_eq!(agent_client.agents().float().await.unwrap().available, amount(5_251_900), "the cash and the commission");
     let declined = agent_client.agents().create_cash_out(&AgentCash::new(msisdn("1001"), amount(10_000))).await.unwrap();
     let declined = settle(&agent_client, &declined.withdrawal_ref).await;
-    assert_eq!((declined.state, declined.failure_reason.as_deref()), (ChargeState::Declined, Some("declined_by_customer")));
+    assert_eq!((declined.state, declined.failure_reason), (ChargeState::Declined, Some(malipo_client::ChargeFailure::DeclinedByCustomer)));
     assert_eq!(agent_client.agents().float().await.unwrap().available, amount(5_251_900), "a declined one moves nothing");
     assert_eq!(agent_client.agents().cash_out("wd_doesnotexist").await.unwrap_err().code(), Some(&ErrorCode::NotFound));
     // A merchant's key pair has no agent scope.

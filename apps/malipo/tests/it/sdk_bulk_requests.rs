@@ -210,7 +210,7 @@ async fn a_json_batch_is_rejected_with_its_reason_and_pays_nothing(db: Db) {
 
     let items: Vec<_> = maker.bulk_payouts().items(&id, Some(PayoutState::Failed)).stream().try_collect().await.unwrap();
     assert_eq!(items.len(), 2);
-    assert!(items.iter().all(|p| p.failure_reason.as_deref() == Some("bulk_payout_rejected")), "{items:?}");
+    assert!(items.iter().all(|p| p.failure_reason == Some(malipo_client::PayoutFailure::BulkPayoutRejected)), "{items:?}");
     assert_eq!(maker.accounts().balance(AccountKind::Payout).await.unwrap().available, before, "nothing paid or held");
     let missing = checker.bulk_payouts().get("bp_doesnotexist").await.unwrap_err();
     assert_eq!(missing.code(), Some(&ErrorCode::NotFound));

@@ -240,7 +240,7 @@ async fn a_test_wallet_is_topped_up_and_its_charges_simulated(db: Db) {
     assert_eq!(charge.state, ChargeState::Pending);
     let approved = sandbox.simulate(&charge.charge_ref, SimulatedAction::Approve).await.unwrap();
     assert_eq!((approved.charge_ref.as_str(), approved.state), (charge.charge_ref.as_str(), ChargeState::Completed));
-    assert_eq!((approved.amount, approved.fee, approved.failure_reason.as_deref()), (amount(25_000), amount(200), None));
+    assert_eq!((approved.amount, approved.fee, approved.failure_reason.clone()), (amount(25_000), amount(200), None));
     assert!(approved.transaction_id.as_deref().is_some_and(|t| t.starts_with("tx_")) && approved.completed_at.is_some());
     assert_eq!(merchant.charges().get(&charge.charge_ref).await.unwrap(), approved, "the answer is the charge as stored");
     assert_eq!(sandbox.wallet(&SandboxWallet::new(n.as_str())).await.unwrap().balance, amount(25_000), "500 - 250");
@@ -258,8 +258,8 @@ async fn a_test_wallet_is_topped_up_and_its_charges_simulated(db: Db) {
     let other = merchant.charges().create(&NewCharge::new(n.as_str(), amount(10_000), "SDK-SIM-2")).await.unwrap();
     let declined = sandbox.simulate_with_key(&other.charge_ref, SimulatedAction::Decline, &format!("decline-{n}")).await.unwrap();
     assert_eq!(
-        (declined.state, declined.failure_reason.as_deref(), declined.transaction_id.as_deref()),
-        (ChargeState::Declined, Some("declined_by_customer"), None)
+        (declined.state, declined.failure_reason.clone(), declined.transaction_id.as_deref()),
+        (ChargeState::Declined, Some(malipo_client::ChargeFailure::DeclinedByCustomer), None)
     );
     let replayed = sandbox.simulate_with_key(&other.charge_ref, SimulatedAction::Decline, &format!("decline-{n}")).await.unwrap();
     assert_eq!(replayed, declined, "the same key replays the first answer");
@@ -271,7 +271,7 @@ async fn a_test_wallet_is_topped_up_and_its_charges_simulated(db: Db) {
     let wrong = sandbox.simulate(&third.charge_ref, SimulatedAction::WrongPin).await.unwrap();
     assert_eq!((wrong.state, wrong.failure_reason), (ChargeState::Pending, None));
     let expired = sandbox.simulate(&third.charge_ref, SimulatedAction::Expire).await.unwrap();
-    assert_eq!((expired.state, expired.failure_reason.as_deref()), (ChargeState::Expired, Some("expired")));
+    assert_eq!((expired.state, expired.failure_reason), (ChargeState::Expired, Some(malipo_client::ChargeFailure::Expired)));
     let missing = sandbox.simulate("ch_0000000000000000000000", SimulatedAction::Approve).await.unwrap_err();
     assert_eq!(missing.code(), Some(&ErrorCode::NotFound));
     let bad = sandbox.wallet(&SandboxWallet::new(n.as_str()).balance(amount(-100))).await.unwrap_err();

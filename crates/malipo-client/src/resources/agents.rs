@@ -90,7 +90,7 @@ pub struct CashOut {
     /// The currency (ISO 4217).
     pub currency: String,
     /// Why it did not complete.
-    pub failure_reason: Option<String>,
+    pub failure_reason: Option<crate::ChargeFailure>,
     /// The ledger transaction of a completed cash-out.
     pub transaction_id: Option<String>,
     /// RFC 3339, UTC.

@@ -10,6 +10,20 @@ use crate::client::{new_key, Call};
 use crate::operations as ops;
 use crate::{Client, Error, List, Mode};
 
+crate::names::names! {
+    /// Why a charge (or an agent's cash-out) failed, was declined or expired.
+    ChargeFailure {
+        DeclinedByCustomer = "declined_by_customer": "the payer declined the prompt.",
+        PinAttemptsExceeded = "pin_attempts_exceeded": "too many wrong PINs; the wallet is locked.",
+        Expired = "expired": "no answer within the charge's time to live.",
+        PayerNotFound = "payer_not_found": "the number has no wallet.",
+        WalletLocked = "wallet_locked": "the payer's wallet is locked.",
+        LimitExceeded = "limit_exceeded": "a KYC tier or daily limit would be exceeded.",
+        InsufficientFunds = "insufficient_funds": "the payer's wallet is short.",
+        ProcessingError = "processing_error": "posting failed.",
+    }
+}
+
 /// How often [`Charges::wait`] reads the charge.
 const POLL: Duration = Duration::from_millis(250);
 
@@ -79,7 +93,7 @@ pub struct Charge {
     /// The integrator's description.
     pub description: Option<String>,
     /// Why it failed, declined or expired.
-    pub failure_reason: Option<String>,
+    pub failure_reason: Option<ChargeFailure>,
     /// The ledger transaction of a completed charge.
     pub transaction_id: Option<String>,
     /// RFC 3339, UTC.

@@ -10,6 +10,17 @@ use crate::client::{new_key, Call};
 use crate::operations as ops;
 use crate::{Client, Error, List, Mode};
 
+crate::names::names! {
+    /// Why a payout failed.
+    PayoutFailure {
+        PayeeNotFound = "payee_not_found": "the number has no wallet.",
+        WalletLocked = "wallet_locked": "the payee's wallet is locked.",
+        LimitExceeded = "limit_exceeded": "the payee's KYC tier or balance limit would be exceeded.",
+        BulkPayoutRejected = "bulk_payout_rejected": "its batch was rejected by the checker.",
+        ProcessingError = "processing_error": "posting failed.",
+    }
+}
+
 /// How often [`Payouts::wait`] reads the payout.
 const POLL: Duration = Duration::from_millis(250);
 
@@ -67,7 +78,7 @@ pub struct Payout {
     /// The text the payee sees.
     pub narration: Option<String>,
     /// Why it failed.
-    pub failure_reason: Option<String>,
+    pub failure_reason: Option<PayoutFailure>,
     /// The ledger transaction of a completed payout.
     pub transaction_id: Option<String>,
     /// The bulk payout it is an item of.

@@ -155,10 +155,12 @@ pub struct DailyReport {
     pub date: String,
     /// The organisation's country's time zone.
     pub time_zone: String,
-    /// The day's start (RFC 3339, UTC; text, as [`Transactions::reconcile`] passes it on).
-    pub from: String,
-    /// The next day's start (RFC 3339, UTC; text, as [`Transactions::reconcile`] passes it on).
-    pub to: String,
+    /// The day's start (RFC 3339, UTC).
+    #[serde(with = "time::serde::rfc3339")]
+    pub from: OffsetDateTime,
+    /// The next day's start (RFC 3339, UTC): the day is `[from, to)`.
+    #[serde(with = "time::serde::rfc3339")]
+    pub to: OffsetDateTime,
     /// The account.
     pub account: String,
     /// The currency (ISO 4217).
@@ -306,7 +308,7 @@ impl Transactions<'_> {
     /// As every call ([`Error`]); [`Error::Decode`] for an export that is not the contract's CSV.
     pub async fn reconcile(&self, date: &str, account: Option<&str>) -> Result<Reconciliation, Error> {
         let report = self.daily(date, account).await?;
-        let filter = TransactionFilter::default().account(report.account.clone()).between(report.from.clone(), report.to.clone());
+        let filter = TransactionFilter::default().account(report.account.clone()).between(report.from, report.to);
         let mut csv_bytes = Vec::new();
         self.export(&filter, &mut csv_bytes).await?;
         let totals = Totals::of_export(&csv_bytes)?;
