@@ -5,7 +5,9 @@
    `super::x` and a parent's `mod child;` are edges);
 2. no trait in `crates/malipo-service/src` with more than 20 methods;
 3. no source file over 600 lines, not counting its inline `#[cfg(test)]` module (test files and
-   `tests/` directories are not counted at all).
+   `tests/` directories are not counted at all);
+4. the service's shared rules (NARROW below) name the ports they use: none of them takes the whole
+   `dyn Tx`; a file joins the list when its functions are narrowed, and never leaves it.
 
 Exits non-zero, naming each violation. Standard library only.
 """
@@ -16,6 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MAX_TRAIT_METHODS = 20
 MAX_FILE_LINES = 600
+NARROW = [
+    "core.rs", "events.rs", "limits.rs", "customers.rs", "lifecycle.rs", "processing.rs", "payouts/worker.rs",
+    "reversals.rs", "people/failures.rs", "webhooks/delivery.rs", "webhooks/model.rs",
+]
 
 
 def crates():
@@ -190,12 +196,16 @@ def main() -> int:
     for f, name, n in trait_sizes(ROOT / "crates/malipo-service/src"):
         if n > MAX_TRAIT_METHODS:
             problems.append(f"{f.relative_to(ROOT)}: trait {name} has {n} methods; at most {MAX_TRAIT_METHODS}")
+    for name in NARROW:
+        f = ROOT / "crates/malipo-service/src" / name
+        if re.search(r"\bdyn\s+Tx\b", strip_comments(non_test_part(f.read_text()))):
+            problems.append(f"{f.relative_to(ROOT)}: takes the whole `dyn Tx`; bound it to the ports it uses")
     for p in problems:
         print(p)
     if problems:
         print(f"{len(problems)} shape rule(s) broken (see scripts/check-shape.py)")
         return 1
-    print("shape: no import circles, no trait over 20 methods, no file over 600 lines")
+    print("shape: no import circles, no trait over 20 methods, no file over 600 lines, shared rules on narrow ports")
     return 0
 
 

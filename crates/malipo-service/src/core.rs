@@ -16,7 +16,7 @@ use malipo_webhooks::SecretCipher;
 use crate::config::{ServiceConfig, WebhookConfig};
 use crate::error::ServiceError;
 use crate::group::GroupCommit;
-use crate::ports::{AccountKey, Store, Tx};
+use crate::ports::{AccountKey, AuthRepo, LedgerRepo, Store};
 
 /// Hears about state changes (for metrics). The default hears nothing.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
@@ -155,7 +155,13 @@ impl Core {
     ///
     /// # Errors
     /// [`ServiceError::Internal`] when the organisation has no such account; storage failures.
-    pub(crate) fn org_account_id(&self, tx: &mut dyn Tx, org_id: &OrgId, mode: Mode, kind: AccountKind) -> Result<AccountId, ServiceError> {
+    pub(crate) fn org_account_id(
+        &self,
+        tx: &mut (impl LedgerRepo + ?Sized),
+        org_id: &OrgId,
+        mode: Mode,
+        kind: AccountKind,
+    ) -> Result<AccountId, ServiceError> {
         self.account_id(tx, AccountKey::Org { org_id: org_id.clone(), mode, kind })?
             .ok_or_else(|| ServiceError::Internal(format!("organisation {org_id} has no {mode} {kind} account")))
     }
@@ -170,7 +176,7 @@ impl Core {
     }
 
     /// The id of the account `key` finds, cached once found (an account's id never changes).
-    fn account_id(&self, tx: &mut dyn Tx, key: AccountKey) -> Result<Option<AccountId>, ServiceError> {
+    fn account_id(&self, tx: &mut (impl LedgerRepo + ?Sized), key: AccountKey) -> Result<Option<AccountId>, ServiceError> {
         if let Some(id) = self.cached_account_id(&key) {
             return Ok(Some(id));
         }
@@ -184,7 +190,7 @@ impl Core {
     ///
     /// # Errors
     /// Storage failures.
-    pub(crate) fn payee_name(&self, tx: &mut dyn Tx, org_id: &OrgId) -> Result<String, ServiceError> {
+    pub(crate) fn payee_name(&self, tx: &mut (impl AuthRepo + ?Sized), org_id: &OrgId) -> Result<String, ServiceError> {
         if let Some(name) = self.org_names.lock().unwrap_or_else(PoisonError::into_inner).get(org_id) {
             return Ok(name.clone());
         }
@@ -203,7 +209,7 @@ impl Core {
     /// [`ServiceError::Internal`] when it is missing (the migrations open one per served currency).
     pub(crate) fn system_account(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl LedgerRepo + ?Sized),
         mode: Mode,
         currency: Currency,
         kind: AccountKind,

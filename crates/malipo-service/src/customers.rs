@@ -12,7 +12,7 @@ use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine};
 
 use crate::core::Core;
 use crate::error::{ServiceError, StoreError};
-use crate::ports::{Tx, Wallet, WalletState};
+use crate::ports::{LedgerRepo, Wallet, WalletRepo, WalletState};
 
 /// Test wallets start with 1,000,000.00 in their currency.
 const TEST_WALLET_MAJOR_UNITS: i64 = 1_000_000;
@@ -22,12 +22,22 @@ pub(crate) struct Customers<'a>(pub(crate) &'a Core);
 
 impl Customers<'_> {
     /// The test wallet of a number, opened and funded with test money on first use.
-    pub(crate) fn ensure_test_wallet(&self, tx: &mut dyn Tx, msisdn: &Msisdn, now: Timestamp) -> Result<Wallet, ServiceError> {
+    pub(crate) fn ensure_test_wallet(
+        &self,
+        tx: &mut (impl WalletRepo + LedgerRepo + ?Sized),
+        msisdn: &Msisdn,
+        now: Timestamp,
+    ) -> Result<Wallet, ServiceError> {
         Ok(self.test_wallet(tx, msisdn, now)?.0)
     }
 
     /// As [`Customers::ensure_test_wallet`], and whether it was opened by this call.
-    pub(crate) fn test_wallet(&self, tx: &mut dyn Tx, msisdn: &Msisdn, now: Timestamp) -> Result<(Wallet, bool), ServiceError> {
+    pub(crate) fn test_wallet(
+        &self,
+        tx: &mut (impl WalletRepo + LedgerRepo + ?Sized),
+        msisdn: &Msisdn,
+        now: Timestamp,
+    ) -> Result<(Wallet, bool), ServiceError> {
         if let Some(w) = tx.wallet(Mode::Test, msisdn)? {
             return Ok((w, false));
         }
@@ -36,7 +46,12 @@ impl Customers<'_> {
 
     /// Opens and funds the test wallet of a number this transaction found without one (a
     /// concurrent first use makes the insert a duplicate, and the transaction is run again).
-    fn open_test_wallet(&self, tx: &mut dyn Tx, msisdn: &Msisdn, now: Timestamp) -> Result<Wallet, ServiceError> {
+    fn open_test_wallet(
+        &self,
+        tx: &mut (impl WalletRepo + LedgerRepo + ?Sized),
+        msisdn: &Msisdn,
+        now: Timestamp,
+    ) -> Result<Wallet, ServiceError> {
         let (wallet, funding) = self.open_unfunded_test_wallet(tx, msisdn, now)?;
         // Every caller fails its transaction with a failed opening: no savepoint of its own.
         tx.post_journal_whole(&funding)?;
@@ -46,7 +61,12 @@ impl Customers<'_> {
     /// [`Customers::open_test_wallet`] without posting its funding: the journal is returned, for
     /// the caller to post in this transaction before any debit of the wallet (with the debit's
     /// own journal, in one write of their rows).
-    fn open_unfunded_test_wallet(&self, tx: &mut dyn Tx, msisdn: &Msisdn, now: Timestamp) -> Result<(Wallet, Journal), ServiceError> {
+    fn open_unfunded_test_wallet(
+        &self,
+        tx: &mut (impl WalletRepo + LedgerRepo + ?Sized),
+        msisdn: &Msisdn,
+        now: Timestamp,
+    ) -> Result<(Wallet, Journal), ServiceError> {
         let country =
             self.0.countries.for_msisdn(msisdn).map_err(|e| ServiceError::field("msisdn", "invalid_msisdn", format!("msisdn {e}")))?;
         let account = Account::open(None, Mode::Test, AccountKind::Wallet, country.currency, Some(msisdn.to_string()), now);
@@ -101,7 +121,7 @@ impl Customers<'_> {
     /// Storage failures.
     pub(crate) fn payer_wallet(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl WalletRepo + LedgerRepo + ?Sized),
         mode: Mode,
         msisdn: &Msisdn,
         now: Timestamp,
@@ -125,7 +145,7 @@ impl Customers<'_> {
     /// Storage failures.
     pub(crate) fn payer_wallet_unfunded(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl WalletRepo + LedgerRepo + ?Sized),
         mode: Mode,
         msisdn: &Msisdn,
         now: Timestamp,
@@ -151,7 +171,7 @@ impl Customers<'_> {
     /// [`ServiceError::Validation`] (`wallet_not_found` under `field`), [`ServiceError::WalletLocked`].
     pub(crate) fn movement_wallet(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl WalletRepo + LedgerRepo + ?Sized),
         mode: Mode,
         msisdn: &Msisdn,
         field: &str,

@@ -15,7 +15,7 @@ use malipo_webhooks::{Delivery, DeliveryState, Event, Summary};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ServiceError;
-use crate::ports::Tx;
+use crate::ports::{EndpointRepo, OutboxRepo};
 use crate::snapshot;
 
 /// What an event reports: the domain value as it was when the event was written.
@@ -116,7 +116,12 @@ impl Events {
     ///
     /// # Errors
     /// Storage failures (which fail the caller's transaction).
-    pub(crate) fn emit(&self, tx: &mut dyn Tx, new: NewEvent<'_>, now: Timestamp) -> Result<(), ServiceError> {
+    pub(crate) fn emit(
+        &self,
+        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
+        new: NewEvent<'_>,
+        now: Timestamp,
+    ) -> Result<(), ServiceError> {
         self.emit_all(tx, vec![event_of(new, now)?], now)
     }
 
@@ -125,7 +130,12 @@ impl Events {
     ///
     /// # Errors
     /// Storage failures (which fail the caller's transaction).
-    pub(crate) fn emit_all(&self, tx: &mut dyn Tx, events: Vec<Event>, now: Timestamp) -> Result<(), ServiceError> {
+    pub(crate) fn emit_all(
+        &self,
+        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
+        events: Vec<Event>,
+        now: Timestamp,
+    ) -> Result<(), ServiceError> {
         match events.as_slice() {
             [] => return Ok(()),
             [one] => tx.insert_event(one)?,
@@ -145,7 +155,12 @@ impl Events {
     ///
     /// # Errors
     /// As [`Events::emit`].
-    pub(crate) fn charge(&self, tx: &mut dyn Tx, charge: &Charge, now: Timestamp) -> Result<(), ServiceError> {
+    pub(crate) fn charge(
+        &self,
+        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
+        charge: &Charge,
+        now: Timestamp,
+    ) -> Result<(), ServiceError> {
         self.emit_all(tx, self.charge_event(charge, now)?.into_iter().collect(), now)
     }
 
@@ -189,7 +204,13 @@ impl Events {
     ///
     /// # Errors
     /// As [`Events::emit`].
-    pub(crate) fn payout(&self, tx: &mut dyn Tx, payout: &Payout, available: MinorUnit, now: Timestamp) -> Result<(), ServiceError> {
+    pub(crate) fn payout(
+        &self,
+        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
+        payout: &Payout,
+        available: MinorUnit,
+        now: Timestamp,
+    ) -> Result<(), ServiceError> {
         let kind = match payout.state {
             PayoutState::Completed => "payout.completed",
             PayoutState::Failed => "payout.failed",
@@ -204,7 +225,12 @@ impl Events {
     ///
     /// # Errors
     /// As [`Events::emit`].
-    pub(crate) fn bulk_payout(&self, tx: &mut dyn Tx, batch: &BulkPayout, now: Timestamp) -> Result<(), ServiceError> {
+    pub(crate) fn bulk_payout(
+        &self,
+        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
+        batch: &BulkPayout,
+        now: Timestamp,
+    ) -> Result<(), ServiceError> {
         let kind = match batch.state {
             BatchState::Processing => "bulk_payout.approved",
             BatchState::Rejected => "bulk_payout.rejected",
@@ -220,7 +246,12 @@ impl Events {
     ///
     /// # Errors
     /// As [`Events::emit`].
-    pub(crate) fn reversal(&self, tx: &mut dyn Tx, reversal: &Reversal, now: Timestamp) -> Result<(), ServiceError> {
+    pub(crate) fn reversal(
+        &self,
+        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
+        reversal: &Reversal,
+        now: Timestamp,
+    ) -> Result<(), ServiceError> {
         let new = NewEvent {
             org_id: &reversal.org_id,
             mode: reversal.mode,
@@ -238,7 +269,12 @@ impl Events {
     ///
     /// # Errors
     /// As [`Events::emit`].
-    pub(crate) fn payment_request(&self, tx: &mut dyn Tx, request: &PaymentRequest, now: Timestamp) -> Result<(), ServiceError> {
+    pub(crate) fn payment_request(
+        &self,
+        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
+        request: &PaymentRequest,
+        now: Timestamp,
+    ) -> Result<(), ServiceError> {
         let kind = match request.state {
             RequestState::Paid => "payment_request.paid",
             RequestState::Expired => "payment_request.expired",

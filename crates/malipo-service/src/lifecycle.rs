@@ -12,7 +12,7 @@ use crate::customers::Customers;
 use crate::error::{ServiceError, StoreError};
 use crate::events::Events;
 use crate::limits::Limits;
-use crate::ports::{Tx, Wallet, WalletState};
+use crate::ports::{ChargeFlow, Wallet, WalletState};
 
 /// The lock reason of a wallet locked by wrong PINs.
 pub const PIN_LOCKOUT_REASON: &str = "pin_attempts_exceeded";
@@ -71,7 +71,7 @@ impl Lifecycle<'_> {
     /// Applies an event and stores the charge.
     pub(crate) fn apply(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ChargeFlow + ?Sized),
         charge: &mut Charge,
         event: ChargeEvent,
         now: Timestamp,
@@ -90,7 +90,7 @@ impl Lifecycle<'_> {
     /// Storage failures.
     pub(crate) fn live_refusal(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ChargeFlow + ?Sized),
         mode: Mode,
         payer: &Msisdn,
         (amount, debit): (MinorUnit, MinorUnit),
@@ -104,7 +104,7 @@ impl Lifecycle<'_> {
     }
 
     /// Waits for the customer until the charge expires.
-    pub(crate) fn park(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp) -> Result<(), ServiceError> {
+    pub(crate) fn park(&self, tx: &mut (impl ChargeFlow + ?Sized), charge: &mut Charge, now: Timestamp) -> Result<(), ServiceError> {
         charge.next_action_at = Some(charge.expires_at);
         charge.updated_at = now;
         tx.update_charge(charge)?;
@@ -117,7 +117,7 @@ impl Lifecycle<'_> {
     /// has locked it already (and holds it as it is).
     pub(crate) fn authorise(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ChargeFlow + ?Sized),
         charge: &mut Charge,
         now: Timestamp,
         entered: &mut Entered,
@@ -181,7 +181,13 @@ impl Lifecycle<'_> {
     /// Posts the charge: the payer pays `amount`, the merchant gets `amount - fee`, revenue the
     /// fee. A cash-out: the customer pays `amount + fee`, the agent's float gets `amount` and its
     /// commission, revenue the rest of the fee.
-    pub(crate) fn complete(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
+    pub(crate) fn complete(
+        &self,
+        tx: &mut (impl ChargeFlow + ?Sized),
+        charge: &mut Charge,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<(), ServiceError> {
         self.pay(tx, charge, now, entered, Prior { held: true, authorised: None, funding: None })
     }
 
@@ -189,7 +195,7 @@ impl Lifecycle<'_> {
     /// opened for it.
     fn refuse(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ChargeFlow + ?Sized),
         charge: &mut Charge,
         reason: FailureReason,
         now: Timestamp,
@@ -203,7 +209,14 @@ impl Lifecycle<'_> {
     }
 
     /// [`Lifecycle::complete`], after what the approval left to it (`prior`).
-    fn pay(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered, prior: Prior) -> Result<(), ServiceError> {
+    fn pay(
+        &self,
+        tx: &mut (impl ChargeFlow + ?Sized),
+        charge: &mut Charge,
+        now: Timestamp,
+        entered: &mut Entered,
+        prior: Prior,
+    ) -> Result<(), ServiceError> {
         let payer = charge
             .payer_account
             .clone()
@@ -250,7 +263,7 @@ impl Lifecycle<'_> {
     /// Releases an authorised charge's reservation and fails it `processing_error`.
     pub(crate) fn release_and_fail(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ChargeFlow + ?Sized),
         charge: &mut Charge,
         now: Timestamp,
         entered: &mut Entered,
@@ -265,7 +278,7 @@ impl Lifecycle<'_> {
     /// (`current` is the charge already locked by the caller, if any).
     pub(crate) fn lock_out(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ChargeFlow + ?Sized),
         wallet: &mut Wallet,
         current: Option<&mut Charge>,
         now: Timestamp,
@@ -283,7 +296,7 @@ impl Lifecycle<'_> {
     /// one the caller has locked already, if any.
     pub(crate) fn end_pending_prompts(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ChargeFlow + ?Sized),
         wallet: &Wallet,
         event: ChargeEvent,
         mut current: Option<&mut Charge>,

@@ -8,7 +8,7 @@ use malipo_ledger::Account;
 
 use crate::core::Core;
 use crate::error::ServiceError;
-use crate::ports::{Tx, Wallet};
+use crate::ports::{LedgerRepo, Wallet};
 
 /// A wallet with its account, its tier's limits and what it has used of today's.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -53,13 +53,18 @@ impl<'a> Limits<'a> {
         country.tier(wallet.kyc_tier).ok_or_else(|| ServiceError::Internal(format!("{} has no KYC tier {}", country.code, wallet.kyc_tier)))
     }
 
-    fn account(tx: &mut dyn Tx, wallet: &Wallet) -> Result<Account, ServiceError> {
+    fn account(tx: &mut (impl LedgerRepo + ?Sized), wallet: &Wallet) -> Result<Account, ServiceError> {
         tx.account(&wallet.account_id)?.ok_or_else(|| ServiceError::Internal("wallet without account".into()))
     }
 
     /// The wallet's account and what left the wallet on the country's current local day: posted
     /// debits plus reservations (one read).
-    fn account_and_daily_used(&self, tx: &mut dyn Tx, wallet: &Wallet, now: Timestamp) -> Result<(Account, MinorUnit), ServiceError> {
+    fn account_and_daily_used(
+        &self,
+        tx: &mut (impl LedgerRepo + ?Sized),
+        wallet: &Wallet,
+        now: Timestamp,
+    ) -> Result<(Account, MinorUnit), ServiceError> {
         let (day_start, _) = self.country(wallet)?.local_day(now);
         let (account, posted) = tx
             .account_with_debits_since(&wallet.account_id, day_start)?
@@ -75,7 +80,7 @@ impl<'a> Limits<'a> {
     /// Storage failures.
     pub(crate) fn check_debit(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl LedgerRepo + ?Sized),
         wallet: &Wallet,
         amount: MinorUnit,
         debit: MinorUnit,
@@ -105,7 +110,7 @@ impl<'a> Limits<'a> {
     /// Storage failures.
     pub(crate) fn check_credit(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl LedgerRepo + ?Sized),
         wallet: &Wallet,
         amount: MinorUnit,
     ) -> Result<Result<(), LimitBreach>, ServiceError> {
@@ -118,7 +123,12 @@ impl<'a> Limits<'a> {
     ///
     /// # Errors
     /// Storage failures; [`ServiceError::Internal`] for a wallet without account or tier.
-    pub(crate) fn details(&self, tx: &mut dyn Tx, wallet: &Wallet, now: Timestamp) -> Result<WalletDetails, ServiceError> {
+    pub(crate) fn details(
+        &self,
+        tx: &mut (impl LedgerRepo + ?Sized),
+        wallet: &Wallet,
+        now: Timestamp,
+    ) -> Result<WalletDetails, ServiceError> {
         let (account, daily_used) = self.account_and_daily_used(tx, wallet, now)?;
         let tier = self.tier(wallet)?.clone();
         Ok(WalletDetails { wallet: wallet.clone(), account, tier, daily_used })

@@ -9,7 +9,7 @@ use crate::core::Core;
 use crate::customers::Customers;
 use crate::error::{ServiceError, StoreError};
 use crate::lifecycle::{Entered, Funds, Lifecycle};
-use crate::ports::{write, Tx, WalletState};
+use crate::ports::{write, ChargeFlow, WalletState};
 
 /// The charge worker's use cases.
 pub struct Processing<'a> {
@@ -152,7 +152,7 @@ impl<'a> Processing<'a> {
     /// charge's mode (`None`: no such charge).
     pub(crate) fn steps(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ChargeFlow + ?Sized),
         id: &ChargeRef,
         now: Timestamp,
         claim: Option<Timestamp>,
@@ -170,7 +170,7 @@ impl<'a> Processing<'a> {
     /// row is).
     pub(crate) fn steps_on(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ChargeFlow + ?Sized),
         charge: &mut Charge,
         now: Timestamp,
         mut claim: Option<Timestamp>,
@@ -254,7 +254,13 @@ impl<'a> Processing<'a> {
     /// One step of a locked charge. Returns whether more work is due at once.
     /// `claim` is the lease the charge was claimed with (first step), or `None` for a follow-up
     /// step this worker made due itself.
-    fn step(&self, tx: &mut dyn Tx, id: &ChargeRef, now: Timestamp, claim: Option<Timestamp>) -> Result<(bool, Entered), ServiceError> {
+    fn step(
+        &self,
+        tx: &mut (impl ChargeFlow + ?Sized),
+        id: &ChargeRef,
+        now: Timestamp,
+        claim: Option<Timestamp>,
+    ) -> Result<(bool, Entered), ServiceError> {
         let Some(mut charge) = tx.lock_charge(id)? else {
             return Ok((false, vec![]));
         };
@@ -265,7 +271,7 @@ impl<'a> Processing<'a> {
     /// the payer's money as `funds` says.
     fn step_locked(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ChargeFlow + ?Sized),
         charge: &mut Charge,
         now: Timestamp,
         claim: Option<Timestamp>,
@@ -296,7 +302,7 @@ impl<'a> Processing<'a> {
 
     fn sandbox_decide(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ChargeFlow + ?Sized),
         charge: &mut Charge,
         now: Timestamp,
         entered: &mut Entered,
@@ -327,7 +333,13 @@ impl<'a> Processing<'a> {
     /// Live mode: fail at once when the payer cannot pay at all (no wallet, locked, over a
     /// limit); otherwise wait for the customer. Creation parks a charge whose payer could pay
     /// then, so this runs for the others (and for cash-outs).
-    fn live_check(&self, tx: &mut dyn Tx, charge: &mut Charge, now: Timestamp, entered: &mut Entered) -> Result<(), ServiceError> {
+    fn live_check(
+        &self,
+        tx: &mut (impl ChargeFlow + ?Sized),
+        charge: &mut Charge,
+        now: Timestamp,
+        entered: &mut Entered,
+    ) -> Result<(), ServiceError> {
         let lifecycle = self.lifecycle();
         match lifecycle.live_refusal(tx, charge.mode, &charge.payer_msisdn, (charge.amount, charge.payer_debit()?), now)? {
             Some(reason) => lifecycle.apply(tx, charge, ChargeEvent::PayerFailure(reason), now, entered),
@@ -336,7 +348,7 @@ impl<'a> Processing<'a> {
     }
 
     /// After a failed posting: release the reservation and fail the charge `processing_error`.
-    fn fail_processing(&self, tx: &mut dyn Tx, id: &ChargeRef, now: Timestamp) -> Result<Entered, ServiceError> {
+    fn fail_processing(&self, tx: &mut (impl ChargeFlow + ?Sized), id: &ChargeRef, now: Timestamp) -> Result<Entered, ServiceError> {
         let mut entered = vec![];
         if let Some(mut charge) = tx.lock_charge(id)? {
             if charge.state == ChargeState::Authorised {

@@ -15,7 +15,7 @@ use crate::events::Events;
 use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, report, Tx};
+use crate::ports::{read, report, ReversalFlow};
 
 /// The original as found, locked: what the reversal computes with.
 struct Original {
@@ -66,7 +66,13 @@ impl<'a> Reversals<'a> {
         self.core.idempotent(idem, |tx| self.reverse(tx, principal, command, now))
     }
 
-    fn reverse(&self, tx: &mut dyn Tx, principal: &Principal, command: &CreateReversal, now: Timestamp) -> Result<Reversal, ServiceError> {
+    fn reverse(
+        &self,
+        tx: &mut (impl ReversalFlow + ?Sized),
+        principal: &Principal,
+        command: &CreateReversal,
+        now: Timestamp,
+    ) -> Result<Reversal, ServiceError> {
         let CreateReversal { target, amount: requested, reason } = command;
         let requested = *requested;
         let original = match target {
@@ -133,7 +139,7 @@ impl<'a> Reversals<'a> {
     /// `amount - fee share`, revenue the fee share.
     fn charge_lines(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ReversalFlow + ?Sized),
         principal: &Principal,
         id: &ChargeRef,
         requested: Option<MinorUnit>,
@@ -172,7 +178,7 @@ impl<'a> Reversals<'a> {
     /// account gets it and the fee share, which revenue gives back.
     fn payout_lines(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ReversalFlow + ?Sized),
         principal: &Principal,
         id: &PayoutRef,
         requested: Option<MinorUnit>,

@@ -12,7 +12,7 @@ use crate::core::Core;
 use crate::error::ServiceError;
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, report, PostingQuery, StatementLine, Tx};
+use crate::ports::{read, report, LedgerRepo, PostingQuery, StatementLine, Tx};
 
 /// What `GET /transactions` and the export select.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -283,7 +283,7 @@ fn local_day(country: &Country, date: time::Date) -> (Timestamp, Timestamp) {
 /// by `seq` keeps to the account's index however long the history before it. `up_to` is
 /// `Some(0)` when nothing was posted before `to`.
 fn run_of(
-    tx: &mut dyn Tx,
+    tx: &mut (impl LedgerRepo + ?Sized),
     account: &Account,
     from: Option<Timestamp>,
     to: Option<Timestamp>,
@@ -306,7 +306,7 @@ fn short_of_extent(stream: &AccountStream, len: usize, last: Option<i64>, n: usi
 }
 
 /// The sequence number of the account's newest posting (0 when it has none).
-fn newest_seq(tx: &mut dyn Tx, account: &Account) -> Result<i64, ServiceError> {
+fn newest_seq(tx: &mut (impl LedgerRepo + ?Sized), account: &Account) -> Result<i64, ServiceError> {
     let q = PostingQuery { newest_first: true, ..PostingQuery::oldest_first(account.id.clone(), 1) };
     Ok(tx.account_postings(&q)?.first().map_or(0, |l| l.seq))
 }
@@ -318,7 +318,7 @@ fn transaction(account: &Account, line: StatementLine) -> Result<Transaction, Se
 
 /// The organisation's accounts that an `account` parameter names: every one when absent, the one
 /// of a kind (`collection`, …), or one by `acc_` id.
-fn accounts(tx: &mut dyn Tx, org_id: &OrgId, mode: Mode, account: Option<&str>) -> Result<Vec<Account>, ServiceError> {
+fn accounts(tx: &mut (impl LedgerRepo + ?Sized), org_id: &OrgId, mode: Mode, account: Option<&str>) -> Result<Vec<Account>, ServiceError> {
     let own = tx.org_accounts(org_id, mode)?;
     let Some(name) = account else { return Ok(own) };
     if name.starts_with("acc_") {
@@ -333,7 +333,7 @@ fn accounts(tx: &mut dyn Tx, org_id: &OrgId, mode: Mode, account: Option<&str>) 
 }
 
 /// The account a report is about: the named one, else `collection`, else the only one.
-fn report_account(tx: &mut dyn Tx, org_id: &OrgId, mode: Mode, account: Option<&str>) -> Result<Account, ServiceError> {
+fn report_account(tx: &mut (impl LedgerRepo + ?Sized), org_id: &OrgId, mode: Mode, account: Option<&str>) -> Result<Account, ServiceError> {
     let own = accounts(tx, org_id, mode, account)?;
     if account.is_none() && own.len() > 1 {
         return own.into_iter().find(|a| a.kind == AccountKind::Collection).ok_or(ServiceError::NotFound);

@@ -24,7 +24,7 @@ use crate::customers::Customers;
 use crate::error::{ServiceError, StoreError};
 use crate::events::Events;
 use crate::limits::Limits;
-use crate::ports::{write, Tx, WalletState};
+use crate::ports::{write, PayoutFlow, WalletState};
 
 /// The payout worker's use cases.
 pub struct PayoutProcessing<'a> {
@@ -112,7 +112,13 @@ impl<'a> PayoutProcessing<'a> {
     /// transaction, which fails as a whole if any of them fails (its journals and events are
     /// queued and written together); it stops before a payout to a payee it already pays.
     /// Returns how many of `ids` it took (at least one).
-    fn settle_in(&self, tx: &mut dyn Tx, ids: &[PayoutRef], lease: Timestamp, now: Timestamp) -> Result<usize, ServiceError> {
+    fn settle_in(
+        &self,
+        tx: &mut (impl PayoutFlow + ?Sized),
+        ids: &[PayoutRef],
+        lease: Timestamp,
+        now: Timestamp,
+    ) -> Result<usize, ServiceError> {
         tx.queue_writes();
         let mut decided = Vec::with_capacity(ids.len());
         let mut payees: HashSet<(Mode, Msisdn)> = HashSet::new();
@@ -131,7 +137,7 @@ impl<'a> PayoutProcessing<'a> {
     }
 
     /// Decides the locked payout: pays the payee's wallet or fails.
-    fn decide(&self, tx: &mut dyn Tx, payout: Payout, now: Timestamp) -> Result<Decided, ServiceError> {
+    fn decide(&self, tx: &mut (impl PayoutFlow + ?Sized), payout: Payout, now: Timestamp) -> Result<Decided, ServiceError> {
         let wallet = match self.payee_wallet(tx, &payout, now)? {
             Ok(wallet) => wallet,
             Err(reason) => return moved(tx, payout, PayoutEvent::Fail(reason), None, now),
@@ -157,7 +163,12 @@ impl<'a> PayoutProcessing<'a> {
     /// The payee's wallet account, locked, or why it cannot be paid. Test mode follows the
     /// sandbox's payout column, and opens the wallet on first use; both modes then refuse a
     /// locked wallet and a credit the payee's KYC tier does not allow.
-    fn payee_wallet(&self, tx: &mut dyn Tx, payout: &Payout, now: Timestamp) -> Result<Result<AccountId, PayoutFailure>, ServiceError> {
+    fn payee_wallet(
+        &self,
+        tx: &mut (impl PayoutFlow + ?Sized),
+        payout: &Payout,
+        now: Timestamp,
+    ) -> Result<Result<AccountId, PayoutFailure>, ServiceError> {
         if payout.mode == Mode::Test {
             if let Some(reason) = SandboxOutcome::payout_failure(&payout.payee_msisdn) {
                 let reason = reason.parse().map_err(|e| ServiceError::Internal(format!("the sandbox's payout column: {e}")))?;
@@ -183,7 +194,7 @@ impl<'a> PayoutProcessing<'a> {
     /// After a failed posting, in a new transaction: fail the payout if it is still this claim's.
     fn fail_locked(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl PayoutFlow + ?Sized),
         id: &PayoutRef,
         lease: Timestamp,
         reason: PayoutFailure,
@@ -201,7 +212,7 @@ impl<'a> PayoutProcessing<'a> {
     /// releases their reservations (one update per payout account), posts their journals, and
     /// writes their events in their order, each payout's with the payout account's available
     /// balance just after it, as if they had been settled one at a time.
-    fn finish(&self, tx: &mut dyn Tx, decided: &[Decided], now: Timestamp) -> Result<(), ServiceError> {
+    fn finish(&self, tx: &mut (impl PayoutFlow + ?Sized), decided: &[Decided], now: Timestamp) -> Result<(), ServiceError> {
         let batch_ids: BTreeSet<_> = decided.iter().filter_map(|d| d.payout.bulk_payout_id.as_ref()).collect();
         // Each completed batch, with the index of the item that completed it.
         let mut completed: Vec<(usize, BulkPayout)> = vec![];
@@ -276,13 +287,13 @@ impl<'a> PayoutProcessing<'a> {
 
 /// The payout, locked, if it is still pending under the claim `lease` (`None`: no such payout,
 /// or another claim took it since).
-fn claimed(tx: &mut dyn Tx, id: &PayoutRef, lease: Timestamp) -> Result<Option<Payout>, ServiceError> {
+fn claimed(tx: &mut (impl PayoutFlow + ?Sized), id: &PayoutRef, lease: Timestamp) -> Result<Option<Payout>, ServiceError> {
     Ok(tx.lock_payout(id)?.filter(|p| p.state == PayoutState::Pending && p.next_action_at == Some(lease)))
 }
 
 /// Moves the locked payout with `event` (paid by `journal`, if any) and writes its row.
 fn moved(
-    tx: &mut dyn Tx,
+    tx: &mut (impl PayoutFlow + ?Sized),
     mut payout: Payout,
     event: PayoutEvent,
     journal: Option<Journal>,

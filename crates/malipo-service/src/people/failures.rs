@@ -24,7 +24,7 @@ use malipo_auth::{Failures, Subject};
 use malipo_core::Timestamp;
 
 use crate::error::ServiceError;
-use crate::ports::{read, Store, Tx};
+use crate::ports::{read, SessionRepo, Store};
 
 /// One guess at an account's secrets, before it is judged: the subjects it counts against.
 pub(crate) struct Attempt {
@@ -72,7 +72,7 @@ impl Attempt {
     ///
     /// # Errors
     /// Storage failures.
-    pub(crate) fn count(&self, tx: &mut dyn Tx, now: Timestamp) -> Result<Counted, ServiceError> {
+    pub(crate) fn count(&self, tx: &mut (impl SessionRepo + ?Sized), now: Timestamp) -> Result<Counted, ServiceError> {
         let mut counted = Vec::with_capacity(self.subjects.len());
         for subject in &self.subjects {
             let key = subject.key();
@@ -112,7 +112,7 @@ impl Counted {
     ///
     /// # Errors
     /// Storage failures.
-    pub(crate) fn succeeded(&self, tx: &mut dyn Tx, now: Timestamp) -> Result<(), ServiceError> {
+    pub(crate) fn succeeded(&self, tx: &mut (impl SessionRepo + ?Sized), now: Timestamp) -> Result<(), ServiceError> {
         let Counted::Yes(all) = self else { return Ok(()) };
         for (subject, key, counted) in all {
             match subject {
@@ -127,7 +127,7 @@ impl Counted {
     ///
     /// # Errors
     /// Storage failures.
-    pub(crate) fn not_judged(&self, tx: &mut dyn Tx, now: Timestamp) -> Result<(), ServiceError> {
+    pub(crate) fn not_judged(&self, tx: &mut (impl SessionRepo + ?Sized), now: Timestamp) -> Result<(), ServiceError> {
         let Counted::Yes(all) = self else { return Ok(()) };
         for (subject, key, counted) in all {
             give_back(tx, key, counted, subject.limit(), now)?;
@@ -140,7 +140,7 @@ impl Counted {
 /// it is now, never writing back the count as it was, so that failures counted meanwhile (while
 /// a password was being checked) stay counted. Nothing is given back to a window that has since
 /// ended.
-fn give_back(tx: &mut dyn Tx, key: &str, counted: &Failures, limit: u32, now: Timestamp) -> Result<(), ServiceError> {
+fn give_back(tx: &mut (impl SessionRepo + ?Sized), key: &str, counted: &Failures, limit: u32, now: Timestamp) -> Result<(), ServiceError> {
     let current = tx.lock_failures(key, now)?;
     if current.window_start == counted.window_start && current.count > 0 {
         tx.put_failures(key, &current.succeeded(limit))?;

@@ -120,6 +120,25 @@ impl QueuedWrites {
     }
 }
 
+/// What moving a charge through its states touches: the charge, the payer's wallet and its
+/// limits, the ledger, and the outbox that reports the move. The shared rules that move charges
+/// (`lifecycle.rs`) are bound to it, not to the whole [`Tx`].
+pub trait ChargeFlow: ChargeRepo + WalletRepo + LedgerRepo + OutboxRepo + EndpointRepo {}
+
+impl<T: ChargeRepo + WalletRepo + LedgerRepo + OutboxRepo + EndpointRepo + ?Sized> ChargeFlow for T {}
+
+/// What settling payouts touches: the payouts and their batches, the payees' wallets, the
+/// ledger (its lines queued for hot accounts), and the outbox (`payouts/worker.rs`).
+pub trait PayoutFlow: PayoutRepo + BulkRepo + WalletRepo + LedgerRepo + OutboxRepo + EndpointRepo + WriteQueue {}
+
+impl<T: PayoutRepo + BulkRepo + WalletRepo + LedgerRepo + OutboxRepo + EndpointRepo + WriteQueue + ?Sized> PayoutFlow for T {}
+
+/// What a reversal touches: the reversal, the charge or payout it gives back, the wallet it
+/// credits, the ledger, and the outbox (`reversals.rs`).
+pub trait ReversalFlow: ReversalRepo + ChargeRepo + PayoutRepo + WalletRepo + LedgerRepo + OutboxRepo + EndpointRepo {}
+
+impl<T: ReversalRepo + ChargeRepo + PayoutRepo + WalletRepo + LedgerRepo + OutboxRepo + EndpointRepo + ?Sized> ReversalFlow for T {}
+
 /// One database transaction: every feature's repository on the same connection. Methods take
 /// `&mut self`; every method returns [`StoreError`]; reads of absent rows return `Ok(None)`.
 pub trait Tx:

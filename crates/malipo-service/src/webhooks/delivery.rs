@@ -11,7 +11,7 @@ use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event, Secret}
 use super::model::{disable, FAILING_DISABLES_AFTER_SECONDS, LEASE_MARGIN_SECONDS};
 use crate::core::Core;
 use crate::error::ServiceError;
-use crate::ports::{write, Tx};
+use crate::ports::{write, EndpointRepo, OutboxRepo};
 use crate::ports::{DeliveryJob, SendOutcome};
 
 /// The webhook sender's use cases.
@@ -128,7 +128,12 @@ impl<'a> Deliveries<'a> {
         write(self.core.store(), |tx| self.record_in(tx, attempts, now))
     }
 
-    fn record_in(&self, tx: &mut dyn Tx, attempts: &[(&DeliveryJob, &SendOutcome, u32)], now: Timestamp) -> Result<(), ServiceError> {
+    fn record_in(
+        &self,
+        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
+        attempts: &[(&DeliveryJob, &SendOutcome, u32)],
+        now: Timestamp,
+    ) -> Result<(), ServiceError> {
         let rows: Vec<Attempt> = attempts.iter().map(|(job, outcome, latency_ms)| attempt(job, outcome, *latency_ms, now)).collect();
         tx.insert_attempts(&rows)?;
         let ids: Vec<String> = attempts.iter().map(|(job, _, _)| job.delivery_id.clone()).collect();
@@ -145,7 +150,7 @@ impl<'a> Deliveries<'a> {
     /// this batch left them.
     fn settle(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
         job: &DeliveryJob,
         outcome: &SendOutcome,
         now: Timestamp,
@@ -237,7 +242,7 @@ fn attempt(job: &DeliveryJob, outcome: &SendOutcome, latency_ms: u32, now: Times
 struct Endpoints(HashMap<EndpointId, Option<Endpoint>>);
 
 impl Endpoints {
-    fn get(&mut self, tx: &mut dyn Tx, id: &EndpointId) -> Result<Option<&mut Endpoint>, ServiceError> {
+    fn get(&mut self, tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized), id: &EndpointId) -> Result<Option<&mut Endpoint>, ServiceError> {
         if !self.0.contains_key(id) {
             let found = tx.endpoint(id)?;
             self.0.insert(id.clone(), found);
@@ -261,7 +266,7 @@ impl Locked {
     }
 
     /// Writes the changed deliveries in one call.
-    fn write(&mut self, tx: &mut dyn Tx) -> Result<(), ServiceError> {
+    fn write(&mut self, tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized)) -> Result<(), ServiceError> {
         let changed: Vec<Delivery> = self.changed.drain(..).filter_map(|id| self.rows.get(&id).cloned()).collect();
         if !changed.is_empty() {
             tx.update_deliveries(&changed)?;
@@ -271,7 +276,7 @@ impl Locked {
 
     /// Reads them again (written first): disabling an endpoint fails its pending deliveries in
     /// the store, some of this batch's among them.
-    fn reload(&mut self, tx: &mut dyn Tx) -> Result<(), ServiceError> {
+    fn reload(&mut self, tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized)) -> Result<(), ServiceError> {
         self.write(tx)?;
         let ids: Vec<String> = self.rows.keys().cloned().collect();
         self.rows = tx.lock_deliveries(&ids)?.into_iter().map(|d| (d.id.clone(), d)).collect();

@@ -5,7 +5,7 @@ use malipo_core::{EndpointId, EventId, Timestamp};
 use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event};
 
 use crate::error::ServiceError;
-use crate::ports::Tx;
+use crate::ports::{EndpointRepo, OutboxRepo};
 
 /// An endpoint that fails everything for this long is disabled.
 pub(crate) const FAILING_DISABLES_AFTER_SECONDS: i64 = 5 * 24 * 3600;
@@ -44,7 +44,12 @@ pub struct Redelivery {
 }
 
 /// Disables an endpoint: no more deliveries; pending ones fail.
-pub(crate) fn disable(tx: &mut dyn Tx, endpoint: &mut Endpoint, reason: &str, now: Timestamp) -> Result<(), ServiceError> {
+pub(crate) fn disable(
+    tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
+    endpoint: &mut Endpoint,
+    reason: &str,
+    now: Timestamp,
+) -> Result<(), ServiceError> {
     endpoint.enabled = false;
     endpoint.disabled_reason = Some(reason.to_owned());
     endpoint.updated_at = now;
