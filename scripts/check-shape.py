@@ -20,7 +20,8 @@ MAX_TRAIT_METHODS = 20
 MAX_FILE_LINES = 600
 NARROW = [
     "core.rs", "events.rs", "limits.rs", "customers.rs", "lifecycle.rs", "processing.rs", "payouts/worker.rs",
-    "reversals.rs", "people/failures.rs", "webhooks/delivery.rs", "webhooks/model.rs",
+    "reversals.rs", "people/failures.rs", "webhooks/delivery.rs", "webhooks/model.rs", "accounts.rs", "agents.rs",
+    "webhooks/api.rs", "payouts/bulk.rs", "people/person.rs", "sandbox.rs", "p2p.rs", "payment_requests/pay.rs",
 ]
 
 

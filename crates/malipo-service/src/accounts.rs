@@ -9,7 +9,7 @@ use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine, Vio
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::needs::{self, require};
-use crate::ports::{read, write, AccountKey, Tx};
+use crate::ports::{read, write, AccountKey, AuthRepo, LedgerRepo};
 
 /// An account with what is on its way into it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,7 +149,7 @@ impl<'a> Accounts<'a> {
     /// As [`Accounts::fund`].
     pub(crate) fn fund_in(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl LedgerRepo + AuthRepo + ?Sized),
         org_id: &OrgId,
         mode: Mode,
         amount: &str,

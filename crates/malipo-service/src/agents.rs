@@ -17,7 +17,7 @@ use crate::idempotency::{Done, Idem};
 use crate::lifecycle::Lifecycle;
 use crate::limits::{limit_error, Limits};
 use crate::needs::{self, require};
-use crate::ports::{read, AccountKey, Tx, WalletState};
+use crate::ports::{read, AccountKey, LedgerRepo, WalletRepo, WalletState};
 
 /// A completed cash-in.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -81,7 +81,11 @@ impl<'a> Agents<'a> {
     }
 
     /// The principal's agent float.
-    fn float_of(&self, tx: &mut dyn Tx, principal: &Principal) -> Result<malipo_ledger::Account, ServiceError> {
+    fn float_of(
+        &self,
+        tx: &mut (impl LedgerRepo + WalletRepo + ?Sized),
+        principal: &Principal,
+    ) -> Result<malipo_ledger::Account, ServiceError> {
         tx.find_account(&AccountKey::Org { org_id: principal.org_id.clone(), mode: principal.mode, kind: AccountKind::AgentFloat })?
             .ok_or_else(|| ServiceError::InvalidState("this organisation has no agent float".into()))
     }

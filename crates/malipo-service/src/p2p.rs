@@ -11,7 +11,7 @@ use crate::customers::Customers;
 use crate::error::{Earlier, ServiceError};
 use crate::idempotency::Idem;
 use crate::limits::{limit_error, Limits};
-use crate::ports::{write, Tx};
+use crate::ports::{write, EndpointRepo, LedgerRepo, OutboxRepo, WalletRepo};
 
 /// A completed wallet-to-wallet transfer.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -68,7 +68,7 @@ impl P2p<'_> {
     #[allow(clippy::too_many_arguments)]
     fn transfer(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl LedgerRepo + WalletRepo + OutboxRepo + EndpointRepo + ?Sized),
         mode: Mode,
         from: &Msisdn,
         to: &Msisdn,

@@ -13,7 +13,7 @@ use crate::idempotency::{Done, Idem};
 use crate::lifecycle::{Entered, Funds, Lifecycle};
 use crate::limits::{Limits, WalletDetails};
 use crate::needs::{self, require};
-use crate::ports::{Tx, WalletState};
+use crate::ports::{ChargeFlow, WalletState};
 
 /// The sandbox helpers (test mode only).
 pub struct Sandbox<'a> {
@@ -59,7 +59,7 @@ impl<'a> Sandbox<'a> {
 
     fn simulate_on(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ChargeFlow + ?Sized),
         charge: &mut Charge,
         action: SimulateAction,
         now: Timestamp,

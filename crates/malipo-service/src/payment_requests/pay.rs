@@ -21,7 +21,7 @@ use crate::error::{Earlier, ServiceError};
 use crate::events::Events;
 use crate::idempotency::Idem;
 use crate::limits::{limit_error, Limits};
-use crate::ports::{read, write, Tx, WalletState};
+use crate::ports::{read, write, AuthRepo, ChargeFlow, PaymentRequestRepo, WalletState};
 
 /// A request paid by the caller: what the screen needs beyond the request itself.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -79,7 +79,12 @@ impl RequestPayments<'_> {
     ///
     /// # Errors
     /// Storage failures.
-    pub(crate) fn prompts_for(&self, tx: &mut dyn Tx, mode: Mode, payer: &Msisdn) -> Result<Vec<Prompt>, ServiceError> {
+    pub(crate) fn prompts_for(
+        &self,
+        tx: &mut (impl PaymentRequestRepo + ChargeFlow + AuthRepo + ?Sized),
+        mode: Mode,
+        payer: &Msisdn,
+    ) -> Result<Vec<Prompt>, ServiceError> {
         let now = self.0.now();
         let mut prompts = Vec::new();
         for request in tx.open_payment_requests_for_payer(mode, payer)? {
@@ -110,7 +115,13 @@ impl RequestPayments<'_> {
         }
     }
 
-    fn pay_in(&self, tx: &mut dyn Tx, mode: Mode, payer: &Msisdn, id: &PaymentRequestId) -> Result<Paid, ServiceError> {
+    fn pay_in(
+        &self,
+        tx: &mut (impl PaymentRequestRepo + ChargeFlow + AuthRepo + ?Sized),
+        mode: Mode,
+        payer: &Msisdn,
+        id: &PaymentRequestId,
+    ) -> Result<Paid, ServiceError> {
         let now = self.0.now();
         let mut request = tx.lock_payment_request(id)?.filter(|r| r.mode == mode).ok_or_else(|| ServiceError::InvalidState(GONE.into()))?;
         request.payable(now).map_err(|e| ServiceError::InvalidState(unpayable(e)))?;
@@ -182,7 +193,11 @@ impl RequestPayments<'_> {
 
 /// A request as the caller sees it: the merchant's display name (its organisation's name,
 /// nothing more), the amount, and no fee (the merchant pays it out of the amount).
-fn prompt(core: &Core, tx: &mut dyn Tx, request: &PaymentRequest) -> Result<Prompt, ServiceError> {
+fn prompt(
+    core: &Core,
+    tx: &mut (impl PaymentRequestRepo + ChargeFlow + AuthRepo + ?Sized),
+    request: &PaymentRequest,
+) -> Result<Prompt, ServiceError> {
     let payee = core.payee_name(tx, &request.org_id)?;
     Ok(Prompt { id: request.id.to_string(), kind: PromptKind::PaymentRequest, payee, amount: request.amount.get(), fee: 0 })
 }

@@ -15,7 +15,7 @@ use crate::events::Events;
 use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, report, Tx};
+use crate::ports::{read, report, PayoutFlow};
 
 fn transition_error(e: BulkTransitionError) -> ServiceError {
     match e {
@@ -109,7 +109,7 @@ impl<'a> BulkPayouts<'a> {
         })
     }
 
-    fn locked(&self, tx: &mut dyn Tx, principal: &Principal, id: &BulkPayoutId) -> Result<BulkPayout, ServiceError> {
+    fn locked(&self, tx: &mut (impl PayoutFlow + ?Sized), principal: &Principal, id: &BulkPayoutId) -> Result<BulkPayout, ServiceError> {
         match tx.lock_batch(id)? {
             Some(b) if b.org_id == principal.org_id && b.mode == principal.mode => Ok(b),
             _ => Err(ServiceError::NotFound),

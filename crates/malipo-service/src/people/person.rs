@@ -10,7 +10,7 @@ use malipo_core::{Mode, Timestamp};
 
 use crate::core::Core;
 use crate::error::ServiceError;
-use crate::ports::{AuditEntry, Tx};
+use crate::ports::{AuditEntry, SessionRepo};
 
 /// A signed-in person: their session, themselves and their organisation.
 #[derive(Clone, Debug)]
@@ -91,7 +91,7 @@ impl<'a> People<'a> {
     /// A new session of `user` in `stage` (the session's token and record), written by `tx`.
     pub(super) fn open_session(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl SessionRepo + ?Sized),
         user: &User,
         stage: SessionStage,
         mode: Mode,

@@ -12,7 +12,7 @@ use crate::events::new_delivery;
 use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::Page;
-use crate::ports::{read, report, EventsPage, Tx};
+use crate::ports::{read, report, EndpointRepo, EventsPage};
 
 /// The webhook endpoints and events API.
 pub struct Webhooks<'a> {
@@ -211,7 +211,7 @@ impl<'a> Webhooks<'a> {
 }
 
 /// The principal's endpoint `id` names, not deleted.
-fn owned_endpoint(tx: &mut dyn Tx, principal: &Principal, id: &Named<EndpointId>) -> Result<Endpoint, ServiceError> {
+fn owned_endpoint(tx: &mut (impl EndpointRepo + ?Sized), principal: &Principal, id: &Named<EndpointId>) -> Result<Endpoint, ServiceError> {
     let Named::Id(id) = id else { return Err(ServiceError::NotFound) };
     tx.endpoint(id)?
         .filter(|e| e.org_id == principal.org_id && e.mode == principal.mode && e.deleted_at.is_none())
