@@ -246,64 +246,35 @@ impl ApiError {
     }
 }
 
-macro_rules! codes {
-    ($($variant:ident = $text:literal: $doc:literal,)*) => {
-        /// The contract's error codes (section 9), and any other as [`ErrorCode::Other`].
-        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-        #[non_exhaustive]
-        pub enum ErrorCode {
-            $(#[doc = $doc] $variant,)*
-            /// A code this version of the client does not know.
-            Other(String),
-        }
-
-        impl ErrorCode {
-            /// The code as the API writes it.
-            pub fn as_str(&self) -> &str {
-                match self {
-                    $(ErrorCode::$variant => $text,)*
-                    ErrorCode::Other(s) => s,
-                }
-            }
-        }
-
-        impl From<&str> for ErrorCode {
-            fn from(s: &str) -> Self {
-                match s {
-                    $($text => ErrorCode::$variant,)*
-                    other => ErrorCode::Other(other.to_owned()),
-                }
-            }
-        }
-    };
-}
-
-codes! {
-    InvalidRequest = "invalid_request": "Malformed JSON or form, wrong types, a bad query parameter.",
-    IdempotencyKeyMissing = "idempotency_key_missing": "A state-changing call without a key.",
-    Unauthorized = "unauthorized": "No or unusable credentials.",
-    InvalidToken = "invalid_token": "An expired, revoked or unknown bearer token.",
-    InvalidClient = "invalid_client": "The key pair was refused.",
-    InvalidScope = "invalid_scope": "A token asked for scopes the key pair lacks.",
-    InsufficientScope = "insufficient_scope": "The token lacks the operation's scope.",
-    MakerCheckerViolation = "maker_checker_violation": "The maker of a bulk payout may not approve it.",
-    TestModeOnly = "test_mode_only": "A sandbox operation called with a live key pair.",
-    NotFound = "not_found": "Absent, or another organisation's or mode's.",
-    MethodNotAllowed = "method_not_allowed": "The path does not take this method.",
-    IdempotencyInProgress = "idempotency_in_progress": "The same key is still being processed.",
-    InvalidState = "invalid_state": "The object's state forbids the operation.",
-    PayloadTooLarge = "payload_too_large": "The body is too large.",
-    UnsupportedMediaType = "unsupported_media_type": "The body's media type is not accepted.",
-    ValidationFailed = "validation_failed": "Fields are wrong: see `errors`.",
-    IdempotencyKeyReused = "idempotency_key_reused": "The key was used for a different request.",
-    InsufficientFunds = "insufficient_funds": "The account lacks the funds.",
-    CurrencyMismatch = "currency_mismatch": "The currency is not the account's.",
-    LimitExceeded = "limit_exceeded": "A KYC tier or daily limit would be exceeded.",
-    ReversalExceedsOriginal = "reversal_exceeds_original": "More would be reversed than was charged.",
-    WalletLocked = "wallet_locked": "The wallet is locked.",
-    RateLimited = "rate_limited": "Too many requests: wait `retry_after`.",
-    InternalError = "internal_error": "The server failed.",
-    Unavailable = "unavailable": "The service cannot answer now: wait `retry_after`.",
+crate::names::names! {
+    /// The contract's error codes (section 9), and any other as [`ErrorCode::Other`].
+    ErrorCode {
+        InvalidRequest = "invalid_request": "Malformed JSON or form, wrong types, a bad query parameter.",
+        IdempotencyKeyMissing = "idempotency_key_missing": "A state-changing call without a key.",
+        Unauthorized = "unauthorized": "No or unusable credentials.",
+        InvalidToken = "invalid_token": "An expired, revoked or unknown bearer token.",
+        InvalidClient = "invalid_client": "The key pair was refused.",
+        InvalidScope = "invalid_scope": "A token asked for scopes the key pair lacks.",
+        InsufficientScope = "insufficient_scope": "The token lacks the operation's scope.",
+        MakerCheckerViolation = "maker_checker_violation": "The maker of a bulk payout may not approve it.",
+        TestModeOnly = "test_mode_only": "A sandbox operation called with a live key pair.",
+        NotFound = "not_found": "Absent, or another organisation's or mode's.",
+        MethodNotAllowed = "method_not_allowed": "The path does not take this method.",
+        IdempotencyInProgress = "idempotency_in_progress": "The same key is still being processed.",
+        InvalidState = "invalid_state": "The object's state forbids the operation.",
+        PayloadTooLarge = "payload_too_large": "The body is too large.",
+        UnsupportedMediaType = "unsupported_media_type": "The body's media type is not accepted.",
+        ValidationFailed = "validation_failed": "Fields are wrong: see `errors`.",
+        IdempotencyKeyReused = "idempotency_key_reused": "The key was used for a different request.",
+        InsufficientFunds = "insufficient_funds": "The account lacks the funds.",
+        CurrencyMismatch = "currency_mismatch": "The currency is not the account's.",
+        LimitExceeded = "limit_exceeded": "A KYC tier or daily limit would be exceeded.",
+        ReversalExceedsOriginal = "reversal_exceeds_original": "More would be reversed than was charged.",
+        WalletLocked = "wallet_locked": "The wallet is locked.",
+        RateLimited = "rate_limited": "Too many requests: wait `retry_after`.",
+        InternalError = "internal_error": "The server failed.",
+        Unavailable = "unavailable": "The service cannot answer now: wait `retry_after`.",
+    }
 }
 
 #[cfg(test)]

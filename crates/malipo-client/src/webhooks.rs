@@ -257,59 +257,23 @@ fn hmac(key: &[u8], message: &[u8]) -> Vec<u8> {
     mac.finalize().into_bytes().to_vec()
 }
 
-macro_rules! event_kinds {
-    ($($variant:ident = $name:literal,)*) => {
-        /// What an event reports.
-        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-        #[non_exhaustive]
-        pub enum EventKind {
-            $(#[doc = concat!("`", $name, "`")] $variant,)*
-            /// A kind this version of the client does not know.
-            Other(String),
-        }
-
-        impl EventKind {
-            /// Every kind the contract names, as the API writes them.
-            pub const NAMES: &'static [&'static str] = &[$($name),*];
-
-            fn parse(name: &str) -> Self {
-                match name {
-                    $($name => EventKind::$variant,)*
-                    other => EventKind::Other(other.to_owned()),
-                }
-            }
-
-            /// The kind as the API writes it.
-            pub fn as_str(&self) -> &str {
-                match self {
-                    $(EventKind::$variant => $name,)*
-                    EventKind::Other(name) => name,
-                }
-            }
-        }
-    };
-}
-
-event_kinds! {
-    ChargeAuthorised = "charge.authorised",
-    ChargeCompleted = "charge.completed",
-    ChargeDeclined = "charge.declined",
-    ChargeExpired = "charge.expired",
-    ChargeFailed = "charge.failed",
-    PayoutCompleted = "payout.completed",
-    PayoutFailed = "payout.failed",
-    BulkPayoutApproved = "bulk_payout.approved",
-    BulkPayoutRejected = "bulk_payout.rejected",
-    BulkPayoutCompleted = "bulk_payout.completed",
-    ReversalCompleted = "reversal.completed",
-    PaymentRequestPaid = "payment_request.paid",
-    PaymentRequestExpired = "payment_request.expired",
-    CashOutCompleted = "cash_out.completed",
-}
-
-impl<'de> Deserialize<'de> for EventKind {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(EventKind::parse(&String::deserialize(d)?))
+crate::names::names! {
+    /// What an event reports.
+    EventKind {
+        ChargeAuthorised = "charge.authorised": "the payer approved; funds reserved.",
+        ChargeCompleted = "charge.completed": "the charge was posted.",
+        ChargeDeclined = "charge.declined": "the payer declined, or too many wrong PINs.",
+        ChargeExpired = "charge.expired": "no answer within the time to live.",
+        ChargeFailed = "charge.failed": "the payer could not pay, or posting failed.",
+        PayoutCompleted = "payout.completed": "the payout was paid.",
+        PayoutFailed = "payout.failed": "the payout failed.",
+        BulkPayoutApproved = "bulk_payout.approved": "the checker approved the batch.",
+        BulkPayoutRejected = "bulk_payout.rejected": "the checker rejected the batch.",
+        BulkPayoutCompleted = "bulk_payout.completed": "every item of the batch is final.",
+        ReversalCompleted = "reversal.completed": "a reversal was posted.",
+        PaymentRequestPaid = "payment_request.paid": "a payment request was paid.",
+        PaymentRequestExpired = "payment_request.expired": "a payment request expired unpaid.",
+        CashOutCompleted = "cash_out.completed": "an agent's cash-out was posted.",
     }
 }
 
@@ -550,10 +514,10 @@ mod tests {
     fn every_event_kind_reads_as_itself() {
         assert_eq!(EventKind::NAMES.len(), 14, "the contract's kinds");
         for name in EventKind::NAMES {
-            let kind = EventKind::parse(name);
+            let kind = EventKind::from(*name);
             assert!(!matches!(kind, EventKind::Other(_)), "{name}");
             assert_eq!(kind.as_str(), *name);
         }
-        assert_eq!(EventKind::parse("charge.teleported"), EventKind::Other("charge.teleported".into()));
+        assert_eq!(EventKind::from("charge.teleported"), EventKind::Other("charge.teleported".into()));
     }
 }
