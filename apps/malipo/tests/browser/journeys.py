@@ -126,6 +126,15 @@ def merchant_journey(base, invite_path, client_id, client_secret, shots):
         j.shot("api-key-created")
         assert token_for(base, new_id, new_secret)
 
+        step(8.5, "an event's payload is the object as the API shows it")
+        page.get_by_role("link", name="Events", exact=True).click()
+        expect(page.get_by_role("heading", level=1)).to_contain_text("Events")
+        page.get_by_role("table").get_by_role("link").first.click()
+        page.get_by_text("Payload data").click()
+        payload = page.locator("pre.payload").inner_text()
+        assert '"charge_ref"' in payload and '"v":1' not in payload, payload
+        j.shot("event")
+
         step(9, "the other sections: a payment request's pay code, a payout, transactions, team, audit log")
         nav = page.get_by_role("navigation")
         nav.get_by_role("link", name="Payment requests").click()
