@@ -1,5 +1,6 @@
 //! Organisations, credentials and bearer tokens.
 
+use crate::views::{OnAuth, OnLedger, Staffing, View};
 use malipo_auth::{
     generate_client_id, generate_secret, generate_token, token_digest, AccessToken, Credential, OrgKind, Organisation, Principal, Scopes,
     SecretHasher, TOKEN_LIFETIME_SECONDS,
@@ -10,7 +11,7 @@ use malipo_ledger::{Account, AccountKind};
 use crate::core::Core;
 use crate::error::StoreError;
 use crate::error::{OAuthProblem, ServiceError, TokenProblem};
-use crate::ports::{query, read, write, AccountKey, AuditEntry};
+use crate::ports::{write, AccountKey, AuditEntry};
 use crate::validate::check_text;
 
 /// A credential as printed once at issue: the secret is never shown again.
@@ -62,11 +63,11 @@ impl<'a> Access<'a> {
             for mode in Mode::ALL {
                 for kind in [AccountKind::Revenue, AccountKind::Issuance, AccountKind::SandboxFunding] {
                     let key = AccountKey::System { mode, currency, kind };
-                    if read(self.core.store(), |tx| Ok(tx.find_account(&key)?))?.is_some() {
+                    if OnLedger::read(self.core.store(), |tx| Ok(tx.find_account(&key)?))?.is_some() {
                         continue;
                     }
                     let account = Account::open(None, mode, kind, currency, None, now);
-                    match write(self.core.store(), |tx| Ok(tx.insert_account(&account)?)) {
+                    match OnLedger::write(self.core.store(), |tx| Ok(tx.insert_account(&account)?)) {
                         Ok(()) | Err(ServiceError::Store(StoreError::Duplicate)) => {}
                         Err(e) => return Err(e),
                     }
@@ -160,13 +161,13 @@ impl<'a> Access<'a> {
         scopes: Option<Scopes>,
         by: Option<&dyn Fn(&Credential) -> AuditEntry>,
     ) -> Result<IssuedCredential, ServiceError> {
-        let org = read(self.core.store(), |tx| Ok(tx.org(org_id)?))?.ok_or(ServiceError::NotFound)?;
+        let org = OnAuth::read(self.core.store(), |tx| Ok(tx.org(org_id)?))?.ok_or(ServiceError::NotFound)?;
         let scopes = scopes.unwrap_or_else(|| org.kind.default_scopes());
         if scopes.is_empty() {
             return Err(ServiceError::field("scopes", "invalid_value", "at least one scope is required"));
         }
         let (credential, issued) = self.new_credential(&org.id, mode, scopes)?;
-        write(self.core.store(), |tx| {
+        Staffing::write(self.core.store(), |tx| {
             tx.insert_credential(&credential)?;
             if let Some(by) = by {
                 tx.append_audit(&by(&credential))?;
@@ -205,7 +206,7 @@ impl<'a> Access<'a> {
     /// [`ServiceError::NotFound`] when there is no such active credential.
     pub fn revoke_credential(&self, client_id: &str) -> Result<(), ServiceError> {
         let now = self.core.now();
-        if write(self.core.store(), |tx| Ok(tx.revoke_credential(client_id, now)?))? {
+        if OnAuth::write(self.core.store(), |tx| Ok(tx.revoke_credential(client_id, now)?))? {
             Ok(())
         } else {
             Err(ServiceError::NotFound)
@@ -217,7 +218,7 @@ impl<'a> Access<'a> {
     /// # Errors
     /// [`OAuthProblem::InvalidClient`].
     pub fn authenticate_client(&self, client_id: &str, client_secret: &str) -> Result<Credential, ServiceError> {
-        let credential = read(self.core.store(), |tx| Ok(tx.credential(client_id)?))?.filter(|c| c.revoked_at.is_none());
+        let credential = OnAuth::read(self.core.store(), |tx| Ok(tx.credential(client_id)?))?.filter(|c| c.revoked_at.is_none());
         let ok = self.core.hasher.verify(client_secret, credential.as_ref().map(|c| c.secret_hash.as_str()));
         match credential {
             Some(c) if ok => {
@@ -234,7 +235,7 @@ impl<'a> Access<'a> {
     /// only leaves the old hash in place (it still verifies), so it is logged, not returned.
     fn upgrade_secret_hash(&self, credential: &Credential, client_secret: &str) {
         let upgraded = self.core.hasher.hash(client_secret).map_err(|e| ServiceError::Internal(e.to_string())).and_then(|new| {
-            write(self.core.store(), |tx| Ok(tx.replace_secret_hash(&credential.client_id, &credential.secret_hash, &new)?))
+            OnAuth::write(self.core.store(), |tx| Ok(tx.replace_secret_hash(&credential.client_id, &credential.secret_hash, &new)?))
         });
         if let Err(e) = upgraded {
             tracing::warn!(client_id = %credential.client_id, error = %e, "could not replace an older secret hash");
@@ -274,7 +275,7 @@ impl<'a> Access<'a> {
         };
         // "Last used" is kept to the minute: a credential that gets tokens often writes it once.
         let touch = credential.last_used_at.is_none_or(|t| now >= t.plus_seconds(60));
-        write(self.core.store(), |tx| {
+        OnAuth::write(self.core.store(), |tx| {
             tx.insert_token(&record)?;
             if touch {
                 tx.touch_credential(&credential.client_id, now)?;
@@ -292,7 +293,7 @@ impl<'a> Access<'a> {
     pub fn revoke_token(&self, client_id: &str, client_secret: &str, token: &str) -> Result<(), ServiceError> {
         let credential = self.authenticate_client(client_id, client_secret)?;
         let now = self.core.now();
-        write(self.core.store(), |tx| Ok(tx.revoke_token(&token_digest(token), &credential.client_id, now)?))?;
+        OnAuth::write(self.core.store(), |tx| Ok(tx.revoke_token(&token_digest(token), &credential.client_id, now)?))?;
         Ok(())
     }
 
@@ -302,7 +303,7 @@ impl<'a> Access<'a> {
     /// [`ServiceError::Token`] with the reason.
     pub fn authenticate(&self, token: &str) -> Result<Principal, ServiceError> {
         let digest = token_digest(token);
-        let record = query(self.core.store(), |tx| Ok(tx.token(&digest)?))?.ok_or(ServiceError::Token(TokenProblem::Invalid))?;
+        let record = OnAuth::query(self.core.store(), |tx| Ok(tx.token(&digest)?))?.ok_or(ServiceError::Token(TokenProblem::Invalid))?;
         if record.token.revoked_at.is_some() || record.credential_revoked {
             return Err(ServiceError::Token(TokenProblem::Revoked));
         }

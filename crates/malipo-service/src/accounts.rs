@@ -1,5 +1,6 @@
 //! Accounts and balances, operator funding and ledger verification.
 
+use crate::views::{OnLedger, Reporting, View};
 use std::collections::BTreeSet;
 
 use malipo_auth::Principal;
@@ -9,7 +10,7 @@ use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine, Vio
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::needs::{self, require};
-use crate::ports::{read, write, AccountKey, AuthRepo, LedgerRepo};
+use crate::ports::{write, AccountKey, AuthRepo, LedgerRepo};
 
 /// An account with what is on its way into it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,7 +101,7 @@ impl<'a> Accounts<'a> {
     pub(crate) fn of_kind(&self, principal: &Principal, kind: AccountKind) -> Result<Balance, ServiceError> {
         let key = AccountKey::Org { org_id: principal.org_id.clone(), mode: principal.mode, kind };
         let day = self.day_of(principal)?;
-        read(self.core.store(), |tx| {
+        OnLedger::read(self.core.store(), |tx| {
             let account = tx.find_account(&key)?.ok_or(ServiceError::NotFound)?;
             let pending = if kind == AccountKind::Collection { tx.pending_credits(&account.id)? } else { MinorUnit::ZERO };
             Ok(day.balance(account, pending))
@@ -121,7 +122,7 @@ impl<'a> Accounts<'a> {
     pub fn list(&self, principal: &Principal) -> Result<Vec<Balance>, ServiceError> {
         require(principal, &needs::READ_PAYMENTS)?;
         let day = self.day_of(principal)?;
-        read(self.core.store(), |tx| {
+        OnLedger::read(self.core.store(), |tx| {
             let accounts = tx.org_accounts(&principal.org_id, principal.mode)?;
             let mut out = Vec::with_capacity(accounts.len());
             for account in accounts {
@@ -196,7 +197,7 @@ impl<'a> Accounts<'a> {
     /// # Errors
     /// As [`Accounts::verify_org_ledger`].
     pub fn check_org_ledger(&self, orgs: &[OrgId]) -> Result<LedgerCheck, ServiceError> {
-        let part = read(self.core.store(), |tx| {
+        let part = Reporting::read(self.core.store(), |tx| {
             let mut ids: Vec<AccountId> = Vec::new();
             for org in orgs {
                 tx.org(org)?.ok_or(ServiceError::NotFound)?;
@@ -263,7 +264,7 @@ impl<'a> Accounts<'a> {
     /// # Errors
     /// Storage failures.
     pub fn check_ledger(&self, mode: Option<Mode>) -> Result<LedgerCheck, ServiceError> {
-        let snapshot = read(self.core.store(), |tx| Ok(tx.ledger_snapshot(mode)?))?;
+        let snapshot = OnLedger::read(self.core.store(), |tx| Ok(tx.ledger_snapshot(mode)?))?;
         Ok(LedgerCheck { violations: malipo_ledger::verify(&snapshot), journals: snapshot.journals.len(), unsealed: snapshot.unsealed() })
     }
 }

@@ -1,6 +1,7 @@
 //! Agents: cash-in (float → wallet, at once) and cash-out (a prompt the customer approves, like a
 //! charge).
 
+use crate::views::{OnCharges, View};
 use malipo_auth::Principal;
 use malipo_charges::{Charge, ChargeKind, ChargeState};
 use malipo_core::{ChargeRef, Currency, MinorUnit, Mode, Msisdn, Timestamp, TransactionId, WithdrawalRef};
@@ -250,7 +251,7 @@ impl<'a> Agents<'a> {
         require(principal, &needs::AGENT_CASH)?;
         let id = WithdrawalRef::parse(withdrawal_ref).map_err(|_| ServiceError::NotFound)?;
         let id = ChargeRef::from_trusted(id.into_string());
-        read(self.core.store(), |tx| Ok(tx.charge(&principal.org_id, principal.mode, &id)?))?
+        OnCharges::read(self.core.store(), |tx| Ok(tx.charge(&principal.org_id, principal.mode, &id)?))?
             .filter(|c| c.kind == ChargeKind::CashOut)
             .ok_or(ServiceError::NotFound)
     }

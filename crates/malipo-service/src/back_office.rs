@@ -4,6 +4,7 @@
 //! each recorded in the audit log as the person's (in the operator's organisation, naming the
 //! object touched); funding moves money, so it runs under the form's one-time key.
 
+use crate::views::{OnAudit, OnAuth, View};
 use std::net::IpAddr;
 
 use malipo_auth::{Credential, OrgKind, Organisation, Permission};
@@ -15,7 +16,7 @@ use crate::core::Core;
 use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
 use crate::people::{entry, Invited, Invitee, Inviter, People, SignedIn};
-use crate::ports::{read, write, AuditEntry, AuditFilter};
+use crate::ports::{AuditEntry, AuditFilter};
 
 /// The audit log's action of a verification of the ledger.
 pub const LEDGER_VERIFIED: &str = "ledger.verified";
@@ -59,7 +60,7 @@ impl<'a> BackOffice<'a> {
     /// # Errors
     /// Storage failures.
     pub fn all_organisations(&self) -> Result<Vec<Organisation>, ServiceError> {
-        read(self.core.store(), |tx| Ok(tx.orgs(ORG_LIST_LIMIT)?))
+        OnAuth::read(self.core.store(), |tx| Ok(tx.orgs(ORG_LIST_LIMIT)?))
     }
 
     /// One organisation.
@@ -68,7 +69,7 @@ impl<'a> BackOffice<'a> {
     /// [`ServiceError::Forbidden`], [`ServiceError::NotFound`].
     pub fn organisation(&self, who: &SignedIn, org_id: &OrgId) -> Result<Organisation, ServiceError> {
         who.require(Permission::Organisations)?;
-        read(self.core.store(), |tx| Ok(tx.org(org_id)?))?.ok_or(ServiceError::NotFound)
+        OnAuth::read(self.core.store(), |tx| Ok(tx.org(org_id)?))?.ok_or(ServiceError::NotFound)
     }
 
     /// Creates an organisation (as `malipo org create`): its accounts in both modes and a test
@@ -155,7 +156,7 @@ impl<'a> BackOffice<'a> {
         let took = self.core.now().as_micros().saturating_sub(started.as_micros()) / 1000;
         detail.push_str(&format!(" ({took} ms)"));
         let record = entry(&who.user, LEDGER_VERIFIED, None, detail, ip, self.core.now());
-        write(self.core.store(), |tx| Ok(tx.append_audit(&record)?))?;
+        OnAudit::write(self.core.store(), |tx| Ok(tx.append_audit(&record)?))?;
         Ok(check)
     }
 
@@ -167,7 +168,7 @@ impl<'a> BackOffice<'a> {
     pub fn ledger_health(&self, who: &SignedIn) -> Result<LedgerHealth, ServiceError> {
         who.require(Permission::BackOffice)?;
         let filter = AuditFilter { action: Some(LEDGER_VERIFIED.into()), ..AuditFilter::default() };
-        let last = read(self.core.store(), |tx| Ok(tx.audit_entries(&filter, None, 1)?))?.into_iter().next();
+        let last = OnAudit::read(self.core.store(), |tx| Ok(tx.audit_entries(&filter, None, 1)?))?.into_iter().next();
         let sealer = crate::sealer::Sealer::new(self.core);
         let unsealed = sealer.unsealed()?;
         let lag = sealer.lag(&unsealed);

@@ -39,6 +39,7 @@
 //! The measurement is of the shared database, so every instance refuses together, whichever
 //! instance's workers are short.
 
+use crate::views::{Reporting, View};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use malipo_core::Timestamp;
@@ -46,7 +47,6 @@ use malipo_core::Timestamp;
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
-use crate::ports::read;
 
 /// What one measurement found.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -120,7 +120,7 @@ impl<'a> Backlog<'a> {
         // whose creation commits after the read is counted by neither (at most a creation
         // group's worth).
         gate.admitted.store(0, Ordering::Relaxed);
-        let (charge, payout, due) = read(self.core.store(), |tx| {
+        let (charge, payout, due) = Reporting::read(self.core.store(), |tx| {
             let due = if bound_seconds > 0 { tx.count_due_charges(horizon, COUNT_CAP)? } else { 0 };
             Ok((tx.oldest_due_charge(now)?, tx.oldest_due_payout(now)?, due))
         })?;

@@ -2,6 +2,7 @@
 //! reads (the API's, and the console's: a day-by-day summary for Home, and a charge's history
 //! and webhook deliveries).
 
+use crate::views::{Charging, OnCharges, View};
 use std::collections::BTreeMap;
 use std::sync::PoisonError;
 
@@ -20,7 +21,7 @@ use crate::idempotency::{Done, Idem};
 use crate::lifecycle::Lifecycle;
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{query, read, report, ChargeDayTotal, DAY_MICROS};
+use crate::ports::{query, ChargeDayTotal, DAY_MICROS};
 
 /// The merchant-facing charge use cases.
 pub struct Charges<'a> {
@@ -116,7 +117,7 @@ impl<'a> Charges<'a> {
     pub fn get(&self, principal: &Principal, id: &str) -> Result<Charge, ServiceError> {
         require(principal, &needs::READ_PAYMENTS)?;
         let id = ChargeRef::parse(id).map_err(|_| ServiceError::NotFound)?;
-        read(self.core.store(), |tx| Ok(tx.charge(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
+        OnCharges::read(self.core.store(), |tx| Ok(tx.charge(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
     }
 
     /// The most recent charge with this reference.
@@ -125,7 +126,7 @@ impl<'a> Charges<'a> {
     /// [`ServiceError::NotFound`].
     pub fn by_reference(&self, principal: &Principal, reference: &str) -> Result<Charge, ServiceError> {
         require(principal, &needs::READ_PAYMENTS)?;
-        read(self.core.store(), |tx| Ok(tx.latest_charge_by_reference(&principal.org_id, principal.mode, reference)?))?
+        OnCharges::read(self.core.store(), |tx| Ok(tx.latest_charge_by_reference(&principal.org_id, principal.mode, reference)?))?
             .ok_or(ServiceError::NotFound)
     }
 
@@ -142,7 +143,7 @@ impl<'a> Charges<'a> {
     ) -> Result<Page<Charge>, ServiceError> {
         require(principal, &needs::READ_PAYMENTS)?;
         let before = cursor.map(|c| ChargeRef::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
-        let data = report(self.core.store(), |tx| {
+        let data = OnCharges::report(self.core.store(), |tx| {
             Ok(tx.list_charges(&principal.org_id, principal.mode, filter, before.as_ref(), limit.saturating_add(1))?)
         })?;
         Ok(Page::from_fetched(data, limit, |c| c.id.to_string()))
@@ -181,7 +182,7 @@ impl<'a> Charges<'a> {
         }
         if unknown < days {
             let rest = days.saturating_sub(unknown);
-            let read = read(self.core.store(), |tx| {
+            let read = OnCharges::read(self.core.store(), |tx| {
                 Ok(tx.charge_day_totals(&principal.org_id, principal.mode, Timestamp::from_micros(start(unknown)), rest)?)
             })?;
             let read: Vec<ChargeDayTotal> = read.into_iter().map(|t| ChargeDayTotal { day: t.day.saturating_add(unknown), ..t }).collect();
@@ -229,7 +230,7 @@ impl<'a> Charges<'a> {
     pub fn activity(&self, principal: &Principal, id: &str) -> Result<ChargeActivity, ServiceError> {
         require(principal, &needs::READ_PAYMENTS)?;
         let id = ChargeRef::parse(id).map_err(|_| ServiceError::NotFound)?;
-        read(self.core.store(), |tx| {
+        Charging::read(self.core.store(), |tx| {
             let charge = tx.charge(&principal.org_id, principal.mode, &id)?.ok_or(ServiceError::NotFound)?;
             let events: Vec<Event> = tx
                 .events_of_object(&principal.org_id, principal.mode, id.as_str(), 100)?

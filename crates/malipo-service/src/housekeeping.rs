@@ -3,8 +3,8 @@
 
 use crate::core::Core;
 use crate::error::ServiceError;
-use crate::ports::write;
 use crate::ussd::SESSION_TIMEOUT_SECONDS;
+use crate::views::{OnKeys, OnOutbox, OnSessions, OnUssd, View};
 
 /// Events are kept at least this long.
 pub const EVENT_RETENTION_SECONDS: i64 = 90 * 24 * 3600;
@@ -27,7 +27,7 @@ impl<'a> Housekeeping<'a> {
     /// Storage failures.
     pub fn purge_events(&self) -> Result<u64, ServiceError> {
         let before = self.core.now().plus_seconds(-EVENT_RETENTION_SECONDS);
-        write(self.core.store(), |tx| Ok(tx.purge_events(before)?))
+        OnOutbox::write(self.core.store(), |tx| Ok(tx.purge_events(before)?))
     }
 
     /// Deletes idempotency keys older than their retention.
@@ -36,7 +36,7 @@ impl<'a> Housekeeping<'a> {
     /// Storage failures.
     pub fn purge_keys(&self) -> Result<u64, ServiceError> {
         let before = self.core.now().plus_seconds(-KEY_RETENTION_SECONDS);
-        write(self.core.store(), |tx| Ok(tx.purge_keys(before)?))
+        OnKeys::write(self.core.store(), |tx| Ok(tx.purge_keys(before)?))
     }
 
     /// Deletes console sessions that have ended (expired, or idle for longer than they may be)
@@ -48,7 +48,7 @@ impl<'a> Housekeeping<'a> {
         let now = self.core.now();
         let idle_before = now.plus_seconds(-malipo_auth::session::IDLE_SECONDS);
         let window_before = now.plus_seconds(-malipo_auth::session::FAILURE_WINDOW_SECONDS);
-        write(self.core.store(), |tx| Ok((tx.purge_sessions(now, idle_before)?, tx.purge_failures(window_before, now)?)))
+        OnSessions::write(self.core.store(), |tx| Ok((tx.purge_sessions(now, idle_before)?, tx.purge_failures(window_before, now)?)))
     }
 
     /// Deletes sessions idle for longer than they live (their answers are no longer replayed).
@@ -57,6 +57,6 @@ impl<'a> Housekeeping<'a> {
     /// Storage failures.
     pub fn purge_ussd_sessions(&self) -> Result<u64, ServiceError> {
         let before = self.core.now().plus_seconds(-SESSION_TIMEOUT_SECONDS);
-        write(self.core.store(), |tx| Ok(tx.purge_ussd_sessions(before)?))
+        OnUssd::write(self.core.store(), |tx| Ok(tx.purge_ussd_sessions(before)?))
     }
 }

@@ -2,6 +2,7 @@
 //! snapshot of its result stored in one transaction, so a retry is settled exactly once and
 //! given the same result.
 
+use crate::views::{OnKeys, View};
 use malipo_charges::Charge;
 use malipo_idempotency::{Decision, Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, Outcome};
 use serde::de::DeserializeOwned;
@@ -15,7 +16,7 @@ use malipo_webhooks::Endpoint;
 use crate::core::Core;
 use crate::error::{Earlier, ServiceError, StoreError};
 use crate::group::Creation;
-use crate::ports::{read, write, AuditEntry, Tx};
+use crate::ports::{write, AuditEntry, Tx};
 use crate::snapshot;
 
 /// The key of a state-changing request and what it is bound to.
@@ -221,7 +222,7 @@ impl Core {
     /// [`ServiceError::IdempotencyReused`], [`ServiceError::IdempotencyInProgress`],
     /// [`ServiceError::AnsweredEarlier`], storage failures.
     pub(crate) fn stored_outcome<T: DeserializeOwned>(&self, idem: &Idem) -> Result<Option<Done<T>>, ServiceError> {
-        match read(self.store(), |tx| Ok(tx.idempotency_record(&idem.scope, &idem.key)?))? {
+        match OnKeys::read(self.store(), |tx| Ok(tx.idempotency_record(&idem.scope, &idem.key)?))? {
             Some(existing) => decide(&existing, &idem.fingerprint).map(Some),
             None => Ok(None),
         }

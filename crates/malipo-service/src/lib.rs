@@ -48,6 +48,7 @@ pub mod transactions;
 pub mod transfers;
 pub mod ussd;
 pub mod validate;
+pub mod views;
 pub mod wallets;
 pub mod webhooks;
 

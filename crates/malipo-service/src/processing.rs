@@ -2,6 +2,7 @@
 //! expiry. Each step is one transaction on a locked charge, so concurrent workers and instances
 //! settle every charge exactly once.
 
+use crate::views::{OnCharges, View};
 use malipo_charges::{Charge, ChargeEvent, ChargeState, FailureReason, SandboxOutcome};
 use malipo_core::{ChargeRef, Mode, Timestamp};
 
@@ -37,7 +38,7 @@ impl<'a> Processing<'a> {
     pub fn process_due(&self, limit: usize) -> Result<usize, ServiceError> {
         let now = self.core.now();
         let lease = now.plus_seconds(self.core.config.worker_lease_seconds);
-        let ids = write(self.core.store(), |tx| Ok(tx.claim_due_charges(now, lease, limit)?))?;
+        let ids = OnCharges::write(self.core.store(), |tx| Ok(tx.claim_due_charges(now, lease, limit)?))?;
         let claimed = ids.len();
         // The backlog monitor's measure of this instance's drain.
         self.core.backlog.claimed.fetch_add(u64::try_from(claimed).unwrap_or(u64::MAX), std::sync::atomic::Ordering::Relaxed);

@@ -1,13 +1,13 @@
 //! Which organisation a caller acts for, as Stripe's `GET /v1/account` answers it: the first
 //! call a new integration makes to check its key pair.
 
+use crate::views::{OnAuth, View};
 use malipo_auth::{OrgKind, Principal, Scopes};
 use malipo_core::{Currency, Mode, OrgId};
 
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::needs::{self, require};
-use crate::ports::read;
 
 /// The caller's organisation and what its credential may do.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,7 +47,7 @@ impl<'a> Profiles<'a> {
     /// [`ServiceError::NotFound`] when the organisation is gone.
     pub fn get(&self, principal: &Principal) -> Result<Profile, ServiceError> {
         require(principal, &needs::ANY_CREDENTIAL)?;
-        let org = read(self.core.store(), |tx| Ok(tx.org(&principal.org_id)?))?.ok_or(ServiceError::NotFound)?;
+        let org = OnAuth::read(self.core.store(), |tx| Ok(tx.org(&principal.org_id)?))?.ok_or(ServiceError::NotFound)?;
         let country = self.core.country(&org.country)?;
         Ok(Profile {
             id: org.id,

@@ -1,6 +1,7 @@
 //! Reversals (contract section 8): compensating ledger entries for all or part of a completed
 //! charge or payout, never above the original in sum.
 
+use crate::views::{OnReversals, View};
 use malipo_auth::Principal;
 use malipo_charges::{ChargeKind, ChargeState};
 use malipo_core::{ChargeRef, Currency, MinorUnit, PayoutRef, ReversalId, Timestamp, TransactionId};
@@ -15,7 +16,7 @@ use crate::events::Events;
 use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, report, ReversalFlow};
+use crate::ports::ReversalFlow;
 
 /// The original as found, locked: what the reversal computes with.
 struct Original {
@@ -223,7 +224,7 @@ impl<'a> Reversals<'a> {
     pub fn get(&self, principal: &Principal, id: &str) -> Result<Reversal, ServiceError> {
         require(principal, &needs::READ_REVERSALS)?;
         let id = ReversalId::parse(id).map_err(|_| ServiceError::NotFound)?;
-        read(self.core.store(), |tx| Ok(tx.reversal(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
+        OnReversals::read(self.core.store(), |tx| Ok(tx.reversal(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
     }
 
     /// The principal's reversals, newest first.
@@ -233,7 +234,7 @@ impl<'a> Reversals<'a> {
     pub fn list(&self, principal: &Principal, cursor: Option<&str>, limit: usize) -> Result<Page<Reversal>, ServiceError> {
         require(principal, &needs::READ_REVERSALS)?;
         let before = cursor.map(|c| ReversalId::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
-        let data = report(self.core.store(), |tx| {
+        let data = OnReversals::report(self.core.store(), |tx| {
             Ok(tx.list_reversals(&principal.org_id, principal.mode, before.as_ref(), limit.saturating_add(1))?)
         })?;
         Ok(Page::from_fetched(data, limit, |r| r.id.to_string()))

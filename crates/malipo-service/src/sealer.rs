@@ -3,11 +3,12 @@
 //! (a worker loop of the app, and `malipo ledger verify` before it verifies) chains committed
 //! journals shortly after their commit, in batches, one sealer at a time per ledger.
 
+use crate::views::{OnChain, OnLedger, View};
 use std::time::Duration;
 
 use crate::core::Core;
 use crate::error::ServiceError;
-use crate::ports::{read, write, UnsealedStats};
+use crate::ports::UnsealedStats;
 
 /// Journals sealed in one transaction.
 pub const SEAL_BATCH: usize = 500;
@@ -27,7 +28,7 @@ impl<'a> Sealer<'a> {
     /// # Errors
     /// Storage failures (nothing is sealed then; a later pass takes the same journals).
     pub fn seal(&self, limit: usize) -> Result<usize, ServiceError> {
-        write(self.core.store(), |tx| Ok(tx.seal_pending(limit)?))
+        OnChain::write(self.core.store(), |tx| Ok(tx.seal_pending(limit)?))
     }
 
     /// Seals in batches of [`SEAL_BATCH`] until a batch is not full: every journal committed
@@ -56,10 +57,10 @@ impl<'a> Sealer<'a> {
     /// # Errors
     /// Storage failures (the accounts applied before stay applied).
     pub fn apply_waiting(&self, accounts: usize) -> Result<usize, ServiceError> {
-        let waiting = read(self.core.store(), |tx| Ok(tx.waiting_accounts(accounts)?))?;
+        let waiting = OnLedger::read(self.core.store(), |tx| Ok(tx.waiting_accounts(accounts)?))?;
         let mut applied = 0_usize;
         for account in &waiting {
-            applied = applied.saturating_add(write(self.core.store(), |tx| Ok(tx.apply_waiting(account)?))?);
+            applied = applied.saturating_add(OnLedger::write(self.core.store(), |tx| Ok(tx.apply_waiting(account)?))?);
         }
         Ok(applied)
     }
@@ -69,7 +70,7 @@ impl<'a> Sealer<'a> {
     /// # Errors
     /// Storage failures.
     pub fn unsealed(&self) -> Result<UnsealedStats, ServiceError> {
-        read(self.core.store(), |tx| Ok(tx.unsealed_stats()?))
+        OnChain::read(self.core.store(), |tx| Ok(tx.unsealed_stats()?))
     }
 
     /// How long the oldest unsealed journal of `stats` has waited (zero when none waits): the

@@ -1,6 +1,7 @@
 //! Transfers between an organisation's own accounts, and account statements (contract
 //! section 4).
 
+use crate::views::{OnLedger, View};
 use malipo_auth::Principal;
 use malipo_core::{AccountId, Currency, MinorUnit, Mode, Timestamp, TransactionId};
 use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine};
@@ -12,7 +13,7 @@ use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{report, PostingQuery, StatementLine};
+use crate::ports::{PostingQuery, StatementLine};
 
 /// A completed transfer between two of an organisation's accounts.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -90,7 +91,7 @@ impl<'a> Transfers<'a> {
         require(principal, &needs::READ_PAYMENTS)?;
         let id = AccountId::parse(account_id).map_err(|_| ServiceError::NotFound)?;
         let after = cursor.map(|c| c.parse::<i64>().map_err(|_| bad_cursor("cursor"))).transpose()?;
-        let (account, lines) = report(self.core.store(), |tx| {
+        let (account, lines) = OnLedger::report(self.core.store(), |tx| {
             let account = tx.account(&id)?.ok_or(ServiceError::NotFound)?;
             if account.org_id.as_ref() != Some(&principal.org_id) || account.mode != principal.mode {
                 return Err(ServiceError::NotFound);

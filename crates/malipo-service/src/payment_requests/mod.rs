@@ -4,6 +4,7 @@
 
 pub(crate) mod pay;
 
+use crate::views::{OnRequests, View};
 use malipo_auth::Principal;
 use malipo_core::PaymentRequestId;
 use malipo_countries::FeeOperation;
@@ -17,7 +18,7 @@ use crate::events::Events;
 use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, report, write};
+use crate::ports::write;
 
 /// How many pay codes are drawn for one request before giving up: a drawn code is taken by
 /// another open request of the mode with probability (open requests / 1,000,000), so even a
@@ -97,7 +98,8 @@ impl<'a> PaymentRequests<'a> {
     pub fn get(&self, principal: &Principal, id: &str) -> Result<PaymentRequest, ServiceError> {
         require(principal, &needs::READ_PAYMENTS)?;
         let id = PaymentRequestId::parse(id).map_err(|_| ServiceError::NotFound)?;
-        read(self.core.store(), |tx| Ok(tx.payment_request(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
+        OnRequests::read(self.core.store(), |tx| Ok(tx.payment_request(&principal.org_id, principal.mode, &id)?))?
+            .ok_or(ServiceError::NotFound)
     }
 
     /// The principal's payment requests, newest first.
@@ -113,7 +115,7 @@ impl<'a> PaymentRequests<'a> {
     ) -> Result<Page<PaymentRequest>, ServiceError> {
         require(principal, &needs::READ_PAYMENTS)?;
         let before = cursor.map(|c| PaymentRequestId::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
-        let data = report(self.core.store(), |tx| {
+        let data = OnRequests::report(self.core.store(), |tx| {
             Ok(tx.list_payment_requests(&principal.org_id, principal.mode, filter, before.as_ref(), limit.saturating_add(1))?)
         })?;
         Ok(Page::from_fetched(data, limit, |r| r.id.to_string()))

@@ -9,6 +9,7 @@
 //! the second finds it paid. The database refuses a second `payment_request` journal for the
 //! same request too (`journals_source_key`).
 
+use crate::views::{OnRequests, View};
 use malipo_core::{MinorUnit, Mode, Msisdn, PaymentRequestId, TransactionId};
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 use malipo_requests::{PayCode, PaymentRequest, RequestEvent, RequestState, TransitionError};
@@ -21,7 +22,7 @@ use crate::error::{Earlier, ServiceError};
 use crate::events::Events;
 use crate::idempotency::Idem;
 use crate::limits::{limit_error, Limits};
-use crate::ports::{read, write, AuthRepo, ChargeFlow, PaymentRequestRepo, WalletState};
+use crate::ports::{read, AuthRepo, ChargeFlow, PaymentRequestRepo, WalletState};
 
 /// A request paid by the caller: what the screen needs beyond the request itself.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -175,7 +176,7 @@ impl RequestPayments<'_> {
     /// Storage failures.
     pub(crate) fn decline(&self, mode: Mode, payer: &Msisdn, id: &str) -> Result<Result<(), String>, ServiceError> {
         let Ok(id) = PaymentRequestId::parse(id) else { return Ok(Err(GONE.to_owned())) };
-        write(self.0.store(), |tx| {
+        OnRequests::write(self.0.store(), |tx| {
             let now = self.0.now();
             let Some(mut request) = tx.lock_payment_request(&id)?.filter(|r| r.mode == mode && r.payer_msisdn.as_ref() == Some(payer))
             else {

@@ -1,5 +1,6 @@
 //! Bulk payouts with maker/checker (contract section 6).
 
+use crate::views::{OnBulk, View};
 use malipo_auth::Principal;
 use malipo_core::{BulkPayoutId, MinorUnit, PayoutRef, Timestamp};
 use malipo_countries::FeeOperation;
@@ -15,7 +16,7 @@ use crate::events::Events;
 use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, report, PayoutFlow};
+use crate::ports::{report, PayoutFlow};
 
 fn transition_error(e: BulkTransitionError) -> ServiceError {
     match e {
@@ -146,7 +147,7 @@ impl<'a> BulkPayouts<'a> {
     pub fn get(&self, principal: &Principal, id: &str) -> Result<BulkPayout, ServiceError> {
         require(principal, &needs::READ_BULK)?;
         let id = BulkPayoutId::parse(id).map_err(|_| ServiceError::NotFound)?;
-        read(self.core.store(), |tx| Ok(tx.batch(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
+        OnBulk::read(self.core.store(), |tx| Ok(tx.batch(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
     }
 
     /// The principal's batches, newest first.
@@ -156,7 +157,7 @@ impl<'a> BulkPayouts<'a> {
     pub fn list(&self, principal: &Principal, cursor: Option<&str>, limit: usize) -> Result<Page<BulkPayout>, ServiceError> {
         require(principal, &needs::READ_BULK)?;
         let before = cursor.map(|c| BulkPayoutId::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
-        let data = report(self.core.store(), |tx| {
+        let data = OnBulk::report(self.core.store(), |tx| {
             Ok(tx.list_batches(&principal.org_id, principal.mode, before.as_ref(), limit.saturating_add(1))?)
         })?;
         Ok(Page::from_fetched(data, limit, |b| b.id.to_string()))

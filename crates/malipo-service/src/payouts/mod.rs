@@ -5,6 +5,7 @@
 pub mod bulk;
 pub mod worker;
 
+use crate::views::{OnPayouts, View};
 use malipo_auth::Principal;
 use malipo_core::{MinorUnit, PayoutRef};
 use malipo_countries::FeeOperation;
@@ -19,7 +20,6 @@ use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, report};
 
 /// The payout use cases.
 pub struct Payouts<'a> {
@@ -88,7 +88,7 @@ impl<'a> Payouts<'a> {
     pub fn get(&self, principal: &Principal, id: &str) -> Result<Payout, ServiceError> {
         require(principal, &needs::READ_PAYOUTS)?;
         let id = PayoutRef::parse(id).map_err(|_| ServiceError::NotFound)?;
-        read(self.core.store(), |tx| Ok(tx.payout(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
+        OnPayouts::read(self.core.store(), |tx| Ok(tx.payout(&principal.org_id, principal.mode, &id)?))?.ok_or(ServiceError::NotFound)
     }
 
     /// The principal's payouts, newest first.
@@ -104,7 +104,7 @@ impl<'a> Payouts<'a> {
     ) -> Result<Page<Payout>, ServiceError> {
         require(principal, &needs::READ_PAYOUTS)?;
         let before = cursor.map(|c| PayoutRef::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
-        let data = report(self.core.store(), |tx| {
+        let data = OnPayouts::report(self.core.store(), |tx| {
             Ok(tx.list_payouts(&principal.org_id, principal.mode, filter, before.as_ref(), limit.saturating_add(1))?)
         })?;
         Ok(Page::from_fetched(data, limit, |p| p.id.to_string()))

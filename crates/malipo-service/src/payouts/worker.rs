@@ -12,6 +12,7 @@
 //! a payee it already pays starts the next transaction, since that payout's limits are checked
 //! on the wallet's balance with the earlier payment in it, which is posted only at the end.
 
+use crate::views::{OnPayouts, View};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use malipo_charges::SandboxOutcome;
@@ -56,7 +57,7 @@ impl<'a> PayoutProcessing<'a> {
     pub fn process_due(&self, limit: usize) -> Result<usize, ServiceError> {
         let now = self.core.now();
         let lease = now.plus_seconds(self.core.config.worker_lease_seconds);
-        let ids = write(self.core.store(), |tx| Ok(tx.claim_due_payouts(now, lease, limit)?))?;
+        let ids = OnPayouts::write(self.core.store(), |tx| Ok(tx.claim_due_payouts(now, lease, limit)?))?;
         let chunk = self.core.config.payout_settle_chunk.max(1);
         let mut rest = ids.as_slice();
         while !rest.is_empty() {

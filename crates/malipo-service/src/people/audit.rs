@@ -1,13 +1,14 @@
 //! The audit log as people read it: an organisation's on its "Audit log" page, every
 //! organisation's for operators.
 
+use crate::views::{OnAudit, View};
 use malipo_auth::{OrgKind, Permission};
 use malipo_core::AuditId;
 
 use super::person::{People, SignedIn};
 use crate::error::ServiceError;
 use crate::page::{bad_cursor, Page};
-use crate::ports::{report, AuditEntry, AuditFilter};
+use crate::ports::{AuditEntry, AuditFilter};
 
 impl People<'_> {
     /// Audit entries matching `filter`, newest first: the person's organisation's only, unless
@@ -29,7 +30,7 @@ impl People<'_> {
             filter.org_id = Some(who.org.id.clone());
         }
         let before = cursor.map(|c| AuditId::parse(c).map_err(|_| bad_cursor("cursor"))).transpose()?;
-        let data = report(self.core.store(), |tx| Ok(tx.audit_entries(&filter, before.as_ref(), limit.saturating_add(1))?))?;
+        let data = OnAudit::report(self.core.store(), |tx| Ok(tx.audit_entries(&filter, before.as_ref(), limit.saturating_add(1))?))?;
         Ok(Page::from_fetched(data, limit, |e| e.id.to_string()))
     }
 }

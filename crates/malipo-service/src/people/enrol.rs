@@ -1,6 +1,7 @@
 //! Turning on the second factor, checking it (at sign-in and for step-up actions), and
 //! recovery codes.
 
+use crate::views::{OnUsers, View};
 use std::net::IpAddr;
 
 use malipo_auth::{generate_recovery_codes, is_recovery_code, normalise_recovery_code, SessionStage, TotpSecret, User};
@@ -9,7 +10,7 @@ use malipo_core::Timestamp;
 use super::failures::Attempt;
 use super::person::{entry, People, SignedIn};
 use crate::error::ServiceError;
-use crate::ports::{read, write, Tx};
+use crate::ports::{write, Tx};
 
 /// What the enrolment page shows: the secret as text and as the `otpauth://` URI of the QR code.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,7 +83,7 @@ impl People<'_> {
             None => {
                 let s = TotpSecret::generate();
                 let sealed = self.core.cipher.seal(s.as_bytes());
-                if !write(self.core.store(), |tx| Ok(tx.set_totp_secret(&who.user.id, &sealed)?))? {
+                if !OnUsers::write(self.core.store(), |tx| Ok(tx.set_totp_secret(&who.user.id, &sealed)?))? {
                     return Err(ServiceError::InvalidState("two-factor authentication is already on".into()));
                 }
                 s
@@ -101,7 +102,7 @@ impl People<'_> {
     /// storage failures.
     pub fn confirm_enrolment(&self, who: &SignedIn, code: &str, ip: IpAddr) -> Result<(String, Vec<String>), ServiceError> {
         // As stored now: the secret was set after the page's session was read.
-        let user = read(self.core.store(), |tx| Ok(tx.user(&who.user.id)?))?.ok_or(ServiceError::NotFound)?;
+        let user = OnUsers::read(self.core.store(), |tx| Ok(tx.user(&who.user.id)?))?.ok_or(ServiceError::NotFound)?;
         if user.has_second_factor() {
             return Err(ServiceError::InvalidState("two-factor authentication is already on".into()));
         }

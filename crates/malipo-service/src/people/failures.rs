@@ -18,13 +18,14 @@
 //! the person out either. Step-up codes and the current password count as untrusted attempts
 //! (the brake applies): they come with a session, which may be stolen.
 
+use crate::views::{OnSessions, View};
 use std::net::IpAddr;
 
 use malipo_auth::{Failures, Subject};
 use malipo_core::Timestamp;
 
 use crate::error::ServiceError;
-use crate::ports::{read, SessionRepo, Store};
+use crate::ports::{SessionRepo, Store};
 
 /// One guess at an account's secrets, before it is judged: the subjects it counts against.
 pub(crate) struct Attempt {
@@ -57,7 +58,7 @@ impl Attempt {
     /// # Errors
     /// Storage failures.
     pub(crate) fn already_locked(&self, store: &dyn Store, now: Timestamp) -> Result<Option<Timestamp>, ServiceError> {
-        read(store, |tx| {
+        OnSessions::read(store, |tx| {
             for subject in &self.subjects {
                 if let Some(until) = tx.failures(&subject.key())?.and_then(|f| f.locked(now)) {
                     return Ok(Some(until));

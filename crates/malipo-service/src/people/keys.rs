@@ -2,6 +2,7 @@
 //! shown once) and revoked, each with a fresh second factor. A key pair created by a person
 //! records them (`created_by`), and acts as them for maker/checker.
 
+use crate::views::{OnAuth, Staffing, View};
 use std::net::IpAddr;
 
 use malipo_auth::{Credential, Permission};
@@ -10,7 +11,6 @@ use malipo_core::Mode;
 use super::person::{entry, People, SignedIn};
 use crate::access::{Access, IssuedCredential};
 use crate::error::ServiceError;
-use crate::ports::{read, write};
 
 impl People<'_> {
     /// The organisation's key pairs in both modes (revoked ones too), newest first.
@@ -19,7 +19,7 @@ impl People<'_> {
     /// [`ServiceError::Forbidden`] unless the role manages API keys.
     pub fn keys(&self, who: &SignedIn) -> Result<Vec<Credential>, ServiceError> {
         who.require(Permission::ManageKeys)?;
-        read(self.core.store(), |tx| Ok(tx.org_credentials(&who.org.id)?))
+        OnAuth::read(self.core.store(), |tx| Ok(tx.org_credentials(&who.org.id)?))
     }
 
     /// Creates a key pair in `mode` with the organisation kind's scopes (a step-up action:
@@ -32,7 +32,7 @@ impl People<'_> {
     pub fn create_key(&self, who: &SignedIn, mode: Mode, code: &str, ip: IpAddr) -> Result<IssuedCredential, ServiceError> {
         who.require(Permission::ManageKeys)?;
         if mode == Mode::Live {
-            let reviewed = read(self.core.store(), |tx| Ok(tx.org_credentials(&who.org.id)?))?
+            let reviewed = OnAuth::read(self.core.store(), |tx| Ok(tx.org_credentials(&who.org.id)?))?
                 .iter()
                 .any(|c| c.mode == Mode::Live && c.created_by.is_none());
             if !reviewed {
@@ -45,7 +45,7 @@ impl People<'_> {
         let (mut credential, issued) = Access::new(self.core).new_credential(&who.org.id, mode, who.org.kind.default_scopes())?;
         credential.created_by = Some(who.user.id.clone());
         let now = self.core.now();
-        write(self.core.store(), |tx| {
+        Staffing::write(self.core.store(), |tx| {
             tx.insert_credential(&credential)?;
             let mut e = entry(&who.user, "api_key.created", Some(credential.client_id.clone()), format!("{mode} key pair"), ip, now);
             e.mode = Some(mode);
@@ -62,12 +62,12 @@ impl People<'_> {
     /// [`ServiceError::NotFound`] (not the organisation's, or already revoked).
     pub fn revoke_key(&self, who: &SignedIn, client_id: &str, code: &str, ip: IpAddr) -> Result<(), ServiceError> {
         who.require(Permission::ManageKeys)?;
-        let theirs = read(self.core.store(), |tx| Ok(tx.credential(client_id)?))?
+        let theirs = OnAuth::read(self.core.store(), |tx| Ok(tx.credential(client_id)?))?
             .filter(|c| c.org_id == who.org.id && c.revoked_at.is_none())
             .ok_or(ServiceError::NotFound)?;
         self.step_up(who, code, ip)?;
         let now = self.core.now();
-        write(self.core.store(), |tx| {
+        Staffing::write(self.core.store(), |tx| {
             if !tx.revoke_credential(&theirs.client_id, now)? {
                 return Err(ServiceError::NotFound);
             }

@@ -11,6 +11,7 @@
 //! the same two transactions and one Argon2id verification (of a decoy hash when there is no
 //! such person).
 
+use crate::views::{OnSessions, Staffing, View};
 use std::net::IpAddr;
 
 use malipo_auth::{token_digest, SessionStage, User, MAX_PASSWORD_CHARS};
@@ -19,7 +20,7 @@ use malipo_core::{Mode, Timestamp};
 use super::failures::{Attempt, Counted};
 use super::person::{entry, People, SignedIn};
 use crate::error::ServiceError;
-use crate::ports::{read, write};
+use crate::ports::write;
 
 /// The outcome of a sign-in step.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,7 +160,7 @@ impl People<'_> {
     pub fn session(&self, token: &str) -> Result<Option<SignedIn>, ServiceError> {
         let now = self.core.now();
         let digest = token_digest(token);
-        let found = read(self.core.store(), |tx| {
+        let found = Staffing::read(self.core.store(), |tx| {
             let Some(session) = tx.session(&digest)?.filter(|s| s.stage == SessionStage::Active && s.is_live(now)) else {
                 return Ok(None);
             };
@@ -170,7 +171,7 @@ impl People<'_> {
         })?;
         let Some((session, user, org, org_requires_two_factor)) = found else { return Ok(None) };
         if session.needs_touch(now) {
-            write(self.core.store(), |tx| Ok(tx.touch_session(&digest, now)?))?;
+            OnSessions::write(self.core.store(), |tx| Ok(tx.touch_session(&digest, now)?))?;
         }
         let csrf_token = self.core.hasher.keyed_digest(&format!("csrf:{digest}"));
         Ok(Some(SignedIn { session, user, org, org_requires_two_factor, csrf_token }))
@@ -182,7 +183,7 @@ impl People<'_> {
     /// Storage failures.
     pub fn sign_out(&self, who: &SignedIn, ip: IpAddr) -> Result<(), ServiceError> {
         let now = self.core.now();
-        write(self.core.store(), |tx| {
+        Staffing::write(self.core.store(), |tx| {
             tx.delete_session(&who.session.digest)?;
             tx.append_audit(&entry(&who.user, "sign_out", Some(who.user.id.to_string()), String::new(), ip, now))?;
             Ok(())
@@ -195,7 +196,7 @@ impl People<'_> {
     /// Storage failures.
     pub fn sign_out_everywhere(&self, who: &SignedIn, ip: IpAddr) -> Result<usize, ServiceError> {
         let now = self.core.now();
-        write(self.core.store(), |tx| {
+        Staffing::write(self.core.store(), |tx| {
             let ended = tx.delete_user_sessions(&who.user.id)?;
             tx.append_audit(&entry(&who.user, "sign_out.everywhere", Some(who.user.id.to_string()), format!("{ended} sessions"), ip, now))?;
             Ok(ended)
@@ -207,7 +208,7 @@ impl People<'_> {
     /// # Errors
     /// Storage failures.
     pub fn set_mode(&self, who: &SignedIn, mode: Mode) -> Result<(), ServiceError> {
-        write(self.core.store(), |tx| Ok(tx.set_session_mode(&who.session.digest, mode)?)).map(|_| ())
+        OnSessions::write(self.core.store(), |tx| Ok(tx.set_session_mode(&who.session.digest, mode)?)).map(|_| ())
     }
 
     /// Changes the password (the current one is asked; a wrong one counts as a failed sign-in).

@@ -1,5 +1,6 @@
 //! Invitations, accepting one, and the team: roles, removal, requiring two-factor.
 
+use crate::views::{OnAuth, OnUsers, Staffing, View};
 use std::net::IpAddr;
 
 use malipo_auth::{check_password, generate_session_token, token_digest, Permission, Role, SessionStage, User};
@@ -7,7 +8,7 @@ use malipo_core::{Mode, OrgId, Timestamp, UserId};
 
 use super::person::{entry, People, SignedIn};
 use crate::error::{FieldError, ServiceError, StoreError};
-use crate::ports::{read, write, AuditEntry, Invitation};
+use crate::ports::{write, AuditEntry, Invitation};
 use crate::validate::check_text;
 
 /// An invitation link is valid this long.
@@ -92,7 +93,7 @@ impl People<'_> {
                 return Err(ServiceError::Forbidden("people are invited into their inviter's organisation".into()));
             }
         }
-        let org = read(self.core.store(), |tx| Ok(tx.org(org_id)?))?.ok_or(ServiceError::NotFound)?;
+        let org = OnAuth::read(self.core.store(), |tx| Ok(tx.org(org_id)?))?.ok_or(ServiceError::NotFound)?;
         let mut errors = Vec::new();
         if !User::valid_email(&invitee.email) {
             errors.push(FieldError::new("email", "invalid_email", "Enter an email address like name@example.com."));
@@ -115,7 +116,7 @@ impl People<'_> {
         // answers the same whether or not the address is used on the platform.
         if matches!(by, Inviter::Operator | Inviter::BackOffice(..)) {
             let key = User::email_key(&invitee.email);
-            let joined = read(self.core.store(), |tx| Ok(tx.user_by_email(&key)?))?.filter(|u| u.activated_at.is_some());
+            let joined = OnUsers::read(self.core.store(), |tx| Ok(tx.user_by_email(&key)?))?.filter(|u| u.activated_at.is_some());
             if joined.is_some_and(|u| u.org_id != org.id) {
                 return Err(ServiceError::field("email", "taken", "This email already belongs to someone."));
             }
@@ -148,7 +149,7 @@ impl People<'_> {
             expires_at: now.plus_seconds(INVITATION_SECONDS),
             accepted_at: None,
         };
-        write(self.core.store(), |tx| {
+        Staffing::write(self.core.store(), |tx| {
             match tx.insert_user(&user) {
                 // Only within the organisation: its own team, which its admins see anyway.
                 Err(StoreError::Duplicate) => {
@@ -189,7 +190,7 @@ impl People<'_> {
     /// [`ServiceError::NotFound`] otherwise.
     pub fn invitation(&self, token: &str) -> Result<InvitationView, ServiceError> {
         let now = self.core.now();
-        read(self.core.store(), |tx| {
+        Staffing::read(self.core.store(), |tx| {
             let Some(inv) = tx.invitation(&token_digest(token))?.filter(|i| i.accepted_at.is_none() && now < i.expires_at) else {
                 return Ok(None);
             };
@@ -215,7 +216,7 @@ impl People<'_> {
         let passwords = self.passwords()?;
         let now = self.core.now();
         let digest = token_digest(token);
-        let invited = read(self.core.store(), |tx| {
+        let invited = OnUsers::read(self.core.store(), |tx| {
             let Some(inv) = tx.invitation(&digest)?.filter(|i| i.accepted_at.is_none() && now < i.expires_at) else { return Ok(None) };
             Ok(tx.user(&inv.user_id)?)
         })?
@@ -250,14 +251,14 @@ impl People<'_> {
     /// [`ServiceError::Forbidden`] unless the role manages the team.
     pub fn team(&self, who: &SignedIn) -> Result<Vec<User>, ServiceError> {
         who.require(Permission::ManageTeam)?;
-        let all = read(self.core.store(), |tx| Ok(tx.users_of_org(&who.org.id)?))?;
+        let all = OnUsers::read(self.core.store(), |tx| Ok(tx.users_of_org(&who.org.id)?))?;
         Ok(all.into_iter().filter(|u| u.removed_at.is_none()).collect())
     }
 
     fn colleague(&self, who: &SignedIn, id: &str) -> Result<User, ServiceError> {
         who.require(Permission::ManageTeam)?;
         let id = UserId::parse(id).map_err(|_| ServiceError::NotFound)?;
-        let user = read(self.core.store(), |tx| Ok(tx.user(&id)?))?;
+        let user = OnUsers::read(self.core.store(), |tx| Ok(tx.user(&id)?))?;
         user.filter(|u| u.org_id == who.org.id && u.removed_at.is_none()).ok_or(ServiceError::NotFound)
     }
 
@@ -278,7 +279,7 @@ impl People<'_> {
         }
         self.step_up(who, code, ip)?;
         let now = self.core.now();
-        write(self.core.store(), |tx| {
+        Staffing::write(self.core.store(), |tx| {
             tx.set_role(&target.id, role)?;
             tx.delete_user_sessions(&target.id)?;
             let detail = format!("{}: {} to {role}", target.email, target.role);
@@ -298,7 +299,7 @@ impl People<'_> {
             return Err(ServiceError::InvalidState("you cannot remove yourself; ask another admin".into()));
         }
         let now = self.core.now();
-        write(self.core.store(), |tx| {
+        Staffing::write(self.core.store(), |tx| {
             if tx.remove_user(&target.id, now)? {
                 tx.delete_user_sessions(&target.id)?;
                 tx.append_audit(&entry(&who.user, "user.removed", Some(target.id.to_string()), target.email.clone(), ip, now))?;
@@ -314,7 +315,7 @@ impl People<'_> {
     pub fn require_two_factor(&self, who: &SignedIn, on: bool, ip: IpAddr) -> Result<(), ServiceError> {
         who.require(Permission::ManageTeam)?;
         let now = self.core.now();
-        write(self.core.store(), |tx| {
+        Staffing::write(self.core.store(), |tx| {
             tx.set_org_requires_two_factor(&who.org.id, on)?;
             let detail = if on { "on" } else { "off" }.to_owned();
             tx.append_audit(&entry(&who.user, "team.two_factor_required", Some(who.org.id.to_string()), detail, ip, now))?;
@@ -345,7 +346,7 @@ impl People<'_> {
             activated_at: Some(now),
             removed_at: None,
         };
-        write(self.core.store(), |tx| match tx.insert_user(&user) {
+        OnUsers::write(self.core.store(), |tx| match tx.insert_user(&user) {
             Ok(()) => Ok(true),
             Err(StoreError::Duplicate) => Ok(false),
             Err(e) => Err(e.into()),

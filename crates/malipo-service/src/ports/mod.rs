@@ -139,6 +139,21 @@ pub trait ReversalFlow: ReversalRepo + ChargeRepo + PayoutRepo + WalletRepo + Le
 
 impl<T: ReversalRepo + ChargeRepo + PayoutRepo + WalletRepo + LedgerRepo + OutboxRepo + EndpointRepo + ?Sized> ReversalFlow for T {}
 
+/// What reads across the money records touch (transactions, statements, reports).
+pub trait ReportFlow: ChargeRepo + PayoutRepo + ReversalRepo + LedgerRepo + WalletRepo + AuthRepo {}
+
+impl<T: ChargeRepo + PayoutRepo + ReversalRepo + LedgerRepo + WalletRepo + AuthRepo + ?Sized> ReportFlow for T {}
+
+/// Who people are and what they did: people, sessions, organisations, the audit log.
+pub trait PeopleFlow: UserRepo + SessionRepo + AuthRepo + AuditRepo {}
+
+impl<T: UserRepo + SessionRepo + AuthRepo + AuditRepo + ?Sized> PeopleFlow for T {}
+
+/// Every composed port above, so that the whole [`Tx`] narrows to each (`crate::views`).
+pub trait AllViews: ChargeFlow + PayoutFlow + ReversalFlow + ReportFlow + PeopleFlow {}
+
+impl<T: ChargeFlow + PayoutFlow + ReversalFlow + ReportFlow + PeopleFlow + ?Sized> AllViews for T {}
+
 /// One database transaction: every feature's repository on the same connection. Methods take
 /// `&mut self`; every method returns [`StoreError`]; reads of absent rows return `Ok(None)`.
 pub trait Tx:
@@ -160,6 +175,7 @@ pub trait Tx:
     + AuditRepo
     + Savepoint
     + WriteQueue
+    + AllViews
 {
 }
 
@@ -182,6 +198,7 @@ impl<T> Tx for T where
         + AuditRepo
         + Savepoint
         + WriteQueue
+        + AllViews
         + ?Sized
 {
 }

@@ -9,6 +9,7 @@
 //! emptied, the in-progress mark), so a gateway that repeats a request while the first is still
 //! running cannot make an effect happen twice; a repeat after it finished replays the last screen.
 
+use crate::views::{OnUssd, View};
 use malipo_auth::Principal;
 use malipo_core::{Mode, Msisdn, OrgId, Timestamp};
 use malipo_countries::Country;
@@ -25,7 +26,7 @@ use crate::lifecycle::Entered;
 use crate::needs::{self, require};
 use crate::p2p::P2p;
 use crate::payment_requests::pay::RequestPayments;
-use crate::ports::{autocommit, query, read, write, Tx, UssdSession};
+use crate::ports::{query, read, write, Tx, UssdSession};
 use crate::processing::is_processing_failure;
 use crate::wallets::{Pins, Wallets};
 
@@ -234,14 +235,14 @@ impl<'a> Ussd<'a> {
             Ok(shown) => shown,
             Err(e) => {
                 // Give the session back as it was, so the gateway's retry is handled afresh.
-                if let Err(restore) = write(self.core.store(), |tx| Ok(tx.put_ussd_session(claimed.as_ref())?)) {
+                if let Err(restore) = OnUssd::write(self.core.store(), |tx| Ok(tx.put_ussd_session(claimed.as_ref())?)) {
                     tracing::warn!(error = %restore, "could not release a USSD session after a failure");
                 }
                 return Err(e);
             }
         };
         let (session, rendered) = self.moved_on(&claimed, &state, &screen, hops.len())?;
-        write(self.core.store(), |tx| Ok(tx.put_ussd_session(&session)?))?;
+        OnUssd::write(self.core.store(), |tx| Ok(tx.put_ussd_session(&session)?))?;
         Ok(rendered)
     }
 
@@ -359,7 +360,7 @@ impl<'a> Ussd<'a> {
             Moved::Answer(screen) => Some(screen),
             Moved::Locked => None,
             Moved::Swap { seen, next, rendered } => {
-                autocommit(self.core.store(), |tx| Ok(tx.swap_ussd_session(seen.as_deref(), &next)?))?.then_some(rendered)
+                OnUssd::autocommit(self.core.store(), |tx| Ok(tx.swap_ussd_session(seen.as_deref(), &next)?))?.then_some(rendered)
             }
         })
     }

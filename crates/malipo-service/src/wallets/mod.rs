@@ -1,5 +1,6 @@
 //! Wallets (operator back office): opening, KYC, PINs, locks and statements.
 
+use crate::views::{OnWallets, Reporting, View};
 use malipo_auth::Principal;
 use malipo_charges::{ChargeEvent, FailureReason};
 use malipo_core::{Mode, Msisdn};
@@ -14,7 +15,7 @@ use crate::lifecycle::{Entered, Lifecycle};
 use crate::limits::{Limits, WalletDetails};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, report, PostingQuery, StatementLine, Wallet, WalletState};
+use crate::ports::{read, PostingQuery, StatementLine, Wallet, WalletState};
 
 mod pin;
 
@@ -118,7 +119,7 @@ impl<'a> Wallets<'a> {
         let SetPin { wallet: msisdn, new_pin, current_pin } = command;
         let (new_pin, current_pin) = (new_pin.as_str(), current_pin.as_deref());
         let mode = principal.mode;
-        let wallet = read(self.core.store(), |tx| Ok(tx.wallet(mode, msisdn)?))?.ok_or(ServiceError::NotFound)?;
+        let wallet = OnWallets::read(self.core.store(), |tx| Ok(tx.wallet(mode, msisdn)?))?.ok_or(ServiceError::NotFound)?;
         let country = Limits(self.core).country(&wallet)?;
         country.check_new_pin(new_pin).map_err(|e| {
             let code = if matches!(e, PinError::Weak) { "weak_pin" } else { "invalid_pin" };
@@ -272,7 +273,7 @@ impl<'a> Wallets<'a> {
         require(principal, &needs::WALLETS)?;
         let RaiseKyc { wallet: msisdn, tier, id_type, id_number } = command;
         let (tier, id_type, id_number) = (*tier, id_type.as_str(), id_number.as_str());
-        let current = read(self.core.store(), |tx| Ok(tx.wallet(principal.mode, msisdn)?))?.ok_or(ServiceError::NotFound)?;
+        let current = OnWallets::read(self.core.store(), |tx| Ok(tx.wallet(principal.mode, msisdn)?))?.ok_or(ServiceError::NotFound)?;
         let country = Limits(self.core).country(&current)?;
         let mut errors = Vec::new();
         if country.tier(tier).is_none() {
@@ -322,7 +323,7 @@ impl<'a> Wallets<'a> {
         require(principal, &needs::WALLETS)?;
         let msisdn = wallet_number(msisdn)?;
         let after = cursor.map(|c| c.parse::<i64>().ok().filter(|v| *v > 0).ok_or_else(|| bad_cursor("cursor"))).transpose()?;
-        report(self.core.store(), |tx| {
+        Reporting::report(self.core.store(), |tx| {
             let wallet = tx.wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
             let query = PostingQuery { cursor: after, ..PostingQuery::oldest_first(wallet.account_id.clone(), limit.saturating_add(1)) };
             let data = tx.account_postings(&query)?;
@@ -337,7 +338,7 @@ impl<'a> Wallets<'a> {
     pub fn recent(&self, principal: &Principal, msisdn: &str, limit: usize) -> Result<Vec<StatementLine>, ServiceError> {
         require(principal, &needs::WALLETS)?;
         let msisdn = wallet_number(msisdn)?;
-        report(self.core.store(), |tx| {
+        Reporting::report(self.core.store(), |tx| {
             let wallet = tx.wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
             let query = PostingQuery { newest_first: true, ..PostingQuery::oldest_first(wallet.account_id.clone(), limit) };
             Ok(tx.account_postings(&query)?)

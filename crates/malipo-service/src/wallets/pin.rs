@@ -1,6 +1,7 @@
 //! One PIN attempt counter for every channel (API, USSD, sandbox): a right PIN resets it, the
 //! country's maximum locks the wallet and declines its pending prompts.
 
+use crate::views::{OnWallets, View};
 use malipo_auth::SecretHasher;
 use malipo_core::{Mode, Msisdn, Timestamp};
 
@@ -8,7 +9,7 @@ use crate::core::Core;
 use crate::error::{ServiceError, StoreError};
 use crate::lifecycle::{Entered, Lifecycle};
 use crate::limits::Limits;
-use crate::ports::{read, write, Tx, Wallet, WalletState};
+use crate::ports::{write, Tx, Wallet, WalletState};
 
 /// The result of checking a PIN (every check counts towards the lock).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,7 +46,7 @@ impl Pins<'_> {
     /// Storage failures.
     pub(crate) fn check_pin(&self, mode: Mode, msisdn: &Msisdn, pin: &str) -> Result<PinCheck, ServiceError> {
         for _ in 0..3 {
-            let Some(seen) = read(self.0.store(), |tx| Ok(tx.wallet(mode, msisdn)?))? else {
+            let Some(seen) = OnWallets::read(self.0.store(), |tx| Ok(tx.wallet(mode, msisdn)?))? else {
                 return Ok(PinCheck::NoWallet);
             };
             if seen.state == WalletState::Locked {
@@ -165,13 +166,13 @@ impl Pins<'_> {
     /// [`ServiceError::Validation`] for a weak or malformed PIN; [`ServiceError::WalletLocked`];
     /// [`ServiceError::NotFound`].
     pub(crate) fn replace_pin(&self, mode: Mode, msisdn: &Msisdn, new_pin: &str) -> Result<(), ServiceError> {
-        let wallet = read(self.0.store(), |tx| Ok(tx.wallet(mode, msisdn)?))?.ok_or(ServiceError::NotFound)?;
+        let wallet = OnWallets::read(self.0.store(), |tx| Ok(tx.wallet(mode, msisdn)?))?.ok_or(ServiceError::NotFound)?;
         Limits(self.0)
             .country(&wallet)?
             .check_new_pin(new_pin)
             .map_err(|e| ServiceError::field("new_pin", "invalid_pin", e.to_string()))?;
         let hash = self.0.hasher.hash(new_pin).map_err(|e| ServiceError::Internal(e.to_string()))?;
-        write(self.0.store(), |tx| {
+        OnWallets::write(self.0.store(), |tx| {
             let now = self.0.now();
             let mut wallet = tx.lock_wallet(mode, msisdn)?.ok_or(ServiceError::NotFound)?;
             if wallet.state == WalletState::Locked {

@@ -1,5 +1,6 @@
 //! The endpoints and events API.
 
+use crate::views::{OnEndpoints, OnOutbox, View};
 use malipo_auth::Principal;
 use malipo_core::{EndpointId, EventId};
 use malipo_webhooks::{Endpoint, Event, Secret};
@@ -12,7 +13,7 @@ use crate::events::new_delivery;
 use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::Page;
-use crate::ports::{read, report, EndpointRepo, EventsPage};
+use crate::ports::{read, EndpointRepo, EventsPage};
 
 /// The webhook endpoints and events API.
 pub struct Webhooks<'a> {
@@ -68,7 +69,7 @@ impl<'a> Webhooks<'a> {
     /// Storage failures.
     pub fn endpoints(&self, principal: &Principal) -> Result<Vec<Endpoint>, ServiceError> {
         require(principal, &needs::READ_WEBHOOKS)?;
-        read(self.core.store(), |tx| Ok(tx.list_endpoints(&principal.org_id, principal.mode)?))
+        OnEndpoints::read(self.core.store(), |tx| Ok(tx.list_endpoints(&principal.org_id, principal.mode)?))
     }
 
     /// One endpoint.
@@ -134,7 +135,7 @@ impl<'a> Webhooks<'a> {
         let after = after
             .map(|a| EventId::parse(a).map_err(|_| ServiceError::field("after", "invalid_cursor", "after is not an event id")))
             .transpose()?;
-        let data = report(self.core.store(), |tx| {
+        let data = OnOutbox::report(self.core.store(), |tx| {
             Ok(tx.list_events(&principal.org_id, principal.mode, kind, EventsPage::After(after.as_ref()), limit.saturating_add(1))?)
         })?;
         Ok(Page::from_fetched(data, limit, |e| e.id.to_string()))
@@ -156,7 +157,7 @@ impl<'a> Webhooks<'a> {
         let before = before
             .map(|b| EventId::parse(b).map_err(|_| ServiceError::field("cursor", "invalid_cursor", "cursor is not an event id")))
             .transpose()?;
-        let data = report(self.core.store(), |tx| {
+        let data = OnOutbox::report(self.core.store(), |tx| {
             Ok(tx.list_events(&principal.org_id, principal.mode, kind, EventsPage::Before(before.as_ref()), limit.saturating_add(1))?)
         })?;
         Ok(Page::from_fetched(data, limit, |e| e.id.to_string()))
@@ -169,7 +170,7 @@ impl<'a> Webhooks<'a> {
     pub fn event(&self, principal: &Principal, id: &str) -> Result<EventDetail, ServiceError> {
         require(principal, &needs::READ_WEBHOOKS)?;
         let id = EventId::parse(id).map_err(|_| ServiceError::NotFound)?;
-        read(self.core.store(), |tx| {
+        OnOutbox::read(self.core.store(), |tx| {
             let event = tx.event(&principal.org_id, principal.mode, &id)?.ok_or(ServiceError::NotFound)?;
             let attempts = tx.attempts_of_event(&id)?;
             let deliveries = tx.deliveries_of_event(&id)?;
