@@ -20,8 +20,8 @@ MAX_TRAIT_METHODS = 20
 MAX_FILE_LINES = 600
 # Use-case transactions still given the whole `Tx` rather than a view (`ports/views.rs`): the
 # count may fall (lower it here), never rise.
-MAX_WHOLE_TX_CLOSURES = 72
-WHOLE_TX_CLOSURE = re.compile(r"(?:^|[^\w.:])(?:write|read|report|query|autocommit)\((?:self|core|store)|\.idempotent\(")
+MAX_WHOLE_TX_CLOSURES = 49
+WHOLE_TX_CLOSURE = re.compile(r"(?:^|[^\w.:])(?:write|read|report|query|autocommit)\((?:self|core|store)|\bWhole\b")
 NARROW = [
     "core.rs", "events.rs", "limits.rs", "customers.rs", "lifecycle.rs", "processing.rs", "payouts/worker.rs",
     "reversals.rs", "people/failures.rs", "webhooks/delivery.rs", "webhooks/model.rs", "accounts.rs", "agents.rs",
@@ -208,7 +208,7 @@ def main() -> int:
     whole = 0
     for f in sorted((ROOT / "crates/malipo-service/src").rglob("*.rs")):
         rel = f.relative_to(ROOT / "crates/malipo-service/src")
-        if rel.parts[0] == "ports" or is_test_file(rel):
+        if rel.parts[0] in ("ports", "views.rs") or is_test_file(rel):
             continue
         whole += len(WHOLE_TX_CLOSURE.findall(strip_comments(non_test_part(f.read_text()))))
     if whole > MAX_WHOLE_TX_CLOSURES:

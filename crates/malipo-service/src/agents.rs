@@ -1,7 +1,7 @@
 //! Agents: cash-in (float → wallet, at once) and cash-out (a prompt the customer approves, like a
 //! charge).
 
-use crate::views::{OnCharges, View};
+use crate::views::{Charging, OnCharges, View};
 use malipo_auth::Principal;
 use malipo_charges::{Charge, ChargeKind, ChargeState};
 use malipo_core::{ChargeRef, Currency, MinorUnit, Mode, Msisdn, Timestamp, TransactionId, WithdrawalRef};
@@ -104,7 +104,7 @@ impl<'a> Agents<'a> {
         let AgentCash { customer, amount } = command;
         let (country, amount) = (customer_country(self.core, currency, customer)?, *amount);
         let fee = country.fee(FeeOperation::CashIn, amount);
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, Charging, |tx| {
             let now = self.core.now();
             let float = self.float_of(tx, principal)?;
             let wallet = Customers(self.core).movement_wallet(tx, principal.mode, customer, "customer_msisdn", now)?;
@@ -207,7 +207,7 @@ impl<'a> Agents<'a> {
         }
         let now = self.core.now();
         let next_action_at = Lifecycle(self.core).first_step_at(principal.mode, now);
-        let outcome = self.core.idempotent(idem, |tx| {
+        let outcome = self.core.idempotent(idem, Charging, |tx| {
             let float = self.float_of(tx, principal)?;
             let id = WithdrawalRef::new();
             let prompt = Charge {

@@ -4,7 +4,7 @@
 //! each recorded in the audit log as the person's (in the operator's organisation, naming the
 //! object touched); funding moves money, so it runs under the form's one-time key.
 
-use crate::views::{OnAudit, OnAuth, View};
+use crate::views::{OnAudit, OnAuth, Reporting, View};
 use std::net::IpAddr;
 
 use malipo_auth::{Credential, OrgKind, Organisation, Permission};
@@ -134,7 +134,7 @@ impl<'a> BackOffice<'a> {
     pub fn fund(&self, who: &SignedIn, org_id: &OrgId, mode: Mode, amount: &str, idem: &Idem) -> Result<Done<Funded>, ServiceError> {
         who.require(Permission::Organisations)?;
         let accounts = Accounts::new(self.core);
-        self.core.idempotent(idem, |tx| accounts.fund_in(tx, org_id, mode, amount, self.core.now()))
+        self.core.idempotent(idem, Reporting, |tx| accounts.fund_in(tx, org_id, mode, amount, self.core.now()))
     }
 
     /// "Verify now" (as `malipo ledger verify`): seals, then checks the whole ledger, and records

@@ -98,7 +98,7 @@ impl<'a> Charges<'a> {
             // transaction and may share it with other creations' (the first charge of a
             // merchant in this process looks its account up, alone).
             Some(merchant_account) => self.core.create_charge(idem, &charge(merchant_account))?,
-            None => self.core.idempotent(idem, |tx| {
+            None => self.core.idempotent(idem, Charging, |tx| {
                 let charge = charge(self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?);
                 tx.insert_charge(&charge)?;
                 Ok(charge)

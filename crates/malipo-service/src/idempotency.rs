@@ -2,7 +2,7 @@
 //! snapshot of its result stored in one transaction, so a retry is settled exactly once and
 //! given the same result.
 
-use crate::views::{OnKeys, View};
+use crate::views::{Charging, OnKeys, View};
 use malipo_charges::Charge;
 use malipo_idempotency::{Decision, Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, Outcome};
 use serde::de::DeserializeOwned;
@@ -16,7 +16,7 @@ use malipo_webhooks::Endpoint;
 use crate::core::Core;
 use crate::error::{Earlier, ServiceError, StoreError};
 use crate::group::Creation;
-use crate::ports::{write, AuditEntry, Tx};
+use crate::ports::{write, AuditEntry};
 use crate::snapshot;
 
 /// The key of a state-changing request and what it is bound to.
@@ -137,10 +137,11 @@ impl Core {
     /// # Errors
     /// [`ServiceError::IdempotencyReused`], [`ServiceError::IdempotencyInProgress`],
     /// [`ServiceError::AnsweredEarlier`], or the effect's.
-    pub(crate) fn idempotent<T: Keep>(
+    pub(crate) fn idempotent<V: View, T: Keep>(
         &self,
         idem: &Idem,
-        mut effect: impl FnMut(&mut dyn Tx) -> Result<T, ServiceError>,
+        _view: V,
+        mut effect: impl for<'a> FnMut(&'a mut V::Of<'a>) -> Result<T, ServiceError>,
     ) -> Result<Done<T>, ServiceError> {
         let now = self.now();
         // First attempt: assume a new key (the common case) and skip the lookup; the insert at
@@ -152,7 +153,7 @@ impl Core {
                     return decide(&existing, &idem.fingerprint);
                 }
             }
-            let value = match effect(tx) {
+            let value = match effect(V::narrow(tx)) {
                 Ok(v) => v,
                 // A repeat whose effect would now be refused (the charge has moved on, the
                 // endpoint is deleted) still answers as the first request did. Store errors are
@@ -208,7 +209,7 @@ impl Core {
                 return Ok(Done::new(charge.clone()));
             }
         }
-        self.idempotent(idem, |tx| {
+        self.idempotent(idem, Charging, |tx| {
             tx.insert_charge(charge)?;
             Ok(charge.clone())
         })

@@ -1,6 +1,7 @@
 //! Wallet-to-wallet transfers (sent from the USSD menu): the sender pays amount + the P2P fee,
 //! within both wallets' limits, both wallets locked first.
 
+use crate::views::Charging;
 use malipo_core::{MinorUnit, Mode, Msisdn, TransactionId};
 use malipo_countries::FeeOperation;
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
@@ -54,7 +55,7 @@ impl P2p<'_> {
         let Some(idem) = once else {
             return write(self.0.store(), |tx| self.transfer(tx, mode, from, to, amount, source_ref));
         };
-        match self.0.idempotent(idem, |tx| self.transfer(tx, mode, from, to, amount, source_ref)) {
+        match self.0.idempotent(idem, Charging, |tx| self.transfer(tx, mode, from, to, amount, source_ref)) {
             Ok(done) => Ok(done.value),
             // Kept by a version before snapshots, in this channel's own record.
             Err(ServiceError::AnsweredEarlier(Earlier(kept))) => std::str::from_utf8(&kept)

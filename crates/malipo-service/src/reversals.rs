@@ -1,7 +1,7 @@
 //! Reversals (contract section 8): compensating ledger entries for all or part of a completed
 //! charge or payout, never above the original in sum.
 
-use crate::views::{OnReversals, View};
+use crate::views::{OnReversals, Reversing, View};
 use malipo_auth::Principal;
 use malipo_charges::{ChargeKind, ChargeState};
 use malipo_core::{ChargeRef, Currency, MinorUnit, PayoutRef, ReversalId, Timestamp, TransactionId};
@@ -64,7 +64,7 @@ impl<'a> Reversals<'a> {
     pub fn create(&self, principal: &Principal, command: &CreateReversal, idem: &Idem) -> Result<Done<Reversal>, ServiceError> {
         require(principal, &needs::REVERSE)?;
         let now = self.core.now();
-        self.core.idempotent(idem, |tx| self.reverse(tx, principal, command, now))
+        self.core.idempotent(idem, Reversing, |tx| self.reverse(tx, principal, command, now))
     }
 
     fn reverse(

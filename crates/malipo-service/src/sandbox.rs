@@ -1,5 +1,6 @@
 //! Sandbox helpers (test mode only): simulate a customer's answer, create or top up test wallets.
 
+use crate::views::Charging;
 use malipo_auth::Principal;
 use malipo_charges::{Charge, ChargeEvent, ChargeState, FailureReason};
 use malipo_core::{MinorUnit, Mode, Timestamp};
@@ -43,7 +44,7 @@ impl<'a> Sandbox<'a> {
         let Simulate { charge: id, action } = command;
         let action = *action;
         let mut entered = Entered::new();
-        let outcome = self.core.idempotent(idem, |tx| {
+        let outcome = self.core.idempotent(idem, Charging, |tx| {
             entered.clear();
             let now = self.core.now();
             if tx.charge(&principal.org_id, principal.mode, id)?.is_none() {
@@ -121,7 +122,7 @@ impl<'a> Sandbox<'a> {
         Self::test_only(principal)?;
         let SandboxWallet { msisdn, balance: target, kyc_tier } = command;
         let (target, kyc_tier) = (*target, *kyc_tier);
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, Charging, |tx| {
             let now = self.core.now();
             let mut wallet = Customers(self.core).ensure_test_wallet(tx, msisdn, now)?;
             let account = tx.account(&wallet.account_id)?.ok_or(ServiceError::Internal("wallet without account".into()))?;

@@ -1,7 +1,7 @@
 //! Transfers between an organisation's own accounts, and account statements (contract
 //! section 4).
 
-use crate::views::{OnLedger, View};
+use crate::views::{Charging, OnLedger, View};
 use malipo_auth::Principal;
 use malipo_core::{AccountId, Currency, MinorUnit, Mode, Timestamp, TransactionId};
 use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine};
@@ -55,7 +55,7 @@ impl<'a> Transfers<'a> {
         let CreateTransfer { from, to, amount } = *command;
         let now = self.core.now();
         let mode = principal.mode;
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, Charging, |tx| {
             let debit = self.core.org_account_id(tx, &principal.org_id, mode, from)?;
             let credit = self.core.org_account_id(tx, &principal.org_id, mode, to)?;
             let journal = Journal::new(

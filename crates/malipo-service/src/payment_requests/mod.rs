@@ -4,7 +4,7 @@
 
 pub(crate) mod pay;
 
-use crate::views::{OnRequests, View};
+use crate::views::{OnRequests, View, Whole};
 use malipo_auth::Principal;
 use malipo_core::PaymentRequestId;
 use malipo_countries::FeeOperation;
@@ -57,7 +57,7 @@ impl<'a> PaymentRequests<'a> {
         }
         let fee = country.fee(FeeOperation::PaymentRequest, amount).min(amount);
         let now = self.core.now();
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, Whole, |tx| {
             let merchant_account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?;
             for _ in 0..PAY_CODE_DRAWS {
                 let request = PaymentRequest {
@@ -129,7 +129,7 @@ impl<'a> PaymentRequests<'a> {
     pub fn cancel(&self, principal: &Principal, command: &CancelPaymentRequest, idem: &Idem) -> Result<Done<PaymentRequest>, ServiceError> {
         require(principal, &needs::REQUEST_PAYMENT)?;
         let id = &command.request;
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, OnRequests, |tx| {
             let now = self.core.now();
             let mut request = tx
                 .lock_payment_request(id)?

@@ -9,7 +9,7 @@
 //! the second finds it paid. The database refuses a second `payment_request` journal for the
 //! same request too (`journals_source_key`).
 
-use crate::views::{OnRequests, View};
+use crate::views::{OnRequests, View, Whole};
 use malipo_core::{MinorUnit, Mode, Msisdn, PaymentRequestId, TransactionId};
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 use malipo_requests::{PayCode, PaymentRequest, RequestEvent, RequestState, TransitionError};
@@ -104,7 +104,7 @@ impl RequestPayments<'_> {
     /// Storage failures.
     pub(crate) fn pay(&self, mode: Mode, payer: &Msisdn, id: &str, once: &Idem) -> Result<Result<Paid, String>, ServiceError> {
         let Ok(id) = PaymentRequestId::parse(id) else { return Ok(Err(GONE.to_owned())) };
-        match self.0.idempotent(once, |tx| self.pay_in(tx, mode, payer, &id)) {
+        match self.0.idempotent(once, Whole, |tx| self.pay_in(tx, mode, payer, &id)) {
             Ok(done) => Ok(Ok(done.value)),
             // Kept by a version before snapshots, in this channel's own record.
             Err(ServiceError::AnsweredEarlier(Earlier(kept))) => std::str::from_utf8(&kept)

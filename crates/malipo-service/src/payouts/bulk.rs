@@ -1,6 +1,6 @@
 //! Bulk payouts with maker/checker (contract section 6).
 
-use crate::views::{OnBulk, View};
+use crate::views::{OnBulk, PayingOut, View};
 use malipo_auth::Principal;
 use malipo_core::{BulkPayoutId, MinorUnit, PayoutRef, Timestamp};
 use malipo_countries::FeeOperation;
@@ -49,7 +49,7 @@ impl<'a> BulkPayouts<'a> {
         let total_fees = MinorUnit::checked_sum(fees.iter().copied())?;
         let item_count = u32::try_from(command.items.len()).map_err(|_| ServiceError::Internal("item count".into()))?;
         let now = self.core.now();
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, PayingOut, |tx| {
             let account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Payout)?;
             let batch = BulkPayout {
                 id: BulkPayoutId::new(),
@@ -95,7 +95,7 @@ impl<'a> BulkPayouts<'a> {
             return Ok(replayed);
         }
         let now = self.core.now();
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, PayingOut, |tx| {
             let mut batch = self.locked(tx, principal, id)?;
             batch
                 .apply(BatchEvent::Approve { by: principal.client_id.clone(), person: principal.person.clone() }, now)
@@ -125,7 +125,7 @@ impl<'a> BulkPayouts<'a> {
         require(principal, &needs::APPROVE_BULK)?;
         let RejectBulkPayout { batch: id, reason } = command;
         let now = self.core.now();
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, PayingOut, |tx| {
             let mut batch = self.locked(tx, principal, id)?;
             batch
                 .apply(

@@ -5,7 +5,7 @@
 pub mod bulk;
 pub mod worker;
 
-use crate::views::{OnPayouts, View};
+use crate::views::{OnPayouts, Reversing, View};
 use malipo_auth::Principal;
 use malipo_core::{MinorUnit, PayoutRef};
 use malipo_countries::FeeOperation;
@@ -49,7 +49,7 @@ impl<'a> Payouts<'a> {
             return Ok(replayed);
         }
         let now = self.core.now();
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, Reversing, |tx| {
             let account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Payout)?;
             let payout = Payout {
                 id: PayoutRef::new(),

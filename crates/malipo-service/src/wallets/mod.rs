@@ -1,6 +1,6 @@
 //! Wallets (operator back office): opening, KYC, PINs, locks and statements.
 
-use crate::views::{OnWallets, Reporting, View};
+use crate::views::{Charging, OnWallets, Reporting, View};
 use malipo_auth::Principal;
 use malipo_charges::{ChargeEvent, FailureReason};
 use malipo_core::{Mode, Msisdn};
@@ -45,7 +45,7 @@ impl<'a> Wallets<'a> {
         let msisdn = &command.msisdn;
         let country = self.core.country_of(msisdn)?;
         let tier = country.tier_for_id(command.id_type.as_deref());
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, Charging, |tx| {
             if tx.wallet(principal.mode, msisdn)?.is_some() {
                 return Err(ServiceError::InvalidState(format!("{msisdn} already has a {} wallet", principal.mode)));
             }
@@ -159,7 +159,7 @@ impl<'a> Wallets<'a> {
             }
         };
         let new_hash = self.core.hasher.hash(new_pin).map_err(|e| ServiceError::Internal(e.to_string()))?;
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, Charging, |tx| {
             let now = self.core.now();
             let mut wallet = tx.lock_wallet(mode, msisdn)?.ok_or(ServiceError::NotFound)?;
             if wallet.state == WalletState::Locked {
@@ -186,7 +186,7 @@ impl<'a> Wallets<'a> {
         require(principal, &needs::WALLETS)?;
         let WalletLock { wallet: msisdn, reason } = command;
         let mut entered = Entered::new();
-        let outcome = self.core.idempotent(idem, |tx| {
+        let outcome = self.core.idempotent(idem, Charging, |tx| {
             entered.clear();
             let now = self.core.now();
             let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
@@ -219,7 +219,7 @@ impl<'a> Wallets<'a> {
     pub fn unlock(&self, principal: &Principal, command: &WalletLock, idem: &Idem) -> Result<Done<WalletDetails>, ServiceError> {
         require(principal, &needs::WALLETS)?;
         let msisdn = &command.wallet;
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, Charging, |tx| {
             let now = self.core.now();
             let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
             if wallet.state != WalletState::Locked {
@@ -248,7 +248,7 @@ impl<'a> Wallets<'a> {
     ) -> Result<Done<WalletDetails>, ServiceError> {
         require(principal, &needs::WALLETS)?;
         let msisdn = &command.wallet;
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, Charging, |tx| {
             let now = self.core.now();
             let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
             if wallet.state == WalletState::Locked {
@@ -289,7 +289,7 @@ impl<'a> Wallets<'a> {
         if !errors.is_empty() {
             return Err(ServiceError::Validation(errors));
         }
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, Charging, |tx| {
             let now = self.core.now();
             let mut wallet = tx.lock_wallet(principal.mode, msisdn)?.ok_or(ServiceError::NotFound)?;
             if tier <= wallet.kyc_tier {

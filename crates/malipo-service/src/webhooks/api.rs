@@ -1,6 +1,6 @@
 //! The endpoints and events API.
 
-use crate::views::{OnEndpoints, OnOutbox, View};
+use crate::views::{Charging, OnEndpoints, OnOutbox, View};
 use malipo_auth::Principal;
 use malipo_core::{EndpointId, EventId};
 use malipo_webhooks::{Endpoint, Event, Secret};
@@ -57,7 +57,7 @@ impl<'a> Webhooks<'a> {
             updated_at: now,
         };
         let shown = EndpointWithSecret { endpoint: endpoint.clone(), secret: secret.to_whsec() };
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, OnEndpoints, |tx| {
             tx.insert_endpoint(&endpoint)?;
             Ok(shown.clone())
         })
@@ -88,7 +88,7 @@ impl<'a> Webhooks<'a> {
     /// [`ServiceError::NotFound`]; idempotency errors.
     pub fn delete_endpoint(&self, principal: &Principal, command: &EndpointTarget, idem: &Idem) -> Result<Done<Endpoint>, ServiceError> {
         require(principal, &needs::MANAGE_WEBHOOKS)?;
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, Charging, |tx| {
             let now = self.core.now();
             let mut endpoint = owned_endpoint(tx, principal, &command.endpoint)?;
             endpoint.deleted_at = Some(now);
@@ -109,7 +109,7 @@ impl<'a> Webhooks<'a> {
     ) -> Result<Done<EndpointWithSecret>, ServiceError> {
         require(principal, &needs::MANAGE_WEBHOOKS)?;
         let secret = Secret::generate();
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, OnEndpoints, |tx| {
             let now = self.core.now();
             let mut endpoint = owned_endpoint(tx, principal, &command.endpoint)?;
             let old = std::mem::replace(&mut endpoint.secret, self.core.cipher.seal(secret.as_bytes()));
@@ -186,7 +186,7 @@ impl<'a> Webhooks<'a> {
     pub fn redeliver(&self, principal: &Principal, command: &Redeliver, idem: &Idem) -> Result<Done<Redelivery>, ServiceError> {
         require(principal, &needs::MANAGE_WEBHOOKS)?;
         let Redeliver { event: id, endpoint: endpoint_id } = command;
-        self.core.idempotent(idem, |tx| {
+        self.core.idempotent(idem, Charging, |tx| {
             let now = self.core.now();
             let event = tx.event(&principal.org_id, principal.mode, id)?.ok_or(ServiceError::NotFound)?;
             let endpoints = match endpoint_id {
