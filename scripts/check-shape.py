@@ -7,7 +7,9 @@
 3. no source file over 600 lines, not counting its inline `#[cfg(test)]` module (test files and
    `tests/` directories are not counted at all);
 4. the service's shared rules (NARROW below) name the ports they use: none of them takes the whole
-   `dyn Tx`; a file joins the list when its functions are narrowed, and never leaves it.
+   `dyn Tx`; a file joins the list when its functions are narrowed, and never leaves it;
+5. use-case transactions on the whole `Tx` (bare `write(store, …)` and the like, or the `Whole`
+   view) number at most MAX_WHOLE_TX_CLOSURES, which only ever goes down.
 
 Exits non-zero, naming each violation. Standard library only.
 """
@@ -18,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MAX_TRAIT_METHODS = 20
 MAX_FILE_LINES = 600
-# Use-case transactions still given the whole `Tx` rather than a view (`ports/views.rs`): the
+# Use-case transactions still given the whole `Tx` rather than a view (`src/views.rs`): the
 # count may fall (lower it here), never rise.
-MAX_WHOLE_TX_CLOSURES = 49
-WHOLE_TX_CLOSURE = re.compile(r"(?:^|[^\w.:])(?:write|read|report|query|autocommit)\((?:self|core|store)|\bWhole\b")
+MAX_WHOLE_TX_CLOSURES = 47
+WHOLE_TX_CLOSURE = re.compile(r"(?:^|[^\w.:])(?:write|read|report|query|autocommit)\((?:self|core|store)|,\s*Whole\s*,")
 NARROW = [
     "core.rs", "events.rs", "limits.rs", "customers.rs", "lifecycle.rs", "processing.rs", "payouts/worker.rs",
     "reversals.rs", "people/failures.rs", "webhooks/delivery.rs", "webhooks/model.rs", "accounts.rs", "agents.rs",

@@ -1,6 +1,5 @@
 //! Organisations, credentials and bearer tokens.
 
-use crate::views::{OnAuth, OnLedger, Staffing, View};
 use malipo_auth::{
     generate_client_id, generate_secret, generate_token, token_digest, AccessToken, Credential, OrgKind, Organisation, Principal, Scopes,
     SecretHasher, TOKEN_LIFETIME_SECONDS,
@@ -13,6 +12,7 @@ use crate::error::StoreError;
 use crate::error::{OAuthProblem, ServiceError, TokenProblem};
 use crate::ports::{write, AccountKey, AuditEntry};
 use crate::validate::check_text;
+use crate::views::{OnAuth, OnLedger, Staffing, View};
 
 /// A credential as printed once at issue: the secret is never shown again.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,5 @@
 //! Accounts and balances, operator funding and ledger verification.
 
-use crate::views::{OnLedger, Reporting, View};
 use std::collections::BTreeSet;
 
 use malipo_auth::Principal;
@@ -11,6 +10,7 @@ use crate::core::Core;
 use crate::error::ServiceError;
 use crate::needs::{self, require};
 use crate::ports::{write, AccountKey, AuthRepo, LedgerRepo};
+use crate::views::{OnLedger, Reporting, View};
 
 /// An account with what is on its way into it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,7 +1,6 @@
 //! Agents: cash-in (float → wallet, at once) and cash-out (a prompt the customer approves, like a
 //! charge).
 
-use crate::views::{Charging, OnCharges, View};
 use malipo_auth::Principal;
 use malipo_charges::{Charge, ChargeKind, ChargeState};
 use malipo_core::{ChargeRef, Currency, MinorUnit, Mode, Msisdn, Timestamp, TransactionId, WithdrawalRef};
@@ -19,6 +18,7 @@ use crate::lifecycle::Lifecycle;
 use crate::limits::{limit_error, Limits};
 use crate::needs::{self, require};
 use crate::ports::{read, AccountKey, LedgerRepo, WalletRepo, WalletState};
+use crate::views::{Charging, OnCharges, View};
 
 /// A completed cash-in.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

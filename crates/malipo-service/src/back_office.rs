@@ -4,7 +4,6 @@
 //! each recorded in the audit log as the person's (in the operator's organisation, naming the
 //! object touched); funding moves money, so it runs under the form's one-time key.
 
-use crate::views::{OnAudit, OnAuth, Reporting, View};
 use std::net::IpAddr;
 
 use malipo_auth::{Credential, OrgKind, Organisation, Permission};
@@ -17,6 +16,7 @@ use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
 use crate::people::{entry, Invited, Invitee, Inviter, People, SignedIn};
 use crate::ports::{AuditEntry, AuditFilter};
+use crate::views::{OnAudit, OnAuth, Reporting, View};
 
 /// The audit log's action of a verification of the ledger.
 pub const LEDGER_VERIFIED: &str = "ledger.verified";

@@ -39,7 +39,6 @@
 //! The measurement is of the shared database, so every instance refuses together, whichever
 //! instance's workers are short.
 
-use crate::views::{Reporting, View};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use malipo_core::Timestamp;
@@ -47,6 +46,7 @@ use malipo_core::Timestamp;
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
+use crate::views::{Reporting, View};
 
 /// What one measurement found.
 #[derive(Clone, Copy, Debug, PartialEq)]

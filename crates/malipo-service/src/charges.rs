@@ -2,7 +2,6 @@
 //! reads (the API's, and the console's: a day-by-day summary for Home, and a charge's history
 //! and webhook deliveries).
 
-use crate::views::{Charging, OnCharges, View};
 use std::collections::BTreeMap;
 use std::sync::PoisonError;
 
@@ -22,6 +21,7 @@ use crate::lifecycle::Lifecycle;
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
 use crate::ports::{query, ChargeDayTotal, DAY_MICROS};
+use crate::views::{Charging, OnCharges, View};
 
 /// The merchant-facing charge use cases.
 pub struct Charges<'a> {

@@ -2,7 +2,6 @@
 //! snapshot of its result stored in one transaction, so a retry is settled exactly once and
 //! given the same result.
 
-use crate::views::{Charging, OnKeys, View};
 use malipo_charges::Charge;
 use malipo_idempotency::{Decision, Fingerprint, IdempotencyKey, IdempotencyRecord, KeyScope, Outcome};
 use serde::de::DeserializeOwned;
@@ -18,6 +17,7 @@ use crate::error::{Earlier, ServiceError, StoreError};
 use crate::group::Creation;
 use crate::ports::{write, AuditEntry};
 use crate::snapshot;
+use crate::views::{Charging, OnKeys, View};
 
 /// The key of a state-changing request and what it is bound to.
 #[derive(Clone, Debug)]

@@ -1,7 +1,6 @@
 //! Wallet-to-wallet transfers (sent from the USSD menu): the sender pays amount + the P2P fee,
 //! within both wallets' limits, both wallets locked first.
 
-use crate::views::Charging;
 use malipo_core::{MinorUnit, Mode, Msisdn, TransactionId};
 use malipo_countries::FeeOperation;
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
@@ -13,6 +12,7 @@ use crate::error::{Earlier, ServiceError};
 use crate::idempotency::Idem;
 use crate::limits::{limit_error, Limits};
 use crate::ports::{write, EndpointRepo, LedgerRepo, OutboxRepo, WalletRepo};
+use crate::views::Charging;
 
 /// A completed wallet-to-wallet transfer.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

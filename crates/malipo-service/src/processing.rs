@@ -2,7 +2,6 @@
 //! expiry. Each step is one transaction on a locked charge, so concurrent workers and instances
 //! settle every charge exactly once.
 
-use crate::views::{OnCharges, View};
 use malipo_charges::{Charge, ChargeEvent, ChargeState, FailureReason, SandboxOutcome};
 use malipo_core::{ChargeRef, Mode, Timestamp};
 
@@ -11,6 +10,7 @@ use crate::customers::Customers;
 use crate::error::{ServiceError, StoreError};
 use crate::lifecycle::{Entered, Funds, Lifecycle};
 use crate::ports::{write, ChargeFlow, WalletState};
+use crate::views::{OnCharges, View};
 
 /// The charge worker's use cases.
 pub struct Processing<'a> {

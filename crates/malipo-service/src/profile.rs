@@ -1,13 +1,13 @@
 //! Which organisation a caller acts for, as Stripe's `GET /v1/account` answers it: the first
 //! call a new integration makes to check its key pair.
 
-use crate::views::{OnAuth, View};
 use malipo_auth::{OrgKind, Principal, Scopes};
 use malipo_core::{Currency, Mode, OrgId};
 
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::needs::{self, require};
+use crate::views::{OnAuth, View};
 
 /// The caller's organisation and what its credential may do.
 #[derive(Clone, Debug, PartialEq, Eq)]

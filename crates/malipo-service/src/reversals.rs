@@ -1,7 +1,6 @@
 //! Reversals (contract section 8): compensating ledger entries for all or part of a completed
 //! charge or payout, never above the original in sum.
 
-use crate::views::{OnReversals, Reversing, View};
 use malipo_auth::Principal;
 use malipo_charges::{ChargeKind, ChargeState};
 use malipo_core::{ChargeRef, Currency, MinorUnit, PayoutRef, ReversalId, Timestamp, TransactionId};
@@ -17,6 +16,7 @@ use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
 use crate::ports::ReversalFlow;
+use crate::views::{OnReversals, Reversing, View};
 
 /// The original as found, locked: what the reversal computes with.
 struct Original {

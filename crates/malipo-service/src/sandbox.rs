@@ -1,6 +1,5 @@
 //! Sandbox helpers (test mode only): simulate a customer's answer, create or top up test wallets.
 
-use crate::views::Charging;
 use malipo_auth::Principal;
 use malipo_charges::{Charge, ChargeEvent, ChargeState, FailureReason};
 use malipo_core::{MinorUnit, Mode, Timestamp};
@@ -15,6 +14,7 @@ use crate::lifecycle::{Entered, Funds, Lifecycle};
 use crate::limits::{Limits, WalletDetails};
 use crate::needs::{self, require};
 use crate::ports::{ChargeFlow, WalletState};
+use crate::views::Charging;
 
 /// The sandbox helpers (test mode only).
 pub struct Sandbox<'a> {

@@ -3,12 +3,12 @@
 //! (a worker loop of the app, and `malipo ledger verify` before it verifies) chains committed
 //! journals shortly after their commit, in batches, one sealer at a time per ledger.
 
-use crate::views::{OnChain, OnLedger, View};
 use std::time::Duration;
 
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::ports::UnsealedStats;
+use crate::views::{OnChain, OnLedger, View};
 
 /// Journals sealed in one transaction.
 pub const SEAL_BATCH: usize = 500;

@@ -1,7 +1,6 @@
 //! Transfers between an organisation's own accounts, and account statements (contract
 //! section 4).
 
-use crate::views::{Charging, OnLedger, View};
 use malipo_auth::Principal;
 use malipo_core::{AccountId, Currency, MinorUnit, Mode, Timestamp, TransactionId};
 use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine};
@@ -14,6 +13,7 @@ use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
 use crate::ports::{PostingQuery, StatementLine};
+use crate::views::{Charging, OnLedger, View};
 
 /// A completed transfer between two of an organisation's accounts.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -4,7 +4,6 @@
 
 pub(crate) mod pay;
 
-use crate::views::{OnRequests, View, Whole};
 use malipo_auth::Principal;
 use malipo_core::PaymentRequestId;
 use malipo_countries::FeeOperation;
@@ -19,6 +18,7 @@ use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
 use crate::ports::write;
+use crate::views::{OnRequests, View, Whole};
 
 /// How many pay codes are drawn for one request before giving up: a drawn code is taken by
 /// another open request of the mode with probability (open requests / 1,000,000), so even a

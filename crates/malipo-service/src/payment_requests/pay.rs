@@ -9,7 +9,6 @@
 //! the second finds it paid. The database refuses a second `payment_request` journal for the
 //! same request too (`journals_source_key`).
 
-use crate::views::{OnRequests, View, Whole};
 use malipo_core::{MinorUnit, Mode, Msisdn, PaymentRequestId, TransactionId};
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 use malipo_requests::{PayCode, PaymentRequest, RequestEvent, RequestState, TransitionError};
@@ -23,6 +22,7 @@ use crate::events::Events;
 use crate::idempotency::Idem;
 use crate::limits::{limit_error, Limits};
 use crate::ports::{read, AuthRepo, ChargeFlow, PaymentRequestRepo, WalletState};
+use crate::views::{OnRequests, View, Whole};
 
 /// A request paid by the caller: what the screen needs beyond the request itself.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -1,6 +1,5 @@
 //! Bulk payouts with maker/checker (contract section 6).
 
-use crate::views::{OnBulk, PayingOut, View};
 use malipo_auth::Principal;
 use malipo_core::{BulkPayoutId, MinorUnit, PayoutRef, Timestamp};
 use malipo_countries::FeeOperation;
@@ -17,6 +16,7 @@ use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
 use crate::ports::{report, PayoutFlow};
+use crate::views::{OnBulk, PayingOut, View};
 
 fn transition_error(e: BulkTransitionError) -> ServiceError {
     match e {

@@ -5,7 +5,6 @@
 pub mod bulk;
 pub mod worker;
 
-use crate::views::{OnPayouts, Reversing, View};
 use malipo_auth::Principal;
 use malipo_core::{MinorUnit, PayoutRef};
 use malipo_countries::FeeOperation;
@@ -20,6 +19,7 @@ use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
+use crate::views::{OnPayouts, Reversing, View};
 
 /// The payout use cases.
 pub struct Payouts<'a> {

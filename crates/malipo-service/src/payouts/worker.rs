@@ -12,7 +12,6 @@
 //! a payee it already pays starts the next transaction, since that payout's limits are checked
 //! on the wallet's balance with the earlier payment in it, which is posted only at the end.
 
-use crate::views::{OnPayouts, View};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use malipo_charges::SandboxOutcome;
@@ -26,6 +25,7 @@ use crate::error::{ServiceError, StoreError};
 use crate::events::Events;
 use crate::limits::Limits;
 use crate::ports::{write, PayoutFlow, WalletState};
+use crate::views::{OnPayouts, View};
 
 /// The payout worker's use cases.
 pub struct PayoutProcessing<'a> {

@@ -1,7 +1,6 @@
 //! The audit log as people read it: an organisation's on its "Audit log" page, every
 //! organisation's for operators.
 
-use crate::views::{OnAudit, View};
 use malipo_auth::{OrgKind, Permission};
 use malipo_core::AuditId;
 
@@ -9,6 +8,7 @@ use super::person::{People, SignedIn};
 use crate::error::ServiceError;
 use crate::page::{bad_cursor, Page};
 use crate::ports::{AuditEntry, AuditFilter};
+use crate::views::{OnAudit, View};
 
 impl People<'_> {
     /// Audit entries matching `filter`, newest first: the person's organisation's only, unless

@@ -1,7 +1,6 @@
 //! Turning on the second factor, checking it (at sign-in and for step-up actions), and
 //! recovery codes.
 
-use crate::views::{OnUsers, View};
 use std::net::IpAddr;
 
 use malipo_auth::{generate_recovery_codes, is_recovery_code, normalise_recovery_code, SessionStage, TotpSecret, User};
@@ -11,6 +10,7 @@ use super::failures::Attempt;
 use super::person::{entry, People, SignedIn};
 use crate::error::ServiceError;
 use crate::ports::{write, Tx};
+use crate::views::{OnUsers, View};
 
 /// What the enrolment page shows: the secret as text and as the `otpauth://` URI of the QR code.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,7 +18,6 @@
 //! the person out either. Step-up codes and the current password count as untrusted attempts
 //! (the brake applies): they come with a session, which may be stolen.
 
-use crate::views::{OnSessions, View};
 use std::net::IpAddr;
 
 use malipo_auth::{Failures, Subject};
@@ -26,6 +25,7 @@ use malipo_core::Timestamp;
 
 use crate::error::ServiceError;
 use crate::ports::{SessionRepo, Store};
+use crate::views::{OnSessions, View};
 
 /// One guess at an account's secrets, before it is judged: the subjects it counts against.
 pub(crate) struct Attempt {

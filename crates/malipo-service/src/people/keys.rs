@@ -2,7 +2,6 @@
 //! shown once) and revoked, each with a fresh second factor. A key pair created by a person
 //! records them (`created_by`), and acts as them for maker/checker.
 
-use crate::views::{OnAuth, Staffing, View};
 use std::net::IpAddr;
 
 use malipo_auth::{Credential, Permission};
@@ -11,6 +10,7 @@ use malipo_core::Mode;
 use super::person::{entry, People, SignedIn};
 use crate::access::{Access, IssuedCredential};
 use crate::error::ServiceError;
+use crate::views::{OnAuth, Staffing, View};
 
 impl People<'_> {
     /// The organisation's key pairs in both modes (revoked ones too), newest first.

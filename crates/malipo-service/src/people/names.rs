@@ -1,12 +1,12 @@
 //! Who is who: the names of an organisation's people, for pages that name the person behind
 //! an object (a batch's maker and checker) instead of their `usr_` id.
 
-use crate::views::{OnUsers, View};
 use malipo_auth::Permission;
 use malipo_core::UserId;
 
 use super::person::{People, SignedIn};
 use crate::error::ServiceError;
+use crate::views::{OnUsers, View};
 
 impl People<'_> {
     /// Every person of `who`'s organisation (removed ones too: they still made what they

@@ -11,7 +11,6 @@
 //! the same two transactions and one Argon2id verification (of a decoy hash when there is no
 //! such person).
 
-use crate::views::{OnSessions, Staffing, View};
 use std::net::IpAddr;
 
 use malipo_auth::{token_digest, SessionStage, User, MAX_PASSWORD_CHARS};
@@ -21,6 +20,7 @@ use super::failures::{Attempt, Counted};
 use super::person::{entry, People, SignedIn};
 use crate::error::ServiceError;
 use crate::ports::write;
+use crate::views::{OnSessions, Staffing, View};
 
 /// The outcome of a sign-in step.
 #[derive(Clone, Debug, PartialEq, Eq)]

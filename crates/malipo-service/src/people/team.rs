@@ -1,6 +1,5 @@
 //! Invitations, accepting one, and the team: roles, removal, requiring two-factor.
 
-use crate::views::{OnAuth, OnUsers, Staffing, View};
 use std::net::IpAddr;
 
 use malipo_auth::{check_password, generate_session_token, token_digest, Permission, Role, SessionStage, User};
@@ -10,6 +9,7 @@ use super::person::{entry, People, SignedIn};
 use crate::error::{FieldError, ServiceError, StoreError};
 use crate::ports::{write, AuditEntry, Invitation};
 use crate::validate::check_text;
+use crate::views::{OnAuth, OnUsers, Staffing, View};
 
 /// An invitation link is valid this long.
 pub const INVITATION_SECONDS: i64 = 72 * 60 * 60;

@@ -9,7 +9,6 @@
 //! emptied, the in-progress mark), so a gateway that repeats a request while the first is still
 //! running cannot make an effect happen twice; a repeat after it finished replays the last screen.
 
-use crate::views::{OnUssd, View};
 use malipo_auth::Principal;
 use malipo_core::{Mode, Msisdn, OrgId, Timestamp};
 use malipo_countries::Country;
@@ -28,6 +27,7 @@ use crate::p2p::P2p;
 use crate::payment_requests::pay::RequestPayments;
 use crate::ports::{query, read, write, Tx, UssdSession};
 use crate::processing::is_processing_failure;
+use crate::views::{OnUssd, View};
 use crate::wallets::{Pins, Wallets};
 
 mod approvals;

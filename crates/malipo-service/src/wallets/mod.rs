@@ -1,6 +1,5 @@
 //! Wallets (operator back office): opening, KYC, PINs, locks and statements.
 
-use crate::views::{Charging, OnWallets, Reporting, View};
 use malipo_auth::Principal;
 use malipo_charges::{ChargeEvent, FailureReason};
 use malipo_core::{Mode, Msisdn};
@@ -16,6 +15,7 @@ use crate::limits::{Limits, WalletDetails};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
 use crate::ports::{read, PostingQuery, StatementLine, Wallet, WalletState};
+use crate::views::{Charging, OnWallets, Reporting, View};
 
 mod pin;
 

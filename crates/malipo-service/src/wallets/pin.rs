@@ -1,7 +1,6 @@
 //! One PIN attempt counter for every channel (API, USSD, sandbox): a right PIN resets it, the
 //! country's maximum locks the wallet and declines its pending prompts.
 
-use crate::views::{OnWallets, View};
 use malipo_auth::SecretHasher;
 use malipo_core::{Mode, Msisdn, Timestamp};
 
@@ -10,6 +9,7 @@ use crate::error::{ServiceError, StoreError};
 use crate::lifecycle::{Entered, Lifecycle};
 use crate::limits::Limits;
 use crate::ports::{write, Tx, Wallet, WalletState};
+use crate::views::{OnWallets, View};
 
 /// The result of checking a PIN (every check counts towards the lock).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

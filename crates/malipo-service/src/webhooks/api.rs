@@ -1,6 +1,5 @@
 //! The endpoints and events API.
 
-use crate::views::{Charging, OnEndpoints, OnOutbox, View};
 use malipo_auth::Principal;
 use malipo_core::{EndpointId, EventId};
 use malipo_webhooks::{Endpoint, Event, Secret};
@@ -14,6 +13,7 @@ use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::Page;
 use crate::ports::{read, EndpointRepo, EventsPage};
+use crate::views::{Charging, OnEndpoints, OnOutbox, View};
 
 /// The webhook endpoints and events API.
 pub struct Webhooks<'a> {
