@@ -21,13 +21,16 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_TRAIT_METHODS = 20
 MAX_FILE_LINES = 600
 # Use-case transactions still given the whole `Tx` rather than a view (`src/views.rs`): the
-# count may fall (lower it here), never rise.
-MAX_WHOLE_TX_CLOSURES = 47
+# count may fall (lower it here), never rise. The one left is `Core::idempotent`'s own transaction,
+# which stores the key and hands its effect the view it names.
+MAX_WHOLE_TX_CLOSURES = 1
 WHOLE_TX_CLOSURE = re.compile(r"(?:^|[^\w.:])(?:write|read|report|query|autocommit)\((?:self|core|store)|,\s*Whole\s*,")
 NARROW = [
     "core.rs", "events.rs", "limits.rs", "customers.rs", "lifecycle.rs", "processing.rs", "payouts/worker.rs",
     "reversals.rs", "people/failures.rs", "webhooks/delivery.rs", "webhooks/model.rs", "accounts.rs", "agents.rs",
     "webhooks/api.rs", "payouts/bulk.rs", "people/person.rs", "sandbox.rs", "p2p.rs", "payment_requests/pay.rs",
+    "payment_requests/mod.rs", "people/sign_in.rs", "people/enrol.rs", "people/team.rs", "transactions.rs", "charges.rs",
+    "access.rs", "wallets/mod.rs", "wallets/pin.rs", "ussd/mod.rs", "ussd/hops.rs", "ussd/approvals.rs",
 ]
 
 

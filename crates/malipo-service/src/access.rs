@@ -10,9 +10,9 @@ use malipo_ledger::{Account, AccountKind};
 use crate::core::Core;
 use crate::error::StoreError;
 use crate::error::{OAuthProblem, ServiceError, TokenProblem};
-use crate::ports::{write, AccountKey, AuditEntry};
+use crate::ports::{AccountKey, AuditEntry};
 use crate::validate::check_text;
-use crate::views::{OnAuth, OnLedger, Staffing, View};
+use crate::views::{OnAuth, OnLedger, Onboarding, Staffing, View};
 
 /// A credential as printed once at issue: the secret is never shown again.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,7 +126,7 @@ impl<'a> Access<'a> {
             .map(|(mode, k)| Account::open(Some(org.id.clone()), mode, k, currency, None, now))
             .collect();
         let (credential, issued) = self.new_credential(&org.id, Mode::Test, kind.default_scopes())?;
-        write(self.core.store(), |tx| {
+        Onboarding::write(self.core.store(), |tx| {
             tx.insert_org(&org)?;
             for a in &accounts {
                 tx.insert_account(a)?;

@@ -9,7 +9,7 @@ use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine, Vio
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::needs::{self, require};
-use crate::ports::{write, AccountKey, AuthRepo, LedgerRepo};
+use crate::ports::{AccountKey, AuthRepo, LedgerRepo};
 use crate::views::{OnLedger, Reporting, View};
 
 /// An account with what is on its way into it.
@@ -141,7 +141,7 @@ impl<'a> Accounts<'a> {
     /// with nothing to fund).
     pub fn fund(&self, org_id: &OrgId, mode: Mode, amount: &str) -> Result<TransactionId, ServiceError> {
         let now = self.core.now();
-        write(self.core.store(), |tx| Ok(self.fund_in(tx, org_id, mode, amount, now)?.transaction_id))
+        Reporting::write(self.core.store(), |tx| Ok(self.fund_in(tx, org_id, mode, amount, now)?.transaction_id))
     }
 
     /// [`Accounts::fund`] in `tx` (the back office runs it under a form's one-time key).

@@ -17,8 +17,8 @@ use crate::idempotency::{Done, Idem};
 use crate::lifecycle::Lifecycle;
 use crate::limits::{limit_error, Limits};
 use crate::needs::{self, require};
-use crate::ports::{read, AccountKey, LedgerRepo, WalletRepo, WalletState};
-use crate::views::{Charging, OnCharges, View};
+use crate::ports::{AccountKey, LedgerRepo, WalletRepo, WalletState};
+use crate::views::{Charging, OnCharges, Reporting, View};
 
 /// A completed cash-in.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -149,7 +149,7 @@ impl<'a> Agents<'a> {
         let AgentCash { customer, amount } = command;
         let (country, amount) = (customer_country(self.core, currency, customer)?, *amount);
         let fee = country.fee(FeeOperation::CashIn, amount);
-        read(self.core.store(), |tx| {
+        Reporting::read(self.core.store(), |tx| {
             let float = self.float_of(tx, principal)?;
             let mut quote = CashInQuote { customer_msisdn: customer.clone(), customer_name: None, amount, fee, currency, refusal: None };
             match tx.wallet(principal.mode, customer)? {

@@ -20,7 +20,7 @@ use crate::idempotency::{Done, Idem};
 use crate::lifecycle::Lifecycle;
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{query, ChargeDayTotal, DAY_MICROS};
+use crate::ports::{ChargeDayTotal, DAY_MICROS};
 use crate::views::{Charging, OnCharges, View};
 
 /// The merchant-facing charge use cases.
@@ -67,7 +67,7 @@ impl<'a> Charges<'a> {
         // transaction of its own. Any other is checked by the worker at once and fails there.
         let lifecycle = Lifecycle(self.core);
         let can_pay = principal.mode == Mode::Live
-            && query(self.core.store(), |tx| lifecycle.live_refusal(tx, principal.mode, payer, (amount, amount), now))?.is_none();
+            && Charging::query(self.core.store(), |tx| lifecycle.live_refusal(tx, principal.mode, payer, (amount, amount), now))?.is_none();
         let next_action_at = if can_pay { expires_at } else { lifecycle.first_step_at(principal.mode, now) };
         let charge = move |merchant_account| Charge {
             id: ChargeRef::new(),

@@ -11,8 +11,8 @@ use crate::customers::Customers;
 use crate::error::{Earlier, ServiceError};
 use crate::idempotency::Idem;
 use crate::limits::{limit_error, Limits};
-use crate::ports::{write, EndpointRepo, LedgerRepo, OutboxRepo, WalletRepo};
-use crate::views::Charging;
+use crate::ports::{EndpointRepo, LedgerRepo, OutboxRepo, WalletRepo};
+use crate::views::{Charging, View};
 
 /// A completed wallet-to-wallet transfer.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -53,7 +53,7 @@ impl P2p<'_> {
             return Err(ServiceError::field("to", "invalid_msisdn", "cannot send money to the same wallet"));
         }
         let Some(idem) = once else {
-            return write(self.0.store(), |tx| self.transfer(tx, mode, from, to, amount, source_ref));
+            return Charging::write(self.0.store(), |tx| self.transfer(tx, mode, from, to, amount, source_ref));
         };
         match self.0.idempotent(idem, Charging, |tx| self.transfer(tx, mode, from, to, amount, source_ref)) {
             Ok(done) => Ok(done.value),

@@ -9,8 +9,8 @@ use crate::core::Core;
 use crate::customers::Customers;
 use crate::error::{ServiceError, StoreError};
 use crate::lifecycle::{Entered, Funds, Lifecycle};
-use crate::ports::{write, ChargeFlow, WalletState};
-use crate::views::{OnCharges, View};
+use crate::ports::{ChargeFlow, WalletState};
+use crate::views::{Charging, ChargingInBatches, OnCharges, View};
 
 /// The charge worker's use cases.
 pub struct Processing<'a> {
@@ -88,7 +88,7 @@ impl<'a> Processing<'a> {
         while !rest.is_empty() {
             let now = self.core.now();
             let mut taken: usize = 0;
-            let all = write(self.core.store(), |tx| {
+            let all = ChargingInBatches::write(self.core.store(), |tx| {
                 // A refused posting fails this transaction whichever call finds it: the chunk's
                 // journals may be posted together (each account's lines by one update: the
                 // merchant's collection account once for the chunk, not once a charge).
@@ -123,7 +123,7 @@ impl<'a> Processing<'a> {
     /// would alone.
     fn advance_in_savepoints(&self, ids: &[ChargeRef], lease: Timestamp) -> Result<Vec<ChargeRef>, ServiceError> {
         let now = self.core.now();
-        let (entered, left) = write(self.core.store(), |tx| {
+        let (entered, left) = ChargingInBatches::write(self.core.store(), |tx| {
             let mut entered: Entered = vec![];
             let mut left = vec![];
             for id in ids {
@@ -214,7 +214,7 @@ impl<'a> Processing<'a> {
     /// ends as it always did: authorised, then failed `processing_error` with its hold released.
     fn advance(&self, id: &ChargeRef, claim: Option<Timestamp>) -> Result<(), ServiceError> {
         let now = self.core.now();
-        let together = write(self.core.store(), |tx| {
+        let together = Charging::write(self.core.store(), |tx| {
             let mut entered: Entered = vec![];
             self.steps(tx, id, now, claim, &mut entered)?;
             Ok(entered)
@@ -233,7 +233,7 @@ impl<'a> Processing<'a> {
     fn advance_stepwise(&self, id: &ChargeRef, mut claim: Option<Timestamp>) -> Result<(), ServiceError> {
         loop {
             let now = self.core.now();
-            match write(self.core.store(), |tx| self.step(tx, id, now, claim)) {
+            match Charging::write(self.core.store(), |tx| self.step(tx, id, now, claim)) {
                 Ok((again, entered)) => {
                     self.core.report(&entered);
                     if !again {
@@ -243,7 +243,7 @@ impl<'a> Processing<'a> {
                 }
                 Err(e) if is_processing_failure(&e) => {
                     tracing::error!(charge = %id, error = %e, "posting failed; failing the charge");
-                    let entered = write(self.core.store(), |tx| self.fail_processing(tx, id, now))?;
+                    let entered = Charging::write(self.core.store(), |tx| self.fail_processing(tx, id, now))?;
                     self.core.report(&entered);
                     return Ok(());
                 }

@@ -12,7 +12,8 @@ use crate::core::Core;
 use crate::error::ServiceError;
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, report, LedgerRepo, PostingQuery, StatementLine, Tx};
+use crate::ports::{LedgerRepo, PostingQuery, StatementLine};
+use crate::views::{OnLedger, Reporting, View};
 
 /// What `GET /transactions` and the export select.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -97,7 +98,7 @@ impl<'a> Transactions<'a> {
             }
         };
         let fetch = limit.saturating_add(1);
-        let mut found = report(self.core.store(), |tx| {
+        let mut found = OnLedger::report(self.core.store(), |tx| {
             let mut found = Vec::new();
             for account in accounts(tx, &principal.org_id, principal.mode, filter.account.as_deref())? {
                 // The window as a run of the account's history (seq bounds), so that a page
@@ -139,7 +140,7 @@ impl<'a> Transactions<'a> {
     pub fn get(&self, principal: &Principal, id: &str, account: Option<&str>) -> Result<Transaction, ServiceError> {
         require(principal, &needs::READ_TRANSACTIONS)?;
         let id = TransactionId::parse(id).map_err(|_| ServiceError::NotFound)?;
-        read(self.core.store(), |tx| {
+        OnLedger::read(self.core.store(), |tx| {
             let own = accounts(tx, &principal.org_id, principal.mode, account)?;
             let ids: Vec<AccountId> = own.iter().map(|a| a.id.clone()).collect();
             let line = tx.journal_postings(&id, &ids)?.into_iter().next().ok_or(ServiceError::NotFound)?;
@@ -157,7 +158,7 @@ impl<'a> Transactions<'a> {
     /// As [`Transactions::list`] for the account.
     pub fn export(&self, principal: &Principal, filter: &TransactionFilter) -> Result<ExportRun, ServiceError> {
         require(principal, &needs::EXPORT_TRANSACTIONS)?;
-        report(self.core.store(), |tx| {
+        OnLedger::report(self.core.store(), |tx| {
             let mut streams = Vec::new();
             for account in accounts(tx, &principal.org_id, principal.mode, filter.account.as_deref())? {
                 let (cursor, up_to) = run_of(tx, &account, filter.from, filter.to)?;
@@ -180,7 +181,7 @@ impl<'a> Transactions<'a> {
     pub fn export_batch(&self, run: &mut ExportRun, n: usize) -> Result<Vec<Transaction>, ServiceError> {
         let n = n.max(1);
         let wanted: Vec<usize> = (0..run.streams.len()).filter(|&i| run.streams[i].buffered.is_empty() && !run.streams[i].done).collect();
-        let fetch = |tx: &mut dyn Tx| -> Result<Vec<Vec<StatementLine>>, ServiceError> {
+        let fetch = |tx: &mut dyn LedgerRepo| -> Result<Vec<Vec<StatementLine>>, ServiceError> {
             let mut all = Vec::with_capacity(wanted.len());
             for &i in &wanted {
                 let s = &run.streams[i];
@@ -189,14 +190,14 @@ impl<'a> Transactions<'a> {
             }
             Ok(all)
         };
-        let mut fetched = report(self.core.store(), fetch)?;
+        let mut fetched = OnLedger::report(self.core.store(), fetch)?;
         // A replica behind the export's start has fewer rows than the extent promises: the batch
         // is read again on the primary, which has them all.
         let short = |all: &[Vec<StatementLine>]| {
             wanted.iter().zip(all).any(|(&i, lines)| short_of_extent(&run.streams[i], lines.len(), lines.last().map(|l| l.seq), n))
         };
         if short(&fetched) {
-            fetched = read(self.core.store(), fetch)?;
+            fetched = OnLedger::read(self.core.store(), fetch)?;
         }
         for (&i, lines) in wanted.iter().zip(fetched) {
             let s = &mut run.streams[i];
@@ -243,7 +244,7 @@ impl<'a> Transactions<'a> {
     pub fn daily_of(&self, org_id: &OrgId, mode: Mode, date: &str, account: Option<&str>) -> Result<Reconciliation, ServiceError> {
         let date = time::Date::parse(date, time::macros::format_description!("[year]-[month]-[day]"))
             .map_err(|_| ServiceError::field("date", "invalid_value", "date must be a calendar date, YYYY-MM-DD"))?;
-        report(self.core.store(), |tx| {
+        Reporting::report(self.core.store(), |tx| {
             let org = tx.org(org_id)?.ok_or(ServiceError::NotFound)?;
             let country = self.core.country(&org.country)?;
             let (from, to) = local_day(country, date);

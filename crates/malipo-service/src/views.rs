@@ -5,9 +5,9 @@
 
 use crate::error::ServiceError;
 use crate::ports::{
-    self, AuditRepo, AuthRepo, BulkRepo, ChainRepo, ChargeFlow, ChargeRepo, EndpointRepo, IdempotencyRepo, LedgerRepo, OutboxRepo,
-    PaymentRequestRepo, PayoutFlow, PayoutRepo, PeopleFlow, ReportFlow, ReversalFlow, ReversalRepo, SessionRepo, Store, Tx, UserRepo,
-    UssdRepo, WalletRepo,
+    self, AuditRepo, AuthRepo, BulkRepo, ChainRepo, ChargeBatchFlow, ChargeFlow, ChargeRepo, DeliveryFlow, EndpointRepo, IdempotencyRepo,
+    LedgerRepo, OrgFlow, OutboxRepo, PaymentRequestRepo, PayoutFlow, PayoutRepo, PeopleFlow, ReportFlow, RequestFlow, ReversalFlow,
+    ReversalRepo, SessionRepo, Store, Tx, UserRepo, UssdFlow, UssdRepo, WalletRepo,
 };
 
 /// A narrowing of the whole transaction to a few ports.
@@ -131,4 +131,19 @@ views! {
     Reporting => ReportFlow;
     /// Who people are and what they did: people, sessions, organisations, the audit log.
     Staffing => PeopleFlow;
+    /// What advancing a chunk of charges in one transaction touches: [`Charging`]'s ports, the
+    /// queue that writes the chunk's journals and events together, and a savepoint per charge
+    /// (`processing.rs`).
+    ChargingInBatches => ChargeBatchFlow;
+    /// What a payment request touches: the request, the merchant's name and accounts, and
+    /// [`Charging`]'s ports for paying it (`payment_requests`).
+    Requesting => RequestFlow;
+    /// What the transaction that claims a USSD session touches: the session, and
+    /// [`Requesting`]'s ports for the reads and approvals done in it (`ussd`).
+    Dialling => UssdFlow;
+    /// What opening an organisation touches: organisations and credentials, accounts, and the
+    /// audit log (`access.rs`).
+    Onboarding => OrgFlow;
+    /// What sending webhooks touches: the outbox and the endpoints (`webhooks/delivery.rs`).
+    Delivering => DeliveryFlow;
 }

@@ -17,8 +17,7 @@ use crate::events::Events;
 use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::write;
-use crate::views::{OnRequests, View, Whole};
+use crate::views::{OnRequests, Requesting, View};
 
 /// How many pay codes are drawn for one request before giving up: a drawn code is taken by
 /// another open request of the mode with probability (open requests / 1,000,000), so even a
@@ -57,7 +56,7 @@ impl<'a> PaymentRequests<'a> {
         }
         let fee = country.fee(FeeOperation::PaymentRequest, amount).min(amount);
         let now = self.core.now();
-        self.core.idempotent(idem, Whole, |tx| {
+        self.core.idempotent(idem, Requesting, |tx| {
             let merchant_account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?;
             for _ in 0..PAY_CODE_DRAWS {
                 let request = PaymentRequest {
@@ -148,7 +147,7 @@ impl<'a> PaymentRequests<'a> {
     /// # Errors
     /// Storage failures.
     pub fn expire_due(&self, limit: usize) -> Result<usize, ServiceError> {
-        write(self.core.store(), |tx| {
+        Requesting::write(self.core.store(), |tx| {
             let now = self.core.now();
             let due = tx.lock_due_payment_requests(now, limit)?;
             for mut request in due.iter().cloned() {

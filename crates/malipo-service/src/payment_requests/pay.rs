@@ -21,8 +21,8 @@ use crate::error::{Earlier, ServiceError};
 use crate::events::Events;
 use crate::idempotency::Idem;
 use crate::limits::{limit_error, Limits};
-use crate::ports::{read, AuthRepo, ChargeFlow, PaymentRequestRepo, WalletState};
-use crate::views::{OnRequests, View, Whole};
+use crate::ports::{AuthRepo, ChargeFlow, PaymentRequestRepo, WalletState};
+use crate::views::{OnRequests, Requesting, View};
 
 /// A request paid by the caller: what the screen needs beyond the request itself.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -67,7 +67,7 @@ impl RequestPayments<'_> {
         let unknown = || format!("No payment request has pay code {code}.");
         let Ok(code) = PayCode::parse(code) else { return Ok(Err(unknown())) };
         let now = self.0.now();
-        read(self.0.store(), |tx| {
+        Requesting::read(self.0.store(), |tx| {
             let Some(request) = tx.payment_request_by_code(mode, &code)? else { return Ok(Err(unknown())) };
             if let Err(e) = request.payable(now) {
                 return Ok(Err(unpayable(e)));
@@ -82,7 +82,7 @@ impl RequestPayments<'_> {
     /// Storage failures.
     pub(crate) fn prompts_for(
         &self,
-        tx: &mut (impl PaymentRequestRepo + ChargeFlow + AuthRepo + ?Sized),
+        tx: &mut (impl PaymentRequestRepo + AuthRepo + ?Sized),
         mode: Mode,
         payer: &Msisdn,
     ) -> Result<Vec<Prompt>, ServiceError> {
@@ -104,7 +104,7 @@ impl RequestPayments<'_> {
     /// Storage failures.
     pub(crate) fn pay(&self, mode: Mode, payer: &Msisdn, id: &str, once: &Idem) -> Result<Result<Paid, String>, ServiceError> {
         let Ok(id) = PaymentRequestId::parse(id) else { return Ok(Err(GONE.to_owned())) };
-        match self.0.idempotent(once, Whole, |tx| self.pay_in(tx, mode, payer, &id)) {
+        match self.0.idempotent(once, Requesting, |tx| self.pay_in(tx, mode, payer, &id)) {
             Ok(done) => Ok(Ok(done.value)),
             // Kept by a version before snapshots, in this channel's own record.
             Err(ServiceError::AnsweredEarlier(Earlier(kept))) => std::str::from_utf8(&kept)
@@ -194,11 +194,7 @@ impl RequestPayments<'_> {
 
 /// A request as the caller sees it: the merchant's display name (its organisation's name,
 /// nothing more), the amount, and no fee (the merchant pays it out of the amount).
-fn prompt(
-    core: &Core,
-    tx: &mut (impl PaymentRequestRepo + ChargeFlow + AuthRepo + ?Sized),
-    request: &PaymentRequest,
-) -> Result<Prompt, ServiceError> {
+fn prompt(core: &Core, tx: &mut (impl AuthRepo + ?Sized), request: &PaymentRequest) -> Result<Prompt, ServiceError> {
     let payee = core.payee_name(tx, &request.org_id)?;
     Ok(Prompt { id: request.id.to_string(), kind: PromptKind::PaymentRequest, payee, amount: request.amount.get(), fee: 0 })
 }

@@ -15,7 +15,7 @@ use crate::events::Events;
 use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{report, PayoutFlow};
+use crate::ports::PayoutFlow;
 use crate::views::{OnBulk, PayingOut, View};
 
 fn transition_error(e: BulkTransitionError) -> ServiceError {
@@ -178,7 +178,7 @@ impl<'a> BulkPayouts<'a> {
         require(principal, &needs::READ_BULK)?;
         let id = BulkPayoutId::parse(id).map_err(|_| ServiceError::NotFound)?;
         let after = cursor.map(|c| c.parse::<u32>().map_err(|_| bad_cursor("cursor"))).transpose()?;
-        let data = report(self.core.store(), |tx| {
+        let data = PayingOut::report(self.core.store(), |tx| {
             tx.batch(&principal.org_id, principal.mode, &id)?.ok_or(ServiceError::NotFound)?;
             Ok(tx.batch_items(&id, state, after, limit.saturating_add(1))?)
         })?;

@@ -24,8 +24,8 @@ use crate::customers::Customers;
 use crate::error::{ServiceError, StoreError};
 use crate::events::Events;
 use crate::limits::Limits;
-use crate::ports::{write, PayoutFlow, WalletState};
-use crate::views::{OnPayouts, View};
+use crate::ports::{PayoutFlow, WalletState};
+use crate::views::{OnPayouts, PayingOut, View};
 
 /// The payout worker's use cases.
 pub struct PayoutProcessing<'a> {
@@ -63,7 +63,7 @@ impl<'a> PayoutProcessing<'a> {
         while !rest.is_empty() {
             let part = rest.get(..chunk).unwrap_or(rest);
             let now = self.core.now();
-            let failed = match write(self.core.store(), |tx| self.settle_in(tx, part, lease, now)) {
+            let failed = match PayingOut::write(self.core.store(), |tx| self.settle_in(tx, part, lease, now)) {
                 Ok(taken) => {
                     rest = rest.get(taken.max(1)..).unwrap_or_default();
                     continue;
@@ -99,11 +99,11 @@ impl<'a> PayoutProcessing<'a> {
     /// Transient storage failures (the payout stays claimed until its lease lapses).
     pub fn settle(&self, id: &PayoutRef, lease: Timestamp) -> Result<(), ServiceError> {
         let now = self.core.now();
-        match write(self.core.store(), |tx| self.settle_in(tx, std::slice::from_ref(id), lease, now)) {
+        match PayingOut::write(self.core.store(), |tx| self.settle_in(tx, std::slice::from_ref(id), lease, now)) {
             Ok(_) => Ok(()),
             Err(e) if is_processing_failure(&e) => {
                 tracing::error!(payout = %id, error = %e, "posting failed; failing the payout");
-                write(self.core.store(), |tx| self.fail_locked(tx, id, lease, PayoutFailure::ProcessingError, now))
+                PayingOut::write(self.core.store(), |tx| self.fail_locked(tx, id, lease, PayoutFailure::ProcessingError, now))
             }
             Err(e) => Err(e),
         }

@@ -9,8 +9,8 @@ use malipo_core::Timestamp;
 use super::failures::Attempt;
 use super::person::{entry, People, SignedIn};
 use crate::error::ServiceError;
-use crate::ports::{write, Tx};
-use crate::views::{OnUsers, View};
+use crate::ports::{PeopleFlow, UserRepo};
+use crate::views::{OnUsers, Staffing, View};
 
 /// What the enrolment page shows: the secret as text and as the `otpauth://` URI of the QR code.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,7 +54,13 @@ impl People<'_> {
     /// Whether `code` is a right second factor of `user` now, using it up: a TOTP code newer
     /// than the last one accepted (recorded by a guarded update, so that two requests with one
     /// code accept it once), or one of their unused recovery codes.
-    pub(super) fn second_factor_holds(&self, tx: &mut dyn Tx, user: &User, code: &str, now: Timestamp) -> Result<bool, ServiceError> {
+    pub(super) fn second_factor_holds(
+        &self,
+        tx: &mut (impl UserRepo + ?Sized),
+        user: &User,
+        code: &str,
+        now: Timestamp,
+    ) -> Result<bool, ServiceError> {
         if !user.has_second_factor() {
             return Ok(false);
         }
@@ -113,7 +119,7 @@ impl People<'_> {
         let Some(step) = secret.accept(code, now.as_micros().div_euclid(1_000_000), 0) else { return Err(wrong_code()) };
         let codes = generate_recovery_codes();
         let digests: Vec<String> = codes.iter().map(|c| self.core.hasher.keyed_digest(&normalise_recovery_code(c))).collect();
-        let token = write(self.core.store(), |tx| {
+        let token = Staffing::write(self.core.store(), |tx| {
             if !tx.enable_totp(&who.user.id, step, now)? {
                 return Err(ServiceError::InvalidState("two-factor authentication is already on".into()));
             }
@@ -145,10 +151,10 @@ impl People<'_> {
         }
         let now = self.core.now();
         let attempt = Attempt::new(&User::email_key(&who.user.email), ip, false);
-        let audit = |tx: &mut dyn Tx, action: &str, detail: &str| {
+        let audit = |tx: &mut dyn PeopleFlow, action: &str, detail: &str| {
             tx.append_audit(&entry(&who.user, action, Some(who.user.id.to_string()), detail.to_owned(), ip, now))
         };
-        write(self.core.store(), |tx| {
+        Staffing::write(self.core.store(), |tx| {
             let user = tx.user(&who.user.id)?.ok_or(ServiceError::NotFound)?;
             let counted = attempt.count(tx, now)?;
             if let Some(until) = counted.locked() {
@@ -170,6 +176,6 @@ impl People<'_> {
     /// # Errors
     /// Storage failures.
     pub fn recovery_codes_left(&self, who: &SignedIn) -> Result<usize, ServiceError> {
-        crate::ports::read(self.core.store(), |tx| Ok(tx.recovery_codes_left(&who.user.id)?))
+        OnUsers::read(self.core.store(), |tx| Ok(tx.recovery_codes_left(&who.user.id)?))
     }
 }

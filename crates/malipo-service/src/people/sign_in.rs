@@ -19,7 +19,6 @@ use malipo_core::{Mode, Timestamp};
 use super::failures::{Attempt, Counted};
 use super::person::{entry, People, SignedIn};
 use crate::error::ServiceError;
-use crate::ports::write;
 use crate::views::{OnSessions, Staffing, View};
 
 /// The outcome of a sign-in step.
@@ -70,7 +69,7 @@ impl People<'_> {
         if let Some(until) = attempt.already_locked(self.core.store(), now)? {
             return Ok(SignIn::Locked { until });
         }
-        let (counted, user) = write(self.core.store(), |tx| {
+        let (counted, user) = Staffing::write(self.core.store(), |tx| {
             let counted = attempt.count(tx, now)?;
             let user = match counted {
                 Counted::Yes(_) => tx.user_by_email(&key)?.filter(User::is_active),
@@ -85,10 +84,10 @@ impl People<'_> {
         let typed: String = password.chars().take(MAX_PASSWORD_CHARS.saturating_add(1)).collect();
         let Ok(right) = passwords.try_verify(&typed, user.as_ref().and_then(|u| u.password_hash.as_deref())) else {
             // Not checked: the attempt is given back, and the person asked to retry shortly.
-            write(self.core.store(), |tx| counted.not_judged(tx, now))?;
+            OnSessions::write(self.core.store(), |tx| counted.not_judged(tx, now))?;
             return Err(ServiceError::Busy { retry_after: 1 });
         };
-        write(self.core.store(), |tx| match (&user, right) {
+        Staffing::write(self.core.store(), |tx| match (&user, right) {
             (Some(user), true) => {
                 counted.succeeded(tx, now)?;
                 let stage = if user.has_second_factor() { SessionStage::SecondFactor } else { SessionStage::Active };
@@ -128,7 +127,7 @@ impl People<'_> {
     pub fn verify_second_factor(&self, pending_token: &str, code: &str, ip: IpAddr, device: Option<&str>) -> Result<SignIn, ServiceError> {
         let now = self.core.now();
         let digest = token_digest(pending_token);
-        write(self.core.store(), |tx| {
+        Staffing::write(self.core.store(), |tx| {
             let Some(pending) = tx.session(&digest)?.filter(|s| s.stage == SessionStage::SecondFactor && s.is_live(now)) else {
                 return Ok(SignIn::Refused);
             };
@@ -223,7 +222,7 @@ impl People<'_> {
         let mut errors = Vec::new();
         super::team::check_new_password(new, confirm, &who.user, &mut errors);
         let attempt = Attempt::new(&User::email_key(&who.user.email), ip, false);
-        let counted = write(self.core.store(), |tx| attempt.count(tx, now))?;
+        let counted = OnSessions::write(self.core.store(), |tx| attempt.count(tx, now))?;
         if let Some(until) = counted.locked() {
             return Err(ServiceError::field(
                 "current_password",
@@ -232,20 +231,20 @@ impl People<'_> {
             ));
         }
         let Ok(right) = passwords.try_verify(current, who.user.password_hash.as_deref()) else {
-            write(self.core.store(), |tx| counted.not_judged(tx, now))?;
+            OnSessions::write(self.core.store(), |tx| counted.not_judged(tx, now))?;
             return Err(ServiceError::Busy { retry_after: 1 });
         };
         if !right {
             errors.insert(0, crate::error::FieldError::new("current_password", "wrong_password", "The current password is wrong."));
         } else if !errors.is_empty() {
             // The right password with a refused new one: not a failed attempt.
-            write(self.core.store(), |tx| counted.succeeded(tx, now))?;
+            OnSessions::write(self.core.store(), |tx| counted.succeeded(tx, now))?;
         }
         if !errors.is_empty() {
             return Err(ServiceError::Validation(errors));
         }
         let hash = passwords.hash(new).map_err(|e| ServiceError::Internal(e.to_string()))?;
-        write(self.core.store(), |tx| {
+        Staffing::write(self.core.store(), |tx| {
             counted.succeeded(tx, now)?;
             tx.set_password(&who.user.id, &hash)?;
             tx.delete_user_sessions(&who.user.id)?;

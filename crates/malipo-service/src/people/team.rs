@@ -7,7 +7,7 @@ use malipo_core::{Mode, OrgId, Timestamp, UserId};
 
 use super::person::{entry, People, SignedIn};
 use crate::error::{FieldError, ServiceError, StoreError};
-use crate::ports::{write, AuditEntry, Invitation};
+use crate::ports::{AuditEntry, Invitation};
 use crate::validate::check_text;
 use crate::views::{OnAuth, OnUsers, Staffing, View};
 
@@ -228,7 +228,7 @@ impl People<'_> {
             return Err(ServiceError::Validation(errors));
         }
         let hash = passwords.hash(password).map_err(|e| ServiceError::Internal(e.to_string()))?;
-        write(self.core.store(), |tx| {
+        Staffing::write(self.core.store(), |tx| {
             if !tx.accept_invitation(&digest, now)? {
                 return Err(ServiceError::NotFound);
             }

@@ -149,10 +149,58 @@ pub trait PeopleFlow: UserRepo + SessionRepo + AuthRepo + AuditRepo {}
 
 impl<T: UserRepo + SessionRepo + AuthRepo + AuditRepo + ?Sized> PeopleFlow for T {}
 
-/// Every composed port above, so that the whole [`Tx`] narrows to each (`crate::views`).
-pub trait AllViews: ChargeFlow + PayoutFlow + ReversalFlow + ReportFlow + PeopleFlow {}
+/// What advancing a chunk of charges in one transaction touches: what moving a charge touches,
+/// its journals and events queued to be written together, and a savepoint per charge when one
+/// of the chunk fails (`processing.rs`).
+pub trait ChargeBatchFlow: ChargeFlow + WriteQueue + Savepoint {}
 
-impl<T: ChargeFlow + PayoutFlow + ReversalFlow + ReportFlow + PeopleFlow + ?Sized> AllViews for T {}
+impl<T: ChargeFlow + WriteQueue + Savepoint + ?Sized> ChargeBatchFlow for T {}
+
+/// What a payment request touches: the request, the merchant's name and accounts, and, when it
+/// is paid, what moving money for a charge touches (`payment_requests`).
+pub trait RequestFlow: PaymentRequestRepo + ChargeFlow + AuthRepo {}
+
+impl<T: PaymentRequestRepo + ChargeFlow + AuthRepo + ?Sized> RequestFlow for T {}
+
+/// What a USSD session's hops touch in the transaction that claims it: the session, and what
+/// the reads and approvals done there touch (the caller's wallet, prompts, charges, payment
+/// requests) (`ussd`).
+pub trait UssdFlow: UssdRepo + RequestFlow {}
+
+impl<T: UssdRepo + RequestFlow + ?Sized> UssdFlow for T {}
+
+/// What opening an organisation touches: the organisation and its credential, its accounts,
+/// and the audit log (`access.rs`).
+pub trait OrgFlow: AuthRepo + LedgerRepo + AuditRepo {}
+
+impl<T: AuthRepo + LedgerRepo + AuditRepo + ?Sized> OrgFlow for T {}
+
+/// What sending webhooks touches: the outbox's deliveries, events and attempts, and the
+/// endpoints they go to (`webhooks/delivery.rs`).
+pub trait DeliveryFlow: OutboxRepo + EndpointRepo {}
+
+impl<T: OutboxRepo + EndpointRepo + ?Sized> DeliveryFlow for T {}
+
+/// Every composed port above, so that the whole [`Tx`] narrows to each (`crate::views`).
+pub trait AllViews:
+    ChargeFlow + PayoutFlow + ReversalFlow + ReportFlow + PeopleFlow + ChargeBatchFlow + RequestFlow + UssdFlow + OrgFlow + DeliveryFlow
+{
+}
+
+impl<T> AllViews for T where
+    T: ChargeFlow
+        + PayoutFlow
+        + ReversalFlow
+        + ReportFlow
+        + PeopleFlow
+        + ChargeBatchFlow
+        + RequestFlow
+        + UssdFlow
+        + OrgFlow
+        + DeliveryFlow
+        + ?Sized
+{
+}
 
 /// One database transaction: every feature's repository on the same connection. Methods take
 /// `&mut self`; every method returns [`StoreError`]; reads of absent rows return `Ok(None)`.

@@ -11,8 +11,9 @@ use super::hops::{Effects, Reads};
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::lifecycle::{Entered, Funds, Lifecycle};
-use crate::ports::{write, Tx, Wallet};
+use crate::ports::{ChargeFlow, UssdFlow, Wallet};
 use crate::processing::Processing;
+use crate::views::{Charging, View};
 use crate::wallets::{PinCheck, Pins};
 
 /// An approval's answer: the charge's state or why it could not be answered, or the screen of
@@ -41,7 +42,7 @@ impl Approvals<'_> {
     ) -> Result<Result<ChargeState, String>, ServiceError> {
         let id = ChargeRef::from_trusted(prompt.id.clone());
         let mut entered = Entered::new();
-        let answered = write(self.0.store(), |tx| {
+        let answered = Charging::write(self.0.store(), |tx| {
             entered.clear();
             let now = self.0.now();
             let answer = approve.then_some((Funds::Hold, None));
@@ -68,7 +69,7 @@ impl Approvals<'_> {
     #[allow(clippy::too_many_arguments)]
     fn approve_in(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut dyn UssdFlow,
         mode: Mode,
         caller: &Msisdn,
         prompt: &Prompt,
@@ -87,7 +88,7 @@ impl Approvals<'_> {
     /// completion, on the same locked charge, by the caller whose `wallet` the PIN was checked on.
     fn approve_guarded(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut dyn ChargeFlow,
         id: &ChargeRef,
         wallet: &Wallet,
         now: Timestamp,
@@ -114,7 +115,7 @@ impl Approvals<'_> {
     #[allow(clippy::too_many_arguments)]
     fn answer_in(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ChargeFlow + ?Sized),
         mode: Mode,
         caller: &Msisdn,
         id: &ChargeRef,

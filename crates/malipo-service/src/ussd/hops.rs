@@ -11,7 +11,7 @@ use malipo_ussd::{Caller, Effect, Menu, Outcome, Prompt, PromptKind, Screen, Sta
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::payment_requests::pay::RequestPayments;
-use crate::ports::{Tx, WalletState};
+use crate::ports::{AuthRepo, ChargeRepo, PaymentRequestRepo, UssdFlow, WalletRepo, WalletState};
 
 /// Effects a single hop may chain before the menu must answer (the menu needs at most two).
 const MAX_EFFECTS_PER_HOP: usize = 4;
@@ -89,7 +89,7 @@ fn run_effects(menu: &Menu<'_>, hops: &[&str], mut step: Step, effects: &mut dyn
 /// The effects that only read, on a transaction the caller holds.
 pub(crate) struct Reads<'a, 't> {
     pub(crate) core: &'a Core,
-    pub(crate) tx: &'t mut dyn Tx,
+    pub(crate) tx: &'t mut dyn UssdFlow,
     pub(crate) mode: Mode,
     pub(crate) caller: &'a Msisdn,
     /// Whether the hops asked for anything (a read included), rather than only moving through
@@ -98,7 +98,7 @@ pub(crate) struct Reads<'a, 't> {
 }
 
 impl<'a, 't> Reads<'a, 't> {
-    pub(crate) fn new(core: &'a Core, tx: &'t mut dyn Tx, mode: Mode, caller: &'a Msisdn) -> Self {
+    pub(crate) fn new(core: &'a Core, tx: &'t mut dyn UssdFlow, mode: Mode, caller: &'a Msisdn) -> Self {
         Reads { core, tx, mode, caller, asked: false }
     }
 }
@@ -123,7 +123,7 @@ impl Effects for Reads<'_, '_> {
 ///
 /// # Errors
 /// Storage failures.
-pub(crate) fn caller_in(tx: &mut dyn Tx, mode: Mode, msisdn: &Msisdn) -> Result<Caller, ServiceError> {
+pub(crate) fn caller_in(tx: &mut (impl WalletRepo + ?Sized), mode: Mode, msisdn: &Msisdn) -> Result<Caller, ServiceError> {
     Ok(match tx.wallet(mode, msisdn)? {
         None => Caller::Unknown,
         Some(w) if w.state == WalletState::Locked => Caller::Locked,
@@ -136,7 +136,7 @@ pub(crate) fn caller_in(tx: &mut dyn Tx, mode: Mode, msisdn: &Msisdn) -> Result<
 ///
 /// # Errors
 /// Storage failures.
-pub(crate) fn recipient_in(tx: &mut dyn Tx, mode: Mode, to: &Msisdn) -> Result<Outcome, ServiceError> {
+pub(crate) fn recipient_in(tx: &mut (impl WalletRepo + ?Sized), mode: Mode, to: &Msisdn) -> Result<Outcome, ServiceError> {
     Ok(match tx.wallet(mode, to)? {
         Some(w) if w.state == WalletState::Locked => Outcome::Refused(format!("{to} cannot receive money now.")),
         Some(w) => Outcome::Recipient { name: display_name(w.first_name.as_deref(), w.last_name.as_deref()) },
@@ -151,7 +151,12 @@ pub(crate) fn recipient_in(tx: &mut dyn Tx, mode: Mode, to: &Msisdn) -> Result<O
 ///
 /// # Errors
 /// Storage failures.
-pub(crate) fn prompts_in(core: &Core, tx: &mut dyn Tx, mode: Mode, caller: &Msisdn) -> Result<Vec<Prompt>, ServiceError> {
+pub(crate) fn prompts_in(
+    core: &Core,
+    tx: &mut (impl ChargeRepo + PaymentRequestRepo + AuthRepo + ?Sized),
+    mode: Mode,
+    caller: &Msisdn,
+) -> Result<Vec<Prompt>, ServiceError> {
     let now = core.now();
     let mut prompts = Vec::new();
     for c in tx.pending_charges_of_payer(mode, caller)? {

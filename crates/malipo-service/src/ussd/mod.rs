@@ -25,9 +25,9 @@ use crate::lifecycle::Entered;
 use crate::needs::{self, require};
 use crate::p2p::P2p;
 use crate::payment_requests::pay::RequestPayments;
-use crate::ports::{query, read, write, Tx, UssdSession};
+use crate::ports::{UssdFlow, UssdSession};
 use crate::processing::is_processing_failure;
-use crate::views::{OnUssd, View};
+use crate::views::{Dialling, OnUssd, OnWallets, Requesting, View};
 use crate::wallets::{Pins, Wallets};
 
 mod approvals;
@@ -276,7 +276,7 @@ impl<'a> Ussd<'a> {
     ) -> Result<Claim, ServiceError> {
         let (caller, hop_count) = (menu.caller, hops.len());
         let mut entered = Entered::new();
-        let claim = write(self.core.store(), |tx| {
+        let claim = Dialling::write(self.core.store(), |tx| {
             entered.clear();
             let now = self.core.now();
             let mut quiet = Quiet { approvals, now, entered: &mut entered };
@@ -329,7 +329,7 @@ impl<'a> Ussd<'a> {
     /// between), on the locked session as before.
     fn navigate(&self, principal: &Principal, req: &UssdRequest, menu: &Menu<'_>, hops: &[&str]) -> Result<Option<String>, ServiceError> {
         let hop_count = hops.len();
-        let moved = query(self.core.store(), |tx| {
+        let moved = Dialling::query(self.core.store(), |tx| {
             let now = self.core.now();
             // A first request starts a session without reading it first: if one exists (a
             // repeat, or a restart), the insert finds its key taken and the locked path answers.
@@ -370,7 +370,7 @@ impl<'a> Ussd<'a> {
     #[allow(clippy::too_many_arguments)]
     fn quietly(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut dyn UssdFlow,
         menu: &Menu<'_>,
         hops: &[&str],
         state: Option<State>,
@@ -403,8 +403,8 @@ impl<'a> Ussd<'a> {
         let pin_gate =
             |pin: &str| -> Result<Result<(), Outcome>, ServiceError> { Ok(pin_outcome(Pins(self.core).check_pin(mode, caller, pin)?)) };
         Ok(match effect {
-            Effect::LoadApprovals => Outcome::Approvals(read(self.core.store(), |tx| prompts_in(self.core, tx, mode, caller))?),
-            Effect::LookupRecipient { to } => read(self.core.store(), |tx| recipient_in(tx, mode, &to))?,
+            Effect::LoadApprovals => Outcome::Approvals(Requesting::read(self.core.store(), |tx| prompts_in(self.core, tx, mode, caller))?),
+            Effect::LookupRecipient { to } => OnWallets::read(self.core.store(), |tx| recipient_in(tx, mode, &to))?,
             Effect::SendMoney { to, amount, pin } => {
                 if let Err(o) = pin_gate(&pin)? {
                     return Ok(o);
@@ -525,7 +525,7 @@ struct Live<'a> {
 
 impl Effects for Live<'_> {
     fn caller(&mut self) -> Result<Caller, ServiceError> {
-        read(self.ussd.core.store(), |tx| caller_in(tx, self.at.mode, self.caller))
+        OnWallets::read(self.ussd.core.store(), |tx| caller_in(tx, self.at.mode, self.caller))
     }
 
     fn effect(&mut self, effect: Effect, hops: &[&str]) -> Result<Option<Outcome>, ServiceError> {

@@ -14,7 +14,7 @@ use crate::lifecycle::{Entered, Lifecycle};
 use crate::limits::{Limits, WalletDetails};
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{read, PostingQuery, StatementLine, Wallet, WalletState};
+use crate::ports::{PostingQuery, StatementLine, Wallet, WalletState};
 use crate::views::{Charging, OnWallets, Reporting, View};
 
 mod pin;
@@ -99,7 +99,7 @@ impl<'a> Wallets<'a> {
     /// [`ServiceError::NotFound`].
     pub(crate) fn details_of(&self, mode: Mode, msisdn: &Msisdn) -> Result<WalletDetails, ServiceError> {
         let now = self.core.now();
-        read(self.core.store(), |tx| {
+        Reporting::read(self.core.store(), |tx| {
             let wallet = tx.wallet(mode, msisdn)?.ok_or(ServiceError::NotFound)?;
             Limits(self.core).details(tx, &wallet, now)
         })

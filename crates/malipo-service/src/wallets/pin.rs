@@ -8,8 +8,8 @@ use crate::core::Core;
 use crate::error::{ServiceError, StoreError};
 use crate::lifecycle::{Entered, Lifecycle};
 use crate::limits::Limits;
-use crate::ports::{write, Tx, Wallet, WalletState};
-use crate::views::{OnWallets, View};
+use crate::ports::{ChargeFlow, Wallet, WalletState};
+use crate::views::{Charging, OnWallets, View};
 
 /// The result of checking a PIN (every check counts towards the lock).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub enum PinCheck {
 }
 
 /// What a right PIN guards, done in the check's transaction at the check's time.
-pub(crate) type Guarded<'a, T> = dyn FnMut(&mut dyn Tx, &Wallet, Timestamp, &mut Entered) -> Result<T, ServiceError> + 'a;
+pub(crate) type Guarded<'a, T> = dyn FnMut(&mut dyn ChargeFlow, &Wallet, Timestamp, &mut Entered) -> Result<T, ServiceError> + 'a;
 
 /// Checks and replaces PINs.
 pub(crate) struct Pins<'a>(pub(crate) &'a Core);
@@ -63,7 +63,7 @@ impl Pins<'_> {
                 None
             };
             let mut entered = Entered::new();
-            let result = write(self.0.store(), |tx| {
+            let result = Charging::write(self.0.store(), |tx| {
                 entered.clear();
                 let now = self.0.now();
                 let Some(mut wallet) = tx.lock_wallet(mode, msisdn)? else {
@@ -97,7 +97,7 @@ impl Pins<'_> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn check_pin_in<T>(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut dyn ChargeFlow,
         mode: Mode,
         msisdn: &Msisdn,
         pin: &str,
@@ -131,7 +131,7 @@ impl Pins<'_> {
     /// declines its pending prompts.
     fn count(
         &self,
-        tx: &mut dyn Tx,
+        tx: &mut (impl ChargeFlow + ?Sized),
         wallet: &mut Wallet,
         right: bool,
         upgraded: Option<&str>,

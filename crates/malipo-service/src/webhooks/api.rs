@@ -12,7 +12,7 @@ use crate::events::new_delivery;
 use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
 use crate::page::Page;
-use crate::ports::{read, EndpointRepo, EventsPage};
+use crate::ports::{EndpointRepo, EventsPage};
 use crate::views::{Charging, OnEndpoints, OnOutbox, View};
 
 /// The webhook endpoints and events API.
@@ -79,7 +79,7 @@ impl<'a> Webhooks<'a> {
     pub fn endpoint(&self, principal: &Principal, id: &str) -> Result<Endpoint, ServiceError> {
         require(principal, &needs::READ_WEBHOOKS)?;
         let id = EndpointId::parse(id).map_or(Named::Unknown, Named::Id);
-        read(self.core.store(), |tx| owned_endpoint(tx, principal, &id))
+        OnEndpoints::read(self.core.store(), |tx| owned_endpoint(tx, principal, &id))
     }
 
     /// Deletes an endpoint: no more deliveries; pending ones fail.

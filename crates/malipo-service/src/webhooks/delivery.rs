@@ -11,8 +11,9 @@ use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event, Secret}
 use super::model::{disable, FAILING_DISABLES_AFTER_SECONDS, LEASE_MARGIN_SECONDS};
 use crate::core::Core;
 use crate::error::ServiceError;
-use crate::ports::{write, EndpointRepo, OutboxRepo};
 use crate::ports::{DeliveryJob, SendOutcome};
+use crate::ports::{EndpointRepo, OutboxRepo};
+use crate::views::{Delivering, View};
 
 /// The webhook sender's use cases.
 pub struct Deliveries<'a> {
@@ -40,7 +41,7 @@ impl<'a> Deliveries<'a> {
         let lease = now.plus_millis(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX)).plus_seconds(LEASE_MARGIN_SECONDS);
         // One transaction for the whole batch: claim, load (the deliveries and their events in
         // one read each, each endpoint once) and prepare.
-        write(self.core.store(), |tx| {
+        Delivering::write(self.core.store(), |tx| {
             let ids = tx.claim_due_deliveries(now, lease, limit)?;
             if ids.is_empty() {
                 return Ok(vec![]);
@@ -125,7 +126,7 @@ impl<'a> Deliveries<'a> {
     /// Storage failures.
     pub fn record_attempts(&self, attempts: &[(&DeliveryJob, &SendOutcome, u32)]) -> Result<(), ServiceError> {
         let now = self.core.now();
-        write(self.core.store(), |tx| self.record_in(tx, attempts, now))
+        Delivering::write(self.core.store(), |tx| self.record_in(tx, attempts, now))
     }
 
     fn record_in(
