@@ -21,7 +21,7 @@ use crate::lifecycle::Lifecycle;
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
 use crate::ports::{ChargeDayTotal, DAY_MICROS};
-use crate::views::{Charging, OnCharges, View};
+use crate::views::{Charging, OnCharges, OnLedger, View};
 
 /// The merchant-facing charge use cases.
 pub struct Charges<'a> {
@@ -93,17 +93,16 @@ impl<'a> Charges<'a> {
             completed_at: None,
             next_action_at: Some(next_action_at),
         };
-        let outcome = match self.core.cached_org_account_id(&principal.org_id, principal.mode, AccountKind::Collection) {
-            // The usual case: the account is known, so the charge is whole before the
-            // transaction and may share it with other creations' (the first charge of a
-            // merchant in this process looks its account up, alone).
-            Some(merchant_account) => self.core.create_charge(idem, &charge(merchant_account))?,
-            None => self.core.idempotent(idem, Charging, |tx| {
-                let charge = charge(self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?);
-                tx.insert_charge(&charge)?;
-                Ok(charge)
+        // The account is known (cached) in the usual case; the first charge of a merchant in
+        // this process looks it up (a read, which caches it). So the charge is whole before
+        // its transaction and may share it with other creations' (`Core::create_charge`).
+        let merchant_account = match self.core.cached_org_account_id(&principal.org_id, principal.mode, AccountKind::Collection) {
+            Some(id) => id,
+            None => OnLedger::read(self.core.store(), |tx| {
+                self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)
             })?,
         };
+        let outcome = self.core.create_charge(idem, &charge(merchant_account))?;
         if !outcome.replayed {
             self.core.observer.charge_entered(ChargeState::Pending);
         }

@@ -75,7 +75,8 @@ async fn concurrent_identical_requests_make_exactly_one_charge(db: Db) {
 async fn creations_at_once_are_committed_together_and_each_answered_as_alone(db: Db) {
     let app = TestApp::spawn(db).await;
     let (_, token) = app.merchant_token().await;
-    // The merchant's first charge looks its account up, alone; later ones may share a commit.
+    // The merchant's first charge looks its account up (a read before its transaction, then
+    // cached), so the rounds below start with it known.
     app.charge_ref(&token, "254700001009", "10").await;
     let mut seen = std::collections::HashSet::new();
     let mut grouped = 0.0;
