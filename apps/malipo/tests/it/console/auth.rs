@@ -90,11 +90,12 @@ async fn a_wrong_email_and_a_wrong_password_get_the_same_answer_in_the_same_time
         assert_eq!(*s1, 401);
         assert_eq!(a1.as_deref(), Some("The email or password is incorrect."));
     }
-    unknown.sort();
-    wrong.sort();
-    let (u, w) = (unknown[4].as_secs_f64(), wrong[4].as_secs_f64());
-    eprintln!("sign-in refusal medians: unknown email {:.1} ms, wrong password {:.1} ms", u * 1e3, w * 1e3);
-    assert!((u / w) > 0.5 && (u / w) < 2.0, "medians differ: unknown {u:.4} s, wrong {w:.4} s");
+    // The fastest of each: a shared machine only ever adds time, so the minimum is the cost of
+    // the path itself, where a median of eight moves with whatever else the machine runs.
+    let fastest = |d: &[Duration]| d.iter().min().unwrap().as_secs_f64();
+    let (u, w) = (fastest(&unknown), fastest(&wrong));
+    eprintln!("sign-in refusal, fastest: unknown email {:.1} ms, wrong password {:.1} ms", u * 1e3, w * 1e3);
+    assert!((u / w) > 0.5 && (u / w) < 2.0, "the paths differ: unknown {u:.4} s, wrong {w:.4} s");
     assert!(u > 0.002, "an unknown email is checked against a decoy hash, not answered at once ({u} s)");
 }
 
