@@ -157,7 +157,13 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     let platform = platform.with_observer(Arc::new(metrics.charges));
     let rate_limits = RateLimits::new(settings.rate_limit_test, settings.rate_limit_live)
         .with_token_failures(settings.token_failures_per_client, settings.token_failures_per_address);
-    let state = AppState { platform: platform.clone(), rate_limits: Arc::new(rate_limits), trust_proxy: settings.trust_proxy };
+    let rate_limits = Arc::new(rate_limits);
+    let state = AppState { platform: platform.clone(), rate_limits: rate_limits.clone(), trust_proxy: settings.trust_proxy };
+    // The GSMA door spends the same per-credential budget as the REST API.
+    let gsma = malipo_gsma::Gsma {
+        platform: platform.clone(),
+        admit: Arc::new(move |principal| rate_limits.check(principal.mode, &principal.client_id).map(|_| ()).map_err(|refused| refused.0)),
+    };
     let data = web::Data::new(state);
     let addr = listener.local_addr()?;
     let console = malipo_console::Console {
@@ -174,6 +180,7 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     let prom_for_api = prom.clone();
     let mut server = HttpServer::new(move || {
         let console = console.clone();
+        let gsma = gsma.clone();
         App::new()
             .app_data(data.clone())
             .app_data(metrics_access.clone())
@@ -181,6 +188,7 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
             .wrap(middleware::from_fn(malipo_http::metrics_gate))
             .wrap(middleware::from_fn(malipo_http::request_id_mw))
             .configure(move |cfg| malipo_console::configure(cfg, console))
+            .configure(move |cfg| malipo_gsma::configure(cfg, gsma))
             .configure(malipo_http::configure)
     })
     .shutdown_timeout(30)

@@ -59,6 +59,8 @@ pub(crate) const EXPORT_TRANSACTIONS: Need = need(&[S::Payments, S::Payouts, S::
 pub(crate) const AGENT_CASH: Need = need(&[S::Agent], &[P::AgentCash]);
 /// The operator's wallet desk.
 pub(crate) const WALLETS: Need = need(&[S::Wallets], &[P::Wallets]);
+/// Name a wallet's holder before paying them (payouts, cash-in, the operator's desk).
+pub(crate) const NAME_PAYEE: Need = need(&[S::Payouts, S::Agent, S::Wallets], &[P::Payout, P::AgentCash, P::Wallets]);
 /// The USSD gateway's callback (no person).
 pub(crate) const USSD: Need = need(&[S::Ussd], &[]);
 /// The sandbox's helpers (an integrator's, with a test credential).

@@ -133,6 +133,11 @@ impl Platform {
         Access::new(&self.core)
     }
 
+    /// Requests read back by their idempotency keys.
+    pub fn recorded(&self) -> crate::recorded::Recorded<'_> {
+        crate::recorded::Recorded::new(&self.core)
+    }
+
     /// Accounts, balances, funding and ledger verification.
     pub fn accounts(&self) -> Accounts<'_> {
         Accounts::new(&self.core)

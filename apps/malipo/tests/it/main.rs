@@ -14,6 +14,7 @@ mod console;
 mod crash;
 mod errors;
 mod failover;
+mod gsma;
 mod idempotency;
 mod isolation;
 mod lifecycle;

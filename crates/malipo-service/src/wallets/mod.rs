@@ -309,6 +309,19 @@ impl<'a> Wallets<'a> {
         })
     }
 
+    /// The name of the holder of the wallet of `msisdn` in the principal's mode, for a caller
+    /// about to pay them (a payout, a cash-in) or the operator: the name confirms the number
+    /// before money goes to it. A merchant collecting money may not ask.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`] (no such wallet, or a number that is none).
+    pub fn holder_name(&self, principal: &Principal, msisdn: &str) -> Result<HolderName, ServiceError> {
+        require(principal, &needs::NAME_PAYEE)?;
+        let msisdn = wallet_number(msisdn)?;
+        let wallet = OnWallets::read(self.core.store(), |tx| Ok(tx.wallet(principal.mode, &msisdn)?))?.ok_or(ServiceError::NotFound)?;
+        Ok(HolderName { first_name: wallet.first_name, last_name: wallet.last_name })
+    }
+
     /// A wallet's statement, oldest first.
     ///
     /// # Errors
@@ -344,6 +357,15 @@ impl<'a> Wallets<'a> {
             Ok(tx.account_postings(&query)?)
         })
     }
+}
+
+/// A wallet holder's name as the wallet was opened with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HolderName {
+    /// Given name.
+    pub first_name: Option<String>,
+    /// Family name.
+    pub last_name: Option<String>,
 }
 
 /// Parses a wallet number of a path (of a read): an invalid number is simply not found.
