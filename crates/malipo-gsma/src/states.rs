@@ -7,7 +7,7 @@ use malipo_auth::Principal;
 use malipo_charges::Charge;
 use malipo_idempotency::IdempotencyKey;
 use malipo_payouts::{Payout, Reversal};
-use malipo_service::{CashIn, Intake, Platform, ServiceError};
+use malipo_service::{CashIn, Intake, Platform, ServiceError, Transfer};
 use serde::Serialize;
 
 use crate::caller::Caller;
@@ -90,6 +90,9 @@ fn made(p: &Platform, principal: &Principal, key: &IdempotencyKey) -> Result<Opt
     }
     if let Some(c) = recorded.made::<Charge>(principal, &transaction("withdrawal"), key)? {
         return Ok(Some(c.id.to_string()));
+    }
+    if let Some(t) = recorded.made::<Transfer>(principal, &transaction("transfer"), key)? {
+        return Ok(Some(t.transaction_id.to_string()));
     }
     if let Some(r) = recorded.made::<Reversal>(principal, "GSMA POST /transactions/reversals", key)? {
         return Ok(Some(r.id.to_string()));

@@ -1,11 +1,15 @@
 //! Transactions: `POST /transactions/type/{transactionType}` (`merchantpay` a charge,
-//! `disbursement` a payout, `deposit` and `withdrawal` an agent's cash-in and cash-out),
+//! `disbursement` a payout, `deposit` and `withdrawal` an agent's cash-in and cash-out,
+//! `transfer` between the caller's own accounts),
 //! `GET /transactions/{transactionReference}`, its reversals, and the `PATCH` the document
 //! offers, refused here in its error format.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Principal;
-use malipo_service::{AgentCash, CreateCharge, CreatePayout, CreateReversal, NewAgentCash, NewCharge, NewPayout, NewReversal, Platform};
+use malipo_service::{
+    AgentCash, CreateCharge, CreatePayout, CreateReversal, CreateTransfer, NewAgentCash, NewCharge, NewPayout, NewReversal, NewTransfer,
+    Platform,
+};
 use serde::Deserialize;
 
 use crate::caller::{self, Caller};
@@ -63,6 +67,18 @@ fn msisdn(party: &[Pair], name: &str) -> Result<String, GsmaError> {
     Ok(entry.value.trim().trim_start_matches('+').to_owned())
 }
 
+/// The `acc_` id of a party (`accountid`): one of the caller's own accounts.
+fn account_id(party: &[Pair], name: &str) -> Result<String, GsmaError> {
+    if party.is_empty() {
+        return Err(GsmaError::missing(name));
+    }
+    party
+        .iter()
+        .find(|p| p.key.eq_ignore_ascii_case("accountid"))
+        .map(|p| p.value.trim().to_owned())
+        .ok_or_else(|| GsmaError::field(name, format!("{name} must name one of your accounts by accountid")))
+}
+
 /// The integrator's reference: `requestingOrganisationTransactionReference`, else the
 /// correlation id, else a fresh one (Malipo keeps a reference with every payment).
 fn reference(sent: Option<String>, correlation: Option<&str>) -> String {
@@ -96,9 +112,9 @@ pub async fn create(
     gsma: web::Data<Gsma>,
 ) -> Result<HttpResponse, GsmaError> {
     let kind = path.into_inner();
-    if !["merchantpay", "disbursement", "deposit", "withdrawal"].contains(&kind.as_str()) {
+    if !["merchantpay", "disbursement", "deposit", "withdrawal", "transfer"].contains(&kind.as_str()) {
         return Err(GsmaError::transaction_type(format!(
-            "transactionType {kind} is not offered; see docs/gsma.md (merchantpay, disbursement, deposit, withdrawal)"
+            "transactionType {kind} is not offered; see docs/gsma.md (merchantpay, disbursement, deposit, withdrawal, transfer)"
         )));
     }
     let (request, canonical) = caller::json::<TransactionRequest>(&req, &body)?;
@@ -141,6 +157,29 @@ pub async fn create(
             .await?;
             let po = done.value;
             Ok(accepted(objects::request_state(po.id.as_str(), objects::payout_progress(&po), None, po.updated_at, callback)))
+        }
+        "transfer" => {
+            let from = account_id(&debit_party, "debitParty")?;
+            let to = account_id(&credit_party, "creditParty")?;
+            let done = run(platform, move |p| {
+                let own = p.accounts().list(&principal)?;
+                let kind_of = |id: &str, field: &str| {
+                    own.iter().find(|b| b.account.id.as_str() == id).map(|b| b.account.kind.as_str().to_owned()).ok_or_else(|| {
+                        malipo_service::ServiceError::field(field, "invalid_value", format!("{field} must be one of your own accounts"))
+                    })
+                };
+                let raw = NewTransfer { from: kind_of(&from, "debitParty")?, to: kind_of(&to, "creditParty")?, amount };
+                let command = p.parse::<CreateTransfer>(&principal, &raw)?;
+                if p.countries().get(&principal.country).is_some_and(|c| c.currency.as_str() != currency) {
+                    return Err(malipo_service::ServiceError::CurrencyMismatch(format!(
+                        "currency must be that of the accounts, not {currency}"
+                    )));
+                }
+                p.transfers().transfer(&principal, &command, &idem)
+            })
+            .await?;
+            let t = done.value;
+            Ok(accepted(objects::request_state(t.transaction_id.as_str(), Progress::Completed, None, t.created_at, callback)))
         }
         "deposit" => {
             own_currency(platform, &principal, &currency)?;

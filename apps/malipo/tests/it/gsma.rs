@@ -15,7 +15,7 @@ crate::on_both!(
     a_declined_payment_fails_with_the_error_object,
     a_correlation_id_settles_once_and_refuses_another_body,
     a_missed_response_is_fetched_by_its_correlation_id,
-    a_disbursement_moves_the_payout_balance_by_amount_and_fee,
+    a_disbursement_and_a_transfer_move_the_balances,
     a_partial_reversal_gives_back_part_and_its_fee_share,
     an_account_name_is_for_callers_about_to_pay,
     an_agents_deposit_and_withdrawal_move_the_float,
@@ -303,7 +303,7 @@ async fn account_id(app: &TestApp, token: &str, kind: &str) -> String {
     list.iter().find(|a| a["type"] == kind).unwrap()["account_id"].as_str().unwrap().to_owned()
 }
 
-async fn a_disbursement_moves_the_payout_balance_by_amount_and_fee(db: Db) {
+async fn a_disbursement_and_a_transfer_move_the_balances(db: Db) {
     let app = TestApp::shared(db);
     let (creds, token) = app.merchant_token().await;
     app.fund(&creds.org_id, malipo_core::Mode::Test, "1000").await;
@@ -328,6 +328,23 @@ async fn a_disbursement_moves_the_payout_balance_by_amount_and_fee(db: Db) {
 
     let payout = rest(app, &token, &format!("/payouts/{}", created.json["objectReference"].as_str().unwrap())).await;
     assert_eq!(payout["state"], "completed");
+
+    // A transfer between the merchant's own accounts, named by accountid.
+    let collection = account_id(app, &token, "collection").await;
+    let transfer = json!({
+        "amount": "50", "currency": "KES",
+        "debitParty": [{"key": "accountid", "value": payout_account}],
+        "creditParty": [{"key": "accountid", "value": collection}],
+    });
+    let moved = door.transact("transfer", &transfer, Some(&correlation())).await;
+    assert_eq!((moved.status, moved.json["status"].as_str()), (202, Some("completed")), "{}", moved.text);
+    let t = door.transaction(moved.json["objectReference"].as_str().unwrap()).await;
+    assert_eq!((t.status, t.json["type"].as_str(), t.json["amount"].as_str()), (200, Some("transfer"), Some("50")), "{}", t.text);
+    let collected = door.get("/accounts/{identifierType}/{identifier}/balance", &format!("/accounts/accountid/{collection}/balance")).await;
+    assert_eq!(collected.json["currentBalance"], "50", "{}", collected.text);
+    let foreign = json!({"amount": "1", "currency": "KES", "debitParty": [{"key": "accountid", "value": "acc_0000"}], "creditParty": [{"key": "accountid", "value": collection}]});
+    let refused = door.transact("transfer", &foreign, None).await;
+    assert_eq!((refused.status, refused.json["errorParameters"][0]["key"].as_str()), (400, Some("debitParty")), "{}", refused.text);
     let unknown = door.get("/accounts/{identifierType}/{identifier}/balance", "/accounts/accountid/acc_0000/balance").await;
     assert_eq!(unknown.status, 404);
     door.validate().await;
