@@ -160,10 +160,10 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     let rate_limits = Arc::new(rate_limits);
     let state = AppState { platform: platform.clone(), rate_limits: rate_limits.clone(), trust_proxy: settings.trust_proxy };
     // The GSMA door spends the same per-credential budget as the REST API.
-    let gsma = malipo_gsma::Gsma {
-        platform: platform.clone(),
-        admit: Arc::new(move |principal| rate_limits.check(principal.mode, &principal.client_id).map(|_| ()).map_err(|refused| refused.0)),
-    };
+    let gsma = malipo_gsma::Gsma::new(
+        platform.clone(),
+        Arc::new(move |principal| rate_limits.check(principal.mode, &principal.client_id).map(|_| ()).map_err(|refused| refused.0)),
+    );
     let data = web::Data::new(state);
     let addr = listener.local_addr()?;
     let console = malipo_console::Console {

@@ -42,6 +42,16 @@ pub struct Gsma {
     /// The per-credential request budget, shared with the REST API so that a credential has one
     /// budget whichever door it uses.
     pub admit: Admit,
+    /// The last heartbeat and when it was read: the heartbeat needs no token, so a flood of it
+    /// is answered from here rather than from the database.
+    beat: Arc<std::sync::Mutex<Option<(std::time::Instant, states::Beat)>>>,
+}
+
+impl Gsma {
+    /// The door over `platform`, admitting requests by `admit`.
+    pub fn new(platform: Platform, admit: Admit) -> Self {
+        Gsma { platform, admit, beat: Arc::default() }
+    }
 }
 
 /// Registers the door's routes under [`BASE`].

@@ -118,33 +118,39 @@ pub async fn response(caller: Caller, path: web::Path<String>, gsma: web::Data<G
 }
 
 /// The document's `responseHeartbeat`.
-#[derive(Serialize)]
+#[derive(Clone, Copy, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Heartbeat {
+pub struct Beat {
     service_status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     delay: Option<u64>,
 }
 
+/// How long a heartbeat is answered again before the database is asked anew.
+const BEAT_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// `GET /heartbeat` (no token needed): `available`; `degraded` while the service refuses new
 /// payments to catch up with its due work, with the expected `delay` in milliseconds;
-/// `unavailable` when the database does not answer.
+/// `unavailable` when the database does not answer. Read at most once a second.
 ///
 /// # Errors
 /// None of its own: every state is a 200 answer.
 pub async fn heartbeat(gsma: web::Data<Gsma>) -> Result<HttpResponse, GsmaError> {
+    let cached = *gsma.beat.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, beat)) = cached.filter(|(at, _)| at.elapsed() < BEAT_FRESH) {
+        return Ok(HttpResponse::Ok().json(beat));
+    }
     let reading = run(&gsma.platform, |p| {
         p.store().ready().map_err(ServiceError::Store)?;
         Ok(p.backlog().admit(Intake::Charge).err())
     })
     .await;
     let beat = match reading {
-        Ok(None) => Heartbeat { service_status: "available", delay: None },
-        Ok(Some(ServiceError::Busy { retry_after })) => {
-            Heartbeat { service_status: "degraded", delay: Some(retry_after.saturating_mul(1000)) }
-        }
-        Ok(Some(_)) => Heartbeat { service_status: "degraded", delay: None },
-        Err(_) => Heartbeat { service_status: "unavailable", delay: None },
+        Ok(None) => Beat { service_status: "available", delay: None },
+        Ok(Some(ServiceError::Busy { retry_after })) => Beat { service_status: "degraded", delay: Some(retry_after.saturating_mul(1000)) },
+        Ok(Some(_)) => Beat { service_status: "degraded", delay: None },
+        Err(_) => Beat { service_status: "unavailable", delay: None },
     };
+    *gsma.beat.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some((std::time::Instant::now(), beat));
     Ok(HttpResponse::Ok().json(beat))
 }
