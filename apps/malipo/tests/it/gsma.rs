@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::harness::{msisdn, Cast, Db, TestApp};
+use crate::harness::{msisdn, Cast, Db, Options, TestApp};
 
 crate::on_both!(
     a_merchant_payment_is_polled_to_completed_and_is_a_charge_of_the_rest_api,
@@ -20,6 +20,7 @@ crate::on_both!(
     an_account_name_is_for_callers_about_to_pay,
     an_agents_deposit_and_withdrawal_move_the_float,
     refusals_are_the_documents_error_object,
+    while_catching_up_the_heartbeat_is_degraded_new_work_waits_and_replays_are_answered,
 );
 
 const BASE: &str = "/gsma/mm/v1.2";
@@ -507,4 +508,43 @@ async fn refusals_are_the_documents_error_object(db: Db) {
     anonymous.hand_over(&door);
     forged.hand_over(&door);
     door.validate().await;
+}
+
+/// Polls the heartbeat until it says `status` (it is read from the database at most once a
+/// second, and the backlog is measured by the server's monitor).
+async fn heartbeat_until(door: &Door<'_>, status: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let beat = door.get("/heartbeat", "/heartbeat").await;
+        if beat.json["serviceStatus"] == status {
+            return beat.json;
+        }
+        assert!(started.elapsed() < WAIT, "the heartbeat still says {} after {WAIT:?}", beat.text);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn while_catching_up_the_heartbeat_is_degraded_new_work_waits_and_replays_are_answered(db: Db) {
+    // A manual clock and no workers running: time passes and nobody advances the due charges.
+    let app = TestApp::with(db, Options { max_backlog_seconds: Some(5), ..Options::manual() }).await;
+    let (_, token) = app.merchant_token().await;
+    let door = Door::new(&app, &token);
+    let (answered, body) = (correlation(), merchantpay(&msisdn("0000"), "10"));
+    let first = door.transact("merchantpay", &body, Some(&answered)).await;
+    assert_eq!(first.status, 202, "{}", first.text);
+    heartbeat_until(&door, "available").await;
+    app.advance(Duration::from_secs(30));
+    let degraded = heartbeat_until(&door, "degraded").await;
+    assert!(degraded["delay"].as_u64().is_some_and(|ms| ms >= 1000), "{degraded}");
+
+    let refused = door.transact("merchantpay", &body, Some(&correlation())).await;
+    assert_eq!((refused.status, refused.json["errorCategory"].as_str()), (503, Some("serviceUnavailable")), "{}", refused.text);
+    assert!(refused.headers.get("retry-after").is_some());
+    let replay = door.transact("merchantpay", &body, Some(&answered)).await;
+    assert_eq!((replay.status, replay.text.as_str()), (202, first.text.as_str()), "a replay is always answered");
+
+    assert_eq!(app.run_workers().await, 1);
+    heartbeat_until(&door, "available").await;
+    door.validate().await;
+    app.stop().await;
 }
