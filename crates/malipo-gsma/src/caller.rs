@@ -27,6 +27,24 @@ use crate::Gsma;
 /// The largest body the door reads.
 pub const BODY_LIMIT: usize = 256 * 1024;
 
+/// A request's body, read up to [`BODY_LIMIT`]; a larger or broken one is the document's error
+/// (the document lists no 413).
+pub struct Body(pub web::Bytes);
+
+impl FromRequest for Body {
+    type Error = GsmaError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let read = web::Bytes::from_request(req, payload);
+        Box::pin(async move {
+            read.await
+                .map(Body)
+                .map_err(|e| GsmaError::format(format!("the body could not be read (at most {} KiB): {e}", BODY_LIMIT / 1024)))
+        })
+    }
+}
+
 /// The caller: the principal of a valid bearer token, within its request budget.
 pub struct Caller(pub Principal);
 

@@ -59,6 +59,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, gsma: Gsma) {
     cfg.service(
         web::scope(BASE)
             .app_data(web::Data::new(gsma))
+            .app_data(web::PayloadConfig::new(caller::BODY_LIMIT))
             .app_data(web::PathConfig::default().error_handler(|e, _| GsmaError::format(e.to_string()).into()))
             .app_data(web::QueryConfig::default().error_handler(|e, _| GsmaError::format(e.to_string()).into()))
             .wrap(middleware::from_fn(x_date))

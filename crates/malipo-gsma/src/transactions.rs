@@ -12,7 +12,7 @@ use malipo_service::{
 };
 use serde::Deserialize;
 
-use crate::caller::{self, Caller};
+use crate::caller::{self, Body, Caller};
 use crate::error::{GsmaError, Pair};
 use crate::objects::{self, Progress, TransactionObject};
 use crate::{run, Gsma};
@@ -108,7 +108,7 @@ pub async fn create(
     req: HttpRequest,
     caller: Caller,
     path: web::Path<String>,
-    body: web::Bytes,
+    body: Body,
     gsma: web::Data<Gsma>,
 ) -> Result<HttpResponse, GsmaError> {
     let kind = path.into_inner();
@@ -117,7 +117,7 @@ pub async fn create(
             "transactionType {kind} is not offered; see docs/gsma.md (merchantpay, disbursement, deposit, withdrawal, transfer)"
         )));
     }
-    let (request, canonical) = caller::json::<TransactionRequest>(&req, &body)?;
+    let (request, canonical) = caller::json::<TransactionRequest>(&req, &body.0)?;
     let principal = caller.0;
     let (idem, correlation) = caller::correlation(&req, &principal, &format!("GSMA POST /transactions/type/{kind}"), &canonical)?;
     let callback = false;
@@ -260,11 +260,11 @@ pub async fn reverse(
     req: HttpRequest,
     caller: Caller,
     path: web::Path<String>,
-    body: web::Bytes,
+    body: Body,
     gsma: web::Data<Gsma>,
 ) -> Result<HttpResponse, GsmaError> {
     let reference = path.into_inner();
-    let (request, canonical) = caller::json::<ReversalRequest>(&req, &body)?;
+    let (request, canonical) = caller::json::<ReversalRequest>(&req, &body.0)?;
     if request.kind != "reversal" {
         return Err(GsmaError::transaction_type("type must be reversal (an adjustment is not offered)").with("type", "must be reversal"));
     }

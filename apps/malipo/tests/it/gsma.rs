@@ -505,6 +505,9 @@ async fn refusals_are_the_documents_error_object(db: Db) {
         )
         .await;
     assert_eq!((patch.status, patch.json["errorCode"].as_str()), (400, Some("incorrectState")), "{}", patch.text);
+    let huge = json!({"amount": "10", "currency": "KES", "descriptionText": "x".repeat(300 * 1024)});
+    let too_big = door.transact("merchantpay", &huge, None).await;
+    assert_eq!((too_big.status, too_big.json["errorCategory"].as_str()), (400, Some("validation")), "{}", too_big.text);
     anonymous.hand_over(&door);
     forged.hand_over(&door);
     door.validate().await;
