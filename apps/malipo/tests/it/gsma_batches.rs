@@ -244,6 +244,11 @@ async fn an_invalid_item_rejects_the_whole_batch_under_its_key(db: Db) {
     assert_eq!(wrong.json["errorParameters"][0]["key"], "transactions[1].type");
     let none = create(&maker, &batch(Vec::new()), None).await;
     assert_eq!((none.status, none.json["errorParameters"][0]["key"].as_str()), (400, Some("transactions")), "{}", none.text);
+    // Over 10,000 items (a body over actix's default 256 KiB, within the door's 5 MiB).
+    let payee = msisdn("0000");
+    let many: Vec<Value> = (0..10_001).map(|i| disbursement(&payee, "1", Some(&format!("R{i}")))).collect();
+    let over = create(&maker, &batch(many), None).await;
+    assert_eq!((over.status, over.json["errorParameters"][0]["key"].as_str()), (400, Some("transactions")), "{}", over.text);
     let missing = create(&maker, &json!({"batchTitle": "X"}), None).await;
     assert_eq!((missing.status, missing.json["errorCode"].as_str()), (400, Some("mandatoryValueNotSupplied")), "{}", missing.text);
     let listed = rest(app, &maker_token, "/bulk-payouts").await;
