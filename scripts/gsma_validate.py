@@ -60,18 +60,12 @@ def check(doc, answer):
         if body not in (None, ""):
             problems.append("the document gives this status no body")
         return problems
-    schema = {"$ref": resolve_ref_text(content["schema"]), "components": doc["components"]}
+    schema = {**content["schema"], "components": doc["components"]}
     validator = OAS30Validator(schema)
     for error in sorted(validator.iter_errors(body), key=lambda e: list(e.path)):
         where = "/".join(str(p) for p in error.path) or "(body)"
         problems.append(f"{where}: {error.message}")
     return problems
-
-
-def resolve_ref_text(schema):
-    if "$ref" in schema:
-        return schema["$ref"]
-    raise SystemExit(f"an inline response schema is not expected here: {schema}")
 
 
 def main():

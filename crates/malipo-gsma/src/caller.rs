@@ -27,8 +27,8 @@ use crate::Gsma;
 /// The largest body the door reads.
 pub const BODY_LIMIT: usize = 256 * 1024;
 
-/// A request's body, read up to [`BODY_LIMIT`]; a larger or broken one is the document's error
-/// (the document lists no 413).
+/// A request's body, read up to its route's limit ([`BODY_LIMIT`] unless the route sets its own);
+/// a larger or broken one is the document's error (the document lists no 413).
 pub struct Body(pub web::Bytes);
 
 impl FromRequest for Body {
@@ -112,6 +112,23 @@ pub fn check_headers(req: &HttpRequest, body: &[u8]) -> Result<(), GsmaError> {
     Ok(())
 }
 
+/// A JSON body of any shape (after [`check_headers`]), with its canonical form (keys sorted, no
+/// spaces) for the idempotency fingerprint: the document's patch bodies are arrays.
+///
+/// # Errors
+/// 400 `formatError`: not sent as JSON, not JSON.
+pub fn json_tree(req: &HttpRequest, body: &[u8]) -> Result<(serde_json::Value, Vec<u8>), GsmaError> {
+    check_headers(req, body)?;
+    let media = header_text(req, "content-type")?.unwrap_or("");
+    if !media.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")) {
+        return Err(GsmaError::format("the body must be JSON, sent with Content-Type: application/json"));
+    }
+    let tree: serde_json::Value = serde_json::from_slice(body).map_err(|e| GsmaError::format(format!("malformed JSON: {e}")))?;
+    // serde_json's map keeps its keys sorted, so this is the same for the same body.
+    let canonical = serde_json::to_vec(&tree).unwrap_or_default();
+    Ok((tree, canonical))
+}
+
 /// A JSON object body read as `T` (after [`check_headers`]), with its canonical form (keys
 /// sorted, no spaces) for the idempotency fingerprint. Fields the door does not use are ignored,
 /// as the document allows.
@@ -120,17 +137,10 @@ pub fn check_headers(req: &HttpRequest, body: &[u8]) -> Result<(), GsmaError> {
 /// 400 `formatError`: not JSON, not an object, a field of the wrong type; a missing field
 /// `mandatoryValueNotSupplied`.
 pub fn json<T: DeserializeOwned>(req: &HttpRequest, body: &[u8]) -> Result<(T, Vec<u8>), GsmaError> {
-    check_headers(req, body)?;
-    let media = header_text(req, "content-type")?.unwrap_or("");
-    if !media.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")) {
-        return Err(GsmaError::format("the body must be JSON, sent with Content-Type: application/json"));
-    }
-    let tree: serde_json::Value = serde_json::from_slice(body).map_err(|e| GsmaError::format(format!("malformed JSON: {e}")))?;
+    let (tree, canonical) = json_tree(req, body)?;
     if !tree.is_object() {
         return Err(GsmaError::format("the body must be a JSON object"));
     }
-    // serde_json's map keeps its keys sorted, so this is the same for the same object.
-    let canonical = serde_json::to_vec(&tree).unwrap_or_default();
     let value = serde_json::from_value::<T>(tree).map_err(|e| {
         let text = e.to_string();
         match text.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {

@@ -10,6 +10,7 @@
 //! document's error object, from one table ([`error`]).
 
 pub mod accounts;
+pub mod batches;
 pub mod caller;
 pub mod error;
 pub mod objects;
@@ -68,6 +69,15 @@ pub fn configure(cfg: &mut web::ServiceConfig, gsma: Gsma) {
             .route("/transactions/{transactionReference}", web::get().to(transactions::get))
             .route("/transactions/{transactionReference}", web::patch().to(transactions::patch))
             .route("/transactions/{transactionReference}/reversals", web::post().to(transactions::reverse))
+            .service(
+                web::resource("/batchtransactions")
+                    .app_data(web::PayloadConfig::new(batches::BODY_LIMIT))
+                    .route(web::post().to(batches::create)),
+            )
+            .route("/batchtransactions/{batchId}", web::get().to(batches::get))
+            .route("/batchtransactions/{batchId}", web::patch().to(batches::patch))
+            .route("/batchtransactions/{batchId}/rejections", web::get().to(batches::rejections))
+            .route("/batchtransactions/{batchId}/completions", web::get().to(batches::completions))
             .route("/requeststates/{serverCorrelationId}", web::get().to(states::request_state))
             .route("/responses/{clientCorrelationId}", web::get().to(states::response))
             .route("/accounts/balance", web::get().to(accounts::own_balance))

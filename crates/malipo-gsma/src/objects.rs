@@ -5,7 +5,7 @@
 use malipo_charges::{Charge, ChargeKind, ChargeState, FailureReason};
 use malipo_core::{Currency, MinorUnit, Timestamp};
 use malipo_ledger::{JournalKind, Transaction};
-use malipo_payouts::{Payout, PayoutFailure, PayoutState, Reversal, ReversalOriginal};
+use malipo_payouts::{BatchState, BulkPayout, Payout, PayoutFailure, PayoutState, Reversal, ReversalOriginal};
 use serde::Serialize;
 
 use crate::error::{Category, GsmaError, Pair};
@@ -239,9 +239,9 @@ pub fn server_correlation_id(reference: &str) -> Option<String> {
 }
 
 /// The ids a `serverCorrelationId` may stand for, one per kind of object a request makes.
-pub fn references_of(server_correlation_id: &str) -> Option<[String; 5]> {
+pub fn references_of(server_correlation_id: &str) -> Option<[String; 6]> {
     let simple = uuid::Uuid::try_parse(server_correlation_id).ok()?.simple().to_string();
-    Some(["ch", "po", "wd", "rv", "tx"].map(|prefix| format!("{prefix}_{simple}")))
+    Some(["ch", "po", "wd", "rv", "tx", "bp"].map(|prefix| format!("{prefix}_{simple}")))
 }
 
 fn refused(code: &'static str, description: &str) -> GsmaError {
@@ -299,6 +299,133 @@ pub fn payout_progress(p: &Payout) -> Progress {
                 ..refused("genericError", "the payout could not be completed")
             },
         }),
+    }
+}
+
+/// How a batch's request stands: pending while it waits for its checker and while its items
+/// are paid; completed once every item settled (failed items are in `/rejections`); failed when
+/// its checker rejected it.
+pub fn batch_progress(b: &BulkPayout) -> Progress {
+    match b.state {
+        BatchState::AwaitingApproval => Progress::Pending("waiting for a checker to approve the batch"),
+        BatchState::Processing => Progress::Pending("approved; paying the items"),
+        BatchState::Completed => Progress::Completed,
+        BatchState::Rejected => Progress::Failed(refused("requestDeclined", &rejected_text(b))),
+    }
+}
+
+fn rejected_text(b: &BulkPayout) -> String {
+    let reason = b.rejection_reason.as_deref().unwrap_or("no reason given");
+    format!("the batch was rejected by its checker: {reason}").chars().take(256).collect()
+}
+
+/// What `approvalDate` and `completionDate` say before the approval or the completion happened:
+/// the document requires both, and no date of the batch's life would be true. `batchStatus`
+/// says which of them happened (`docs/gsma.md`).
+pub const NOT_YET: &str = "1970-01-01T00:00:00Z";
+
+/// The document's `responseBatchTransaction`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchObject {
+    batch_id: String,
+    batch_status: &'static str,
+    approval_date: String,
+    completion_date: String,
+    batch_title: String,
+    processing_flag: bool,
+    completed_count: u32,
+    rejection_count: u32,
+    parsing_success_count: u32,
+    creation_date: String,
+    modification_date: String,
+    custom_data: Vec<Pair>,
+}
+
+/// A batch (`bp_`): `created` while it waits for its checker, `approved` while its items are
+/// paid, `completed` once every item settled. A batch its checker rejected is `completed` with
+/// every item counted as a rejection (the document's `batchStatus` has no rejected state);
+/// `customData` carries Malipo's own state (`state`) and the checker's reason
+/// (`rejectionReason`).
+pub fn batch(b: &BulkPayout) -> BatchObject {
+    let date = |t: Option<Timestamp>| t.map_or_else(|| NOT_YET.to_owned(), Timestamp::to_rfc3339);
+    let (status, completed, rejected) = match b.state {
+        BatchState::AwaitingApproval => ("created", 0, 0),
+        BatchState::Processing => ("approved", b.counts.completed, b.counts.failed),
+        BatchState::Completed => ("completed", b.counts.completed, b.counts.failed),
+        BatchState::Rejected => ("completed", 0, b.item_count),
+    };
+    let mut custom_data = party("state", b.state.as_str());
+    if let Some(reason) = b.rejection_reason.as_deref().filter(|r| !r.is_empty()) {
+        custom_data.push(Pair { key: "rejectionReason".into(), value: reason.chars().take(256).collect() });
+    }
+    BatchObject {
+        batch_id: b.id.to_string(),
+        batch_status: status,
+        approval_date: date(b.approved_at),
+        completion_date: date(b.completed_at),
+        batch_title: b.reference.clone(),
+        processing_flag: b.state == BatchState::Processing,
+        completed_count: completed,
+        rejection_count: rejected,
+        parsing_success_count: b.item_count,
+        creation_date: b.created_at.to_rfc3339(),
+        modification_date: b.updated_at.to_rfc3339(),
+        custom_data,
+    }
+}
+
+/// The document's `responseBatchTransactionRejection`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchRejection {
+    transaction_reference: String,
+    requesting_organisation_transaction_reference: String,
+    credit_party: Vec<Pair>,
+    debit_party: Vec<Pair>,
+    rejection_reason: String,
+    rejection_date: String,
+}
+
+/// A failed item of batch `b`, with why: the payout's failure, or the checker's rejection of
+/// the whole batch with its reason.
+pub fn batch_rejection(b: &BulkPayout, p: &Payout) -> BatchRejection {
+    let reason = match (p.failure_reason, payout_progress(p)) {
+        (Some(PayoutFailure::BulkPayoutRejected), _) => rejected_text(b),
+        (_, Progress::Failed(e)) => e.description,
+        _ => "the payout could not be completed".to_owned(),
+    };
+    BatchRejection {
+        transaction_reference: p.id.to_string(),
+        requesting_organisation_transaction_reference: p.reference.clone(),
+        credit_party: party("msisdn", &format!("+{}", p.payee_msisdn.as_str())),
+        debit_party: party("accountid", p.payout_account.as_str()),
+        rejection_reason: reason,
+        rejection_date: p.updated_at.to_rfc3339(),
+    }
+}
+
+/// The document's `responseBatchTransactionCompletion`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchCompletion {
+    transaction_reference: String,
+    requesting_organisation_transaction_reference: String,
+    credit_party: Vec<Pair>,
+    debit_party: Vec<Pair>,
+    completion_date: String,
+    link: String,
+}
+
+/// A paid item, with the link to it as a transaction.
+pub fn batch_completion(p: &Payout) -> BatchCompletion {
+    BatchCompletion {
+        transaction_reference: p.id.to_string(),
+        requesting_organisation_transaction_reference: p.reference.clone(),
+        credit_party: party("msisdn", &format!("+{}", p.payee_msisdn.as_str())),
+        debit_party: party("accountid", p.payout_account.as_str()),
+        completion_date: p.completed_at.unwrap_or(p.updated_at).to_rfc3339(),
+        link: format!("{}/transactions/{}", crate::BASE, p.id),
     }
 }
 

@@ -6,10 +6,11 @@ use actix_web::{web, HttpResponse};
 use malipo_auth::Principal;
 use malipo_charges::Charge;
 use malipo_idempotency::IdempotencyKey;
-use malipo_payouts::{Payout, Reversal};
+use malipo_payouts::{BulkPayout, Payout, Reversal};
 use malipo_service::{CashIn, Intake, Platform, ServiceError, Transfer};
 use serde::Serialize;
 
+use crate::batches;
 use crate::caller::Caller;
 use crate::error::GsmaError;
 use crate::objects::{self, Progress, RequestState};
@@ -37,6 +38,10 @@ fn state_of(p: &Platform, principal: &Principal, reference: &str) -> Result<Requ
         Some("tx") => {
             let t = p.transactions().get(principal, reference, None)?;
             objects::request_state(reference, Progress::Completed, None, t.created_at, false)
+        }
+        Some("bp") => {
+            let b = p.bulk_payouts().get(principal, reference)?;
+            objects::request_state(reference, objects::batch_progress(&b), None, b.updated_at, false)
         }
         _ => return Err(ServiceError::NotFound),
     };
@@ -97,11 +102,17 @@ fn made(p: &Platform, principal: &Principal, key: &IdempotencyKey) -> Result<Opt
     if let Some(r) = recorded.made::<Reversal>(principal, "GSMA POST /transactions/reversals", key)? {
         return Ok(Some(r.id.to_string()));
     }
+    for operation in [batches::CREATE, batches::APPROVE] {
+        if let Some(b) = recorded.made::<BulkPayout>(principal, operation, key)? {
+            return Ok(Some(b.id.to_string()));
+        }
+    }
     Ok(None)
 }
 
 /// `GET /responses/{clientCorrelationId}`: the link to the object the caller's request with
-/// this `X-CorrelationID` made (`/transactions/{transactionReference}`), the way back to an
+/// this `X-CorrelationID` made (`/transactions/{transactionReference}`, or
+/// `/batchtransactions/{batchId}` for a batch it created or approved), the way back to an
 /// answer whose callback never came.
 ///
 /// # Errors
@@ -114,7 +125,8 @@ pub async fn response(caller: Caller, path: web::Path<String>, gsma: web::Data<G
     let key = IdempotencyKey::parse(&id).map_err(|_| GsmaError::not_found("no request carried this X-CorrelationID"))?;
     let reference = run(&gsma.platform, move |p| made(p, &principal, &key)).await?;
     let reference = reference.ok_or_else(|| GsmaError::not_found("no request carried this X-CorrelationID"))?;
-    Ok(HttpResponse::Ok().json(Link { link: format!("{BASE}/transactions/{reference}") }))
+    let resource = if reference.starts_with("bp_") { "batchtransactions" } else { "transactions" };
+    Ok(HttpResponse::Ok().json(Link { link: format!("{BASE}/{resource}/{reference}") }))
 }
 
 /// The document's `responseHeartbeat`.

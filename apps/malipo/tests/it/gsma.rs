@@ -23,7 +23,7 @@ crate::on_both!(
     while_catching_up_the_heartbeat_is_degraded_new_work_waits_and_replays_are_answered,
 );
 
-const BASE: &str = "/gsma/mm/v1.2";
+pub(crate) const BASE: &str = "/gsma/mm/v1.2";
 const WAIT: Duration = Duration::from_secs(15);
 
 /// One answer as the validator reads it.
@@ -36,31 +36,31 @@ struct Recorded {
 }
 
 /// A caller of the door that records every answer for validation.
-struct Door<'a> {
+pub(crate) struct Door<'a> {
     app: &'a TestApp,
     token: String,
     answers: std::cell::RefCell<Vec<Recorded>>,
 }
 
 /// An answer: status, `Retry-After` and the like, and the JSON body.
-struct Reply {
-    status: u16,
-    headers: reqwest::header::HeaderMap,
-    text: String,
-    json: Value,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: reqwest::header::HeaderMap,
+    pub(crate) text: String,
+    pub(crate) json: Value,
 }
 
 impl<'a> Door<'a> {
-    fn new(app: &'a TestApp, token: &str) -> Self {
+    pub(crate) fn new(app: &'a TestApp, token: &str) -> Self {
         Door { app, token: token.to_owned(), answers: std::cell::RefCell::new(Vec::new()) }
     }
 
     /// Another caller (token) on the same record.
-    fn with_token(&self, token: &str) -> Door<'a> {
+    pub(crate) fn with_token(&self, token: &str) -> Door<'a> {
         Door { app: self.app, token: token.to_owned(), answers: std::cell::RefCell::new(Vec::new()) }
     }
 
-    async fn send(
+    pub(crate) async fn send(
         &self,
         method: &'static str,
         template: &'static str,
@@ -93,30 +93,30 @@ impl<'a> Door<'a> {
         Reply { status, headers, text, json }
     }
 
-    async fn get(&self, template: &'static str, path: &str) -> Reply {
+    pub(crate) async fn get(&self, template: &'static str, path: &str) -> Reply {
         self.send("get", template, path, None, &[]).await
     }
 
-    async fn post(&self, template: &'static str, path: &str, body: &Value, correlation: Option<&str>) -> Reply {
+    pub(crate) async fn post(&self, template: &'static str, path: &str, body: &Value, correlation: Option<&str>) -> Reply {
         let headers: Vec<(&str, &str)> = correlation.map(|c| ("X-CorrelationID", c)).into_iter().collect();
         self.send("post", template, path, Some(body), &headers).await
     }
 
     /// `POST /transactions/type/{kind}`.
-    async fn transact(&self, kind: &str, body: &Value, correlation: Option<&str>) -> Reply {
+    pub(crate) async fn transact(&self, kind: &str, body: &Value, correlation: Option<&str>) -> Reply {
         self.post("/transactions/type/{transactionType}", &format!("/transactions/type/{kind}"), body, correlation).await
     }
 
-    async fn transaction(&self, reference: &str) -> Reply {
+    pub(crate) async fn transaction(&self, reference: &str) -> Reply {
         self.get("/transactions/{transactionReference}", &format!("/transactions/{reference}")).await
     }
 
-    async fn request_state(&self, id: &str) -> Reply {
+    pub(crate) async fn request_state(&self, id: &str) -> Reply {
         self.get("/requeststates/{serverCorrelationId}", &format!("/requeststates/{id}")).await
     }
 
     /// Polls a request state until it is no longer pending.
-    async fn settled(&self, id: &str) -> Value {
+    pub(crate) async fn settled(&self, id: &str) -> Value {
         let started = Instant::now();
         loop {
             let r = self.request_state(id).await;
@@ -130,12 +130,12 @@ impl<'a> Door<'a> {
     }
 
     /// Moves this caller's answers onto `into`, for one validation.
-    fn hand_over(self, into: &Door<'_>) {
+    pub(crate) fn hand_over(self, into: &Door<'_>) {
         into.answers.borrow_mut().extend(self.answers.into_inner());
     }
 
     /// Validates every recorded answer against the GSMA document.
-    async fn validate(self) {
+    pub(crate) async fn validate(self) {
         let answers: Vec<Value> = self
             .answers
             .into_inner()
@@ -169,7 +169,7 @@ fn python() -> String {
     std::env::var("MALIPO_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned())
 }
 
-fn correlation() -> String {
+pub(crate) fn correlation() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
@@ -184,7 +184,7 @@ fn merchantpay(payer: &str, amount: &str) -> Value {
     })
 }
 
-async fn rest(app: &TestApp, token: &str, path: &str) -> Value {
+pub(crate) async fn rest(app: &TestApp, token: &str, path: &str) -> Value {
     let r = app.get(token, path).await;
     assert_eq!(r.status(), 200, "GET {path}");
     r.json().await.unwrap()
@@ -298,7 +298,7 @@ async fn a_missed_response_is_fetched_by_its_correlation_id(db: Db) {
 }
 
 /// The merchant's payout account id (REST `GET /accounts`).
-async fn account_id(app: &TestApp, token: &str, kind: &str) -> String {
+pub(crate) async fn account_id(app: &TestApp, token: &str, kind: &str) -> String {
     let accounts = rest(app, token, "/accounts").await;
     let list = accounts["data"].as_array().or_else(|| accounts.as_array()).unwrap().clone();
     list.iter().find(|a| a["type"] == kind).unwrap()["account_id"].as_str().unwrap().to_owned()
