@@ -60,7 +60,7 @@ def check(doc, answer):
         if body not in (None, ""):
             problems.append("the document gives this status no body")
         return problems
-    schema = {"$ref": resolve_ref_text(content["schema"]), "components": doc["components"]}
+    schema = {**root_schema(content["schema"]), "components": doc["components"]}
     validator = OAS30Validator(schema)
     for error in sorted(validator.iter_errors(body), key=lambda e: list(e.path)):
         where = "/".join(str(p) for p in error.path) or "(body)"
@@ -68,10 +68,14 @@ def check(doc, answer):
     return problems
 
 
-def resolve_ref_text(schema):
+def root_schema(schema):
+    """The response's schema as the root of a validation (beside the document's components): a
+    reference, or an inline schema such as a list's array of a component."""
     if "$ref" in schema:
-        return schema["$ref"]
-    raise SystemExit(f"an inline response schema is not expected here: {schema}")
+        return {"$ref": schema["$ref"]}
+    if "components" in schema:
+        raise SystemExit(f"an inline response schema with its own components is not expected: {schema}")
+    return dict(schema)
 
 
 def main():

@@ -35,31 +35,31 @@ struct Recorded {
 }
 
 /// A caller of the door that records every answer for validation.
-struct Door<'a> {
+pub(crate) struct Door<'a> {
     app: &'a TestApp,
     token: String,
     answers: std::cell::RefCell<Vec<Recorded>>,
 }
 
 /// An answer: status, `Retry-After` and the like, and the JSON body.
-struct Reply {
-    status: u16,
-    headers: reqwest::header::HeaderMap,
-    text: String,
-    json: Value,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: reqwest::header::HeaderMap,
+    pub(crate) text: String,
+    pub(crate) json: Value,
 }
 
 impl<'a> Door<'a> {
-    fn new(app: &'a TestApp, token: &str) -> Self {
+    pub(crate) fn new(app: &'a TestApp, token: &str) -> Self {
         Door { app, token: token.to_owned(), answers: std::cell::RefCell::new(Vec::new()) }
     }
 
     /// Another caller (token) on the same record.
-    fn with_token(&self, token: &str) -> Door<'a> {
+    pub(crate) fn with_token(&self, token: &str) -> Door<'a> {
         Door { app: self.app, token: token.to_owned(), answers: std::cell::RefCell::new(Vec::new()) }
     }
 
-    async fn send(
+    pub(crate) async fn send(
         &self,
         method: &'static str,
         template: &'static str,
@@ -92,7 +92,7 @@ impl<'a> Door<'a> {
         Reply { status, headers, text, json }
     }
 
-    async fn get(&self, template: &'static str, path: &str) -> Reply {
+    pub(crate) async fn get(&self, template: &'static str, path: &str) -> Reply {
         self.send("get", template, path, None, &[]).await
     }
 
@@ -129,12 +129,12 @@ impl<'a> Door<'a> {
     }
 
     /// Moves this caller's answers onto `into`, for one validation.
-    fn hand_over(self, into: &Door<'_>) {
+    pub(crate) fn hand_over(self, into: &Door<'_>) {
         into.answers.borrow_mut().extend(self.answers.into_inner());
     }
 
     /// Validates every recorded answer against the GSMA document.
-    async fn validate(self) {
+    pub(crate) async fn validate(self) {
         let answers: Vec<Value> = self
             .answers
             .into_inner()

@@ -15,6 +15,7 @@ mod crash;
 mod errors;
 mod failover;
 mod gsma;
+mod gsma_statements;
 mod idempotency;
 mod isolation;
 mod lifecycle;
