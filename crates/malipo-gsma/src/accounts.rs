@@ -14,14 +14,18 @@ use crate::objects::amount;
 use crate::{run, Gsma};
 
 /// How an account is named in the path.
-enum Identifier {
+pub(crate) enum Identifier {
     /// One of the caller's own accounts.
     Account(String),
     /// A customer's wallet.
     Msisdn(String),
 }
 
-fn identifier(kind: &str, value: &str) -> Result<Identifier, GsmaError> {
+/// The account a path's `{identifierType}/{identifier}` names.
+///
+/// # Errors
+/// 400 `formatError` for an `identifierType` other than `accountid` and `msisdn`.
+pub(crate) fn identifier(kind: &str, value: &str) -> Result<Identifier, GsmaError> {
     match kind.to_ascii_lowercase().as_str() {
         "accountid" => Ok(Identifier::Account(value.to_owned())),
         "msisdn" => Ok(Identifier::Msisdn(value.trim_start_matches('+').to_owned())),

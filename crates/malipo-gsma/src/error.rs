@@ -105,6 +105,13 @@ impl GsmaError {
             .with(field, "required")
     }
 
+    /// An `offset` that is not a record's place, or beyond what a list reaches (400
+    /// `validation`/`invalidOffset`, `offset` in `errorParameters`).
+    pub fn invalid_offset(description: impl Into<String>) -> Self {
+        let description = description.into();
+        GsmaError::new(StatusCode::BAD_REQUEST, Category::Validation, "invalidOffset", description.clone()).with("offset", &description)
+    }
+
     /// A transaction type this door does not take (400 `validation`/`transactionTypeError`).
     pub fn transaction_type(description: impl Into<String>) -> Self {
         GsmaError::new(StatusCode::BAD_REQUEST, Category::Validation, "transactionTypeError", description)

@@ -14,6 +14,7 @@ pub mod batches;
 pub mod caller;
 pub mod error;
 pub mod objects;
+pub mod statements;
 pub mod states;
 pub mod transactions;
 
@@ -83,6 +84,8 @@ pub fn configure(cfg: &mut web::ServiceConfig, gsma: Gsma) {
             .route("/accounts/balance", web::get().to(accounts::own_balance))
             .route("/accounts/{identifierType}/{identifier}/balance", web::get().to(accounts::balance))
             .route("/accounts/{identifierType}/{identifier}/accountname", web::get().to(accounts::account_name))
+            .route("/accounts/{identifierType}/{identifier}/transactions", web::get().to(statements::transactions))
+            .route("/accounts/{identifierType}/{identifier}/statemententries", web::get().to(statements::statement_entries))
             .default_service(web::to(|| async { Err::<HttpResponse, _>(GsmaError::not_found("no such resource")) })),
     );
 }

@@ -162,7 +162,11 @@ pub fn ledger_type(kind: JournalKind) -> &'static str {
 /// account as the credit party, money out as the debit party; the other side is what caused it
 /// (`source_ref`, as `transactionreference`).
 pub fn ledger(t: &Transaction) -> TransactionObject {
-    let own = party("accountid", t.account.as_str());
+    ledger_of(t, party("accountid", t.account.as_str()))
+}
+
+/// A ledger transaction as the account named `own` saw it (a wallet is named by its `msisdn`).
+pub fn ledger_of(t: &Transaction, own: Vec<Pair>) -> TransactionObject {
     let other = party("transactionreference", &t.source_ref);
     let (credit_party, debit_party) = if t.amount.get() >= 0 { (own, other) } else { (other, own) };
     TransactionObject {
@@ -180,6 +184,60 @@ pub fn ledger(t: &Transaction) -> TransactionObject {
         transaction_receipt: Some(t.source_ref.clone()),
         creation_date: t.created_at.to_rfc3339(),
         modification_date: t.created_at.to_rfc3339(),
+    }
+}
+
+/// The document's `responseStatementEntries`: one posting of an account's statement.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatementEntry {
+    transaction_reference: String,
+    credit_party: Vec<Pair>,
+    debit_party: Vec<Pair>,
+    transaction_status: &'static str,
+    amount: String,
+    currency: String,
+    display_type: &'static str,
+    transaction_receipt: String,
+    creation_date: String,
+    modification_date: String,
+    custom_data: Vec<Pair>,
+}
+
+/// A signed amount (`-12.5`), for a balance.
+fn signed(value: MinorUnit, currency: Currency) -> String {
+    let text = amount(value, currency);
+    if value.get() < 0 {
+        format!("-{text}")
+    } else {
+        text
+    }
+}
+
+/// A posting as a statement entry of the account named `own`: `amount` is what the balance
+/// moved by (the fee inside it), so that the entries chain with `customData`'s `balanceAfter`;
+/// money in names the account as the credit party, money out as the debit party, the other
+/// side being what caused it. `displayType` is the REST API's transaction type (`charge`,
+/// `payout`, `cash_in`, …); `customData` also carries the `fee` when there is one.
+pub fn statement_entry(t: &Transaction, own: Vec<Pair>) -> StatementEntry {
+    let other = party("transactionreference", &t.source_ref);
+    let (credit_party, debit_party) = if t.net.get() >= 0 { (own, other) } else { (other, own) };
+    let mut custom_data = vec![Pair { key: "balanceAfter".into(), value: signed(t.balance_after, t.currency) }];
+    if t.fee.get() != 0 {
+        custom_data.push(Pair { key: "fee".into(), value: signed(t.fee, t.currency) });
+    }
+    StatementEntry {
+        transaction_reference: t.id.to_string(),
+        credit_party,
+        debit_party,
+        transaction_status: "completed",
+        amount: amount(t.net, t.currency),
+        currency: t.currency.as_str().to_owned(),
+        display_type: malipo_ledger::transaction_type(t.kind),
+        transaction_receipt: t.source_ref.clone(),
+        creation_date: t.created_at.to_rfc3339(),
+        modification_date: t.created_at.to_rfc3339(),
+        custom_data,
     }
 }
 

@@ -2,7 +2,7 @@
 
 use malipo_auth::Principal;
 use malipo_charges::{ChargeEvent, FailureReason};
-use malipo_core::{Mode, Msisdn};
+use malipo_core::{Mode, Msisdn, Timestamp};
 use malipo_countries::PinError;
 use malipo_ledger::{Account, AccountKind};
 
@@ -339,6 +339,38 @@ impl<'a> Wallets<'a> {
         Reporting::report(self.core.store(), |tx| {
             let wallet = tx.wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
             let query = PostingQuery { cursor: after, ..PostingQuery::oldest_first(wallet.account_id.clone(), limit.saturating_add(1)) };
+            let data = tx.account_postings(&query)?;
+            Ok((wallet, Page::from_fetched(data, limit, |l| l.seq.to_string())))
+        })
+    }
+
+    /// A page of a wallet's postings in `[from, to)`, newest first (the GSMA door's
+    /// transactions and statement entries of a wallet). The cursor is the last posting's place
+    /// in ledger order, so pages are stable under new postings.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`], [`ServiceError::Validation`] for a bad cursor.
+    pub fn history(
+        &self,
+        principal: &Principal,
+        msisdn: &str,
+        window: (Option<Timestamp>, Option<Timestamp>),
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<(Wallet, Page<StatementLine>), ServiceError> {
+        require(principal, &needs::WALLETS)?;
+        let msisdn = wallet_number(msisdn)?;
+        let before = cursor.map(|c| c.parse::<i64>().ok().filter(|v| *v > 0).ok_or_else(|| bad_cursor("cursor"))).transpose()?;
+        Reporting::report(self.core.store(), |tx| {
+            let wallet = tx.wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
+            let (from, to) = window;
+            let query = PostingQuery {
+                cursor: before,
+                newest_first: true,
+                from,
+                to,
+                ..PostingQuery::oldest_first(wallet.account_id.clone(), limit.saturating_add(1))
+            };
             let data = tx.account_postings(&query)?;
             Ok((wallet, Page::from_fetched(data, limit, |l| l.seq.to_string())))
         })

@@ -184,6 +184,7 @@ fn admitted(p: &Platform, c: &Commands, who: &Principal) -> Vec<&'static str> {
         ("wallets.raise_kyc", p.wallets().raise_kyc(who, &c.kyc, &k("kyc")).map(drop)),
         ("wallets.statement", p.wallets().statement(who, &number("0001"), None, 10).map(drop)),
         ("wallets.recent", p.wallets().recent(who, &number("0001"), 10).map(drop)),
+        ("wallets.history", p.wallets().history(who, &number("0001"), (None, None), None, 10).map(drop)),
         ("wallets.holder_name", p.wallets().holder_name(who, &number("0001")).map(drop)),
         ("recorded.made", p.recorded().made::<malipo_charges::Charge>(who, "POST /partner/stk", &k("made").key).map(drop)),
         ("webhooks.create_endpoint", p.webhooks().create_endpoint(who, &c.endpoint, &k("endpoint")).map(drop)),

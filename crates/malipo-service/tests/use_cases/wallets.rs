@@ -531,3 +531,26 @@ fn resetting_pin_attempts_forgets_them_on_an_active_wallet_only() {
     assert_eq!(recent.len(), 1, "the cash-in");
     assert!(matches!(p.wallets().recent(&live.operator, "254700000000", 5), Err(ServiceError::NotFound)));
 }
+
+#[test]
+fn a_wallets_history_pages_newest_first_within_its_window_for_the_operator_only() {
+    let live = Live::new();
+    let msisdn = live.customer(&["100", "200", "300"]);
+    let wallets = live.world.platform.wallets();
+    let (_, first) = wallets.history(&live.operator, &msisdn, (None, None), None, 2).unwrap();
+    let amounts = |lines: &[malipo_service::StatementLine]| lines.iter().map(|l| l.posting.amount.get()).collect::<Vec<_>>();
+    assert_eq!((amounts(&first.data), first.has_more), (vec![30_000, 20_000], true), "newest first");
+    let (_, rest) = wallets.history(&live.operator, &msisdn, (None, None), first.next_cursor.as_deref(), 2).unwrap();
+    assert_eq!((amounts(&rest.data), rest.has_more), (vec![10_000], false), "the next page joins the first");
+    // The window is [from, to): from the second deposit, before the third.
+    let (second, third) = (first.data[1].posting.created_at, first.data[0].posting.created_at);
+    let (_, window) = wallets.history(&live.operator, &msisdn, (Some(second), Some(third)), None, 10).unwrap();
+    assert!(amounts(&window.data) == vec![20_000] || second == third, "{:?}", amounts(&window.data));
+    assert!(matches!(wallets.history(&live.shop, &msisdn, (None, None), None, 10), Err(ServiceError::Forbidden(_))));
+    let test_operator = live.world.org(OrgKind::Operator, Mode::Test);
+    assert!(
+        matches!(wallets.history(&test_operator, &msisdn, (None, None), None, 10), Err(ServiceError::NotFound)),
+        "a live wallet is not in test mode"
+    );
+    assert!(matches!(wallets.history(&live.operator, &msisdn, (None, None), Some("x"), 10), Err(ServiceError::Validation(_))));
+}
