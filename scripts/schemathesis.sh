@@ -124,7 +124,7 @@ done
 # document gives them. (The document declares no security scheme, so the token goes as a header;
 # the checks that expect the document's every valid request to succeed do not apply to a door
 # whose payments have rules of state the document cannot state.)
-gsma_built='^(GET /heartbeat|POST /transactions/type/\{transactionType\}|(GET|PATCH) /transactions/\{transactionReference\}|POST /transactions/\{transactionReference\}/reversals|GET /requeststates/\{serverCorrelationId\}|GET /responses/\{clientCorrelationId\}|GET /accounts/balance|GET /accounts/\{identifierType\}/\{identifier\}/(balance|accountname))$'
+gsma_built='^(GET /heartbeat|POST /transactions/type/\{transactionType\}|(GET|PATCH) /transactions/\{transactionReference\}|POST /transactions/\{transactionReference\}/reversals|GET /requeststates/\{serverCorrelationId\}|GET /responses/\{clientCorrelationId\}|GET /accounts/balance|GET /accounts/\{identifierType\}/\{identifier\}/(balance|accountname|transactions|statemententries)|POST /batchtransactions|(GET|PATCH) /batchtransactions/\{batchId\}|GET /batchtransactions/\{batchId\}/(rejections|completions))$'
 if [[ " ${MALIPO_ST_RUNS:-gsma} " == *" gsma "* ]]; then
   printf '\n--- schemathesis, the GSMA door (%s)\n' "$gsma_built"
   # A completed merchant payment through the door, whose ids scripts/schemathesis/gsma.toml gives
