@@ -130,15 +130,17 @@ if [[ " ${MALIPO_ST_RUNS:-gsma} " == *" gsma "* ]]; then
   # A completed merchant payment through the door, whose ids scripts/schemathesis/gsma.toml gives
   # the operations that read one.
   eval "$("$venv/bin/python" - "$base" "${tokens[merchant]}" <<'PY'
-import json, sys, time, urllib.request, uuid
+import json, random, sys, time, urllib.request, uuid
 base, token = sys.argv[1], sys.argv[2]
 def call(method, path, body=None, headers=None):
     req = urllib.request.Request(base + path, method=method, data=None if body is None else json.dumps(body).encode(),
                                  headers={"Authorization": "Bearer " + token, "Content-Type": "application/json", **(headers or {})})
     return json.load(urllib.request.urlopen(req))
 client = str(uuid.uuid4())
+# A payer of its own: the merchant run before this one spends the sandbox wallets it drew.
+payer = f"2547{random.randint(0, 9999):04d}0000"
 state = call("POST", "/gsma/mm/v1.2/transactions/type/merchantpay",
-             {"amount": "500", "currency": "KES", "debitParty": [{"key": "msisdn", "value": "254712345678"}]}, {"X-CorrelationID": client})
+             {"amount": "500", "currency": "KES", "debitParty": [{"key": "msisdn", "value": payer}]}, {"X-CorrelationID": client})
 deadline = time.time() + 30
 while state["status"] == "pending" and time.time() < deadline:
     time.sleep(0.2)
