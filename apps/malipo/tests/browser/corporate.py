@@ -46,15 +46,20 @@ class Codes:
         self.last = None
 
     def next(self):
-        t = time.time()
-        now = int(t) // 30
-        # The step before is accepted until the next step begins: near a step's end (a few
-        # seconds before the form reaches the server), start at this step instead.
-        oldest = now - 1 if t % 30 < 25 else now
-        use = oldest if self.last is None else max(self.last + 1, oldest)
-        assert use <= now + 1, "no fresh code left in this step's window"
-        self.last = use
-        return self.totp.at(use * 30)
+        while True:
+            t = time.time()
+            now = int(t) // 30
+            # The step before is accepted until the next step begins: near a step's end (a few
+            # seconds before the form reaches the server), start at this step instead.
+            oldest = now - 1 if t % 30 < 25 else now
+            use = oldest if self.last is None else max(self.last + 1, oldest)
+            if use <= now + 1:
+                self.last = use
+                return self.totp.at(use * 30)
+            # Every code the server would accept now is spent (a journey that began near a
+            # step's end uses three within one step): the next one is accepted once the next
+            # step begins, as a person would wait for their app's next code.
+            time.sleep((now + 1) * 30 - t + 0.1)
 
 
 def join(j, invite_path, name):
