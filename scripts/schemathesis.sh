@@ -127,8 +127,8 @@ done
 gsma_built='^(GET /heartbeat|POST /transactions/type/\{transactionType\}|(GET|PATCH) /transactions/\{transactionReference\}|POST /transactions/\{transactionReference\}/reversals|GET /requeststates/\{serverCorrelationId\}|GET /responses/\{clientCorrelationId\}|GET /accounts/balance|GET /accounts/\{identifierType\}/\{identifier\}/(balance|accountname|transactions|statemententries)|POST /batchtransactions|(GET|PATCH) /batchtransactions/\{batchId\}|GET /batchtransactions/\{batchId\}/(rejections|completions))$'
 if [[ " ${MALIPO_ST_RUNS:-gsma} " == *" gsma "* ]]; then
   printf '\n--- schemathesis, the GSMA door (%s)\n' "$gsma_built"
-  # A completed merchant payment through the door, whose ids scripts/schemathesis/gsma.toml gives
-  # the operations that read one.
+  # A completed merchant payment and a batch awaiting approval, made through the door, whose ids
+  # scripts/schemathesis/gsma.toml gives the operations that read one.
   eval "$("$venv/bin/python" - "$base" "${tokens[merchant]}" <<'PY'
 import json, random, sys, time, urllib.request, uuid
 base, token = sys.argv[1], sys.argv[2]
@@ -147,8 +147,10 @@ while state["status"] == "pending" and time.time() < deadline:
     state = call("GET", "/gsma/mm/v1.2/requeststates/" + state["serverCorrelationId"])
 assert state["status"] == "completed", state
 account = next(a["account_id"] for a in call("GET", "/api/v1/accounts")["data"] if a["type"] == "collection")
+item = {"type": "disbursement", "amount": "10", "currency": "KES", "creditParty": [{"key": "msisdn", "value": payer}]}
+batch = call("POST", "/gsma/mm/v1.2/batchtransactions", {"transactions": [item], "batchTitle": "ST-BATCH"})["objectReference"]
 print(f"export GSMA_TRANSACTION={state['objectReference']} GSMA_SERVER_CORRELATION_ID={state['serverCorrelationId']} "
-      f"GSMA_CLIENT_CORRELATION_ID={client} GSMA_ACCOUNT={account}")
+      f"GSMA_CLIENT_CORRELATION_ID={client} GSMA_ACCOUNT={account} GSMA_BATCH={batch}")
 PY
 )"
   status=0

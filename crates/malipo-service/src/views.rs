@@ -82,9 +82,6 @@ macro_rules! views {
 }
 
 views! {
-    /// The whole transaction: for the use cases not yet narrowed (counted by
-    /// `scripts/check-shape.py`, which lets their number fall, never rise).
-    Whole => Tx;
     /// A wallet read or write alone.
     OnWallets => WalletRepo;
     /// Organisations, credentials and tokens.
