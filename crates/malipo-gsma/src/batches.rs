@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::caller::{self, Body, Caller};
 use crate::error::{GsmaError, Pair};
 use crate::objects;
-use crate::{run, Gsma};
+use crate::{parsed, run, Gsma};
 
 /// The idempotency operation of a batch's creation.
 pub const CREATE: &str = "GSMA POST /batchtransactions";
@@ -244,11 +244,9 @@ pub async fn patch(
     approval(&tree)?;
     let principal = caller.0;
     let (idem, _) = caller::correlation(&req, &principal, APPROVE, &canonical)?;
-    let done = run(&gsma.platform, move |p| {
-        let command = p.parse::<ApproveBulkPayout>(&principal, &id)?;
-        p.bulk_payouts().approve(&principal, &command, &idem)
-    })
-    .await?;
+    let done =
+        parsed(&gsma.platform, principal, id, move |p, who, command: &ApproveBulkPayout| p.bulk_payouts().approve(who, command, &idem))
+            .await?;
     let b = done.value;
     Ok(HttpResponse::Accepted().json(objects::request_state(b.id.as_str(), objects::batch_progress(&b), None, b.updated_at, false)))
 }

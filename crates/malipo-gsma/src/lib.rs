@@ -100,6 +100,25 @@ async fn x_date(req: ServiceRequest, next: Next<impl MessageBody>) -> Result<Ser
     Ok(res)
 }
 
+/// Parses `raw` into the use case's command by the service's rules (every front end's parse) and
+/// runs `use_case` with it, on a blocking thread ([`run`]).
+///
+/// # Errors
+/// The command's field errors or the use case's, in the document's form.
+pub async fn parsed<C, R, T>(
+    platform: &Platform,
+    principal: Principal,
+    raw: R,
+    use_case: impl FnOnce(&Platform, &Principal, &C) -> Result<T, ServiceError> + Send + 'static,
+) -> Result<T, GsmaError>
+where
+    C: malipo_service::Command,
+    R: std::borrow::Borrow<C::Raw> + Send + 'static,
+    T: Send + 'static,
+{
+    run(platform, move |p| use_case(p, &principal, &p.parse::<C>(&principal, raw.borrow())?)).await
+}
+
 /// Runs a use case on a blocking thread (diesel is synchronous; no transaction crosses an await).
 ///
 /// # Errors

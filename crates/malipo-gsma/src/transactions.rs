@@ -15,7 +15,7 @@ use serde::Deserialize;
 use crate::caller::{self, Body, Caller};
 use crate::error::{GsmaError, Pair};
 use crate::objects::{self, Progress, TransactionObject};
-use crate::{run, Gsma};
+use crate::{parsed, run, Gsma};
 
 /// The fields of the document's `requestTransactionType` this door reads (the rest, such as
 /// `geoCode` or `metadata`, are accepted and not kept).
@@ -135,11 +135,8 @@ pub async fn create(
                 reference,
                 description: description_text,
             };
-            let done = run(platform, move |p| {
-                let command = p.parse::<CreateCharge>(&principal, &raw)?;
-                p.charges().create(&principal, &command, &idem)
-            })
-            .await?;
+            let done =
+                parsed(platform, principal, raw, move |p, who, command: &CreateCharge| p.charges().create(who, command, &idem)).await?;
             let c = done.value;
             Ok(accepted(objects::request_state(c.id.as_str(), objects::charge_progress(&c), Some(c.expires_at), c.updated_at, callback)))
         }
@@ -151,11 +148,8 @@ pub async fn create(
                 currency: Some(currency),
                 narration: description_text,
             };
-            let done = run(platform, move |p| {
-                let command = p.parse::<CreatePayout>(&principal, &raw)?;
-                p.payouts().create(&principal, &command, &idem)
-            })
-            .await?;
+            let done =
+                parsed(platform, principal, raw, move |p, who, command: &CreatePayout| p.payouts().create(who, command, &idem)).await?;
             let po = done.value;
             Ok(accepted(objects::request_state(po.id.as_str(), objects::payout_progress(&po), None, po.updated_at, callback)))
         }
@@ -185,22 +179,15 @@ pub async fn create(
         "deposit" => {
             own_currency(platform, &principal, &currency)?;
             let raw = NewAgentCash { customer_msisdn: msisdn(&credit_party, "creditParty")?, amount };
-            let done = run(platform, move |p| {
-                let command = p.parse::<AgentCash>(&principal, &raw)?;
-                p.agents().cash_in(&principal, &command, &idem)
-            })
-            .await?;
+            let done = parsed(platform, principal, raw, move |p, who, command: &AgentCash| p.agents().cash_in(who, command, &idem)).await?;
             let cash = done.value;
             Ok(accepted(objects::request_state(cash.transaction_id.as_str(), Progress::Completed, None, cash.created_at, callback)))
         }
         _ => {
             own_currency(platform, &principal, &currency)?;
             let raw = NewAgentCash { customer_msisdn: msisdn(&debit_party, "debitParty")?, amount };
-            let done = run(platform, move |p| {
-                let command = p.parse::<AgentCash>(&principal, &raw)?;
-                p.agents().cash_out(&principal, &command, &idem)
-            })
-            .await?;
+            let done =
+                parsed(platform, principal, raw, move |p, who, command: &AgentCash| p.agents().cash_out(who, command, &idem)).await?;
             let c = done.value;
             Ok(accepted(objects::request_state(c.id.as_str(), objects::charge_progress(&c), Some(c.expires_at), c.updated_at, callback)))
         }
@@ -291,11 +278,8 @@ pub async fn reverse(
             .filter(|d| !d.trim().is_empty())
             .unwrap_or_else(|| "reversal requested through the GSMA API".into()),
     };
-    let done = run(&gsma.platform, move |p| {
-        let command = p.parse::<CreateReversal>(&principal, &raw)?;
-        p.reversals().create(&principal, &command, &idem)
-    })
-    .await?;
+    let done =
+        parsed(&gsma.platform, principal, raw, move |p, who, command: &CreateReversal| p.reversals().create(who, command, &idem)).await?;
     let r = done.value;
     Ok(accepted(objects::request_state(r.id.as_str(), Progress::Completed, None, r.created_at, false)))
 }
