@@ -20,6 +20,6 @@ pub use credential::{AccessToken, Credential, Need, OrgKind, Organisation, Princ
 pub use password::{check_password, Busy, PasswordProblem, Passwords, MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS};
 pub use person::{Permission, Role, UnknownRole, User};
 pub use scope::{Scope, ScopeError, Scopes};
-pub use secret::{generate_client_id, generate_secret, generate_token, token_digest, HashError, SecretHasher};
+pub use secret::{bearer_token, generate_client_id, generate_secret, generate_token, token_digest, HashError, SecretHasher};
 pub use session::{generate_session_token, source_address, ConsoleSession, Failures, SessionStage, Subject};
 pub use totp::{generate_recovery_codes, is_recovery_code, normalise_recovery_code, TotpSecret};

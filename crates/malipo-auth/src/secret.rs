@@ -26,6 +26,14 @@ pub fn generate_secret(mode: Mode) -> String {
     format!("cs_{}_{}", mode, random_alnum(40))
 }
 
+/// The token of an `Authorization` header's value, `Bearer <token>` (RFC 6750; the scheme in any
+/// case), as every front door that takes bearer tokens reads it; `None` for any other value.
+pub fn bearer_token(authorization: &str) -> Option<&str> {
+    let (scheme, token) = authorization.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
 /// A new opaque bearer token (~256 bits).
 pub fn generate_token() -> String {
     format!("mlp_{}", random_alnum(43))
@@ -184,6 +192,15 @@ const DEVICE: &[u8] = b"malipo: device v1";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bearer_token_is_read_from_its_header_in_any_case_and_nothing_else_is() {
+        assert_eq!(bearer_token("Bearer mlp_abc"), Some("mlp_abc"));
+        assert_eq!(bearer_token("bearer  mlp_abc "), Some("mlp_abc"));
+        for other in ["Basic dXNlcjpwYXNz", "Bearer", "Bearer  ", "mlp_abc", ""] {
+            assert_eq!(bearer_token(other), None, "{other:?}");
+        }
+    }
 
     #[test]
     fn a_device_token_is_trusted_for_its_account_only() {

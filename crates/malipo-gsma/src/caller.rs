@@ -67,9 +67,7 @@ impl FromRequest for Caller {
 
 fn bearer(req: &HttpRequest) -> Option<String> {
     let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_owned())
+    malipo_auth::bearer_token(value).map(str::to_owned)
 }
 
 /// The door's settings, registered by [`crate::configure`].

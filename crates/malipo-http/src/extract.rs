@@ -58,12 +58,7 @@ impl Auth {
 fn bearer(req: &HttpRequest) -> Result<String, ApiError> {
     let value = req.headers().get(header::AUTHORIZATION).ok_or(ApiError::Unauthorized)?;
     let value = value.to_str().map_err(|_| ApiError::Unauthorized)?;
-    let (scheme, token) = value.split_once(' ').ok_or(ApiError::Unauthorized)?;
-    let token = token.trim();
-    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
-        return Err(ApiError::Unauthorized);
-    }
-    Ok(token.to_owned())
+    malipo_auth::bearer_token(value).map(str::to_owned).ok_or(ApiError::Unauthorized)
 }
 
 impl FromRequest for Auth {
