@@ -333,15 +333,7 @@ impl<'a> Wallets<'a> {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<(Wallet, Page<StatementLine>), ServiceError> {
-        require(principal, &needs::WALLETS)?;
-        let msisdn = wallet_number(msisdn)?;
-        let after = cursor.map(|c| c.parse::<i64>().ok().filter(|v| *v > 0).ok_or_else(|| bad_cursor("cursor"))).transpose()?;
-        Reporting::report(self.core.store(), |tx| {
-            let wallet = tx.wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
-            let query = PostingQuery { cursor: after, ..PostingQuery::oldest_first(wallet.account_id.clone(), limit.saturating_add(1)) };
-            let data = tx.account_postings(&query)?;
-            Ok((wallet, Page::from_fetched(data, limit, |l| l.seq.to_string())))
-        })
+        self.postings(principal, msisdn, (None, None), false, cursor, limit)
     }
 
     /// A page of a wallet's postings in `[from, to)`, newest first (the GSMA door's
@@ -358,19 +350,27 @@ impl<'a> Wallets<'a> {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<(Wallet, Page<StatementLine>), ServiceError> {
+        self.postings(principal, msisdn, window, true, cursor, limit)
+    }
+
+    /// A page of a wallet's postings in `window`, in ledger order or newest first, after (or
+    /// before) the cursor's place: [`Wallets::statement`] and [`Wallets::history`].
+    fn postings(
+        &self,
+        principal: &Principal,
+        msisdn: &str,
+        (from, to): (Option<Timestamp>, Option<Timestamp>),
+        newest_first: bool,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<(Wallet, Page<StatementLine>), ServiceError> {
         require(principal, &needs::WALLETS)?;
         let msisdn = wallet_number(msisdn)?;
-        let before = cursor.map(|c| c.parse::<i64>().ok().filter(|v| *v > 0).ok_or_else(|| bad_cursor("cursor"))).transpose()?;
+        let cursor = cursor.map(|c| c.parse::<i64>().ok().filter(|v| *v > 0).ok_or_else(|| bad_cursor("cursor"))).transpose()?;
         Reporting::report(self.core.store(), |tx| {
             let wallet = tx.wallet(principal.mode, &msisdn)?.ok_or(ServiceError::NotFound)?;
-            let (from, to) = window;
-            let query = PostingQuery {
-                cursor: before,
-                newest_first: true,
-                from,
-                to,
-                ..PostingQuery::oldest_first(wallet.account_id.clone(), limit.saturating_add(1))
-            };
+            let oldest_first = PostingQuery::oldest_first(wallet.account_id.clone(), limit.saturating_add(1));
+            let query = PostingQuery { cursor, newest_first, from, to, ..oldest_first };
             let data = tx.account_postings(&query)?;
             Ok((wallet, Page::from_fetched(data, limit, |l| l.seq.to_string())))
         })
