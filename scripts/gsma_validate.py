@@ -9,7 +9,9 @@ every response of the documents carries.
 Usage: gsma_validate.py ANSWERS.json, where the file holds a list of
 {"method": "get", "path": "/transactions/{transactionReference}", "status": 200,
  "headers": {"x-date": "..."}, "body": {...}} (the path as the document writes it, without the
-base). Prints one line per answer and exits 1 when any breaks the document.
+base), or, for a callback Malipo sent, {"callback": "updateTransaction", "headers": …, "body": …}
+(the request body the documents' callbacks name). Prints one line per answer and exits 1 when
+any breaks the document.
 """
 import json
 import sys
@@ -41,8 +43,26 @@ def resolve(doc, node):
     return node
 
 
+def check_callback(doc, answer):
+    """The problems of a callback Malipo sent (`"callback": "updateTransaction"` or
+    `"updateError"`, the request bodies the documents' callbacks name), as text."""
+    body_of = doc.get("components", {}).get("requestBodies", {}).get(answer["callback"])
+    if body_of is None:
+        return None
+    problems = []
+    if "x-date" not in {k.lower() for k in answer.get("headers", {})}:
+        problems.append("no X-Date header")
+    schema = {**resolve(doc, body_of)["content"]["application/json"]["schema"], "components": doc["components"]}
+    for error in sorted(OAS30Validator(schema).iter_errors(answer.get("body")), key=lambda e: list(e.path)):
+        where = "/".join(str(p) for p in error.path) or "(body)"
+        problems.append(f"{where}: {error.message}")
+    return problems
+
+
 def check(doc, answer):
     """The problems of one answer, as text (none when it keeps to the document)."""
+    if "callback" in answer:
+        return check_callback(doc, answer)
     method, path, status = answer["method"].lower(), answer["path"], int(answer["status"])
     op = doc["paths"].get(path, {}).get(method)
     if op is None:

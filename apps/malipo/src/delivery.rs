@@ -176,7 +176,11 @@ impl std::fmt::Debug for Sender {
 }
 
 impl Sender {
-    fn client(&self, policy: UrlPolicy, timeout: Duration) -> Result<reqwest::Client, String> {
+    /// The shared client of `policy`.
+    ///
+    /// # Errors
+    /// The client could not be built.
+    pub fn client(&self, policy: UrlPolicy, timeout: Duration) -> Result<reqwest::Client, String> {
         let mut clients = self.clients.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some((_, c)) = clients.iter().find(|(p, _)| *p == policy) {
             return Ok(c.clone());
@@ -220,8 +224,14 @@ pub fn client(policy: UrlPolicy, timeout: Duration) -> reqwest::Result<reqwest::
 /// Sends `job` with `client` (which must carry the job's policy in its resolver).
 pub async fn send_with(client: &reqwest::Client, job: &DeliveryJob) -> SendOutcome {
     let (headers, body) = malipo_http::webhook_request(job);
-    let mut request = client.post(&job.url).timeout(job.timeout).body(body);
-    for (name, value) in &headers {
+    answer(client.post(&job.url), job.timeout, &headers, body).await
+}
+
+/// Sends `request` with `headers` and `body` within `timeout`, and says what came back
+/// (reading a little of the answer, so the connection can be reused).
+pub async fn answer(request: reqwest::RequestBuilder, timeout: Duration, headers: &[(String, String)], body: Vec<u8>) -> SendOutcome {
+    let mut request = request.timeout(timeout).body(body);
+    for (name, value) in headers {
         request = request.header(name.as_str(), value.as_str());
     }
     match request.send().await {
@@ -250,7 +260,7 @@ pub async fn send_with(client: &reqwest::Client, job: &DeliveryJob) -> SendOutco
 }
 
 /// The text recorded for a refused address.
-fn refused_text(e: &UrlError) -> String {
+pub fn refused_text(e: &UrlError) -> String {
     format!("address refused: {e}")
 }
 
@@ -492,6 +502,7 @@ mod loop_tests {
             key: IdempotencyKey::parse(key).unwrap(),
             fingerprint: Fingerprint::of("POST", key, b""),
             actor: None,
+            callback: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The `malipo` binary's wiring: configuration, the store, the platform, the HTTP server, the
 //! background workers and graceful shutdown. It only assembles; behaviour lives in the crates.
 
+pub mod callbacks;
 pub mod cli;
 pub mod config;
 pub mod delivery;
@@ -204,7 +205,9 @@ pub fn start(settings: &Settings, platform: Platform, listener: TcpListener) -> 
     workers.push(tokio::spawn(worker::monitor_backlog(background.clone(), metrics.backlog, stop_rx.clone())));
     // An instance with no webhook sends queues deliveries for the others to send.
     if settings.webhook_concurrency > 0 {
-        workers.push(delivery::spawn(background, Arc::new(delivery::Sender::default()), settings.webhook_concurrency as usize, stop_rx));
+        let sender = Arc::new(delivery::Sender::default());
+        workers.push(callbacks::spawn(background.clone(), Arc::clone(&sender), stop_rx.clone()));
+        workers.push(delivery::spawn(background, sender, settings.webhook_concurrency as usize, stop_rx));
     }
     let metrics_handle = metrics_server.map(|(_, server)| {
         let handle = server.handle();

@@ -51,6 +51,8 @@ operations! {
     GET_WEBHOOK_ENDPOINT = "getWebhookEndpoint" "GET" "/webhooks/endpoints/{endpoint_id}",
     DELETE_WEBHOOK_ENDPOINT = "deleteWebhookEndpoint" "DELETE" "/webhooks/endpoints/{endpoint_id}",
     ROTATE_WEBHOOK_SECRET = "rotateWebhookSecret" "POST" "/webhooks/endpoints/{endpoint_id}/rotate-secret",
+    GET_CALLBACK_SECRET = "getCallbackSecret" "GET" "/webhooks/callback-secret",
+    ROTATE_CALLBACK_SECRET = "rotateCallbackSecret" "POST" "/webhooks/callback-secret/rotate",
     LIST_EVENTS = "listEvents" "GET" "/events",
     GET_EVENT = "getEvent" "GET" "/events/{event_id}",
     REDELIVER_EVENT = "redeliverEvent" "POST" "/events/{event_id}/redeliver",

@@ -29,6 +29,7 @@ pub fn idem(who: &SignedIn, operation: &str, key: &str, fields: &[(&str, &str)])
         key,
         fingerprint: Fingerprint::of("POST", &format!("/console/{operation}"), canonical.as_bytes()),
         actor: None,
+        callback: None,
     })
 }
 

@@ -182,6 +182,7 @@ pub async fn create(req: HttpRequest, caller: Caller, body: Body, gsma: web::Dat
         return Err(e);
     }
     let raw = NewBulkPayout { reference, items: BulkInput::Items(items) };
+    let callback = idem.callback.is_some();
     let done = run(platform, move |p| {
         let command = match p.parse::<CreateBulkPayout>(&principal, &raw) {
             Ok(command) if problems.is_empty() => command,
@@ -193,7 +194,7 @@ pub async fn create(req: HttpRequest, caller: Caller, body: Body, gsma: web::Dat
     })
     .await?;
     let b = done.value;
-    Ok(HttpResponse::Accepted().json(objects::request_state(b.id.as_str(), objects::batch_progress(&b), None, b.updated_at, false)))
+    Ok(HttpResponse::Accepted().json(objects::request_state(b.id.as_str(), objects::batch_progress(&b), None, b.updated_at, callback)))
 }
 
 /// The only update the door takes: `[{"op": "replace", "path": "/batchStatus", "value":
@@ -244,11 +245,12 @@ pub async fn patch(
     approval(&tree)?;
     let principal = caller.0;
     let (idem, _) = caller::correlation(&req, &principal, APPROVE, &canonical)?;
+    let callback = idem.callback.is_some();
     let done =
         parsed(&gsma.platform, principal, id, move |p, who, command: &ApproveBulkPayout| p.bulk_payouts().approve(who, command, &idem))
             .await?;
     let b = done.value;
-    Ok(HttpResponse::Accepted().json(objects::request_state(b.id.as_str(), objects::batch_progress(&b), None, b.updated_at, false)))
+    Ok(HttpResponse::Accepted().json(objects::request_state(b.id.as_str(), objects::batch_progress(&b), None, b.updated_at, callback)))
 }
 
 /// `GET /batchtransactions/{batchId}`.

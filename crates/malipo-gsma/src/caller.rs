@@ -17,7 +17,7 @@ use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpRequest};
 use malipo_auth::Principal;
 use malipo_idempotency::{Fingerprint, IdempotencyKey, KeyScope};
-use malipo_service::Idem;
+use malipo_service::{CallbackTarget, Idem};
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
@@ -151,7 +151,8 @@ pub fn json<T: DeserializeOwned>(req: &HttpRequest, body: &[u8]) -> Result<(T, V
 
 /// The idempotency context of a state-changing call: the key is `X-CorrelationID` (a UUID),
 /// scoped to the caller's organisation, mode and `operation`; the fingerprint covers the method,
-/// the path, the body and the callback URL. Without `X-CorrelationID` the request is its own,
+/// the path, the body and the callback URL. An `X-Callback-URL` asks for the outcome to be
+/// `PUT` there once final (the use case checks the address and writes it with the key). Without `X-CorrelationID` the request is its own,
 /// under a fresh key: the document makes the header optional, and such a request is not
 /// idempotent (`docs/gsma.md`).
 ///
@@ -181,6 +182,11 @@ pub fn correlation(
         key,
         fingerprint: Fingerprint::of(req.method().as_str(), req.path(), &material),
         actor: None,
+        callback: (!callback.is_empty()).then(|| CallbackTarget {
+            url: callback.to_owned(),
+            client_id: principal.client_id.clone(),
+            correlation_id: sent.map(str::to_ascii_lowercase),
+        }),
     };
     Ok((idem, sent.map(str::to_ascii_lowercase)))
 }

@@ -171,6 +171,7 @@ impl GsmaError {
 fn document_field(field: &str) -> String {
     match field {
         "payer_msisdn" | "customer_msisdn" => "debitParty".into(),
+        "callback_url" => "X-Callback-URL".into(),
         "payee_msisdn" => "creditParty".into(),
         "reference" => "requestingOrganisationTransactionReference".into(),
         "description" | "narration" | "reason" => "descriptionText".into(),

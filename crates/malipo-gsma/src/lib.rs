@@ -11,6 +11,7 @@
 
 pub mod accounts;
 pub mod batches;
+pub mod callbacks;
 pub mod caller;
 pub mod error;
 pub mod objects;

@@ -18,30 +18,31 @@ use crate::{run, Gsma, BASE};
 
 /// The request state of the request that made `reference`.
 fn state_of(p: &Platform, principal: &Principal, reference: &str) -> Result<RequestState, ServiceError> {
+    let callback = || -> Result<bool, ServiceError> { Ok(!p.callbacks().of_object(principal, reference)?.is_empty()) };
     let state = match reference.split_once('_').map(|(prefix, _)| prefix) {
         Some("ch") => {
             let c = p.charges().get(principal, reference)?;
-            objects::request_state(reference, objects::charge_progress(&c), Some(c.expires_at), c.updated_at, false)
+            objects::request_state(reference, objects::charge_progress(&c), Some(c.expires_at), c.updated_at, callback()?)
         }
         Some("wd") => {
             let c = p.agents().get_cash_out(principal, reference)?;
-            objects::request_state(reference, objects::charge_progress(&c), Some(c.expires_at), c.updated_at, false)
+            objects::request_state(reference, objects::charge_progress(&c), Some(c.expires_at), c.updated_at, callback()?)
         }
         Some("po") => {
             let po = p.payouts().get(principal, reference)?;
-            objects::request_state(reference, objects::payout_progress(&po), None, po.updated_at, false)
+            objects::request_state(reference, objects::payout_progress(&po), None, po.updated_at, callback()?)
         }
         Some("rv") => {
             let r = p.reversals().get(principal, reference)?;
-            objects::request_state(reference, Progress::Completed, None, r.created_at, false)
+            objects::request_state(reference, Progress::Completed, None, r.created_at, callback()?)
         }
         Some("tx") => {
             let t = p.transactions().get(principal, reference, None)?;
-            objects::request_state(reference, Progress::Completed, None, t.created_at, false)
+            objects::request_state(reference, Progress::Completed, None, t.created_at, callback()?)
         }
         Some("bp") => {
             let b = p.bulk_payouts().get(principal, reference)?;
-            objects::request_state(reference, objects::batch_progress(&b), None, b.updated_at, false)
+            objects::request_state(reference, objects::batch_progress(&b), None, b.updated_at, callback()?)
         }
         _ => return Err(ServiceError::NotFound),
     };

@@ -120,8 +120,7 @@ pub async fn create(
     let (request, canonical) = caller::json::<TransactionRequest>(&req, &body.0)?;
     let principal = caller.0;
     let (idem, correlation) = caller::correlation(&req, &principal, &format!("GSMA POST /transactions/type/{kind}"), &canonical)?;
-    // Callbacks are not sent yet (docs/gsma.md, "Not built"): every request is polled.
-    let callback = false;
+    let callback = idem.callback.is_some();
     let TransactionRequest { amount, currency, debit_party, credit_party, requesting_organisation_transaction_reference, description_text } =
         request;
     let reference = reference(requesting_organisation_transaction_reference, correlation.as_deref());
@@ -261,6 +260,7 @@ pub async fn reverse(
         own_currency(&gsma.platform, &principal, currency)?;
     }
     let (idem, _) = caller::correlation(&req, &principal, "GSMA POST /transactions/reversals", &canonical)?;
+    let callback = idem.callback.is_some();
     let prefix = reference.split_once('_').map(|(prefix, _)| prefix.to_owned());
     let (charge_ref, payout_ref, transaction_id) = match prefix.as_deref() {
         Some("ch") => (Some(reference), None, None),
@@ -281,5 +281,5 @@ pub async fn reverse(
     let done =
         parsed(&gsma.platform, principal, raw, move |p, who, command: &CreateReversal| p.reversals().create(who, command, &idem)).await?;
     let r = done.value;
-    Ok(accepted(objects::request_state(r.id.as_str(), Progress::Completed, None, r.created_at, false)))
+    Ok(accepted(objects::request_state(r.id.as_str(), Progress::Completed, None, r.created_at, callback)))
 }

@@ -277,6 +277,7 @@ pub fn idem(req: &HttpRequest, principal: &Principal, operation: &str, body_key:
         key,
         fingerprint: Fingerprint::of(req.method().as_str(), req.path(), canonical),
         actor: None,
+        callback: None,
     })
 }
 

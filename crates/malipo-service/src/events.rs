@@ -15,7 +15,7 @@ use malipo_webhooks::{Delivery, DeliveryState, Event, Summary};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ServiceError;
-use crate::ports::{EndpointRepo, OutboxRepo};
+use crate::ports::DeliveryFlow;
 use crate::snapshot;
 
 /// What an event reports: the domain value as it was when the event was written.
@@ -116,12 +116,7 @@ impl Events {
     ///
     /// # Errors
     /// Storage failures (which fail the caller's transaction).
-    pub(crate) fn emit(
-        &self,
-        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
-        new: NewEvent<'_>,
-        now: Timestamp,
-    ) -> Result<(), ServiceError> {
+    pub(crate) fn emit(&self, tx: &mut (impl DeliveryFlow + ?Sized), new: NewEvent<'_>, now: Timestamp) -> Result<(), ServiceError> {
         self.emit_all(tx, vec![event_of(new, now)?], now)
     }
 
@@ -130,12 +125,7 @@ impl Events {
     ///
     /// # Errors
     /// Storage failures (which fail the caller's transaction).
-    pub(crate) fn emit_all(
-        &self,
-        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
-        events: Vec<Event>,
-        now: Timestamp,
-    ) -> Result<(), ServiceError> {
+    pub(crate) fn emit_all(&self, tx: &mut (impl DeliveryFlow + ?Sized), events: Vec<Event>, now: Timestamp) -> Result<(), ServiceError> {
         match events.as_slice() {
             [] => return Ok(()),
             [one] => tx.insert_event(one)?,
@@ -155,13 +145,21 @@ impl Events {
     ///
     /// # Errors
     /// As [`Events::emit`].
-    pub(crate) fn charge(
-        &self,
-        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
-        charge: &Charge,
-        now: Timestamp,
-    ) -> Result<(), ServiceError> {
-        self.emit_all(tx, self.charge_event(charge, now)?.into_iter().collect(), now)
+    pub(crate) fn charge(&self, tx: &mut (impl DeliveryFlow + ?Sized), charge: &Charge, now: Timestamp) -> Result<(), ServiceError> {
+        self.emit_all(tx, self.charge_event(charge, now)?.into_iter().collect(), now)?;
+        self.ended(tx, charge, now)
+    }
+
+    /// Makes the callbacks waiting for a charge due, if it has just ended (whether or not its
+    /// end is an event: a cash-out's decline is not).
+    ///
+    /// # Errors
+    /// Storage failures (which fail the caller's transaction).
+    pub(crate) fn ended(&self, tx: &mut (impl DeliveryFlow + ?Sized), charge: &Charge, now: Timestamp) -> Result<(), ServiceError> {
+        if charge.state.is_final() {
+            tx.callbacks_due(charge.id.as_str(), now)?;
+        }
+        Ok(())
     }
 
     /// [`Events::charge`]'s event, not yet written: the charge as it is now, for an
@@ -206,7 +204,7 @@ impl Events {
     /// As [`Events::emit`].
     pub(crate) fn payout(
         &self,
-        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
+        tx: &mut (impl DeliveryFlow + ?Sized),
         payout: &Payout,
         available: MinorUnit,
         now: Timestamp,
@@ -218,7 +216,12 @@ impl Events {
         };
         let happened = Happened::Payout { payout: payout.clone(), payout_account_available: available };
         let new = NewEvent { org_id: &payout.org_id, mode: payout.mode, kind, object_id: payout.id.as_str(), happened };
-        self.emit(tx, new, now)
+        self.emit(tx, new, now)?;
+        // A bulk item is never a request of its own: its batch's callback reports it.
+        if payout.bulk_payout_id.is_none() {
+            tx.callbacks_due(payout.id.as_str(), now)?;
+        }
+        Ok(())
     }
 
     /// `bulk_payout.approved`, `.rejected` or `.completed` for a batch that just entered that state.
@@ -227,7 +230,7 @@ impl Events {
     /// As [`Events::emit`].
     pub(crate) fn bulk_payout(
         &self,
-        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
+        tx: &mut (impl DeliveryFlow + ?Sized),
         batch: &BulkPayout,
         now: Timestamp,
     ) -> Result<(), ServiceError> {
@@ -239,19 +242,18 @@ impl Events {
         };
         let happened = Happened::BulkPayout(batch.clone());
         let new = NewEvent { org_id: &batch.org_id, mode: batch.mode, kind, object_id: batch.id.as_str(), happened };
-        self.emit(tx, new, now)
+        self.emit(tx, new, now)?;
+        if matches!(batch.state, BatchState::Completed | BatchState::Rejected) {
+            tx.callbacks_due(batch.id.as_str(), now)?;
+        }
+        Ok(())
     }
 
     /// `reversal.completed`.
     ///
     /// # Errors
     /// As [`Events::emit`].
-    pub(crate) fn reversal(
-        &self,
-        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
-        reversal: &Reversal,
-        now: Timestamp,
-    ) -> Result<(), ServiceError> {
+    pub(crate) fn reversal(&self, tx: &mut (impl DeliveryFlow + ?Sized), reversal: &Reversal, now: Timestamp) -> Result<(), ServiceError> {
         let new = NewEvent {
             org_id: &reversal.org_id,
             mode: reversal.mode,
@@ -271,7 +273,7 @@ impl Events {
     /// As [`Events::emit`].
     pub(crate) fn payment_request(
         &self,
-        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
+        tx: &mut (impl DeliveryFlow + ?Sized),
         request: &PaymentRequest,
         now: Timestamp,
     ) -> Result<(), ServiceError> {

@@ -1,10 +1,10 @@
-//! Housekeeping: removing what is past its retention (idempotency keys, events, USSD sessions,
+//! Housekeeping: removing what is past its retention (idempotency keys, events and callbacks, USSD sessions,
 //! console sessions and sign-in failure counts).
 
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::ussd::SESSION_TIMEOUT_SECONDS;
-use crate::views::{OnKeys, OnOutbox, OnSessions, OnUssd, View};
+use crate::views::{Delivering, OnKeys, OnSessions, OnUssd, View};
 
 /// Events are kept at least this long.
 pub const EVENT_RETENTION_SECONDS: i64 = 90 * 24 * 3600;
@@ -21,13 +21,18 @@ impl<'a> Housekeeping<'a> {
         Housekeeping { core }
     }
 
-    /// Deletes events older than the retention period with their deliveries and attempts.
+    /// Deletes events older than the retention period with their deliveries and attempts, and
+    /// the settled callbacks as old; returns how many events.
     ///
     /// # Errors
     /// Storage failures.
     pub fn purge_events(&self) -> Result<u64, ServiceError> {
         let before = self.core.now().plus_seconds(-EVENT_RETENTION_SECONDS);
-        OnOutbox::write(self.core.store(), |tx| Ok(tx.purge_events(before)?))
+        Delivering::write(self.core.store(), |tx| {
+            let events = tx.purge_events(before)?;
+            tx.purge_callbacks(before)?;
+            Ok(events)
+        })
     }
 
     /// Deletes idempotency keys older than their retention.

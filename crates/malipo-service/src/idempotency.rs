@@ -7,15 +7,15 @@ use malipo_idempotency::{Decision, Fingerprint, IdempotencyKey, IdempotencyRecor
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use malipo_core::{AuditId, UserId};
+use malipo_core::{AuditId, EventId, Mode, OrgId, Timestamp, UserId};
 use malipo_payouts::{BulkPayout, Payout, Reversal};
 use malipo_requests::PaymentRequest;
-use malipo_webhooks::Endpoint;
+use malipo_webhooks::{check_url, Endpoint};
 
 use crate::core::Core;
 use crate::error::{Earlier, ServiceError, StoreError};
 use crate::group::Creation;
-use crate::ports::{write, AuditEntry};
+use crate::ports::{write, AuditEntry, Callback, CallbackState};
 use crate::snapshot;
 use crate::views::{Charging, OnKeys, View};
 
@@ -32,6 +32,22 @@ pub struct Idem {
     /// log in its own transaction, so an action is never without its entry nor an entry without
     /// its action.
     pub actor: Option<Actor>,
+    /// Where the request asked for its outcome to be sent once what it made is final (the
+    /// GSMA door's `X-Callback-URL`): written with the key, in the effect's transaction, so a
+    /// request that made something never loses its callback (`crate::callbacks`).
+    pub callback: Option<CallbackTarget>,
+}
+
+/// Where a request's outcome is to be sent, and the credential that asked (the outcome is read
+/// as it would read it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallbackTarget {
+    /// The receiver's URL.
+    pub url: String,
+    /// The credential's `client_id` (the principal's).
+    pub client_id: String,
+    /// The client's own id of the request, sent back with the outcome.
+    pub correlation_id: Option<String>,
 }
 
 /// A person acting through an idempotent use case, for the audit log.
@@ -52,11 +68,21 @@ pub struct Actor {
 pub trait Subject {
     /// The object's id (`rv_…`, `po_…`) and a short description (amounts, states).
     fn subject(&self) -> (String, String);
+
+    /// Whether the object is final as made (a callback for it is due at once), else it becomes
+    /// due when a later move ends it.
+    fn is_final(&self) -> bool {
+        true
+    }
 }
 
 impl Subject for Charge {
     fn subject(&self) -> (String, String) {
         (self.id.to_string(), format!("{} {}", self.currency, self.currency.format_amount(self.amount)))
+    }
+
+    fn is_final(&self) -> bool {
+        self.state.is_final()
     }
 }
 
@@ -65,12 +91,20 @@ impl Subject for Payout {
         let to = format!("{} {} to {}", self.currency, self.currency.format_amount(self.amount), self.payee_msisdn);
         (self.id.to_string(), to)
     }
+
+    fn is_final(&self) -> bool {
+        self.state.is_final()
+    }
 }
 
 impl Subject for BulkPayout {
     fn subject(&self) -> (String, String) {
         let total = format!("{} items, {} {}", self.item_count, self.currency, self.currency.format_amount(self.total_amount));
         (self.id.to_string(), total)
+    }
+
+    fn is_final(&self) -> bool {
+        matches!(self.state, malipo_payouts::BatchState::Completed | malipo_payouts::BatchState::Rejected)
     }
 }
 
@@ -88,6 +122,10 @@ impl Subject for Reversal {
 impl Subject for PaymentRequest {
     fn subject(&self) -> (String, String) {
         (self.id.to_string(), format!("{} {}, {}", self.currency, self.currency.format_amount(self.amount), self.state.as_str()))
+    }
+
+    fn is_final(&self) -> bool {
+        self.state.is_final()
     }
 }
 
@@ -144,6 +182,9 @@ impl Core {
         mut effect: impl for<'a> FnMut(&'a mut V::Of<'a>) -> Result<T, ServiceError>,
     ) -> Result<Done<T>, ServiceError> {
         let now = self.now();
+        if let Some(target) = &idem.callback {
+            checked_callback_url(self, idem.scope.mode, &target.url)?;
+        }
         // First attempt: assume a new key (the common case) and skip the lookup; the insert at
         // the end detects a repeat. Later attempts look the key up first.
         let mut first_attempt = true;
@@ -181,6 +222,10 @@ impl Core {
                     created_at: now,
                 })?;
             }
+            if let Some(target) = &idem.callback {
+                let made = (&idem.scope.org_id, idem.scope.mode, target.client_id.as_str());
+                tx.insert_callback(&new_callback(made, value.subject().0, target, value.is_final(), now))?;
+            }
             let record = record(&idem.fingerprint, &value, now)?;
             if tx.insert_key(&idem.scope, &idem.key, &record)? {
                 Ok(Done::new(value))
@@ -200,9 +245,9 @@ impl Core {
     /// # Errors
     /// As [`Core::idempotent`].
     pub(crate) fn create_charge(&self, idem: &Idem, charge: &Charge) -> Result<Done<Charge>, ServiceError> {
-        // A group writes keys and charges alone: a person's creation, with its audit entry, runs
-        // the ordinary way.
-        if self.group.enabled() && idem.actor.is_none() {
+        // A group writes keys and charges alone: a person's creation, with its audit entry, and
+        // one with a callback run the ordinary way.
+        if self.group.enabled() && idem.actor.is_none() && idem.callback.is_none() {
             let record = record(&idem.fingerprint, charge, self.now())?;
             let creation = Creation { charge: charge.clone(), key: (idem.scope.clone(), idem.key.clone(), record) };
             if self.group.submit(self.store(), &|n| self.observer.group_committed(n), creation)? {
@@ -227,6 +272,46 @@ impl Core {
             Some(existing) => decide(&existing, &idem.fingerprint).map(Some),
             None => Ok(None),
         }
+    }
+}
+
+/// The callback a request asked for, refused when its URL may not be reached in the mode.
+///
+/// # Errors
+/// [`ServiceError::Validation`] naming `callback_url`.
+fn checked_callback_url(core: &Core, mode: Mode, url: &str) -> Result<(), ServiceError> {
+    if url.len() > 2048 {
+        return Err(ServiceError::field("callback_url", "invalid_value", "the callback URL is longer than 2048 characters"));
+    }
+    check_url(url, core.webhooks.policy(mode))
+        .map(|_| ())
+        .map_err(|e| ServiceError::field("callback_url", "invalid_value", format!("the callback URL is refused: {e}")))
+}
+
+/// A new callback for what a request made (due at once when it is final already).
+pub(crate) fn new_callback(
+    principal: (&OrgId, Mode, &str),
+    object_id: String,
+    target: &CallbackTarget,
+    final_now: bool,
+    now: Timestamp,
+) -> Callback {
+    let (org_id, mode, client_id) = principal;
+    Callback {
+        id: format!("cb_{}", EventId::new().as_str().trim_start_matches(EventId::PREFIX)),
+        org_id: org_id.clone(),
+        mode,
+        client_id: client_id.to_owned(),
+        object_id,
+        url: target.url.clone(),
+        correlation_id: target.correlation_id.clone(),
+        state: if final_now { CallbackState::Pending } else { CallbackState::Waiting },
+        attempts: 0,
+        next_attempt_at: final_now.then_some(now),
+        last_status: None,
+        last_error: None,
+        created_at: now,
+        updated_at: now,
     }
 }
 

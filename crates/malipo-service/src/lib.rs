@@ -66,7 +66,7 @@ pub use core::{NoObserver, Observer};
 pub use error::{Earlier, FieldError, OAuthProblem, ServiceError, StoreError, TokenProblem};
 pub use events::{charge_event_kind, happened, Happened};
 pub use housekeeping::{Housekeeping, EVENT_RETENTION_SECONDS, KEY_RETENTION_SECONDS};
-pub use idempotency::{Actor, Done, Idem, Keep, Subject};
+pub use idempotency::{Actor, CallbackTarget, Done, Idem, Keep, Subject};
 pub use lifecycle::PIN_LOCKOUT_REASON;
 pub use limits::WalletDetails;
 pub use p2p::P2pTransfer;
@@ -78,10 +78,11 @@ pub use payouts::Payouts;
 pub use people::{Enrolment, InvitationView, Invited, Invitee, Inviter, People, SignIn, SignedIn};
 pub use platform::Platform;
 pub use ports::{
-    autocommit, query, read, report, write, AccountKey, AuditEntry, AuditFilter, AuditRepo, AuthRepo, BulkRepo, ChainRepo, ChargeDayTotal,
-    ChargeRepo, EndpointRepo, EventsPage, IdempotencyRepo, Invitation, LedgerRepo, OutboxRepo, PaymentRequestRepo, PayoutRepo,
-    PostingQuery, QueuedWrites, ReplicaState, ReversalRepo, Savepoint, SessionRepo, StatementLine, Store, TokenRecord, Tx, UnsealedStats,
-    UserRepo, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender, WriteQueue, DAY_MICROS,
+    autocommit, query, read, report, write, AccountKey, AuditEntry, AuditFilter, AuditRepo, AuthRepo, BulkRepo, Callback, CallbackRepo,
+    CallbackSecret, CallbackState, ChainRepo, ChargeDayTotal, ChargeRepo, EndpointRepo, EventsPage, IdempotencyRepo, Invitation,
+    LedgerRepo, OutboxRepo, PaymentRequestRepo, PayoutRepo, PostingQuery, QueuedWrites, ReplicaState, ReversalRepo, Savepoint, SessionRepo,
+    StatementLine, Store, TokenRecord, Tx, UnsealedStats, UserRepo, UssdRepo, UssdSession, Wallet, WalletRepo, WalletState, WebhookSender,
+    WriteQueue, DAY_MICROS,
 };
 pub use processing::Processing;
 pub use profile::{Profile, Profiles};
@@ -93,4 +94,6 @@ pub use transactions::{ExportRun, Reconciliation, TransactionFilter, Transaction
 pub use transfers::{Transfer, Transfers};
 pub use ussd::{Ussd, UssdRequest, SESSION_TIMEOUT_SECONDS};
 pub use wallets::{HolderName, PinCheck, Wallets};
-pub use webhooks::{Deliveries, DeliveryJob, EndpointWithSecret, EventDetail, Redelivery, SendOutcome, Webhooks};
+pub use webhooks::{
+    CallbackJob, CallbackSigning, Callbacks, Deliveries, DeliveryJob, EndpointWithSecret, EventDetail, Redelivery, SendOutcome, Webhooks,
+};

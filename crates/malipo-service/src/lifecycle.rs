@@ -248,6 +248,7 @@ impl Lifecycle<'_> {
         tx.update_charge(charge)?;
         let events = Events;
         events.emit_all(tx, prior.authorised.into_iter().chain(events.charge_event(charge, now)?).collect(), now)?;
+        events.ended(tx, charge, now)?;
         if prior.held {
             tx.release(&payer, debit)?;
         }

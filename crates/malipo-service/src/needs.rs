@@ -47,6 +47,10 @@ pub(crate) const REVERSE: Need = need(&[S::Reversals], &[P::Refund]);
 pub(crate) const READ_REVERSALS: Need = need(&[S::Reversals], &[P::Read]);
 /// Move money between the organisation's own accounts.
 pub(crate) const TRANSFER: Need = need(&[S::Payments], &[P::Transfer]);
+/// Read and rotate the organisation's callback secret (any credential that may make what a
+/// callback reports; in the console, whoever manages webhooks).
+pub(crate) const MANAGE_CALLBACKS: Need =
+    need(&[S::Payments, S::Payouts, S::BulkCreate, S::BulkApprove, S::Reversals, S::Agent], &[P::ManageWebhooks]);
 /// Add, rotate and delete webhook endpoints; redeliver events.
 pub(crate) const MANAGE_WEBHOOKS: Need = need(&[S::Payments], &[P::ManageWebhooks]);
 /// Read webhook endpoints and events.

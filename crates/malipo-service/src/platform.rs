@@ -238,6 +238,11 @@ impl Platform {
         Deliveries::new(&self.core)
     }
 
+    /// The callback sender's use cases and the organisation's callback secret.
+    pub fn callbacks(&self) -> crate::webhooks::Callbacks<'_> {
+        crate::webhooks::Callbacks::new(&self.core)
+    }
+
     /// Retention.
     pub fn housekeeping(&self) -> Housekeeping<'_> {
         Housekeeping::new(&self.core)

@@ -5,9 +5,9 @@
 
 use crate::error::ServiceError;
 use crate::ports::{
-    self, AuditRepo, AuthRepo, BulkRepo, ChainRepo, ChargeBatchFlow, ChargeFlow, ChargeRepo, DeliveryFlow, EndpointRepo, IdempotencyRepo,
-    LedgerRepo, OrgFlow, OutboxRepo, PaymentRequestRepo, PayoutFlow, PayoutRepo, PeopleFlow, ReportFlow, RequestFlow, ReversalFlow,
-    ReversalRepo, SessionRepo, Store, Tx, UserRepo, UssdFlow, UssdRepo, WalletRepo,
+    self, AuditRepo, AuthRepo, BulkRepo, CallbackFlow, ChainRepo, ChargeBatchFlow, ChargeFlow, ChargeRepo, DeliveryFlow, EndpointRepo,
+    IdempotencyRepo, LedgerRepo, OrgFlow, OutboxRepo, PaymentRequestRepo, PayoutFlow, PayoutRepo, PeopleFlow, ReportFlow, RequestFlow,
+    ReversalFlow, ReversalRepo, SessionRepo, Store, Tx, UserRepo, UssdFlow, UssdRepo, WalletRepo,
 };
 
 /// A narrowing of the whole transaction to a few ports.
@@ -143,4 +143,7 @@ views! {
     Onboarding => OrgFlow;
     /// What sending webhooks touches: the outbox and the endpoints (`webhooks/delivery.rs`).
     Delivering => DeliveryFlow;
+    /// What sending callbacks touches: the callbacks, the callback secrets and the credentials
+    /// that asked (`callbacks.rs`).
+    CallingBack => CallbackFlow;
 }

@@ -473,3 +473,35 @@ diesel::allow_tables_to_appear_in_same_query!(
     organisation_settings,
     organisations,
 );
+
+// Callbacks and callback secrets (`…-000015_callbacks/up.sql`).
+diesel::table! {
+    callbacks (id) {
+        id -> Text,
+        org_id -> Text,
+        mode -> Text,
+        client_id -> Text,
+        object_id -> Text,
+        url -> Text,
+        correlation_id -> Nullable<Text>,
+        state -> Text,
+        attempts -> Integer,
+        next_attempt_at -> Nullable<BigInt>,
+        last_status -> Nullable<Integer>,
+        last_error -> Nullable<Text>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    callback_secrets (org_id, mode) {
+        org_id -> Text,
+        mode -> Text,
+        secret -> Binary,
+        previous_secret -> Nullable<Binary>,
+        previous_secret_expires_at -> Nullable<BigInt>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}

@@ -12,7 +12,7 @@ use malipo_idempotency::IdempotencyRecord;
 use malipo_ledger::{Account, AccountKind, ChainedJournal, Posting};
 use malipo_payouts::{BulkPayout, Payout, Reversal};
 use malipo_requests::{PayCode, PaymentRequest};
-use malipo_service::{AuditEntry, Invitation, UssdSession, Wallet};
+use malipo_service::{AuditEntry, Callback, CallbackSecret, Invitation, UssdSession, Wallet};
 use malipo_webhooks::{Attempt, Delivery, Endpoint, Event};
 
 /// The last journal of one ledger (mode + currency): where its audit chain continues.
@@ -99,6 +99,10 @@ pub(crate) struct State {
     pub(crate) deliveries: BTreeMap<String, Delivery>,
     /// Every delivery attempt, in insertion order (the SQL tables' serial id).
     pub(crate) attempts: Vec<Attempt>,
+    /// Callbacks by id.
+    pub(crate) callbacks: BTreeMap<String, Callback>,
+    /// Callback secrets by organisation and mode.
+    pub(crate) callback_secrets: BTreeMap<(OrgId, Mode), CallbackSecret>,
     /// People by id.
     pub(crate) users: BTreeMap<UserId, User>,
     /// Unique index `users_email_key`: the person who accepted an invitation to an email, by the

@@ -28,6 +28,8 @@ const WAIT: Duration = Duration::from_secs(15);
 
 /// One answer as the validator reads it.
 struct Recorded {
+    /// For a callback Malipo sent: the request body the document's callback names.
+    callback: Option<&'static str>,
     method: &'static str,
     path: &'static str,
     status: u16,
@@ -89,7 +91,14 @@ impl<'a> Door<'a> {
         let text = res.text().await.unwrap();
         let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         let recorded_headers = headers.iter().map(|(n, v)| (n.to_string(), Value::String(v.to_str().unwrap_or("").to_owned()))).collect();
-        self.answers.borrow_mut().push(Recorded { method, path: template, status, headers: recorded_headers, body: json.clone() });
+        self.answers.borrow_mut().push(Recorded {
+            callback: None,
+            method,
+            path: template,
+            status,
+            headers: recorded_headers,
+            body: json.clone(),
+        });
         Reply { status, headers, text, json }
     }
 
@@ -129,6 +138,13 @@ impl<'a> Door<'a> {
         }
     }
 
+    /// Records a callback Malipo sent, to be validated as the document's callback `body_of`
+    /// (`updateTransaction`, `updateError`).
+    pub(crate) fn callback(&self, body_of: &'static str, headers: &[(String, String)], body: Value) {
+        let headers = headers.iter().map(|(n, v)| (n.clone(), Value::String(v.clone()))).collect();
+        self.answers.borrow_mut().push(Recorded { callback: Some(body_of), method: "put", path: "(callback)", status: 0, headers, body });
+    }
+
     /// Moves this caller's answers onto `into`, for one validation.
     pub(crate) fn hand_over(self, into: &Door<'_>) {
         into.answers.borrow_mut().extend(self.answers.into_inner());
@@ -140,7 +156,13 @@ impl<'a> Door<'a> {
             .answers
             .into_inner()
             .into_iter()
-            .map(|a| json!({"method": a.method, "path": a.path, "status": a.status, "headers": a.headers, "body": a.body}))
+            .map(|a| {
+                let mut answer = json!({"method": a.method, "path": a.path, "status": a.status, "headers": a.headers, "body": a.body});
+                if let Some(body_of) = a.callback {
+                    answer["callback"] = json!(body_of);
+                }
+                answer
+            })
             .collect();
         assert!(!answers.is_empty());
         let file = tempfile::NamedTempFile::new().unwrap();
@@ -173,7 +195,7 @@ pub(crate) fn correlation() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-fn merchantpay(payer: &str, amount: &str) -> Value {
+pub(crate) fn merchantpay(payer: &str, amount: &str) -> Value {
     json!({
         "amount": amount,
         "currency": "KES",

@@ -16,6 +16,7 @@ mod errors;
 mod failover;
 mod gsma;
 mod gsma_batches;
+mod gsma_callbacks;
 mod gsma_statements;
 mod idempotency;
 mod isolation;

@@ -273,7 +273,7 @@ async fn openapi_document_lists_every_path(db: Db) {
             }
         }
     }
-    assert_eq!(ids.len(), 57, "{:?}", ids.keys().collect::<Vec<_>>());
+    assert_eq!(ids.len(), 59, "{:?}", ids.keys().collect::<Vec<_>>());
     assert_eq!(ids.get("createCharge").map(String::as_str), Some("post /api/v1/partner/stk"));
     assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
 }

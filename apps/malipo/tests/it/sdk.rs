@@ -205,6 +205,13 @@ async fn real_deliveries_verify_and_the_endpoint_and_its_events_are_managed_thro
     assert_eq!(listed.iter().map(|e| e.endpoint_id.as_str()).collect::<Vec<_>>(), [endpoint.endpoint_id.as_str()]);
     let deleted = client.webhooks().delete(&endpoint.endpoint_id).await.unwrap();
     assert!(deleted.deleted && !deleted.enabled);
+    // The callback secret (the GSMA door's callbacks): the same until rotated.
+    let callback = client.webhooks().callback_secret().await.unwrap();
+    assert!(callback.secret.starts_with("whsec_") && callback.previous_secret_expires_at.is_none());
+    assert_eq!(client.webhooks().callback_secret().await.unwrap().secret, callback.secret);
+    let turned = client.webhooks().rotate_callback_secret().await.unwrap();
+    assert!(turned.secret != callback.secret && turned.previous_secret_expires_at.is_some());
+    assert_eq!(client.webhooks().callback_secret().await.unwrap().secret, turned.secret);
 }
 
 /// The client's surface is the document's: every operation it calls exists in the served

@@ -38,8 +38,9 @@ crate::on_both!(
 pub(crate) struct Hit {
     at: Instant,
     unix: i64,
-    path: String,
-    headers: Vec<(String, String)>,
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
     pub(crate) body: Vec<u8>,
 }
 
@@ -53,7 +54,7 @@ impl Hit {
     fn text(&self) -> &str {
         std::str::from_utf8(&self.body).unwrap()
     }
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap()
     }
     pub(crate) fn kind(&self) -> String {
@@ -63,7 +64,7 @@ impl Hit {
 
 /// How the receiver answers one request.
 #[derive(Clone, Debug)]
-enum Reply {
+pub(crate) enum Reply {
     /// At once, with these extra headers.
     Status(u16, Vec<(String, String)>),
     /// After a pause.
@@ -72,7 +73,7 @@ enum Reply {
     Hang,
 }
 
-fn status(code: u16) -> Reply {
+pub(crate) fn status(code: u16) -> Reply {
     Reply::Status(code, Vec::new())
 }
 
@@ -93,7 +94,7 @@ impl Drop for Receiver {
 }
 
 impl Receiver {
-    async fn start(script: impl Fn(usize, &Hit) -> Reply + Send + Sync + 'static) -> Receiver {
+    pub(crate) async fn start(script: impl Fn(usize, &Hit) -> Reply + Send + Sync + 'static) -> Receiver {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let hits = Arc::new(Mutex::new(Vec::new()));
@@ -177,7 +178,9 @@ async fn serve(mut stream: TcpStream, hits: Arc<Mutex<Vec<Hit>>>, script: Script
         let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
         buf.drain(..head_end + 4);
         let mut lines = head.split("\r\n");
-        let path = lines.next().unwrap_or("").split(' ').nth(1).unwrap_or("").to_owned();
+        let mut request_line = lines.next().unwrap_or("").split(' ');
+        let method = request_line.next().unwrap_or("").to_owned();
+        let path = request_line.next().unwrap_or("").to_owned();
         let headers: Vec<(String, String)> =
             lines.filter_map(|l| l.split_once(':')).map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned())).collect();
         let length: usize = headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
@@ -188,7 +191,7 @@ async fn serve(mut stream: TcpStream, hits: Arc<Mutex<Vec<Hit>>>, script: Script
             }
         }
         let body: Vec<u8> = buf.drain(..length).collect();
-        let hit = Hit { at: Instant::now(), unix: now_unix(), path, headers, body };
+        let hit = Hit { at: Instant::now(), unix: now_unix(), method, path, headers, body };
         let reply = {
             let mut hits = hits.lock().unwrap();
             let reply = script(hits.len(), &hit);
@@ -221,7 +224,7 @@ fn now_unix() -> i64 {
 // ----- the app side -----
 
 /// A server on a fresh database with this retry schedule and send timeout.
-async fn app_with(db: Db, schedule: &str, timeout_ms: u64) -> TestApp {
+pub(crate) async fn app_with(db: Db, schedule: &str, timeout_ms: u64) -> TestApp {
     let database = match db {
         Db::Sqlite => TestDatabase::sqlite(),
         Db::Postgres => TestDatabase::postgres(),
@@ -244,7 +247,7 @@ struct Registered {
     secret: String,
 }
 
-async fn principal(app: &TestApp, token: &str) -> Principal {
+pub(crate) async fn principal(app: &TestApp, token: &str) -> Principal {
     let (p, t) = (app.platform.clone(), token.to_owned());
     tokio::task::spawn_blocking(move || p.access().authenticate(&t)).await.unwrap().unwrap()
 }
@@ -267,6 +270,7 @@ async fn register(app: &TestApp, token: &str, url: &str, events: &[&str]) -> Reg
                 key: IdempotencyKey::parse(&key).unwrap(),
                 fingerprint: Fingerprint::of("POST", "/webhooks/endpoints", body.to_string().as_bytes()),
                 actor: None,
+                callback: None,
             };
             let endpoint: CreateEndpoint = p.parse(&principal, &NewEndpoint { url, events, description: None })?;
             p.webhooks().create_endpoint(&principal, &endpoint, &idem)
@@ -316,7 +320,7 @@ async fn events(platform: &Platform, principal: &Principal, kind: Option<&str>) 
     tokio::task::spawn_blocking(move || p.webhooks().events(&pr, kind.as_deref(), None, 1000)).await.unwrap().unwrap().data
 }
 
-fn verify(secret: &str, hit: &Hit) {
+pub(crate) fn verify(secret: &str, hit: &Hit) {
     let verifier = Verifier::new(Secret::parse(secret).unwrap());
     let checked = verifier.verify(hit.id(), hit.header("webhook-timestamp"), hit.header("webhook-signature"), &hit.body, now_unix());
     assert_eq!(checked, Ok(()), "delivery does not verify: {:?} {}", hit.headers, hit.text());

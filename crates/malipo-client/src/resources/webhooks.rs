@@ -163,6 +163,19 @@ pub struct Redelivery {
     pub endpoint_ids: Vec<String>,
 }
 
+/// The organisation's callback signing secret in this mode: it signs what the GSMA door `PUT`s
+/// to an `X-Callback-URL` (verify with [`crate::Webhooks`], as a delivery).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct CallbackSecret {
+    /// `whsec_…`.
+    pub secret: String,
+    /// After a rotation, until when the previous secret still signs beside this one.
+    pub previous_secret_expires_at: Option<String>,
+    /// When made or last rotated.
+    pub updated_at: String,
+}
+
 #[derive(Serialize)]
 struct RedeliverBody<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -241,6 +254,24 @@ impl WebhookEndpoints<'_> {
     pub async fn rotate_secret_with_key(&self, endpoint_id: &str, key: &str) -> Result<Endpoint, Error> {
         let empty = serde_json::json!({});
         self.client.json(&Call::json_body(ops::ROTATE_WEBHOOK_SECRET, &[endpoint_id], Some(key), &empty)?).await
+    }
+
+    /// The callback signing secret (`getCallbackSecret`), made on first ask.
+    ///
+    /// # Errors
+    /// As every call.
+    pub async fn callback_secret(&self) -> Result<CallbackSecret, Error> {
+        self.client.json(&Call::to(ops::GET_CALLBACK_SECRET, &[])).await
+    }
+
+    /// A new callback signing secret (`rotateCallbackSecret`) under a new idempotency key; the
+    /// old one keeps signing beside it for 24 hours.
+    ///
+    /// # Errors
+    /// As every call.
+    pub async fn rotate_callback_secret(&self) -> Result<CallbackSecret, Error> {
+        let empty = serde_json::json!({});
+        self.client.json(&Call::json_body(ops::ROTATE_CALLBACK_SECRET, &[], Some(&new_key()), &empty)?).await
     }
 
     /// Every event, oldest first (`listEvents`), of one kind when given: to catch up on missed

@@ -31,4 +31,4 @@ pub use sandbox::{NewSandboxWallet, NewSimulation, SandboxWallet, Simulate, Simu
 pub use transfers::{CreateTransfer, NewTransfer};
 pub(crate) use wallets::check_id;
 pub use wallets::{NewKyc, NewPin, NewPinReset, NewWallet, NewWalletLock, OpenWallet, RaiseKyc, ResetPinAttempts, SetPin, WalletLock};
-pub use webhooks::{CreateEndpoint, EndpointTarget, Named, NewEndpoint, NewRedelivery, Redeliver};
+pub use webhooks::{CreateEndpoint, EndpointTarget, Named, NewEndpoint, NewRedelivery, Redeliver, RotateCallbackSecret};

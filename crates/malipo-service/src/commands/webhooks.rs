@@ -148,3 +148,20 @@ mod tests {
         assert_eq!(EndpointTarget::parse("ch_1", &ctx).unwrap().endpoint, Named::Unknown, "answered inside the use case");
     }
 }
+
+/// Replacing the organisation's callback secret in the caller's mode: no input of its own.
+#[derive(Clone, Copy, Debug, Default)]
+#[non_exhaustive]
+pub struct RotateCallbackSecret;
+
+impl Command for RotateCallbackSecret {
+    type Raw = ();
+
+    /// Never fails.
+    ///
+    /// # Errors
+    /// None.
+    fn parse((): &(), _: &ParseContext<'_>) -> Result<Self, ServiceError> {
+        Ok(RotateCallbackSecret)
+    }
+}

@@ -10,6 +10,7 @@
 //! No transaction is ever held across an `.await`: callers run [`Store::run`] on a blocking thread.
 
 mod auth;
+mod callbacks;
 mod chain;
 mod charges;
 mod endpoints;
@@ -25,6 +26,7 @@ mod ussd;
 mod wallets;
 
 pub use auth::{AuthRepo, TokenRecord};
+pub use callbacks::{Callback, CallbackRepo, CallbackSecret, CallbackState};
 pub use chain::{ChainRepo, UnsealedStats};
 pub use charges::{ChargeDayTotal, ChargeRepo, DAY_MICROS};
 pub use endpoints::EndpointRepo;
@@ -123,21 +125,21 @@ impl QueuedWrites {
 /// What moving a charge through its states touches: the charge, the payer's wallet and its
 /// limits, the ledger, and the outbox that reports the move. The shared rules that move charges
 /// (`lifecycle.rs`) are bound to it, not to the whole [`Tx`].
-pub trait ChargeFlow: ChargeRepo + WalletRepo + LedgerRepo + OutboxRepo + EndpointRepo {}
+pub trait ChargeFlow: ChargeRepo + WalletRepo + LedgerRepo + DeliveryFlow {}
 
-impl<T: ChargeRepo + WalletRepo + LedgerRepo + OutboxRepo + EndpointRepo + ?Sized> ChargeFlow for T {}
+impl<T: ChargeRepo + WalletRepo + LedgerRepo + DeliveryFlow + ?Sized> ChargeFlow for T {}
 
 /// What settling payouts touches: the payouts and their batches, the payees' wallets, the
 /// ledger (its lines queued for hot accounts), and the outbox (`payouts/worker.rs`).
-pub trait PayoutFlow: PayoutRepo + BulkRepo + WalletRepo + LedgerRepo + OutboxRepo + EndpointRepo + WriteQueue {}
+pub trait PayoutFlow: PayoutRepo + BulkRepo + WalletRepo + LedgerRepo + DeliveryFlow + WriteQueue {}
 
-impl<T: PayoutRepo + BulkRepo + WalletRepo + LedgerRepo + OutboxRepo + EndpointRepo + WriteQueue + ?Sized> PayoutFlow for T {}
+impl<T: PayoutRepo + BulkRepo + WalletRepo + LedgerRepo + DeliveryFlow + WriteQueue + ?Sized> PayoutFlow for T {}
 
 /// What a reversal touches: the reversal, the charge or payout it gives back, the wallet it
 /// credits, the ledger, and the outbox (`reversals.rs`).
-pub trait ReversalFlow: ReversalRepo + ChargeRepo + PayoutRepo + WalletRepo + LedgerRepo + OutboxRepo + EndpointRepo {}
+pub trait ReversalFlow: ReversalRepo + ChargeRepo + PayoutRepo + WalletRepo + LedgerRepo + DeliveryFlow {}
 
-impl<T: ReversalRepo + ChargeRepo + PayoutRepo + WalletRepo + LedgerRepo + OutboxRepo + EndpointRepo + ?Sized> ReversalFlow for T {}
+impl<T: ReversalRepo + ChargeRepo + PayoutRepo + WalletRepo + LedgerRepo + DeliveryFlow + ?Sized> ReversalFlow for T {}
 
 /// What reads across the money records touch (transactions, statements, reports).
 pub trait ReportFlow: ChargeRepo + PayoutRepo + ReversalRepo + LedgerRepo + WalletRepo + AuthRepo {}
@@ -175,15 +177,32 @@ pub trait OrgFlow: AuthRepo + LedgerRepo + AuditRepo {}
 
 impl<T: AuthRepo + LedgerRepo + AuditRepo + ?Sized> OrgFlow for T {}
 
-/// What sending webhooks touches: the outbox's deliveries, events and attempts, and the
-/// endpoints they go to (`webhooks/delivery.rs`).
-pub trait DeliveryFlow: OutboxRepo + EndpointRepo {}
+/// What reporting a change and sending the reports touch: the outbox's events, their
+/// deliveries and attempts, the endpoints they go to, and the callbacks a request asked for
+/// (`events.rs`, `webhooks/delivery.rs`, `callbacks.rs`).
+pub trait DeliveryFlow: OutboxRepo + EndpointRepo + CallbackRepo {}
 
-impl<T: OutboxRepo + EndpointRepo + ?Sized> DeliveryFlow for T {}
+impl<T: OutboxRepo + EndpointRepo + CallbackRepo + ?Sized> DeliveryFlow for T {}
+
+/// What sending callbacks touches: the callbacks, the organisation's callback secrets, and the
+/// credentials whose requests asked for them (`callbacks.rs`).
+pub trait CallbackFlow: CallbackRepo + AuthRepo {}
+
+impl<T: CallbackRepo + AuthRepo + ?Sized> CallbackFlow for T {}
 
 /// Every composed port above, so that the whole [`Tx`] narrows to each (`crate::views`).
 pub trait AllViews:
-    ChargeFlow + PayoutFlow + ReversalFlow + ReportFlow + PeopleFlow + ChargeBatchFlow + RequestFlow + UssdFlow + OrgFlow + DeliveryFlow
+    ChargeFlow
+    + PayoutFlow
+    + ReversalFlow
+    + ReportFlow
+    + PeopleFlow
+    + ChargeBatchFlow
+    + RequestFlow
+    + UssdFlow
+    + OrgFlow
+    + DeliveryFlow
+    + CallbackFlow
 {
 }
 
@@ -198,6 +217,7 @@ impl<T> AllViews for T where
         + UssdFlow
         + OrgFlow
         + DeliveryFlow
+        + CallbackFlow
         + ?Sized
 {
 }
@@ -214,6 +234,7 @@ pub trait Tx:
     + IdempotencyRepo
     + EndpointRepo
     + OutboxRepo
+    + CallbackRepo
     + PayoutRepo
     + BulkRepo
     + ReversalRepo
@@ -237,6 +258,7 @@ impl<T> Tx for T where
         + IdempotencyRepo
         + EndpointRepo
         + OutboxRepo
+        + CallbackRepo
         + PayoutRepo
         + BulkRepo
         + ReversalRepo

@@ -82,6 +82,7 @@ impl SessionAt<'_> {
             key,
             fingerprint: Fingerprint::of("USSD", operation, request.as_bytes()),
             actor: None,
+            callback: None,
         })
     }
 }

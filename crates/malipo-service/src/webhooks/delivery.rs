@@ -11,8 +11,8 @@ use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event, Secret}
 use super::model::{disable, FAILING_DISABLES_AFTER_SECONDS, LEASE_MARGIN_SECONDS};
 use crate::core::Core;
 use crate::error::ServiceError;
+use crate::ports::DeliveryFlow;
 use crate::ports::{DeliveryJob, SendOutcome};
-use crate::ports::{EndpointRepo, OutboxRepo};
 use crate::views::{Delivering, View};
 
 /// The webhook sender's use cases.
@@ -131,7 +131,7 @@ impl<'a> Deliveries<'a> {
 
     fn record_in(
         &self,
-        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
+        tx: &mut (impl DeliveryFlow + ?Sized),
         attempts: &[(&DeliveryJob, &SendOutcome, u32)],
         now: Timestamp,
     ) -> Result<(), ServiceError> {
@@ -151,7 +151,7 @@ impl<'a> Deliveries<'a> {
     /// this batch left them.
     fn settle(
         &self,
-        tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
+        tx: &mut (impl DeliveryFlow + ?Sized),
         job: &DeliveryJob,
         outcome: &SendOutcome,
         now: Timestamp,
@@ -243,7 +243,7 @@ fn attempt(job: &DeliveryJob, outcome: &SendOutcome, latency_ms: u32, now: Times
 struct Endpoints(HashMap<EndpointId, Option<Endpoint>>);
 
 impl Endpoints {
-    fn get(&mut self, tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized), id: &EndpointId) -> Result<Option<&mut Endpoint>, ServiceError> {
+    fn get(&mut self, tx: &mut (impl DeliveryFlow + ?Sized), id: &EndpointId) -> Result<Option<&mut Endpoint>, ServiceError> {
         if !self.0.contains_key(id) {
             let found = tx.endpoint(id)?;
             self.0.insert(id.clone(), found);
@@ -267,7 +267,7 @@ impl Locked {
     }
 
     /// Writes the changed deliveries in one call.
-    fn write(&mut self, tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized)) -> Result<(), ServiceError> {
+    fn write(&mut self, tx: &mut (impl DeliveryFlow + ?Sized)) -> Result<(), ServiceError> {
         let changed: Vec<Delivery> = self.changed.drain(..).filter_map(|id| self.rows.get(&id).cloned()).collect();
         if !changed.is_empty() {
             tx.update_deliveries(&changed)?;
@@ -277,7 +277,7 @@ impl Locked {
 
     /// Reads them again (written first): disabling an endpoint fails its pending deliveries in
     /// the store, some of this batch's among them.
-    fn reload(&mut self, tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized)) -> Result<(), ServiceError> {
+    fn reload(&mut self, tx: &mut (impl DeliveryFlow + ?Sized)) -> Result<(), ServiceError> {
         self.write(tx)?;
         let ids: Vec<String> = self.rows.keys().cloned().collect();
         self.rows = tx.lock_deliveries(&ids)?.into_iter().map(|d| (d.id.clone(), d)).collect();

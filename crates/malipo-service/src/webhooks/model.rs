@@ -5,7 +5,7 @@ use malipo_core::{EndpointId, EventId, Timestamp};
 use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event};
 
 use crate::error::ServiceError;
-use crate::ports::{EndpointRepo, OutboxRepo};
+use crate::ports::DeliveryFlow;
 
 /// An endpoint that fails everything for this long is disabled.
 pub(crate) const FAILING_DISABLES_AFTER_SECONDS: i64 = 5 * 24 * 3600;
@@ -45,7 +45,7 @@ pub struct Redelivery {
 
 /// Disables an endpoint: no more deliveries; pending ones fail.
 pub(crate) fn disable(
-    tx: &mut (impl OutboxRepo + EndpointRepo + ?Sized),
+    tx: &mut (impl DeliveryFlow + ?Sized),
     endpoint: &mut Endpoint,
     reason: &str,
     now: Timestamp,

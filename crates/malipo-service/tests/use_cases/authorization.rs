@@ -8,8 +8,8 @@ use malipo_service::{
     AgentCash, ApproveBulkPayout, BulkInput, CancelPaymentRequest, CreateBulkPayout, CreateCharge, CreateEndpoint, CreatePaymentRequest,
     CreatePayout, CreateReversal, CreateTransfer, EndpointTarget, NewAgentCash, NewBulkPayout, NewCharge, NewEndpoint, NewKyc,
     NewPaymentRequest, NewPayout, NewPin, NewPinReset, NewRedelivery, NewRejection, NewReversal, NewSandboxWallet, NewSimulation,
-    NewTransfer, NewWallet, NewWalletLock, OpenWallet, Platform, RaiseKyc, Redeliver, RejectBulkPayout, ResetPinAttempts, SandboxWallet,
-    ServiceError, SetPin, Simulate, TransactionFilter, UssdRequest, WalletLock,
+    NewTransfer, NewWallet, NewWalletLock, OpenWallet, Platform, RaiseKyc, Redeliver, RejectBulkPayout, ResetPinAttempts,
+    RotateCallbackSecret, SandboxWallet, ServiceError, SetPin, Simulate, TransactionFilter, UssdRequest, WalletLock,
 };
 
 use crate::support::{idem, number, World};
@@ -36,6 +36,7 @@ struct Commands {
     target: EndpointTarget,
     redeliver: Redeliver,
     cash: AgentCash,
+    rotate_callback: RotateCallbackSecret,
 }
 
 fn commands(p: &Platform, merchant: &Principal, operator: &Principal, agent: &Principal) -> Commands {
@@ -132,6 +133,7 @@ fn commands(p: &Platform, merchant: &Principal, operator: &Principal, agent: &Pr
         target: p.parse(merchant, malipo_core::EndpointId::new().as_str()).unwrap(),
         redeliver: p.parse(merchant, &NewRedelivery { event_id: malipo_core::EventId::new().to_string(), endpoint_id: None }).unwrap(),
         cash: p.parse(agent, &NewAgentCash { customer_msisdn: payer, amount: "10.00".into() }).unwrap(),
+        rotate_callback: p.parse(merchant, &()).unwrap(),
     }
 }
 
@@ -196,6 +198,9 @@ fn admitted(p: &Platform, c: &Commands, who: &Principal) -> Vec<&'static str> {
         ("webhooks.recent_events", p.webhooks().recent_events(who, None, None, 10).map(drop)),
         ("webhooks.event", p.webhooks().event(who, "evt_x").map(drop)),
         ("webhooks.redeliver", p.webhooks().redeliver(who, &c.redeliver, &k("redeliver")).map(drop)),
+        ("callbacks.secret", p.callbacks().secret(who).map(drop)),
+        ("callbacks.rotate", p.callbacks().rotate(who, &c.rotate_callback, &k("rotate callback")).map(drop)),
+        ("callbacks.of_object", p.callbacks().of_object(who, "ch_x").map(drop)),
         ("agents.cash_in", p.agents().cash_in(who, &c.cash, &k("cash in")).map(drop)),
         ("agents.quote_cash_in", p.agents().quote_cash_in(who, &c.cash).map(drop)),
         ("agents.cash_out", p.agents().cash_out(who, &c.cash, &k("cash out")).map(drop)),

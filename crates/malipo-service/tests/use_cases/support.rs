@@ -183,6 +183,7 @@ pub(crate) fn idem(principal: &Principal, operation: &str) -> Idem {
         key: IdempotencyKey::parse(&key).unwrap(),
         fingerprint: Fingerprint::of("POST", operation, key.as_bytes()),
         actor: None,
+        callback: None,
     }
 }
 

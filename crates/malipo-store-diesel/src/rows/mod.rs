@@ -4,6 +4,7 @@
 //! something no release wrote).
 
 mod auth;
+mod callbacks;
 mod charges;
 mod columns;
 mod endpoints;
@@ -18,6 +19,7 @@ mod ussd;
 mod wallets;
 
 pub(crate) use auth::*;
+pub(crate) use callbacks::*;
 pub(crate) use charges::*;
 pub(crate) use columns::{currency, mode};
 pub(crate) use endpoints::*;

@@ -2,6 +2,7 @@
 
 mod audit;
 mod auth;
+mod callbacks;
 mod chain;
 mod charges;
 mod endpoints;

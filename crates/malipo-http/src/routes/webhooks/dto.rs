@@ -1,6 +1,6 @@
 //! The wire shapes of the Webhooks group (contract section 12): endpoints, events, deliveries.
 
-use malipo_service::{EndpointWithSecret, EventDetail, NewEndpoint, NewRedelivery, Redelivery};
+use malipo_service::{CallbackSigning, EndpointWithSecret, EventDetail, NewEndpoint, NewRedelivery, Redelivery};
 use malipo_webhooks::{Attempt, Delivery, Endpoint, Event};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -252,5 +252,27 @@ pub struct RedeliveryDto {
 impl From<&Redelivery> for RedeliveryDto {
     fn from(r: &Redelivery) -> Self {
         RedeliveryDto { event_id: r.event_id.to_string(), endpoint_ids: r.endpoint_ids.iter().map(ToString::to_string).collect() }
+    }
+}
+
+/// The organisation's callback signing secret in this mode: it signs the callbacks the GSMA
+/// door `PUT`s to an `X-Callback-URL` (Standard Webhooks headers, as webhook deliveries).
+#[derive(Serialize, ToSchema)]
+pub struct CallbackSecretDto {
+    /// `whsec_…`: verify callbacks with it.
+    pub secret: String,
+    /// After a rotation, until when the previous secret still signs callbacks beside this one.
+    pub previous_secret_expires_at: Option<String>,
+    /// When made or last rotated.
+    pub updated_at: String,
+}
+
+impl From<&CallbackSigning> for CallbackSecretDto {
+    fn from(s: &CallbackSigning) -> Self {
+        CallbackSecretDto {
+            secret: s.secret.clone(),
+            previous_secret_expires_at: s.previous_expires_at.map(time),
+            updated_at: time(s.updated_at),
+        }
     }
 }

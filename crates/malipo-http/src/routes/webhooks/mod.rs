@@ -6,13 +6,13 @@ use std::collections::HashMap;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use malipo_auth::Scope;
-use malipo_service::{CreateEndpoint, EndpointTarget, Redeliver, ServiceError};
+use malipo_service::{CreateEndpoint, EndpointTarget, Redeliver, RotateCallbackSecret, ServiceError};
 use malipo_webhooks::EVENT_KINDS;
 use utoipa::OpenApi;
 
 use self::dto::{
-    AttemptDto, DeliveryDto, EndpointCreateRequest, EndpointDto, EventDetailDto, EventDto, RedeliverRequest, RedeliveryDto,
-    RotateSecretRequest,
+    AttemptDto, CallbackSecretDto, DeliveryDto, EndpointCreateRequest, EndpointDto, EventDetailDto, EventDto, RedeliverRequest,
+    RedeliveryDto, RotateSecretRequest,
 };
 use crate::extract::{Auth, Body};
 use crate::handler::{limit, resource, run};
@@ -31,6 +31,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route(web::delete().to(delete_endpoint)),
         )
         .service(resource("/webhooks/endpoints/{endpoint_id}/rotate-secret", "POST").route(web::post().to(rotate_secret)))
+        .service(resource("/webhooks/callback-secret", "GET").route(web::get().to(get_callback_secret)))
+        .service(resource("/webhooks/callback-secret/rotate", "POST").route(web::post().to(rotate_callback_secret)))
         .service(resource("/events", "GET").route(web::get().to(list_events)))
         .service(resource("/events/{event_id}", "GET").route(web::get().to(get_event)))
         .service(resource("/events/{event_id}/redeliver", "POST").route(web::post().to(redeliver)));
@@ -39,10 +41,22 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 /// The group's operations and objects in the OpenAPI document.
 #[derive(OpenApi)]
 #[openapi(
-    paths(create_endpoint, list_endpoints, get_endpoint, delete_endpoint, rotate_secret, list_events, get_event, redeliver),
+    paths(
+        create_endpoint,
+        list_endpoints,
+        get_endpoint,
+        delete_endpoint,
+        rotate_secret,
+        get_callback_secret,
+        rotate_callback_secret,
+        list_events,
+        get_event,
+        redeliver
+    ),
     components(schemas(
         EndpointCreateRequest,
         RotateSecretRequest,
+        CallbackSecretDto,
         EndpointDto,
         EventDto,
         EventDetailDto,
@@ -194,6 +208,62 @@ pub async fn rotate_secret(
         raw,
         |p, principal, target: &EndpointTarget, idem| p.webhooks().rotate_secret(principal, target, idem),
         |v| EndpointDto::from(v),
+    )
+    .await
+}
+
+/// The scopes whose calls a callback may report (the GSMA door's `X-Callback-URL`).
+const CALLBACK_SCOPES: [Scope; 6] =
+    [Scope::Payments, Scope::Payouts, Scope::BulkCreate, Scope::BulkApprove, Scope::Reversals, Scope::Agent];
+
+/// The organisation's callback signing secret in this mode (made on first ask): it signs what
+/// the GSMA door `PUT`s to an `X-Callback-URL`, with the Standard Webhooks headers.
+#[utoipa::path(
+    get, path = "/api/v1/webhooks/callback-secret", operation_id = "getCallbackSecret", tag = "Webhooks",
+    responses(
+        (status = 200, description = "The secret", body = CallbackSecretDto),
+        (status = 401, description = "unauthorized, invalid_token", body = Problem),
+        (status = 403, description = "insufficient_scope", body = Problem),
+    ),
+    security(("bearer" = ["payments", "payouts", "bulk:create", "bulk:approve", "reversals", "agent"]))
+)]
+pub async fn get_callback_secret(auth: Auth, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let principal = auth.require_any(&CALLBACK_SCOPES)?.clone();
+    let secret = run(&state, move |p| p.callbacks().secret(&principal)).await?;
+    Ok(HttpResponse::Ok().json(CallbackSecretDto::from(&secret)))
+}
+
+/// Replace the callback signing secret. The previous secret keeps signing beside the new one for 24 hours.
+#[utoipa::path(
+    post, path = "/api/v1/webhooks/callback-secret/rotate", operation_id = "rotateCallbackSecret", tag = "Webhooks",
+    request_body(content = Option<RotateSecretRequest>, description = "Empty, or `{}`"),
+    params(("Idempotency-Key" = String, Header, description = "Required")),
+    responses(
+        (status = 200, description = "The new `secret` and `previous_secret_expires_at`", body = CallbackSecretDto),
+        (status = 400, description = "invalid_request, idempotency_key_missing", body = Problem),
+        (status = 401, description = "unauthorized, invalid_token", body = Problem),
+        (status = 403, description = "insufficient_scope", body = Problem),
+        (status = 409, description = "idempotency_in_progress", body = Problem),
+        (status = 422, description = "unknown_field, idempotency_key_reused", body = Problem),
+    ),
+    security(("bearer" = ["payments", "payouts", "bulk:create", "bulk:approve", "reversals", "agent"]))
+)]
+pub async fn rotate_callback_secret(
+    req: HttpRequest,
+    auth: Auth,
+    body: Body,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let principal = auth.require_any(&CALLBACK_SCOPES)?.clone();
+    idempotent(
+        &req,
+        principal,
+        &state,
+        "POST /webhooks/callback-secret/rotate",
+        Input::optional_json(&body),
+        |_: RotateSecretRequest| Ok(()),
+        |p, principal, command: &RotateCallbackSecret, idem| p.callbacks().rotate(principal, command, idem),
+        |v| CallbackSecretDto::from(v),
     )
     .await
 }

@@ -1,0 +1,2 @@
+DROP TABLE callback_secrets;
+DROP TABLE callbacks;
