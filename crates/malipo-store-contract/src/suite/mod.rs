@@ -4,6 +4,7 @@ pub(crate) mod accounts;
 pub(crate) mod activity;
 pub(crate) mod auth;
 pub(crate) mod bulk;
+pub(crate) mod callbacks;
 pub(crate) mod chain;
 pub(crate) mod charges;
 pub(crate) mod events;
