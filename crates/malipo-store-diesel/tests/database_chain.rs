@@ -175,8 +175,9 @@ fn a_restart_between_commit_and_seal_loses_nothing(db: &TestDatabase) {
 
 /// The migrations after the sealer's: the hot accounts' (000008), the debits' index (000009),
 /// the console's people (000010), the console's charges indexes (000011), maker/checker by
-/// person (000012), emails waiting in several organisations (000013) and snapshots (000014).
-const AFTER_SEALER: [&str; 7] = ["000008", "000009", "000010", "000011", "000012", "000013", "000014"];
+/// person (000012), emails waiting in several organisations (000013), snapshots (000014) and
+/// callbacks (000015).
+const AFTER_SEALER: [&str; 8] = ["000008", "000009", "000010", "000011", "000012", "000013", "000014", "000015"];
 
 /// Undoes the migrations down to and including the sealer's (000007), with `revert` undoing
 /// the last one and naming it: the later ones ([`AFTER_SEALER`]) first, if still applied.

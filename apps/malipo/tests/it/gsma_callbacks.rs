@@ -20,6 +20,7 @@ crate::on_both!(
     a_declined_payment_puts_the_error_object,
     a_live_callback_to_an_internal_address_is_refused_and_makes_nothing,
     the_callback_secret_is_read_and_rotated_and_both_sign_for_a_day,
+    a_disbursement_and_an_approved_batch_put_their_final_objects,
 );
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -152,4 +153,55 @@ async fn the_callback_secret_is_read_and_rotated_and_both_sign_for_a_day(db: Db)
     // Both secrets verify it while the old one is still valid.
     verify(rotated["secret"].as_str().unwrap(), &hits[0]);
     verify(first["secret"].as_str().unwrap(), &hits[0]);
+}
+
+async fn a_disbursement_and_an_approved_batch_put_their_final_objects(db: Db) {
+    let app = app_with(db, "0,1,1,1", 2000).await;
+    let rx = Receiver::answering(200).await;
+    let corporate = app.org("corporate", "KE").await;
+    app.fund(&corporate.org_id, malipo_core::Mode::Test, "1000").await;
+    let maker = app.token(&corporate).await;
+    let checker = app.token(&app.credential(&corporate.org_id, malipo_core::Mode::Test, Some("bulk:approve payouts")).await).await;
+    let door = Door::new(&app, &maker);
+    let url = rx.url();
+    let with = |id: &str| vec![("X-Callback-URL", url.clone()), ("X-CorrelationID", id.to_owned())];
+
+    let payout = json!({"amount": "100", "currency": "KES", "creditParty": [{"key": "msisdn", "value": msisdn("0000")}]});
+    let sent = with(&correlation());
+    let created =
+        door.send("post", "/transactions/type/{transactionType}", "/transactions/type/disbursement", Some(&payout), &borrowed(&sent)).await;
+    assert_eq!((created.status, created.json["notificationMethod"].as_str()), (202, Some("callback")), "{}", created.text);
+    let payout_ref = created.json["objectReference"].as_str().unwrap().to_owned();
+
+    let item = |payee: &str| json!({"type": "disbursement", "amount": "50", "currency": "KES", "creditParty": [{"key": "msisdn", "value": format!("+{payee}")}]});
+    let batch = json!({"batchTitle": "PAYROLL-DEC", "transactions": [item(&msisdn("0000")), item(&msisdn("0001"))]});
+    let made = door.send("post", "/batchtransactions", "/batchtransactions", Some(&batch), &borrowed(&with(&correlation()))).await;
+    assert_eq!((made.status, made.json["notificationMethod"].as_str()), (202, Some("callback")), "{}", made.text);
+    let batch_id = made.json["objectReference"].as_str().unwrap().to_owned();
+    let approval = json!([{"op": "replace", "path": "/batchStatus", "value": "approved"}]);
+    let approved = door
+        .with_token(&checker)
+        .send("patch", "/batchtransactions/{batchId}", &format!("/batchtransactions/{batch_id}"), Some(&approval), &[])
+        .await;
+    assert_eq!(approved.status, 202, "{}", approved.text);
+
+    let hits = rx.wait("the payout's and the batch's callbacks", WAIT, |h| h.len() >= 2).await;
+    let secret = secret(&app, &maker).await;
+    let body_of =
+        |reference: &str| hits.iter().map(|h| h.json()).find(|b| b["transactionReference"] == reference || b["batchId"] == reference);
+    let paid = body_of(&payout_ref).expect("the payout's callback");
+    assert_eq!((paid["type"].as_str(), paid["transactionStatus"].as_str()), (Some("disbursement"), Some("completed")), "{paid}");
+    let done = body_of(&batch_id).expect("the batch's callback");
+    assert_eq!((done["batchStatus"].as_str(), done["completedCount"].as_u64()), (Some("completed"), Some(2)), "{done}");
+    for hit in &hits {
+        verify(secret["secret"].as_str().unwrap(), hit);
+        let body_of = if hit.json()["batchId"].is_string() { "updateBatchTransaction" } else { "updateTransaction" };
+        door.callback(body_of, &hit.headers, hit.json());
+    }
+    assert_eq!(hits.len(), 2, "one callback each: the batch's items send none");
+    door.validate().await;
+}
+
+fn borrowed<'a>(v: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    v.iter().map(|(n, v)| (*n, v.as_str())).collect()
 }

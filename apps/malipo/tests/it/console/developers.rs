@@ -16,6 +16,7 @@ on_both!(
     a_live_key_pair_waits_for_review,
     revoking_a_key_pair_stops_its_tokens,
     an_endpoint_shows_its_signing_secret_once_rotates_and_disables,
+    the_callback_secret_is_shown_and_rotated_after_a_step_up,
     events_are_listed_newest_first_with_their_attempts_and_redelivered_once,
     finance_and_viewers_may_not_use_developers,
     a_test_session_cannot_see_or_touch_live_endpoints_and_events,
@@ -290,6 +291,45 @@ async fn an_endpoint_shows_its_signing_secret_once_rotates_and_disables(db: Db) 
     assert_eq!(app.get(&token, &format!("/webhooks/endpoints/{eid}")).await.status(), 404, "deleted, as the API's DELETE");
 }
 
+/// Posts the "GSMA callbacks" form with `code`, pressing `action` (`show` or `rotate`).
+async fn callback_form(b: &mut Browser, csrf: &str, key: &str, code: &str, action: &str) -> Page {
+    let fields = [("csrf_token", csrf), ("idempotency_key", key), ("code", code), ("action", action)];
+    b.post("/console/developers/callback-secret", &fields).await
+}
+
+async fn the_callback_secret_is_shown_and_rotated_after_a_step_up(db: Db) {
+    let app = TestApp::shared(db);
+    let (_, mut b, admin) = new_admin(app).await;
+    let page = b.get("/console/developers").await;
+    assert_eq!(page.text("h2#callbacks"), "GSMA callbacks");
+    let key = page.attrs("form[action='/console/developers/callback-secret'] input[name=idempotency_key]", "value")[0].clone();
+    let csrf = page.csrf();
+    // A wrong code shows nothing, the error beside the field.
+    let refused = callback_form(&mut b, &csrf, &key, "123456", "show").await;
+    assert_eq!(refused.status, 422, "{}", refused.html);
+    assert!(refused.html.contains("f-callback-code-error"), "{}", refused.html);
+    assert!(!refused.html.contains("whsec_"));
+
+    let shown = callback_form(&mut b, &csrf, &key, &admin.recovery[0], "show").await;
+    assert_eq!(shown.status, 200, "{}", shown.html);
+    let secret = labelled(&shown, "callback-secret-label");
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    let (_, token) = merchant_token_of(app, &b).await;
+    assert_eq!(app.get_json(&token, "/api/v1/webhooks/callback-secret").await["secret"], secret.as_str(), "the API's");
+
+    let rotated = callback_form(&mut b, &csrf, &key, &admin.recovery[1], "rotate").await;
+    assert_eq!(rotated.status, 200, "{}", rotated.html);
+    let new_secret = labelled(&rotated, "callback-secret-label");
+    assert!(new_secret.starts_with("whsec_") && new_secret != secret);
+    let api = app.get_json(&token, "/api/v1/webhooks/callback-secret").await;
+    assert_eq!(api["secret"], new_secret.as_str());
+    assert!(api["previous_secret_expires_at"].is_string(), "{api}");
+    // The same form again: rotated once, no secret shown.
+    let again = callback_form(&mut b, &csrf, &key, &admin.recovery[2], "rotate").await;
+    assert_eq!((again.status, again.location.as_deref()), (303, Some("/console/developers?done=callback-rotated")));
+    assert_eq!(app.get_json(&token, "/api/v1/webhooks/callback-secret").await["secret"], new_secret.as_str());
+}
+
 async fn events_are_listed_newest_first_with_their_attempts_and_redelivered_once(db: Db) {
     let app = TestApp::shared(db);
     let (_, mut b, _) = new_admin(app).await;
@@ -402,6 +442,10 @@ async fn finance_and_viewers_may_not_use_developers(db: Db) {
             ),
             (format!("/console/developers/endpoints/{eid}/disable"), vec![("csrf_token", &csrf), ("idempotency_key", &key)]),
             (format!("/console/developers/events/{evt}/redeliver"), vec![("csrf_token", &csrf), ("idempotency_key", &key)]),
+            (
+                "/console/developers/callback-secret".into(),
+                vec![("csrf_token", &csrf), ("idempotency_key", &key), ("code", &code), ("action", "show")],
+            ),
         ];
         for (path, fields) in &posts {
             assert_eq!(b.post(path, fields).await.status, 403, "{role} POST {path}");

@@ -153,7 +153,7 @@ pub(super) async fn add(req: HttpRequest, posted: Posted<EndpointForm>) -> Resul
         Ok((_, Some((url, secret)))) => {
             let notice = Notice::done("Endpoint added. Copy its signing secret now: it is shown only this once.");
             let new_secret = Some(NewSecret { url, secret, rotated: false });
-            render(&req, &who, StatusCode::OK, Shown { notice, new_key: None, new_secret }, Forms::default()).await
+            render(&req, &who, StatusCode::OK, Shown { notice, new_key: None, new_secret, callback: None }, Forms::default()).await
         }
         Ok((to, None)) => Ok(see_other(&to)),
         Err(ConsoleError::Service(e @ ServiceError::Validation(_))) => {
@@ -182,7 +182,7 @@ pub(super) async fn rotate(req: HttpRequest, path: web::Path<String>, posted: Po
         Ok((_, Some((url, secret)))) => {
             let notice = Notice::done("Secret rotated. Copy the new signing secret now: it is shown only this once.");
             let new_secret = Some(NewSecret { url, secret, rotated: true });
-            render(&req, &who, StatusCode::OK, Shown { notice, new_key: None, new_secret }, Forms::default()).await
+            render(&req, &who, StatusCode::OK, Shown { notice, new_key: None, new_secret, callback: None }, Forms::default()).await
         }
         Ok((to, None)) => Ok(see_other(&to)),
         Err(ConsoleError::Service(e @ ServiceError::Validation(_))) => {

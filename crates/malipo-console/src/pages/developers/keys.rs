@@ -67,7 +67,8 @@ pub(super) async fn create(req: HttpRequest, posted: Posted<CreateKeyForm>) -> R
         Ok(issued) => {
             let new_key = NewKey { client_id: issued.client_id, client_secret: issued.client_secret, mode };
             let notice = Notice::done("Key pair created. Copy the client secret now: it is shown only this once.");
-            render(&req, &who, StatusCode::OK, Shown { notice, new_key: Some(new_key), new_secret: None }, Forms::default()).await
+            render(&req, &who, StatusCode::OK, Shown { notice, new_key: Some(new_key), new_secret: None, callback: None }, Forms::default())
+                .await
         }
         Err(ConsoleError::Service(e @ ServiceError::Validation(_))) => {
             refused(StatusCode::UNPROCESSABLE_ENTITY, FieldErrors::from_service(&e, &[]).unwrap_or_default()).await

@@ -83,6 +83,14 @@ pub struct NewSecret {
     pub rotated: bool,
 }
 
+/// The callback secret, shown in the answer of the post that asked.
+pub struct CallbackShown {
+    /// `whsec_…`.
+    pub secret: String,
+    /// Whether it was just rotated.
+    pub rotated: bool,
+}
+
 /// One checkbox of the "Events" field.
 pub struct KindBox {
     /// `charge.completed`, or `*`.
@@ -127,6 +135,8 @@ pub struct Shown {
     pub new_key: Option<NewKey>,
     /// A signing secret just made.
     pub new_secret: Option<NewSecret>,
+    /// The callback secret, asked for or just rotated.
+    pub callback: Option<CallbackShown>,
 }
 
 #[derive(Template)]
@@ -141,6 +151,7 @@ struct DevelopersPage {
     shown: Shown,
     forms: Forms,
     test_selected: bool,
+    callback_key: String,
 }
 
 /// Refuses unless `who` may manage API keys or webhook endpoints.
@@ -252,6 +263,7 @@ pub async fn render(
         endpoints: endpoints.iter().map(|e| endpoint_row(e, &clock)).collect(),
         kinds: kind_boxes(&forms.events),
         test_selected: forms.key_mode != "live",
+        callback_key: idem::new_key(),
         shown,
         forms,
     };
@@ -271,6 +283,7 @@ pub(super) async fn developers_page(req: HttpRequest, who: Person, query: web::Q
         Some("endpoint-disabled") => Notice::done("The endpoint is disabled: no more deliveries go to it."),
         Some("endpoint-added") => Notice::done("The endpoint was added. Its signing secret was shown when it was added."),
         Some("secret-rotated") => Notice::done("The secret was rotated. The new secret was shown when it was rotated."),
+        Some("callback-rotated") => Notice::done("The callback secret was rotated. The new secret was shown when it was rotated."),
         _ => None,
     };
     render(&req, &who, StatusCode::OK, Shown { notice, ..Shown::default() }, Forms::default()).await
