@@ -157,6 +157,7 @@ macro_rules! __store_contract_cases {
                 webhooks::purge_events_removes_old_events_with_their_deliveries,
                 webhooks::failed_closure_rolls_back_webhook_writes,
                 callbacks::callbacks_wait_come_due_and_are_claimed_once,
+                callbacks::queued_callbacks_come_due_as_at_once,
                 callbacks::callback_secrets_per_organisation_and_mode,
                 transactions::failed_closure_rolls_back_everything,
                 transactions::write_returns_values_and_read_sees_commits,

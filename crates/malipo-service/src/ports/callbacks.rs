@@ -99,12 +99,14 @@ pub trait CallbackRepo {
     /// # Errors
     /// [`StoreError::Duplicate`] if the id exists.
     fn insert_callback(&mut self, callback: &Callback) -> Result<(), StoreError>;
-    /// Makes the waiting callbacks of an object due at `now` (the object is final); returns how
-    /// many. One guarded update: a callback is made due once.
+    /// Makes the waiting callbacks of an object due at `now` (the object is final). One guarded
+    /// update: a callback is made due once. A transaction that queues its writes
+    /// ([`super::WriteQueue`]) may hold these back and make several objects' due by one update,
+    /// before any other call of this trait, a savepoint and the commit.
     ///
     /// # Errors
     /// Storage failures.
-    fn callbacks_due(&mut self, object_id: &str, now: Timestamp) -> Result<u64, StoreError>;
+    fn callbacks_due(&mut self, object_id: &str, now: Timestamp) -> Result<(), StoreError>;
     /// Claims up to `limit` pending callbacks due by `now`, oldest due first, by setting their
     /// `next_attempt_at` to `lease_until`, and returns them as claimed. Concurrent callers never
     /// claim the same one.

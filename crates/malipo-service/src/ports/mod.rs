@@ -43,7 +43,7 @@ pub use sender::{DeliveryJob, SendOutcome, WebhookSender};
 pub use ussd::{UssdRepo, UssdSession};
 pub use wallets::{Wallet, WalletRepo, WalletState};
 
-use malipo_core::AccountId;
+use malipo_core::{AccountId, Timestamp};
 use malipo_ledger::Journal;
 use malipo_webhooks::Event;
 
@@ -91,6 +91,7 @@ pub trait WriteQueue {
 pub struct QueuedWrites {
     journals: Vec<Journal>,
     events: Vec<Event>,
+    due_callbacks: Vec<(String, Timestamp)>,
 }
 
 impl QueuedWrites {
@@ -104,6 +105,18 @@ impl QueuedWrites {
     pub fn add_events(&mut self, events: &[Event]) -> usize {
         self.events.extend_from_slice(events);
         self.events.len()
+    }
+
+    /// Adds an object whose waiting callbacks are due at `now` ([`CallbackRepo::callbacks_due`]);
+    /// returns how many wait.
+    pub fn add_due_callbacks(&mut self, object_id: &str, now: Timestamp) -> usize {
+        self.due_callbacks.push((object_id.to_owned(), now));
+        self.due_callbacks.len()
+    }
+
+    /// The objects waiting in `queued` to have their callbacks made due, in order, leaving none.
+    pub fn take_due_callbacks(queued: &mut Option<Self>) -> Vec<(String, Timestamp)> {
+        queued.as_mut().map(|q| std::mem::take(&mut q.due_callbacks)).unwrap_or_default()
     }
 
     /// Whether a waiting journal has a line on `account`.

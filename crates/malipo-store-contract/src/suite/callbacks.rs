@@ -59,10 +59,12 @@ pub fn callbacks_wait_come_due_and_are_claimed_once(store: &dyn Store) {
 
     let claim = |now: i64, lease: i64| commit(store, |tx| Ok(tx.claim_due_callbacks(at(now), at(lease), 10)?));
     assert!(claim(100, 200).is_empty(), "waiting callbacks are not due");
-    assert_eq!(commit(store, |tx| Ok(tx.callbacks_due("ch_a", at(10))?)), 3, "every waiting callback of the object");
-    assert_eq!(commit(store, |tx| Ok(tx.callbacks_due("ch_a", at(11))?)), 0, "due once");
-    let due = stored(store, &first.id).unwrap();
-    assert_eq!((due.state, due.next_attempt_at, due.updated_at), (CallbackState::Pending, Some(at(10)), at(10)));
+    commit(store, |tx| Ok(tx.callbacks_due("ch_a", at(10))?));
+    commit(store, |tx| Ok(tx.callbacks_due("ch_a", at(11))?));
+    for c in [&first, &second, &live] {
+        let due = stored(store, &c.id).unwrap();
+        assert_eq!((due.state, due.next_attempt_at, due.updated_at), (CallbackState::Pending, Some(at(10)), at(10)), "due once");
+    }
     assert_eq!(stored(store, &elsewhere.id).unwrap().state, CallbackState::Waiting, "another object's stay waiting");
 
     let claimed = claim(20, 80);
@@ -105,6 +107,38 @@ pub fn callbacks_wait_come_due_and_are_claimed_once(store: &dyn Store) {
     assert_eq!(stored(store, &first.id), None);
     assert!(stored(store, &live.id).is_some(), "a pending one is kept");
     assert!(stored(store, &elsewhere.id).is_some(), "a waiting one is kept");
+}
+
+/// A transaction that queues its writes makes callbacks due as one that does not: every
+/// object's, with its own time, seen by its own later reads, committed with it, and undone with
+/// a savepoint that failed.
+pub fn queued_callbacks_come_due_as_at_once(store: &dyn Store) {
+    let org = insert_org(store, "Duka", at(0));
+    let ids = ["ch_q1", "ch_q2", "ch_q3", "ch_q4"];
+    commit(store, |tx| {
+        for (n, id) in ids.iter().enumerate() {
+            tx.insert_callback(&callback(&org.id, Mode::Test, id, u32::try_from(n).unwrap(), at(1)))?;
+        }
+        Ok(())
+    });
+    let seen = commit(store, |tx| {
+        tx.queue_writes();
+        tx.callbacks_due("ch_q1", at(10))?;
+        tx.callbacks_due("ch_q2", at(10))?;
+        tx.callbacks_due("ch_q3", at(12))?;
+        let mut failed = |tx: &mut dyn malipo_service::Tx| -> Result<(), ServiceError> {
+            tx.callbacks_due("ch_q4", at(13))?;
+            Err(ServiceError::Internal("undone".into()))
+        };
+        assert!(tx.savepoint(&mut failed).is_err());
+        Ok(tx.callbacks_of_object(&org.id, Mode::Test, "ch_q2")?)
+    });
+    assert_eq!(seen[0].state, CallbackState::Pending, "the transaction's own read sees it");
+    let due = |id: &str| query(store, |tx| Ok(tx.callbacks_of_object(&org.id, Mode::Test, id)?)).pop().unwrap();
+    assert_eq!((due("ch_q1").state, due("ch_q1").next_attempt_at), (CallbackState::Pending, Some(at(10))));
+    assert_eq!(due("ch_q2").next_attempt_at, Some(at(10)));
+    assert_eq!(due("ch_q3").next_attempt_at, Some(at(12)), "each at its own time");
+    assert_eq!(due("ch_q4").state, CallbackState::Waiting, "the failed savepoint's is undone");
 }
 
 /// A secret per organisation and mode: inserted once, read back in scope, overwritten with its

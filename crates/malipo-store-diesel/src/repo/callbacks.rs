@@ -23,23 +23,20 @@ const DUE_CALLBACKS: DueRows = DueRows { table: "callbacks", id: "id", due: "nex
 
 impl CallbackRepo for DieselTx<'_> {
     fn insert_callback(&mut self, callback: &Callback) -> Result<(), StoreError> {
+        self.flush_due_callbacks()?;
         let row = CallbackRow::of(callback)?;
         inserted(per_backend!(&mut *self.conn, |c| diesel::insert_into(callbacks::table).values(&row).on_conflict_do_nothing().execute(c)))
     }
 
-    fn callbacks_due(&mut self, object_id: &str, now: Timestamp) -> Result<u64, StoreError> {
-        let made = diesel::update(callbacks::table.filter(callbacks::object_id.eq(object_id)).filter(sql::<Bool>(WAITING)))
-            .set((
-                callbacks::state.eq("pending"),
-                callbacks::next_attempt_at.eq(now.as_micros()),
-                callbacks::updated_at.eq(now.as_micros()),
-            ))
-            .execute(self.conn)
-            .map_err(db_error)?;
-        Ok(u64::try_from(made).unwrap_or(u64::MAX))
+    fn callbacks_due(&mut self, object_id: &str, now: Timestamp) -> Result<(), StoreError> {
+        if self.queue_due_callbacks(object_id, now)? {
+            return Ok(());
+        }
+        make_due(self.conn, &[object_id], now)
     }
 
     fn claim_due_callbacks(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<Callback>, StoreError> {
+        self.flush_due_callbacks()?;
         let ids = DUE_CALLBACKS.claim(self.conn, now, lease_until, limit)?;
         let mut claimed = self.lock_callbacks(&ids)?;
         // In the claim's order: oldest due first.
@@ -48,6 +45,7 @@ impl CallbackRepo for DieselTx<'_> {
     }
 
     fn lock_callbacks(&mut self, ids: &[String]) -> Result<Vec<Callback>, StoreError> {
+        self.flush_due_callbacks()?;
         let mut ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         ids.sort_unstable();
         ids.dedup();
@@ -68,6 +66,7 @@ impl CallbackRepo for DieselTx<'_> {
     }
 
     fn update_callback(&mut self, callback: &Callback) -> Result<(), StoreError> {
+        self.flush_due_callbacks()?;
         let row = CallbackRow::of(callback)?;
         let updated = diesel::update(callbacks::table.find(row.id.as_str()))
             .set((
@@ -87,6 +86,7 @@ impl CallbackRepo for DieselTx<'_> {
     }
 
     fn callbacks_of_object(&mut self, org_id: &OrgId, mode: Mode, object_id: &str) -> Result<Vec<Callback>, StoreError> {
+        self.flush_due_callbacks()?;
         callbacks::table
             .filter(callbacks::org_id.eq(org_id.as_str()))
             .filter(callbacks::mode.eq(mode.as_str()))
@@ -137,6 +137,7 @@ impl CallbackRepo for DieselTx<'_> {
     }
 
     fn purge_callbacks(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        self.flush_due_callbacks()?;
         let deleted = diesel::delete(
             callbacks::table.filter(callbacks::created_at.lt(before.as_micros())).filter(callbacks::state.eq_any(["succeeded", "failed"])),
         )
@@ -144,4 +145,19 @@ impl CallbackRepo for DieselTx<'_> {
         .map_err(db_error)?;
         Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
     }
+}
+
+/// Makes the waiting callbacks of `objects` due at `now`: one guarded update per chunk.
+pub(crate) fn make_due(conn: &mut DbConnection, objects: &[&str], now: Timestamp) -> Result<(), StoreError> {
+    for chunk in objects.chunks(IN_CHUNK) {
+        diesel::update(callbacks::table.filter(callbacks::object_id.eq_any(chunk)).filter(sql::<Bool>(WAITING)))
+            .set((
+                callbacks::state.eq("pending"),
+                callbacks::next_attempt_at.eq(now.as_micros()),
+                callbacks::updated_at.eq(now.as_micros()),
+            ))
+            .execute(conn)
+            .map_err(db_error)?;
+    }
+    Ok(())
 }

@@ -2,7 +2,7 @@
 
 mod audit;
 mod auth;
-mod callbacks;
+pub(crate) mod callbacks;
 mod chain;
 mod charges;
 mod deferred;

@@ -1,13 +1,14 @@
-//! [`WriteQueue`] on the transaction's connection: journals posted whole and events held back
-//! and written together (a chunk of charges: one insert of its journals, one of their postings,
-//! one update per account, one insert of its events), before any read that could see them, any
-//! savepoint and the commit.
+//! [`WriteQueue`] on the transaction's connection: journals posted whole, events and callbacks
+//! made due held back and written together (a chunk of charges: one insert of its journals, one
+//! of their postings, one update per account, one insert of its events, one update of its
+//! callbacks), before any read that could see them, any savepoint and the commit.
 
-use malipo_core::AccountId;
+use malipo_core::{AccountId, Timestamp};
 use malipo_ledger::Journal;
 use malipo_service::{QueuedWrites, StoreError, WriteQueue};
 use malipo_webhooks::Event;
 
+use crate::repo::callbacks::make_due;
 use crate::repo::outbox::insert_event_rows;
 use crate::repo::posting;
 use crate::tx::DieselTx;
@@ -45,10 +46,38 @@ impl DieselTx<'_> {
         Ok(true)
     }
 
+    /// Queues making an object's waiting callbacks due if the transaction queues its writes
+    /// (`true`), writing the queue once it is full; `false` when the caller must write at once.
+    pub(crate) fn queue_due_callbacks(&mut self, object_id: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let Some(queued) = self.queued.as_mut() else { return Ok(false) };
+        if queued.add_due_callbacks(object_id, now) >= MAX_QUEUED {
+            self.flush_due_callbacks()?;
+        }
+        Ok(true)
+    }
+
     /// Writes everything queued: before a savepoint and before the commit.
     pub(crate) fn flush_queued(&mut self) -> Result<(), StoreError> {
         self.flush_events()?;
+        self.flush_due_callbacks()?;
         self.flush_journals()
+    }
+
+    /// Makes the queued objects' callbacks due, one update per time they were queued at (a
+    /// chunk's moves share one): before every other callback call.
+    pub(crate) fn flush_due_callbacks(&mut self) -> Result<(), StoreError> {
+        let due = QueuedWrites::take_due_callbacks(&mut self.queued);
+        let mut rest: &[(String, Timestamp)] = &due;
+        while let Some((_, now)) = rest.first() {
+            let same = rest.iter().take_while(|(_, t)| t == now).count();
+            let (these, later) = rest.split_at(same);
+            let objects: Vec<&str> = these.iter().map(|(id, _)| id.as_str()).collect();
+            let made = make_due(self.conn, &objects, *now);
+            self.poisoned |= made.is_err();
+            made?;
+            rest = later;
+        }
+        Ok(())
     }
 
     /// Posts the queued journals together, as `post_journals_whole` would have posted them

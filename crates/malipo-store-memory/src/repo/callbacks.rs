@@ -19,16 +19,14 @@ impl CallbackRepo for MemoryTx<'_> {
         Ok(())
     }
 
-    fn callbacks_due(&mut self, object_id: &str, now: Timestamp) -> Result<u64, StoreError> {
+    fn callbacks_due(&mut self, object_id: &str, now: Timestamp) -> Result<(), StoreError> {
         let s = self.w()?;
-        let mut made: u64 = 0;
         for c in s.callbacks.values_mut().filter(|c| c.object_id == object_id && c.state == CallbackState::Waiting) {
             c.state = CallbackState::Pending;
             c.next_attempt_at = Some(now);
             c.updated_at = now;
-            made = made.saturating_add(1);
         }
-        Ok(made)
+        Ok(())
     }
 
     fn claim_due_callbacks(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<Callback>, StoreError> {
