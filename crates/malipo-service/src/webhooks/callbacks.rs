@@ -175,9 +175,22 @@ impl<'a> Callbacks<'a> {
                     continue;
                 };
                 let secret = self.secret_of(tx, &callback.org_id, callback.mode, now)?;
-                let previous = match &secret.previous {
-                    Some((sealed, until)) if *until > now => Some(self.open(sealed)?),
-                    _ => None,
+                // One callback whose secret cannot be opened (a key it was not sealed with) must
+                // not hold up the rest of the batch: it is logged and comes due again after its
+                // lease.
+                let opened = self.open(&secret.secret).and_then(|current| {
+                    let previous = match &secret.previous {
+                        Some((sealed, until)) if *until > now => Some(self.open(sealed)?),
+                        _ => None,
+                    };
+                    Ok((current, previous))
+                });
+                let (current, previous) = match opened {
+                    Ok(both) => both,
+                    Err(e) => {
+                        tracing::error!(callback = %callback.id, error = %e, "cannot open the callback secret");
+                        continue;
+                    }
                 };
                 jobs.push(CallbackJob {
                     id: callback.id,
@@ -188,7 +201,7 @@ impl<'a> Callbacks<'a> {
                     object_id: callback.object_id,
                     correlation_id: callback.correlation_id,
                     timestamp: now.as_unix_seconds(),
-                    secret: self.open(&secret.secret)?,
+                    secret: current,
                     previous_secret: previous,
                     timeout,
                 });
