@@ -14,7 +14,7 @@ use malipo_webhooks::{Secret, UrlPolicy};
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{LEASE_MARGIN_SECONDS, ROTATION_OVERLAP_SECONDS};
+use super::model::{next_attempt, open_secret, LEASE_MARGIN_SECONDS, ROTATION_OVERLAP_SECONDS};
 use crate::commands::RotateCallbackSecret;
 use crate::core::Core;
 use crate::error::ServiceError;
@@ -73,8 +73,7 @@ impl<'a> Callbacks<'a> {
     }
 
     fn open(&self, sealed: &[u8]) -> Result<Secret, ServiceError> {
-        let key = self.core.cipher.open(sealed).map_err(|e| ServiceError::Internal(e.to_string()))?;
-        Secret::from_bytes(key).map_err(|e| ServiceError::Internal(e.to_string()))
+        open_secret(&self.core.cipher, sealed)
     }
 
     /// The organisation's secret in a mode, made on first use.
@@ -246,12 +245,8 @@ impl<'a> Callbacks<'a> {
                             None
                         }
                     };
-                    let attempts = usize::try_from(callback.attempts).unwrap_or(usize::MAX);
-                    match self.core.webhooks.schedule.next_delay(attempts) {
-                        Some(wait) => {
-                            let wait = retry_after.map_or(wait, |r| wait.max(r.min(Duration::from_secs(86_400))));
-                            callback.next_attempt_at = Some(now.plus_millis(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)));
-                        }
+                    match next_attempt(&self.core.webhooks.schedule, callback.attempts, retry_after, now) {
+                        Some(at) => callback.next_attempt_at = Some(at),
                         None => {
                             callback.state = CallbackState::Failed;
                             callback.next_attempt_at = None;

@@ -3,12 +3,11 @@
 //! what each attempt got, which decides the next.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use malipo_core::{EndpointId, EventId, Timestamp};
 use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event, Secret};
 
-use super::model::{disable, FAILING_DISABLES_AFTER_SECONDS, LEASE_MARGIN_SECONDS};
+use super::model::{disable, next_attempt, open_secret, FAILING_DISABLES_AFTER_SECONDS, LEASE_MARGIN_SECONDS};
 use crate::core::Core;
 use crate::error::ServiceError;
 use crate::ports::DeliveryFlow;
@@ -26,8 +25,7 @@ impl<'a> Deliveries<'a> {
     }
 
     fn open_secret(&self, sealed: &[u8]) -> Result<Secret, ServiceError> {
-        let key = self.core.cipher.open(sealed).map_err(|e| ServiceError::Internal(e.to_string()))?;
-        Secret::from_bytes(key).map_err(|e| ServiceError::Internal(e.to_string()))
+        open_secret(&self.core.cipher, sealed)
     }
 
     /// Claims due deliveries and prepares each attempt (to be signed as of now). Deliveries whose endpoint
@@ -200,12 +198,8 @@ impl<'a> Deliveries<'a> {
                     SendOutcome::Answered { status: 429 | 503, retry_after } => *retry_after,
                     _ => None,
                 };
-                let attempts = usize::try_from(delivery.attempts).unwrap_or(usize::MAX);
-                match self.core.webhooks.schedule.next_delay(attempts) {
-                    Some(wait) => {
-                        let wait = retry_after.map_or(wait, |r| wait.max(r.min(Duration::from_secs(86_400))));
-                        delivery.next_attempt_at = Some(now.plus_millis(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)));
-                    }
+                match next_attempt(&self.core.webhooks.schedule, delivery.attempts, retry_after, now) {
+                    Some(at) => delivery.next_attempt_at = Some(at),
                     None => {
                         delivery.state = DeliveryState::Failed;
                         delivery.next_attempt_at = None;

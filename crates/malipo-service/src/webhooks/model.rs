@@ -2,7 +2,9 @@
 //! an endpoint (the delivery job and an attempt's outcome are the sender port's records).
 
 use malipo_core::{EndpointId, EventId, Timestamp};
-use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event};
+use std::time::Duration;
+
+use malipo_webhooks::{Attempt, Delivery, DeliveryState, Endpoint, Event, RetrySchedule, Secret};
 
 use crate::error::ServiceError;
 use crate::ports::DeliveryFlow;
@@ -41,6 +43,24 @@ pub struct Redelivery {
     pub event_id: EventId,
     /// The endpoints it was queued for.
     pub endpoint_ids: Vec<EndpointId>,
+}
+
+/// A signing secret opened from its sealed form (an endpoint's or a callback secret).
+///
+/// # Errors
+/// [`ServiceError::Internal`] when the key cannot open it.
+pub(crate) fn open_secret(cipher: &malipo_webhooks::SecretCipher, sealed: &[u8]) -> Result<Secret, ServiceError> {
+    let key = cipher.open(sealed).map_err(|e| ServiceError::Internal(e.to_string()))?;
+    Secret::from_bytes(key).map_err(|e| ServiceError::Internal(e.to_string()))
+}
+
+/// When a failed attempt (the `attempts`-th) is tried again: after the schedule's wait, or the
+/// receiver's `Retry-After` (capped at a day) when that is later; `None` once the schedule has
+/// run out.
+pub(crate) fn next_attempt(schedule: &RetrySchedule, attempts: u32, retry_after: Option<Duration>, now: Timestamp) -> Option<Timestamp> {
+    let wait = schedule.next_delay(usize::try_from(attempts).unwrap_or(usize::MAX))?;
+    let wait = retry_after.map_or(wait, |r| wait.max(r.min(Duration::from_secs(86_400))));
+    Some(now.plus_millis(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)))
 }
 
 /// Disables an endpoint: no more deliveries; pending ones fail.
