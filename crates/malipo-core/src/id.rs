@@ -28,6 +28,27 @@ macro_rules! prefixed_ids {
                 $name(format!("{}{}", $prefix, uuid::Uuid::now_v7().simple()))
             }
 
+            /// A new identifier carrying `at`'s millisecond, so that it sorts where its
+            /// record's creation time does; those of one millisecond drawn by one process sort
+            /// in the order they were drawn (a counter follows the millisecond). Unlike
+            /// [`Self::new`]'s, the time is never moved on to keep the order: a clock that is
+            /// set back, or one injected for a test, is what the identifier carries.
+            pub fn at(at: crate::Timestamp) -> Self {
+                static DRAWN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let micros = u64::try_from(at.as_micros()).unwrap_or(0);
+                let counter = DRAWN.fetch_add(1, std::sync::atomic::Ordering::Relaxed) & ((1 << 42) - 1);
+                let nanos = u32::try_from(micros % 1_000_000).unwrap_or(0).saturating_mul(1_000);
+                let ts = uuid::Timestamp::from_unix_time(micros / 1_000_000, nanos, u128::from(counter), 42);
+                $name(format!("{}{}", $prefix, uuid::Uuid::new_v7(ts).simple()))
+            }
+
+            /// A bound, not an identifier: every identifier drawn at or after `at`'s
+            /// millisecond sorts at or after it, every one drawn before sorts before it.
+            pub fn floor(at: crate::Timestamp) -> Self {
+                let millis = u64::try_from(at.as_micros()).unwrap_or(0) / 1_000;
+                $name(format!("{}{:012x}", $prefix, millis & 0xffff_ffff_ffff))
+            }
+
             /// Parses an identifier, checking its prefix and that the rest is 1 to 64 URL-safe
             /// characters (`[A-Za-z0-9_-]`).
             ///
@@ -111,6 +132,21 @@ mod tests {
         let a = AccountId::new();
         let b = AccountId::new();
         assert!(a < b);
+    }
+
+    #[test]
+    fn ids_drawn_at_a_time_sort_between_its_floor_and_the_next_milliseconds() {
+        let t = crate::Timestamp::from_micros(1_767_225_600_123_456);
+        let id = ChargeRef::at(t);
+        assert!(id.as_str().starts_with("ch_019b76daa87b"), "{id}");
+        assert_eq!(id.as_str().len(), 3 + 32);
+        assert!(ChargeRef::floor(t) <= id);
+        assert!(id < ChargeRef::floor(crate::Timestamp::from_micros(1_767_225_600_124_000)));
+        assert!(ChargeRef::floor(crate::Timestamp::from_micros(1_767_225_600_122_999)) < id);
+        let earlier = ChargeRef::at(crate::Timestamp::from_micros(1_767_225_599_000_000));
+        assert!(earlier < ChargeRef::floor(t) && earlier < id, "a time set back is carried as it is");
+        let drawn: Vec<ChargeRef> = (0..100).map(|_| ChargeRef::at(t)).collect();
+        assert!(drawn.windows(2).all(|w| w[0] < w[1]), "one millisecond's in the order drawn");
     }
 
     #[test]

@@ -3,7 +3,6 @@
 //! and webhook deliveries).
 
 use std::collections::BTreeMap;
-use std::sync::PoisonError;
 
 use malipo_auth::Principal;
 use malipo_charges::{Charge, ChargeFilter, ChargeKind, ChargeState};
@@ -14,13 +13,13 @@ use malipo_webhooks::{Attempt, Delivery, Event};
 
 use crate::backlog::{Backlog, Intake};
 use crate::commands::CreateCharge;
-use crate::core::{Core, FINISHED_DAYS_KEPT};
+use crate::core::Core;
 use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
 use crate::lifecycle::Lifecycle;
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::{ChargeDayTotal, DAY_MICROS};
+use crate::ports::DAY_MICROS;
 use crate::views::{Charging, OnCharges, OnLedger, View};
 
 /// The merchant-facing charge use cases.
@@ -70,7 +69,8 @@ impl<'a> Charges<'a> {
             && Charging::query(self.core.store(), |tx| lifecycle.live_refusal(tx, principal.mode, payer, (amount, amount), now))?.is_none();
         let next_action_at = if can_pay { expires_at } else { lifecycle.first_step_at(principal.mode, now) };
         let charge = move |merchant_account| Charge {
-            id: ChargeRef::new(),
+            // Drawn at its creation time, so that a date window is a range of ids too.
+            id: ChargeRef::at(now),
             kind: ChargeKind::Charge,
             commission: MinorUnit::ZERO,
             org_id: principal.org_id.clone(),
@@ -150,9 +150,8 @@ impl<'a> Charges<'a> {
 
     /// The principal's charges of the last `days` local days of its organisation's country
     /// (today last), day by day: how many were created, their amount, and how many of them
-    /// are completed with their amount. Reads those days' charges only (at most 366 days), and
-    /// a finished day's once: a day that ended (a few minutes ago, for clocks that differ) with
-    /// every charge of it final never changes, and is kept.
+    /// are completed with their amount. Reads those days' totals only (at most 366 days); the
+    /// stores keep them as charges are written, so the cost does not grow with the charges.
     ///
     /// # Errors
     /// [`ServiceError::Validation`] for more than 366 days; storage failures.
@@ -162,41 +161,12 @@ impl<'a> Charges<'a> {
             return Err(ServiceError::field("days", "invalid_value", "days must be at most 366"));
         }
         let country = self.core.country(&principal.country)?;
-        let now = self.core.now();
-        let (today, _) = country.local_day(now);
+        let (today, _) = country.local_day(self.core.now());
         let from = today.as_micros().saturating_sub(i64::from(days.saturating_sub(1)).saturating_mul(DAY_MICROS));
         let start = |d: u32| from.saturating_add(i64::from(d).saturating_mul(DAY_MICROS));
-        let key = |d: u32| (principal.org_id.clone(), principal.mode, start(d));
-        // Days that ended before this can take no new charge, whatever the clocks of instances.
-        let ended = now.as_micros().saturating_sub(FINISHED_AFTER_MICROS);
-        let mut totals: Vec<ChargeDayTotal> = Vec::new();
-        let mut unknown = 0;
-        {
-            let kept = self.core.finished_days.lock().unwrap_or_else(PoisonError::into_inner);
-            while unknown < days && start(unknown.saturating_add(1)) <= ended {
-                let Some(day) = kept.get(&key(unknown)) else { break };
-                totals.extend(day.iter().map(|t| ChargeDayTotal { day: unknown, ..t.clone() }));
-                unknown = unknown.saturating_add(1);
-            }
-        }
-        if unknown < days {
-            let rest = days.saturating_sub(unknown);
-            let read = OnCharges::read(self.core.store(), |tx| {
-                Ok(tx.charge_day_totals(&principal.org_id, principal.mode, Timestamp::from_micros(start(unknown)), rest)?)
-            })?;
-            let read: Vec<ChargeDayTotal> = read.into_iter().map(|t| ChargeDayTotal { day: t.day.saturating_add(unknown), ..t }).collect();
-            let mut kept = self.core.finished_days.lock().unwrap_or_else(PoisonError::into_inner);
-            if kept.len() >= FINISHED_DAYS_KEPT {
-                kept.clear();
-            }
-            for d in (unknown..days).take_while(|d| start(d.saturating_add(1)) <= ended) {
-                let of_day: Vec<ChargeDayTotal> = read.iter().filter(|t| t.day == d).cloned().collect();
-                if of_day.iter().all(|t| t.state.is_final()) {
-                    kept.insert(key(d), of_day);
-                }
-            }
-            totals.extend(read);
-        }
+        let totals = OnCharges::read(self.core.store(), |tx| {
+            Ok(tx.charge_day_totals(&principal.org_id, principal.mode, Timestamp::from_micros(from), days)?)
+        })?;
         // A local midnight plus the country's offset reads, in UTC, as that local date.
         let offset = i64::from(country.utc_offset_minutes).saturating_mul(60_000_000);
         let mut out: Vec<ChargeDay> = (0..days)
@@ -212,10 +182,8 @@ impl<'a> Charges<'a> {
             let Some(day) = usize::try_from(t.day).ok().and_then(|d| out.get_mut(d)) else { continue };
             day.count = day.count.saturating_add(t.count);
             day.amount = day.amount.checked_add(t.amount)?;
-            if t.state == ChargeState::Completed {
-                day.completed = day.completed.saturating_add(t.count);
-                day.completed_amount = day.completed_amount.checked_add(t.amount)?;
-            }
+            day.completed = day.completed.saturating_add(t.completed);
+            day.completed_amount = day.completed_amount.checked_add(t.completed_amount)?;
         }
         Ok(out)
     }
@@ -272,10 +240,6 @@ impl<'a> Charges<'a> {
         })
     }
 }
-
-/// How long after a day's end [`Charges::days`] keeps its totals (when all its charges are
-/// final): instances whose clocks differ by less create no charge in it after that.
-const FINISHED_AFTER_MICROS: i64 = 5 * 60 * 1_000_000;
 
 /// One local day of an organisation's charges ([`Charges::days`]).
 #[derive(Clone, Debug, PartialEq, Eq)]

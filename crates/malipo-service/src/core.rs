@@ -69,13 +69,6 @@ type OrgNames = Mutex<HashMap<OrgId, String>>;
 /// Names kept at most; the cache starts again when full (a lookup each, then).
 const ORG_NAMES_KEPT: usize = 10_000;
 
-/// The charge totals of finished local days, by organisation, mode and the day's start (see
-/// [`crate::Charges::days`]): a day that ended and whose charges are all final never changes.
-pub(crate) type FinishedDays = Mutex<HashMap<(OrgId, Mode, i64), Vec<crate::ports::ChargeDayTotal>>>;
-
-/// Finished days kept at most; the cache starts again when full.
-pub(crate) const FINISHED_DAYS_KEPT: usize = 100_000;
-
 /// Everything the use cases share.
 #[derive(Clone)]
 pub(crate) struct Core {
@@ -92,8 +85,6 @@ pub(crate) struct Core {
     pub(crate) group: Arc<GroupCommit>,
     /// Argon2id hashing of people's passwords (the console), when configured.
     pub(crate) passwords: Option<Arc<Passwords>>,
-    /// Totals of finished days of charges (Home's chart), read once.
-    pub(crate) finished_days: Arc<FinishedDays>,
     account_ids: Arc<AccountIds>,
     org_names: Arc<OrgNames>,
 }
@@ -119,7 +110,6 @@ impl Core {
             backlog: Arc::default(),
             group,
             passwords: None,
-            finished_days: Arc::default(),
             account_ids: Arc::default(),
             org_names: Arc::default(),
         }

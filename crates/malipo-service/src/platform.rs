@@ -72,7 +72,6 @@ impl Platform {
             // A group runs on one store: the new store gets its own queue.
             c.group = Arc::new(GroupCommit::new(c.config.create_group_max));
             c.store = store;
-            c.finished_days = Arc::default();
         })
     }
 

@@ -121,7 +121,7 @@ pub fn wallet(account: &Account, owner: &Msisdn) -> Wallet {
 /// `ORDER-1`, created at `created_at`, expiring and due 90 seconds later.
 pub fn charge(merchant_account: &Account, payer: &Msisdn, amount: i64, created_at: Timestamp) -> Charge {
     Charge {
-        id: ChargeRef::new(),
+        id: ChargeRef::at(created_at),
         kind: ChargeKind::Charge,
         commission: MinorUnit::ZERO,
         org_id: merchant_account.org_id.clone().expect("a merchant account belongs to an organisation"),

@@ -99,6 +99,7 @@ macro_rules! __store_contract_cases {
                 charges::cash_outs_are_not_charges,
                 charges::list_charges_filters_by_payer,
                 activity::charge_day_totals_count_by_day_and_state,
+                activity::charge_day_totals_follow_state_changes,
                 payouts::payouts_round_trip_scoped_by_org_and_mode,
                 payouts::update_payout_persists_every_mutable_field,
                 payouts::payouts_refuse_impossible_states,

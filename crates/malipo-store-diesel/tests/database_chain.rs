@@ -8,10 +8,15 @@
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, PgConnection, SqliteConnection};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
+use malipo_charges::ChargeState;
 use malipo_core::Mode;
+use malipo_ledger::JournalKind;
 use malipo_ledger::{verify, ChainLink, Journal, LedgerSnapshot, Violation};
 use malipo_service::{read, write, Store, UnsealedStats};
-use malipo_store_contract::fixtures::{apply_waiting, at, commit, insert_platform, insert_wallet, msisdn, post, seal, transfer, KES};
+use malipo_store_contract::fixtures::{
+    apply_waiting, at, charge, commit, completed, in_state, insert_merchant, insert_platform, insert_wallet, journal, msisdn, post, seal,
+    transfer, KES,
+};
 use malipo_store_diesel::testing::TestDatabase;
 use malipo_store_diesel::{Backend, DieselStore};
 
@@ -175,9 +180,9 @@ fn a_restart_between_commit_and_seal_loses_nothing(db: &TestDatabase) {
 
 /// The migrations after the sealer's: the hot accounts' (000008), the debits' index (000009),
 /// the console's people (000010), the console's charges indexes (000011), maker/checker by
-/// person (000012), emails waiting in several organisations (000013), snapshots (000014) and
-/// callbacks (000015).
-const AFTER_SEALER: [&str; 8] = ["000008", "000009", "000010", "000011", "000012", "000013", "000014", "000015"];
+/// person (000012), emails waiting in several organisations (000013), snapshots (000014),
+/// callbacks (000015) and Home's hourly totals (000016).
+const AFTER_SEALER: [&str; 9] = ["000008", "000009", "000010", "000011", "000012", "000013", "000014", "000015", "000016"];
 
 /// Undoes the migrations down to and including the sealer's (000007), with `revert` undoing
 /// the last one and naming it: the later ones ([`AFTER_SEALER`]) first, if still applied.
@@ -252,7 +257,52 @@ fn the_sealer_migration_keeps_the_chain(db: &TestDatabase) {
     assert_eq!(verify(&snapshot(&store)), vec![]);
 }
 
+/// Home's hourly totals (000016) start from the charges written before them: with the migration
+/// undone, charges are written (none counted), and done again, the totals are theirs; the
+/// charges written after it are counted by its triggers.
+fn the_hour_totals_migration_counts_the_charges_before_it(db: &TestDatabase) {
+    let revert = || match db.store.backend() {
+        Backend::Postgres => PgConnection::establish(&db.url).unwrap().revert_last_migration(PG_MIGRATIONS).unwrap().to_string(),
+        Backend::Sqlite => {
+            let mut conn = SqliteConnection::establish(db.url.trim_start_matches("sqlite://")).unwrap();
+            conn.revert_last_migration(SQLITE_MIGRATIONS).unwrap().to_string()
+        }
+    };
+    assert!(revert().ends_with("000016"), "000016 is the last migration (update this test with the next one)");
+    let m = insert_merchant(db, "Duka", Mode::Test);
+    let payer = msisdn("254712000052");
+    let paid = journal(Mode::Test, KES, JournalKind::Charge, &[(&m.payout.id, -100), (&m.collection.id, 100)], at(0));
+    let before = [
+        completed(charge(&m.collection, &payer, 1_000, at(10)), &paid, at(12)),
+        in_state(charge(&m.collection, &payer, 400, at(3_700)), ChargeState::Failed),
+        charge(&m.collection, &payer, 700, at(7_300)),
+    ];
+    commit(db, |tx| {
+        for c in &before {
+            tx.insert_charge(c)?;
+        }
+        Ok(())
+    });
+    let redone = match db.store.backend() {
+        Backend::Postgres => PgConnection::establish(&db.url).unwrap().run_pending_migrations(PG_MIGRATIONS).unwrap().len(),
+        Backend::Sqlite => {
+            let mut conn = SqliteConnection::establish(db.url.trim_start_matches("sqlite://")).unwrap();
+            conn.run_pending_migrations(SQLITE_MIGRATIONS).unwrap().len()
+        }
+    };
+    assert_eq!(redone, 1);
+    let store = DieselStore::connect(&db.url, Some(2)).unwrap();
+    let day = |store: &DieselStore| {
+        let totals = read(store, |tx| Ok(tx.charge_day_totals(&m.org.id, Mode::Test, at(0), 1)?)).unwrap();
+        totals.into_iter().map(|t| (t.day, t.count, t.amount.get(), t.completed, t.completed_amount.get())).collect::<Vec<_>>()
+    };
+    assert_eq!(day(&store), vec![(0, 3, 2_100, 1, 1_000)]);
+    commit(&store, |tx| Ok(tx.update_charge(&completed(before[2].clone(), &paid, at(7_310)))?));
+    assert_eq!(day(&store), vec![(0, 3, 2_100, 2, 1_700)]);
+}
+
 malipo_store_diesel::on_both_backends!(
+    the_hour_totals_migration_counts_the_charges_before_it,
     journals_are_sealed_once_and_never_changed,
     an_edited_posting_is_found_at_its_entry,
     an_edited_journal_is_found_at_its_entry,

@@ -1,22 +1,24 @@
 //! Charges and cash-outs (prompts the payer answers).
 
-use malipo_charges::{Charge, ChargeFilter, ChargeState};
+use malipo_charges::{Charge, ChargeFilter};
 use malipo_core::{ChargeRef, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
 
 use crate::error::StoreError;
 
-/// How many charges of one state were created on one day of a run of days, and their amount
-/// ([`ChargeRepo::charge_day_totals`]).
+/// How many charges were created on one day of a run of days and their amount, and how many of
+/// them are completed now and their amount ([`ChargeRepo::charge_day_totals`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChargeDayTotal {
     /// The day: 0 for the run's first.
     pub day: u32,
-    /// The charges' state now.
-    pub state: ChargeState,
-    /// How many.
+    /// How many were created.
     pub count: u64,
     /// Their amounts' sum.
     pub amount: MinorUnit,
+    /// How many of them are completed.
+    pub completed: u64,
+    /// The completed ones' amounts' sum.
+    pub completed_amount: MinorUnit,
 }
 
 /// The length of a day of [`ChargeRepo::charge_day_totals`] (a country's local day: countries
@@ -73,9 +75,10 @@ pub trait ChargeRepo {
     ) -> Result<Vec<Charge>, StoreError>;
     /// An organisation's charges (kind `charge`) in a mode created in the `days` days of
     /// [`DAY_MICROS`] from `from` (`from` inclusive, the last day's end exclusive), counted and
-    /// summed by day and state: one total per day and state that has charges, in no particular
-    /// order. Reads the run's charges alone (an index by creation time), never the
-    /// organisation's others.
+    /// summed by day, with the completed ones among them: one total per day that has charges,
+    /// in no particular order. Reads the run's totals alone, never the organisation's other
+    /// charges (the stores keep the totals as charges are written, or read an index by creation
+    /// time).
     ///
     /// # Errors
     /// Storage failures.

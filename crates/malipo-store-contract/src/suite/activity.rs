@@ -15,16 +15,23 @@ fn day_at(days: i64, seconds: i64) -> Timestamp {
 }
 
 fn sorted(mut v: Vec<ChargeDayTotal>) -> Vec<ChargeDayTotal> {
-    v.sort_by_key(|t| (t.day, t.state));
+    v.sort_by_key(|t| t.day);
     v
 }
 
-fn total(day: u32, state: ChargeState, count: u64, amount: i64) -> ChargeDayTotal {
-    ChargeDayTotal { day, state, count, amount: MinorUnit::new(amount) }
+/// A day's total: `(count, amount)` created, `(count, amount)` of them completed.
+fn total(day: u32, created: (u64, i64), completed: (u64, i64)) -> ChargeDayTotal {
+    ChargeDayTotal {
+        day,
+        count: created.0,
+        amount: MinorUnit::new(created.1),
+        completed: completed.0,
+        completed_amount: MinorUnit::new(completed.1),
+    }
 }
 
 /// `charge_day_totals` counts and sums an organisation's charges of one mode by day (of
-/// `DAY_MICROS` from `from`) and state: `from` inclusive, the last day's end exclusive; other
+/// `DAY_MICROS` from `from`), with the completed ones among them: `from` inclusive, the last day's end exclusive; other
 /// organisations, the other mode, cash-outs and charges outside the days are not counted.
 pub fn charge_day_totals_count_by_day_and_state(store: &dyn Store) {
     insert_platform(store, Mode::Test, KES);
@@ -66,26 +73,59 @@ pub fn charge_day_totals_count_by_day_and_state(store: &dyn Store) {
     let totals = |org: &malipo_core::OrgId, mode: Mode, from: Timestamp, days: u32| {
         sorted(query(store, |tx| Ok(tx.charge_day_totals(org, mode, from, days)?)))
     };
-    assert_eq!(
-        totals(&m.org.id, Mode::Test, day_at(0, 0), 3),
-        vec![
-            total(0, ChargeState::Completed, 2, 3_000),
-            total(0, ChargeState::Failed, 1, 400),
-            total(2, ChargeState::Pending, 1, 700),
-            total(2, ChargeState::Completed, 1, 5_000),
-        ]
-    );
+    assert_eq!(totals(&m.org.id, Mode::Test, day_at(0, 0), 3), vec![total(0, (3, 3_400), (2, 3_000)), total(2, (2, 5_700), (1, 5_000))]);
     assert_eq!(totals(&m.org.id, Mode::Test, day_at(1, 0), 1), vec![], "a day without charges has no totals");
-    assert_eq!(
-        totals(&m.org.id, Mode::Test, day_at(2, 0), 2),
-        vec![
-            total(0, ChargeState::Pending, 1, 700),
-            total(0, ChargeState::Completed, 1, 5_000),
-            total(1, ChargeState::Completed, 1, 9_000)
-        ]
-    );
-    assert_eq!(totals(&m.org.id, Mode::Live, day_at(0, 0), 3), vec![total(0, ChargeState::Completed, 1, 8_000)]);
+    assert_eq!(totals(&m.org.id, Mode::Test, day_at(2, 0), 2), vec![total(0, (2, 5_700), (1, 5_000)), total(1, (1, 9_000), (1, 9_000))]);
+    assert_eq!(totals(&m.org.id, Mode::Live, day_at(0, 0), 3), vec![total(0, (1, 8_000), (1, 8_000))]);
     assert_eq!(totals(&m.org.id, Mode::Test, day_at(0, 0), 0), vec![]);
+}
+
+/// `charge_day_totals` follows charges as they move: a charge counts as completed once it is,
+/// whether it was inserted alone or with others and whichever transaction moved it; days that start on
+/// the hour and days that start half past one (a country whose offset is not whole hours) agree
+/// with the charges themselves.
+pub fn charge_day_totals_follow_state_changes(store: &dyn Store) {
+    insert_platform(store, Mode::Test, KES);
+    let m = insert_merchant(store, "Duka", Mode::Test);
+    let payer = msisdn("254712000051");
+    let paid = journal(Mode::Test, KES, JournalKind::Charge, &[(&m.payout.id, -100), (&m.collection.id, 100)], at(0));
+    let alone = charge(&m.collection, &payer, 1_000, at(60));
+    let grouped = vec![charge(&m.collection, &payer, 2_000, at(1_800)), charge(&m.collection, &payer, 3_000, at(5_400))];
+    commit(store, |tx| tx.insert_charge(&alone).map_err(Into::into));
+    commit(store, |tx| tx.insert_charges(&grouped).map_err(Into::into));
+    let totals = |from: Timestamp, days: u32| sorted(query(store, |tx| Ok(tx.charge_day_totals(&m.org.id, Mode::Test, from, days)?)));
+    let half_past = Timestamp::from_micros(at(-1_800).as_micros());
+    assert_eq!(totals(at(0), 1), vec![total(0, (3, 6_000), (0, 0))]);
+    assert_eq!(totals(half_past, 1), vec![total(0, (3, 6_000), (0, 0))]);
+
+    // Each move in its own transaction: pending → completed, pending → failed, and an update
+    // that leaves the state as it was.
+    commit(store, |tx| tx.update_charge(&completed(alone.clone(), &paid, at(70))).map_err(Into::into));
+    commit(store, |tx| tx.update_charge(&in_state(grouped[0].clone(), ChargeState::Failed)).map_err(Into::into));
+    commit(store, |tx| tx.update_charge(&Charge { updated_at: at(90), ..grouped[1].clone() }).map_err(Into::into));
+    let expected = vec![total(0, (3, 6_000), (1, 1_000))];
+    assert_eq!(totals(at(0), 1), expected);
+    assert_eq!(totals(half_past, 1), expected);
+    // Only the charges of the days asked for: the one created at 00:01 is before 00:30's start
+    // (a day read from the charges), and before 01:00's (one read from the hours).
+    assert_eq!(totals(Timestamp::from_micros(at(1_800).as_micros()), 1), vec![total(0, (2, 5_000), (0, 0))]);
+    assert_eq!(totals(at(3_600), 1), vec![total(0, (1, 3_000), (0, 0))]);
+    assert_eq!(totals(day_at(1, 0), 1), vec![]);
+
+    // Completed, then (were it ever) no longer: the count follows both ways.
+    commit(store, |tx| tx.update_charge(&completed(grouped[1].clone(), &paid, at(100))).map_err(Into::into));
+    assert_eq!(totals(at(0), 1), vec![total(0, (3, 6_000), (2, 4_000))]);
+    assert_eq!(totals(half_past, 1), vec![total(0, (3, 6_000), (2, 4_000))]);
+    commit(store, |tx| tx.update_charge(&grouped[1]).map_err(Into::into));
+    assert_eq!(totals(at(0), 1), expected);
+
+    // A move undone in a rolled-back transaction leaves the totals as they were.
+    let undone: Result<(), malipo_service::ServiceError> = store.run(&mut |tx| {
+        tx.update_charge(&completed(grouped[1].clone(), &paid, at(95)))?;
+        Err(malipo_service::ServiceError::Internal("rolled back".into()))
+    });
+    assert!(undone.is_err());
+    assert_eq!(totals(at(0), 1), expected);
 }
 
 /// `events_of_object` reads one object's events of an organisation and mode, oldest first, at

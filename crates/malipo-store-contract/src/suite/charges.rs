@@ -267,6 +267,15 @@ pub fn list_charges_filters(store: &dyn Store) {
     let window = ChargeFilter { from: Some(at(20)), to: Some(at(40)), ..ChargeFilter::default() };
     assert_eq!(list(window, None), newest_first(vec![c2.clone(), c3.clone()]));
 
+    // An id drawn a little after its creation time was read (as earlier builds drew them) is in
+    // the window of its creation time.
+    let late = Charge { id: ChargeRef::at(at(45 + 600)), ..make(45, ChargeState::Pending, "C") };
+    commit(store, |tx| Ok(tx.insert_charge(&late)?));
+    let around = ChargeFilter { from: Some(at(45)), to: Some(at(46)), ..ChargeFilter::default() };
+    assert_eq!(list(around, None), vec![late.id.clone()], "drawn ten minutes late, still listed by its creation time");
+    let after = ChargeFilter { from: Some(at(46)), ..ChargeFilter::default() };
+    assert_eq!(list(after, None), vec![], "nor listed after it");
+
     let reference = |r: &str| ChargeFilter { reference: Some(r.into()), ..ChargeFilter::default() };
     assert_eq!(list(reference("A"), None), newest_first(vec![c1.clone(), c3.clone()]));
     assert_eq!(list(reference("Z"), None), vec![]);

@@ -16,6 +16,9 @@ use crate::schema::charges;
 use crate::tx::{inserted, limit_i64, locked_row, DieselTx};
 use crate::DbConnection;
 
+/// The length of an hour of `charge_hour_totals`.
+const HOUR_MICROS: i64 = 3_600_000_000;
+
 /// Charges and cash-outs come due for their expiry, settlement or completion.
 const DUE_CHARGES: DueRows = DueRows { table: "charges", id: "id", due: "next_action_at", filter: None };
 
@@ -130,6 +133,16 @@ impl ChargeRepo for DieselTx<'_> {
                 query.filter(charges::created_at.lt(to.as_micros()))
             };
         }
+        // The same window as a range of ids, which are drawn at the creation time
+        // (`ChargeRef::at`), so that a day long ago is read from where it ends rather than by
+        // walking every newer charge. The bounds allow a minute before and an hour after: ids
+        // drawn by earlier builds came from the clock a little after the creation time was read.
+        if let Some(from) = filter.from {
+            query = query.filter(charges::id.ge(ChargeRef::floor(from.plus_seconds(-60)).into_string()));
+        }
+        if let Some(to) = filter.to {
+            query = query.filter(charges::id.lt(ChargeRef::floor(to.plus_seconds(3_600)).into_string()));
+        }
         if let Some(reference) = &filter.reference {
             query = query.filter(charges::reference.eq(reference.as_str()));
         }
@@ -151,19 +164,34 @@ impl ChargeRepo for DieselTx<'_> {
     }
 
     fn charge_day_totals(&mut self, org_id: &OrgId, mode: Mode, from: Timestamp, days: u32) -> Result<Vec<ChargeDayTotal>, StoreError> {
-        // A range of `charges_created_idx` (which carries kind, state and amount on PostgreSQL,
-        // so that the sums read the index alone), grouped by day and state in the database.
+        // Days that start on the hour (a country whose offset is whole hours) are sums of the
+        // hourly totals the database keeps as charges are written (`charge_hour_totals`, in
+        // migration 000016): a few rows an hour, however many charges. Any other day is a range
+        // of `charges_created_idx` (which carries kind, state and amount on PostgreSQL, so that
+        // the sums read the index alone).
+        let on_the_hour = from.as_micros().rem_euclid(HOUR_MICROS) == 0;
         let sql = |p: &dyn Fn(u8) -> String| {
-            format!(
-                "SELECT (created_at - {from}) / {DAY_MICROS} AS day, state, COUNT(*) AS n, CAST(SUM(amount) AS BIGINT) AS total \
-                   FROM charges \
-                  WHERE org_id = {org} AND mode = {mode} AND created_at >= {from} AND created_at < {to} AND kind = 'charge' \
-                  GROUP BY 1, 2",
-                from = p(1),
-                org = p(2),
-                mode = p(3),
-                to = p(4),
-            )
+            let (from, org, mode, to) = (p(1), p(2), p(3), p(4));
+            if on_the_hour {
+                format!(
+                    "SELECT (hour - {from}) / {DAY_MICROS} AS day, CAST(SUM(created) AS BIGINT) AS n, \
+                            CAST(SUM(created_amount) AS BIGINT) AS total, CAST(SUM(completed) AS BIGINT) AS completed, \
+                            CAST(SUM(completed_amount) AS BIGINT) AS completed_total \
+                       FROM charge_hour_totals \
+                      WHERE org_id = {org} AND mode = {mode} AND hour >= {from} AND hour < {to} \
+                      GROUP BY 1 \
+                     HAVING SUM(created) > 0"
+                )
+            } else {
+                format!(
+                    "SELECT (created_at - {from}) / {DAY_MICROS} AS day, COUNT(*) AS n, CAST(SUM(amount) AS BIGINT) AS total, \
+                            CAST(SUM(CASE WHEN state = 'completed' THEN 1 ELSE 0 END) AS BIGINT) AS completed, \
+                            CAST(SUM(CASE WHEN state = 'completed' THEN amount ELSE 0 END) AS BIGINT) AS completed_total \
+                       FROM charges \
+                      WHERE org_id = {org} AND mode = {mode} AND created_at >= {from} AND created_at < {to} AND kind = 'charge' \
+                      GROUP BY 1"
+                )
+            }
         };
         let to = from.as_micros().saturating_add(i64::from(days).saturating_mul(DAY_MICROS));
         macro_rules! bound {
@@ -184,9 +212,10 @@ impl ChargeRepo for DieselTx<'_> {
             .map(|r| {
                 Ok(ChargeDayTotal {
                     day: u32::try_from(r.day).map_err(|_| StoreError::Other(format!("day {} out of range", r.day)))?,
-                    state: r.state.parse().map_err(|e| StoreError::Other(format!("{e}")))?,
                     count: u64::try_from(r.n).unwrap_or(0),
                     amount: MinorUnit::new(r.total),
+                    completed: u64::try_from(r.completed).unwrap_or(0),
+                    completed_amount: MinorUnit::new(r.completed_total),
                 })
             })
             .collect()
@@ -223,10 +252,12 @@ impl ChargeRepo for DieselTx<'_> {
 struct DayTotalRow {
     #[diesel(sql_type = BigInt)]
     day: i64,
-    #[diesel(sql_type = Text)]
-    state: String,
     #[diesel(sql_type = BigInt)]
     n: i64,
     #[diesel(sql_type = BigInt)]
     total: i64,
+    #[diesel(sql_type = BigInt)]
+    completed: i64,
+    #[diesel(sql_type = BigInt)]
+    completed_total: i64,
 }

@@ -112,21 +112,23 @@ impl ChargeRepo for MemoryTx<'_> {
 
     fn charge_day_totals(&mut self, org_id: &OrgId, mode: Mode, from: Timestamp, days: u32) -> Result<Vec<ChargeDayTotal>, StoreError> {
         let end = from.as_micros().saturating_add(i64::from(days).saturating_mul(DAY_MICROS));
-        let mut totals: std::collections::BTreeMap<(u32, ChargeState), (u64, i64)> = std::collections::BTreeMap::new();
+        let mut totals: std::collections::BTreeMap<u32, ChargeDayTotal> = std::collections::BTreeMap::new();
         for c in self.r().charges.values() {
             let at = c.created_at.as_micros();
             if c.kind != ChargeKind::Charge || &c.org_id != org_id || c.mode != mode || at < from.as_micros() || at >= end {
                 continue;
             }
             let day = u32::try_from((at - from.as_micros()) / DAY_MICROS).unwrap_or(u32::MAX);
-            let entry = totals.entry((day, c.state)).or_insert((0, 0));
-            entry.0 += 1;
-            entry.1 += c.amount.get();
+            let zero = malipo_core::MinorUnit::ZERO;
+            let t = totals.entry(day).or_insert(ChargeDayTotal { day, count: 0, amount: zero, completed: 0, completed_amount: zero });
+            t.count += 1;
+            t.amount = t.amount.checked_add(c.amount).map_err(|e| StoreError::Other(e.to_string()))?;
+            if c.state == ChargeState::Completed {
+                t.completed += 1;
+                t.completed_amount = t.completed_amount.checked_add(c.amount).map_err(|e| StoreError::Other(e.to_string()))?;
+            }
         }
-        Ok(totals
-            .into_iter()
-            .map(|((day, state), (count, amount))| ChargeDayTotal { day, state, count, amount: malipo_core::MinorUnit::new(amount) })
-            .collect())
+        Ok(totals.into_values().collect())
     }
 
     fn claim_due_charges(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError> {
