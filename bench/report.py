@@ -331,6 +331,43 @@ def token_flood_section(out):
     return lines
 
 
+def sustained_section(out):
+    """The "Sustained whole payments" section, from `sustained.json` of `bench/sustained.sh`."""
+    lines = ["## Sustained whole payments, against TPC-B (PostgreSQL)", ""]
+    r = load(out / "sustained.json")
+    if not r:
+        return lines + ["Not measured in this run (no `sustained.json`).", ""]
+    runs = r["runs"]
+    tps = ", ".join(f"{t:,.0f}" for t in r["tpcb_tps"])
+    lines += [
+        f"Measured {r.get('measured_at', 'n/a')} with the build of `{r.get('git_commit', 'n/a')}`. "
+        f"`bash bench/sustained.sh` (part of `just bench`): `malipo-loadgen charges` with 32 connections as fast as the server answers for "
+        f"{runs[0]['secs']} s (requests round-robin over the merchants), the sandbox approving at once, the default "
+        "backlog bound (10 s); then every accepted charge reaches a final state. The `sdk` client waits a 503's "
+        "`Retry-After` as `malipo-client` does; `hammer` sends again at once, as wrk does. The rate is the completed charges over "
+        "the span from the first creation to the last completion, read from the database. The yardstick, in the same "
+        f"run: pgbench's TPC-B-like transaction ({r['tpcb']}), rounds before, between and after: {tps} tps, median "
+        f"{r['tpcb_median']:,.0f}. Target: ≥ 0.35 of TPC-B, one merchant and twenty, with 0 expired. Per payment: "
+        "commits and rows from `pg_stat_database`, WAL from `pg_stat_wal`, CPU from `/proc` (the machine's includes "
+        "PostgreSQL and the load generator).",
+        "",
+        "| merchants, client | whole payments/s | of TPC-B | completed | refused 503 | expired | commits | rows inserted / updated | WAL records / bytes | CPU ms: server / PostgreSQL / load generator |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for x in runs:
+        p = x["per_payment"]
+        ratio = x["ratio_to_tpcb"]
+        met = "met" if ratio is not None and ratio >= 0.35 and x["expired"] == 0 else "missed"
+        lines.append(
+            f"| {x['merchants']}, {x['client']} | {x['whole_payments_per_sec']:,.0f} | {ratio:.3f} {met} | {x['completed']:,} | "
+            f"{x['refused_503']:,} | {x['expired']:,} | {p['commits']:.2f} | {p['rows_inserted']:.1f} / {p['rows_updated']:.1f} | "
+            f"{p['wal_records']:.0f} / {p['wal_bytes']:,.0f} | {x['server_cpu_ms_per_payment']:.2f} / "
+            f"{x['postgres_cpu_ms_per_payment']:.2f} / {x['loadgen_cpu_ms_per_payment']:.2f} |"
+        )
+    lines.append("")
+    return lines
+
+
 def intake_section(out):
     """The "Full-speed intake" section, from `intake-<gate>.json` of `bench/intake.sh`."""
     lines = ["## Full-speed charge intake and backpressure (PostgreSQL)", ""]
@@ -609,6 +646,8 @@ def main(argv):
     )
     add("")
 
+    # The headline: whole payments for a minute on end, as a share of TPC-B on the same database.
+    lines.extend(sustained_section(out))
     add("## Targets")
     add("")
     add("| target | measured | |")

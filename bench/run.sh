@@ -32,7 +32,9 @@
 #     10,000-row bulk preview, from two HTTP tests in a release build), bench/failover.sh (the failover
 #     test three times on a three-node Patroni cluster), bench/replication.sh (the synchronous pair's
 #     lifecycle rate, charge p99 beside an export on a standby or the primary) and bench/intake.sh (60 s of full-speed charge intake on
-#     PostgreSQL with and without the backlog gate), each on servers and databases of its own.
+#     PostgreSQL with and without the backlog gate) and bench/sustained.sh (60 s of full-speed intake
+#     with the sandbox approving at once, one merchant and twenty, every payment completed, beside
+#     pgbench's TPC-B-like transaction at scale 32), each on servers and databases of its own.
 # Every result lands as a file in bench-out/ (git-ignored); bench/report.py turns that one run into
 # docs/performance.md. Nothing in the document is typed by hand.
 #
@@ -655,6 +657,8 @@ log "== synchronous replication and reports on the standbys: bench/replication.s
 BENCH_OUT=$OUT BENCH_SKIP_BUILD=1 BENCH_MALIPO_BIN=$MALIPO BENCH_LOADGEN_BIN=$LOADGEN timeout 1800 bash bench/replication.sh
 log "== full-speed intake: bench/intake.sh"
 BENCH_OUT=$OUT timeout 1800 bash bench/intake.sh "$MALIPO" "$LOADGEN"
+log "== sustained whole payments against TPC-B: bench/sustained.sh"
+BENCH_OUT=$OUT timeout 1800 bash bench/sustained.sh "$MALIPO" "$LOADGEN"
 
 date -u +%Y-%m-%dT%H:%M:%SZ | python3 -c 'import json, sys; p = sys.argv[1]; m = json.load(open(p)); m["finished"] = sys.stdin.read().strip(); json.dump(m, open(p, "w"), indent=2)' "$OUT/meta.json"
 python3 bench/report.py "$OUT" "$REPORT"

@@ -28,11 +28,15 @@ pub(crate) struct Args {
     #[arg(long)]
     base_url: String,
     /// The merchant's test client id (`ck_test_…`).
-    #[arg(long)]
-    client_id: String,
+    #[arg(long, required_unless_present = "credentials")]
+    client_id: Option<String>,
     /// The merchant's client secret.
-    #[arg(long)]
-    client_secret: String,
+    #[arg(long, required_unless_present = "credentials")]
+    client_secret: Option<String>,
+    /// JSON lines of several merchants' credentials, as for `lifecycle`: request `n` goes to
+    /// merchant `n % merchants` (instead of `--client-id` and `--client-secret`).
+    #[arg(long, conflicts_with_all = ["client_id", "client_secret"])]
+    credentials: Option<std::path::PathBuf>,
     /// Number of concurrent workers (and pooled connections).
     #[arg(long, default_value_t = 32)]
     concurrency: usize,
@@ -45,6 +49,10 @@ pub(crate) struct Args {
     /// Requests during this first part of the run are sent but not counted.
     #[arg(long, default_value_t = 0)]
     warmup_secs: u64,
+    /// After a 503 or 429 with `Retry-After`, a worker waits that long before its next request
+    /// (as `malipo-client` does); without it, workers send again at once (as wrk does).
+    #[arg(long)]
+    honor_retry_after: bool,
 }
 
 /// The one JSON object printed on stdout.
@@ -79,8 +87,10 @@ pub(crate) struct Report {
 struct Plan {
     client: Client,
     url: String,
-    token: String,
+    /// One bearer token per merchant.
+    tokens: Vec<String>,
     rate: Option<f64>,
+    honor_retry_after: bool,
     start: Instant,
     measure_start: Instant,
     end: Instant,
@@ -133,16 +143,29 @@ pub(crate) async fn run(args: Args) -> Result<serde_json::Value> {
     }
     let base = api::base(&args.base_url);
     let client = api::client(args.concurrency)?;
-    let creds = api::Credentials { client_id: args.client_id.clone(), client_secret: args.client_secret.clone() };
-    let token = api::token(&client, &base, &creds).await?;
+    let merchants = match (&args.credentials, &args.client_id, &args.client_secret) {
+        (Some(path), _, _) => api::read_credentials(path)?,
+        (None, Some(client_id), Some(client_secret)) => {
+            vec![api::Credentials { client_id: client_id.clone(), client_secret: client_secret.clone() }]
+        }
+        _ => bail!("give --credentials, or --client-id with --client-secret"),
+    };
+    if merchants.is_empty() {
+        bail!("no credentials");
+    }
+    let mut tokens = Vec::with_capacity(merchants.len());
+    for creds in &merchants {
+        tokens.push(api::token(&client, &base, creds).await?);
+    }
 
     let start = Instant::now();
     let measure_start = start + Duration::from_secs(args.warmup_secs);
     let plan = Arc::new(Plan {
         client,
         url: format!("{base}/partner/stk"),
-        token,
+        tokens,
         rate: args.rate,
+        honor_retry_after: args.honor_retry_after,
         start,
         measure_start,
         end: measure_start + Duration::from_secs(args.duration_secs),
@@ -207,12 +230,16 @@ async fn worker(plan: Arc<Plan>) -> Result<Tally> {
         };
         let outcome = send(&plan, n).await;
         let latency = origin.elapsed();
+        if let Some(wait) = outcome.as_ref().ok().and_then(|(_, after)| *after).filter(|_| plan.honor_retry_after) {
+            let until = (Instant::now() + wait).min(plan.end);
+            tokio::time::sleep_until(until.into()).await;
+        }
         if origin < plan.measure_start {
             continue;
         }
         tally.requests += 1;
         match outcome {
-            Ok(status) => {
+            Ok((status, _)) => {
                 *tally.status.entry(status).or_default() += 1;
                 if status == 200 {
                     tally.ok += 1;
@@ -226,10 +253,16 @@ async fn worker(plan: Arc<Plan>) -> Result<Tally> {
     Ok(tally)
 }
 
-/// Sends one charge creation and reads the whole answer (so the connection is reused).
-async fn send(plan: &Plan, n: u64) -> Result<u16> {
-    let resp = plan.client.post(&plan.url).bearer_auth(&plan.token).json(&api::charge_body(n)).send().await?;
+/// Sends one charge creation and reads the whole answer (so the connection is reused): its
+/// status, and the wait a 503 or 429 asked for.
+async fn send(plan: &Plan, n: u64) -> Result<(u16, Option<Duration>)> {
+    let token = &plan.tokens[usize::try_from(n).unwrap_or(0) % plan.tokens.len()];
+    let resp = plan.client.post(&plan.url).bearer_auth(token).json(&api::charge_body(n)).send().await?;
     let status = resp.status().as_u16();
+    let retry_after = matches!(status, 429 | 503)
+        .then(|| resp.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim().parse::<u64>().ok())
+        .flatten()
+        .map(Duration::from_secs);
     resp.bytes().await?;
-    Ok(status)
+    Ok((status, retry_after))
 }

@@ -1,8 +1,7 @@
 //! [`ChargeRepo`] on the transaction's connection: charges and cash-outs.
 
-use diesel::dsl::sql;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bool, Text};
+use diesel::sql_types::{BigInt, Text};
 use malipo_charges::{Charge, ChargeFilter, ChargeKind, ChargeState};
 use malipo_core::{ChargeRef, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
 use malipo_service::{ChargeDayTotal, ChargeRepo, StoreError, DAY_MICROS};
@@ -15,6 +14,18 @@ use crate::rows::ChargeRow;
 use crate::schema::charges;
 use crate::tx::{inserted, limit_i64, locked_row, DieselTx};
 use crate::DbConnection;
+
+/// The least id of a charge created at `from` or later: ids are drawn at the creation time
+/// (`ChargeRef::at`); the bound allows a minute for a clock set back.
+fn ids_from(from: Timestamp) -> String {
+    ChargeRef::floor(from.plus_seconds(-60)).into_string()
+}
+
+/// An id above every charge created before `to`. The bound allows an hour: ids drawn by earlier
+/// builds came from the clock a little after the creation time was read.
+fn ids_to(to: Timestamp) -> String {
+    ChargeRef::floor(to.plus_seconds(3_600)).into_string()
+}
 
 /// The length of an hour of `charge_hour_totals`.
 const HOUR_MICROS: i64 = 3_600_000_000;
@@ -104,12 +115,9 @@ impl ChargeRepo for DieselTx<'_> {
             .filter(charges::mode.eq(mode.as_str()))
             .filter(charges::kind.eq(ChargeKind::Charge.as_str()))
             .into_boxed();
-        // SQLite plans without statistics, by the conditions an index matches: it would take
-        // the creation-time index for any date filter and sort the range (a million rows for
-        // "From" a month ago) rather than walk the newest first, and the state index over a payer's
-        // or a reference's. There the creation time is never an index's (`+column`: the newest
-        // are walked until a page is found, as before Home's index), nor the state beside a payer
-        // or a reference. PostgreSQL chooses by its statistics.
+        // SQLite plans without statistics, by the conditions an index matches: it would take the
+        // state index over a payer's or a reference's, so there the state beside a payer or a
+        // reference is never an index's (`+column`). PostgreSQL chooses by its statistics.
         let sqlite = matches!(&*self.conn, DbConnection::Sqlite(_));
         if let Some(state) = filter.state {
             let unindexed = sqlite && (filter.payer.is_some() || filter.reference.is_some());
@@ -119,29 +127,14 @@ impl ChargeRepo for DieselTx<'_> {
                 column_is("charges.state", state.as_str())
             });
         }
+        // A date window is also a range of ids (no index has the creation time): ids are drawn
+        // at the creation time (`ChargeRef::at`), so a day long ago is read from where it ends
+        // in `charges_org_idx` rather than by walking every newer charge.
         if let Some(from) = filter.from {
-            query = if sqlite {
-                query.filter(sql::<Bool>("+charges.created_at >= ").bind::<BigInt, _>(from.as_micros()))
-            } else {
-                query.filter(charges::created_at.ge(from.as_micros()))
-            };
+            query = query.filter(charges::id.ge(ids_from(from))).filter(charges::created_at.ge(from.as_micros()));
         }
         if let Some(to) = filter.to {
-            query = if sqlite {
-                query.filter(sql::<Bool>("+charges.created_at < ").bind::<BigInt, _>(to.as_micros()))
-            } else {
-                query.filter(charges::created_at.lt(to.as_micros()))
-            };
-        }
-        // The same window as a range of ids, which are drawn at the creation time
-        // (`ChargeRef::at`), so that a day long ago is read from where it ends rather than by
-        // walking every newer charge. The bounds allow a minute before and an hour after: ids
-        // drawn by earlier builds came from the clock a little after the creation time was read.
-        if let Some(from) = filter.from {
-            query = query.filter(charges::id.ge(ChargeRef::floor(from.plus_seconds(-60)).into_string()));
-        }
-        if let Some(to) = filter.to {
-            query = query.filter(charges::id.lt(ChargeRef::floor(to.plus_seconds(3_600)).into_string()));
+            query = query.filter(charges::id.lt(ids_to(to))).filter(charges::created_at.lt(to.as_micros()));
         }
         if let Some(reference) = &filter.reference {
             query = query.filter(charges::reference.eq(reference.as_str()));
@@ -167,11 +160,11 @@ impl ChargeRepo for DieselTx<'_> {
         // Days that start on the hour (a country whose offset is whole hours) are sums of the
         // hourly totals the database keeps as charges are written (`charge_hour_totals`, in
         // migration 000016): a few rows an hour, however many charges. Any other day is a range
-        // of `charges_created_idx` (which carries kind, state and amount on PostgreSQL, so that
-        // the sums read the index alone).
+        // of `charges_org_idx` by id (see `list_charges`).
         let on_the_hour = from.as_micros().rem_euclid(HOUR_MICROS) == 0;
         let sql = |p: &dyn Fn(u8) -> String| {
             let (from, org, mode, to) = (p(1), p(2), p(3), p(4));
+            let (id_from, id_to) = (p(5), p(6));
             if on_the_hour {
                 format!(
                     "SELECT (hour - {from}) / {DAY_MICROS} AS day, CAST(SUM(created) AS BIGINT) AS n, \
@@ -188,7 +181,8 @@ impl ChargeRepo for DieselTx<'_> {
                             CAST(SUM(CASE WHEN state = 'completed' THEN 1 ELSE 0 END) AS BIGINT) AS completed, \
                             CAST(SUM(CASE WHEN state = 'completed' THEN amount ELSE 0 END) AS BIGINT) AS completed_total \
                        FROM charges \
-                      WHERE org_id = {org} AND mode = {mode} AND created_at >= {from} AND created_at < {to} AND kind = 'charge' \
+                      WHERE org_id = {org} AND mode = {mode} AND id >= {id_from} AND id < {id_to} \
+                        AND created_at >= {from} AND created_at < {to} AND kind = 'charge' \
                       GROUP BY 1"
                 )
             }
@@ -203,9 +197,17 @@ impl ChargeRepo for DieselTx<'_> {
                     .bind::<BigInt, _>(to)
             };
         }
-        let rows: Vec<DayTotalRow> = match &mut *self.conn {
-            DbConnection::Pg(c) => bound!(diesel::sql_query(sql(&|n| format!("${n}")))).load(c),
-            DbConnection::Sqlite(c) => bound!(diesel::sql_query(sql(&|n| format!("?{n}")))).load(c),
+        macro_rules! with_ids {
+            ($query:expr) => {
+                bound!($query).bind::<Text, _>(ids_from(from)).bind::<Text, _>(ids_to(Timestamp::from_micros(to)))
+            };
+        }
+        let (pg, sqlite) = (sql(&|n| format!("${n}")), sql(&|n| format!("?{n}")));
+        let rows: Vec<DayTotalRow> = match (&mut *self.conn, on_the_hour) {
+            (DbConnection::Pg(c), true) => bound!(diesel::sql_query(pg)).load(c),
+            (DbConnection::Pg(c), false) => with_ids!(diesel::sql_query(pg)).load(c),
+            (DbConnection::Sqlite(c), true) => bound!(diesel::sql_query(sqlite)).load(c),
+            (DbConnection::Sqlite(c), false) => with_ids!(diesel::sql_query(sqlite)).load(c),
         }
         .map_err(db_error)?;
         rows.into_iter()
