@@ -530,7 +530,76 @@ fn migrations_are_applied_once_and_ready_reports_them(db: &TestDatabase) {
     assert_eq!(again.ready(), Ok(()));
 }
 
+/// Home's hourly totals stay exact while several transactions insert and complete one
+/// organisation's charges at once (on PostgreSQL each backend counts in its own slot, so none
+/// waits on another's counter), and the transactions that roll back leave no count behind.
+fn concurrent_writers_keep_the_hour_totals_exact(db: &TestDatabase) {
+    let f = Arc::new(fixture(&db.store));
+    let threads = 4;
+    let start = Arc::new(Barrier::new(threads));
+    let paid = malipo_store_contract::fixtures::journal(
+        Mode::Test,
+        Currency::KES,
+        JournalKind::Charge,
+        &[(&f.wallet.id, -100), (&f.collection.id, 100)],
+        at(0),
+    );
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            let (store, f, start, paid) = (db.store.clone(), f.clone(), start.clone(), paid.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                // (created, completed) amounts this thread committed.
+                let mut kept = (Vec::new(), Vec::new());
+                for i in 0..30_i64 {
+                    let when = at((i * 7 + i64::try_from(t).unwrap() * 600) % 86_000);
+                    let charge = Charge {
+                        created_at: when,
+                        updated_at: when,
+                        amount: MinorUnit::new(100 + i),
+                        ..pending_charge(&f, "254712000002", when)
+                    };
+                    // Every third is rolled back after its insert and completion.
+                    let undo = i % 3 == 0;
+                    let done = malipo_store_contract::fixtures::completed(charge.clone(), &paid, when.plus_seconds(5));
+                    let outcome = write(&store, |tx| {
+                        tx.insert_charge(&charge)?;
+                        if i % 2 == 0 {
+                            tx.update_charge(&done)?;
+                        }
+                        if undo {
+                            return Err(ServiceError::Internal("rolled back".into()));
+                        }
+                        Ok(())
+                    });
+                    assert_eq!(outcome.is_ok(), !undo, "{outcome:?}");
+                    if !undo {
+                        kept.0.push(100 + i);
+                        if i % 2 == 0 {
+                            kept.1.push(100 + i);
+                        }
+                    }
+                }
+                kept
+            })
+        })
+        .collect();
+    let (mut created, mut completed) = (Vec::new(), Vec::new());
+    for w in workers {
+        let (c, d) = w.join().unwrap();
+        created.extend(c);
+        completed.extend(d);
+    }
+    let totals = read(&db.store, |tx| Ok(tx.charge_day_totals(&f.org.id, Mode::Test, at(0), 1)?)).unwrap();
+    let sum = |v: &[i64]| v.iter().sum::<i64>();
+    assert_eq!(totals.len(), 1, "{totals:?}");
+    let day = &totals[0];
+    assert_eq!((day.count, day.amount.get()), (u64::try_from(created.len()).unwrap(), sum(&created)));
+    assert_eq!((day.completed, day.completed_amount.get()), (u64::try_from(completed.len()).unwrap(), sum(&completed)));
+}
+
 malipo_store_diesel::on_both_backends!(
+    concurrent_writers_keep_the_hour_totals_exact,
     journals_and_postings_are_append_only,
     balances_are_checked_by_the_database,
     charges_are_checked_by_the_database,

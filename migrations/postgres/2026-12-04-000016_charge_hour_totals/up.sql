@@ -26,8 +26,12 @@ CREATE TABLE charge_hour_totals (
     CHECK (hour % 3600000000 = 0)
 );
 
--- The charges written before this migration (the table takes no writes meanwhile: creating the
--- triggers waits for the writers and then holds them off until this transaction commits).
+-- Writers are held off from here until this transaction commits (readers are not), so that no
+-- charge is written between the count of those already there and the triggers that count the
+-- rest: a charge committed after the count's snapshot and before the triggers would be missed.
+LOCK TABLE charges IN SHARE ROW EXCLUSIVE MODE;
+
+-- The charges written before this migration.
 INSERT INTO charge_hour_totals (org_id, mode, hour, slot, created, created_amount, completed, completed_amount)
 SELECT org_id, mode, created_at - ((created_at % 3600000000) + 3600000000) % 3600000000, 0,
        COUNT(*), SUM(amount), COUNT(*) FILTER (WHERE state = 'completed'), COALESCE(SUM(amount) FILTER (WHERE state = 'completed'), 0)

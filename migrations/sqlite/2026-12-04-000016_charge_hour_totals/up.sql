@@ -22,7 +22,8 @@ CREATE TABLE charge_hour_totals (
     CHECK (hour % 3600000000 = 0)
 ) WITHOUT ROWID;
 
--- The charges written before this migration.
+-- The charges written before this migration (the migration's transaction has held SQLite's one
+-- write lock since the CREATE TABLE above, so no charge is written until the triggers count it).
 INSERT INTO charge_hour_totals (org_id, mode, hour, slot, created, created_amount, completed, completed_amount)
 SELECT org_id, mode, created_at - ((created_at % 3600000000) + 3600000000) % 3600000000, 0,
        COUNT(*), SUM(amount), SUM(state = 'completed'), SUM(CASE WHEN state = 'completed' THEN amount ELSE 0 END)
