@@ -520,6 +520,20 @@ async fn developers_forms_from_another_origin_or_without_their_token_do_nothing(
     assert_eq!(key_rows(&page).len(), before, "nothing was done");
     assert!(page.attrs("form[action$='/rotate']", "action").is_empty());
     assert_eq!(create_key(&mut b, "test", &admin.recovery[0]).await.status, 200, "the code was not spent");
+
+    // The GSMA callbacks form the same way: the secret is not rotated and the code not spent.
+    let (_, token) = merchant_token_of(app, &b).await;
+    let secret = app.get_json(&token, "/api/v1/webhooks/callback-secret").await["secret"].clone();
+    let form_key = uuid::Uuid::new_v4().to_string();
+    b.origin = Some("https://evil.example".into());
+    assert_eq!(callback_form(&mut b, &csrf, &form_key, &admin.recovery[1], "rotate").await.status, 403);
+    b.origin = Some(app.base.clone());
+    let no_token = [("idempotency_key", form_key.as_str()), ("code", admin.recovery[1].as_str()), ("action", "rotate")];
+    assert_eq!(b.post("/console/developers/callback-secret", &no_token).await.status, 403);
+    assert_eq!(app.get_json(&token, "/api/v1/webhooks/callback-secret").await["secret"], secret, "not rotated");
+    let csrf = b.get("/console/developers").await.csrf();
+    let shown = callback_form(&mut b, &csrf, &uuid::Uuid::new_v4().to_string(), &admin.recovery[1], "show").await;
+    assert_eq!(shown.status, 200, "the code was not spent: {}", shown.html);
 }
 
 /// Step-up is a second factor and limited like one: eleven wrong codes and then the right one
