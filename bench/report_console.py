@@ -150,13 +150,13 @@ def apps_section(out):
     return lines
 
 
-def splice(doc, section, heading="## Console"):
+def splice(doc, section, heading="## Console", before="## Method"):
     """`doc` with its section whose heading starts with `heading` replaced by `section` (added
-    before "## Method" if absent)."""
+    before the section headed `before` if absent)."""
     text = doc.split("\n")
     start = next((i for i, l in enumerate(text) if l.startswith(heading)), None)
     if start is None:
-        at = next((i for i, l in enumerate(text) if l == "## Method"), len(text))
+        at = next((i for i, l in enumerate(text) if l == before), len(text))
         return "\n".join(text[:at] + section + text[at:])
     end = next((i for i in range(start + 1, len(text)) if text[i].startswith("## ")), len(text))
     return "\n".join(text[:start] + section + text[end:])

@@ -23,13 +23,7 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     target = Path(argv[2])
-    doc = target.read_text()
-    section = sustained_section(Path(argv[1]))
-    if HEADING not in doc:
-        doc = doc.replace("## Targets\n", "\n".join(section) + "\n## Targets\n", 1)
-    else:
-        doc = splice(doc, section, heading=HEADING)
-    target.write_text(doc)
+    target.write_text(splice(target.read_text(), sustained_section(Path(argv[1])), heading=HEADING, before="## Targets"))
     return 0
 
 

@@ -202,12 +202,13 @@ impl ChargeRepo for DieselTx<'_> {
                 bound!($query).bind::<Text, _>(ids_from(from)).bind::<Text, _>(ids_to(Timestamp::from_micros(to)))
             };
         }
-        let (pg, sqlite) = (sql(&|n| format!("${n}")), sql(&|n| format!("?{n}")));
+        let pg = |n| format!("${n}");
+        let sqlite = |n| format!("?{n}");
         let rows: Vec<DayTotalRow> = match (&mut *self.conn, on_the_hour) {
-            (DbConnection::Pg(c), true) => bound!(diesel::sql_query(pg)).load(c),
-            (DbConnection::Pg(c), false) => with_ids!(diesel::sql_query(pg)).load(c),
-            (DbConnection::Sqlite(c), true) => bound!(diesel::sql_query(sqlite)).load(c),
-            (DbConnection::Sqlite(c), false) => with_ids!(diesel::sql_query(sqlite)).load(c),
+            (DbConnection::Pg(c), true) => bound!(diesel::sql_query(sql(&pg))).load(c),
+            (DbConnection::Pg(c), false) => with_ids!(diesel::sql_query(sql(&pg))).load(c),
+            (DbConnection::Sqlite(c), true) => bound!(diesel::sql_query(sql(&sqlite))).load(c),
+            (DbConnection::Sqlite(c), false) => with_ids!(diesel::sql_query(sql(&sqlite))).load(c),
         }
         .map_err(db_error)?;
         rows.into_iter()
