@@ -19,7 +19,7 @@ use malipo_auth::SecretHasher;
 use malipo_core::{Clock, SystemClock};
 use malipo_countries::Countries;
 use malipo_http::{AppState, RateLimits};
-use malipo_service::{Platform, ServiceConfig, WebhookConfig};
+use malipo_service::{Grouping, Platform, ServiceConfig, WebhookConfig};
 use malipo_store_diesel::DieselStore;
 use malipo_webhooks::SecretCipher;
 use tokio::sync::watch;
@@ -100,10 +100,10 @@ fn assemble(settings: &Settings, key: webhook_key::KeySource, clock: Arc<dyn Clo
         payout_settle_chunk: settings.payout_settle_chunk.unwrap_or(if settings.database_url.starts_with("postgres") { 16 } else { 8 }),
         charge_settle_chunk: settings.charge_settle_chunk.unwrap_or(if settings.database_url.starts_with("postgres") { 16 } else { 64 }),
         max_backlog_seconds: settings.max_backlog_seconds,
-        create_group_max: settings.create_group_max,
     };
-    let platform = Platform::new(Arc::new(store.clone()), Arc::new(countries), Arc::new(hasher), clock, config)
-        .with_webhooks(cipher, webhook_config(settings));
+    let requests = Grouping::over(Arc::new(store.clone()), settings.create_group_max);
+    let platform =
+        Platform::new(requests, Arc::new(countries), Arc::new(hasher), clock, config).with_webhooks(cipher, webhook_config(settings));
     let passwords = malipo_auth::Passwords::new().map_err(|e| anyhow::anyhow!("{e}"))?;
     let platform = platform.with_passwords(Arc::new(passwords));
     platform.access().ensure_system_accounts().map_err(|e| anyhow::anyhow!("cannot create system accounts: {e}"))?;

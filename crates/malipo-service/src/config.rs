@@ -26,9 +26,6 @@ pub struct ServiceConfig {
     /// this many seconds, until it is back under half of it (0: never refused). See
     /// [`crate::backlog`].
     pub max_backlog_seconds: i64,
-    /// Charge creations of this instance that may share one write transaction when they arrive
-    /// together (1: each in a transaction of its own). See [`crate::group`].
-    pub create_group_max: usize,
 }
 
 impl Default for ServiceConfig {
@@ -40,7 +37,6 @@ impl Default for ServiceConfig {
             payout_settle_chunk: 1,
             charge_settle_chunk: 1,
             max_backlog_seconds: 10,
-            create_group_max: 1,
         }
     }
 }

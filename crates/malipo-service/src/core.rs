@@ -15,7 +15,6 @@ use malipo_webhooks::SecretCipher;
 
 use crate::config::{ServiceConfig, WebhookConfig};
 use crate::error::ServiceError;
-use crate::group::GroupCommit;
 use crate::ports::{AccountKey, AuthRepo, LedgerRepo, Store};
 
 /// Hears about state changes (for metrics). The default hears nothing.
@@ -81,8 +80,6 @@ pub(crate) struct Core {
     pub(crate) cipher: Arc<SecretCipher>,
     pub(crate) webhooks: WebhookConfig,
     pub(crate) backlog: Arc<BacklogGate>,
-    /// This instance's grouped writes on `store` (replaced with the store).
-    pub(crate) group: Arc<GroupCommit>,
     /// Argon2id hashing of people's passwords (the console), when configured.
     pub(crate) passwords: Option<Arc<Passwords>>,
     account_ids: Arc<AccountIds>,
@@ -97,7 +94,6 @@ impl Core {
         clock: Arc<dyn Clock>,
         config: ServiceConfig,
     ) -> Self {
-        let group = Arc::new(GroupCommit::new(config.create_group_max));
         Core {
             store,
             countries,
@@ -108,7 +104,6 @@ impl Core {
             cipher: Arc::new(SecretCipher::ephemeral()),
             webhooks: WebhookConfig::default(),
             backlog: Arc::default(),
-            group,
             passwords: None,
             account_ids: Arc::default(),
             org_names: Arc::default(),

@@ -1,43 +1,35 @@
-//! Group commit: charge creations of one instance arriving together share one write transaction.
+//! Group commit: a store decorator under which charge creations arriving together
+//! ([`Store::create_charge`]) share one write transaction; everything else passes through.
 //!
 //! A request that finds no group being run leads one: it takes the requests queued behind it
-//! (itself first, at most [`crate::ServiceConfig::create_group_max`]), inserts their idempotency
-//! keys (with the responses already rendered) and their charges, each kind in one statement where
+//! (itself first, at most the `max` of [`Grouping::over`]), inserts their idempotency keys
+//! (with the records a repeat is answered from) and their charges, each kind in one statement where
 //! the database allows it, commits once and answers each. Requests that arrive meanwhile queue;
 //! when the leader is done, the first of them leads the next group. Nobody waits on a timer: a
 //! request that finds nobody else runs at once, in a group of one, as it would without grouping.
 //! Under load the groups grow by themselves, and each request pays a share of one
 //! `BEGIN`/`COMMIT` (and of one turn of SQLite's writer) instead of a whole one. One group runs
-//! at a time per instance (per store): the groups, not more transactions, carry the load.
+//! at a time per decorated store: the groups, not more transactions, carry the load.
 //!
 //! A group is all or nothing. When any member fails (its idempotency key is already stored, by
 //! another request or by another member of the group; a constraint refuses a row; the database
-//! fails) or the commit fails, nothing of the group is kept and every member runs alone, the
-//! ordinary way ([`crate::core::Core`]'s `idempotent`), which settles repeats, refusals and
-//! errors as it always has. An answer is given only after the commit, so no member is told of a
+//! fails) or the commit fails, nothing of the group is kept and every member runs alone, in a
+//! transaction of its own on the decorated store, where a stored key writes nothing (the use
+//! case then answers from its record) and a refusal fails that member only. An answer is given only after the commit, so no member is told of a
 //! write that was not kept. A leader that panics hands the lead on (its members, finding their
 //! answer gone, run alone).
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Mutex, MutexGuard, PoisonError};
-
-use malipo_charges::Charge;
-use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::error::{ServiceError, StoreError};
-use crate::ports::Store;
-
-/// One member's write: a new charge, and its idempotency key with the response to store.
-pub(crate) struct Creation {
-    pub(crate) charge: Charge,
-    pub(crate) key: (KeyScope, IdempotencyKey, IdempotencyRecord),
-}
+use crate::ports::{Creation, ReplicaState, Store, Tx};
 
 /// What a member waiting for its group is told.
 enum Signal {
-    /// Committed with the group.
-    Done,
+    /// Committed with the group: its size to the member whose thread ran it, else 0.
+    Done(usize),
     /// Not committed with a group: run alone.
     Alone,
     /// Lead the next group.
@@ -59,30 +51,28 @@ struct Queue {
     leading: bool,
 }
 
-/// The queue of one instance's grouped writes on one store.
-pub(crate) struct GroupCommit {
+/// A store whose charge creations are grouped: at most `max` share a transaction.
+pub struct Grouping {
+    inner: Arc<dyn Store>,
     max: usize,
     queue: Mutex<Queue>,
 }
 
-impl GroupCommit {
-    /// Groups of at most `max` requests (with `max` ≤ 1, every request runs alone).
-    pub(crate) fn new(max: usize) -> Self {
-        GroupCommit { max, queue: Mutex::new(Queue { waiting: VecDeque::new(), leading: false }) }
+impl Grouping {
+    /// `inner` with its creations grouped by at most `max` (with `max` ≤ 1, `inner` itself).
+    pub fn over(inner: Arc<dyn Store>, max: usize) -> Arc<dyn Store> {
+        if max <= 1 {
+            return inner;
+        }
+        Arc::new(Grouping { inner, max, queue: Mutex::new(Queue { waiting: VecDeque::new(), leading: false }) })
     }
 
-    /// Whether requests are grouped at all.
-    pub(crate) fn enabled(&self) -> bool {
-        self.max > 1
-    }
-
-    /// Writes `creation` with whatever other requests are waiting, on `store`; blocks until the
-    /// group is committed or given up, and tells `committed` the size of each group committed.
-    /// Whether the creation was committed (else the caller runs it alone).
+    /// Writes `creation` with whatever other creations are waiting; blocks until the group is
+    /// committed (its size) or given up (`None`: the caller runs it alone).
     ///
     /// # Errors
     /// [`StoreError::Unavailable`] when the database could not be reached.
-    pub(crate) fn submit(&self, store: &dyn Store, committed: &dyn Fn(usize), creation: Creation) -> Result<bool, ServiceError> {
+    fn submit(&self, creation: Creation) -> Result<Option<usize>, ServiceError> {
         let (answer, answers) = channel();
         let lead = {
             let mut queue = self.lock();
@@ -90,21 +80,21 @@ impl GroupCommit {
             !std::mem::replace(&mut queue.leading, true)
         };
         if lead {
-            self.lead(store, committed);
+            self.lead();
         }
         loop {
             match answers.recv() {
-                Ok(Signal::Done) => return Ok(true),
-                Ok(Signal::Alone) | Err(_) => return Ok(false),
+                Ok(Signal::Done(members)) => return Ok(Some(members)),
+                Ok(Signal::Alone) | Err(_) => return Ok(None),
                 Ok(Signal::Unavailable(e)) => return Err(e.into()),
-                Ok(Signal::Lead) => self.lead(store, committed),
+                Ok(Signal::Lead) => self.lead(),
             }
         }
     }
 
     /// Runs the next group: the queue's front (this thread's own request, as the one that found
     /// nobody leading or the one handed the lead) and those behind it.
-    fn lead(&self, store: &dyn Store, committed: &dyn Fn(usize)) {
+    fn lead(&self) {
         let _hand_on = HandOn(self);
         let (mut answers, mut charges, mut keys) = (Vec::new(), Vec::new(), Vec::new());
         {
@@ -117,7 +107,7 @@ impl GroupCommit {
             }
         }
         let group = answers;
-        let kept = store.run(&mut |tx| {
+        let kept = self.inner.run(&mut |tx| {
             // Any failure gives up the whole group (each member then runs alone); it is never
             // retried as a group, since a stored key would fail it again. The keys go first: a
             // key already stored gives the group up before its charges are written.
@@ -134,11 +124,9 @@ impl GroupCommit {
         });
         match kept {
             Ok(()) => {
-                if group.len() > 1 {
-                    committed(group.len());
-                }
-                for answer in &group {
-                    let _ = answer.send(Signal::Done);
+                // The leader's own answer (the queue's front) counts the group; the others none.
+                for (i, answer) in group.iter().enumerate() {
+                    let _ = answer.send(Signal::Done(if i == 0 { group.len() } else { 0 }));
                 }
             }
             Err(ServiceError::Store(e @ StoreError::Unavailable(_))) => {
@@ -162,7 +150,7 @@ impl GroupCommit {
 
 /// Passes the lead to the first request still queued when a group is done (also when its leader
 /// panicked), or marks that nobody leads.
-struct HandOn<'a>(&'a GroupCommit);
+struct HandOn<'a>(&'a Grouping);
 
 impl Drop for HandOn<'_> {
     fn drop(&mut self) {
@@ -175,5 +163,43 @@ impl Drop for HandOn<'_> {
             queue.waiting.pop_front();
         }
         queue.leading = false;
+    }
+}
+
+impl Store for Grouping {
+    fn run(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.inner.run(f)
+    }
+
+    fn read(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.inner.read(f)
+    }
+
+    fn query(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.inner.query(f)
+    }
+
+    fn autocommit(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.inner.autocommit(f)
+    }
+
+    fn ready(&self) -> Result<(), StoreError> {
+        self.inner.ready()
+    }
+
+    fn report(&self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), ServiceError>) -> Result<(), ServiceError> {
+        self.inner.report(f)
+    }
+
+    fn replica(&self) -> Option<ReplicaState> {
+        self.inner.replica()
+    }
+
+    fn create_charge(&self, creation: &Creation) -> Result<Option<usize>, ServiceError> {
+        match self.submit(creation.clone())? {
+            Some(members) => Ok(Some(members)),
+            // Given up as a group: alone, where a stored key or a refusal is settled.
+            None => self.inner.create_charge(creation),
+        }
     }
 }

@@ -14,8 +14,7 @@ use malipo_webhooks::{check_url, Endpoint};
 
 use crate::core::Core;
 use crate::error::{Earlier, ServiceError, StoreError};
-use crate::group::Creation;
-use crate::ports::{write, AuditEntry, Callback, CallbackState};
+use crate::ports::{write, AuditEntry, Callback, CallbackState, Creation};
 use crate::snapshot;
 use crate::views::{Charging, OnKeys, View};
 
@@ -236,22 +235,30 @@ impl Core {
         })
     }
 
-    /// [`Core::idempotent`] for a new charge, whole before its transaction: it may share the
-    /// transaction (and its commit) with other creations arriving at the same moment (see
-    /// [`crate::group`]). Whatever happens to a group, the outcome is the one
-    /// [`Core::idempotent`] would give: a group is kept whole or not at all, and a creation whose
-    /// group was not kept runs alone.
+    /// [`Core::idempotent`] for a new charge, whole before its transaction: the store writes it
+    /// with its key ([`crate::ports::Store::create_charge`], which may share the transaction with
+    /// other creations); a key stored already is answered from its record.
     ///
     /// # Errors
     /// As [`Core::idempotent`].
     pub(crate) fn create_charge(&self, idem: &Idem, charge: &Charge) -> Result<Done<Charge>, ServiceError> {
-        // A group writes keys and charges alone: a person's creation, with its audit entry, and
-        // one with a callback run the ordinary way.
-        if self.group.enabled() && idem.actor.is_none() && idem.callback.is_none() {
+        // A person's creation, with its audit entry, and one with a callback write more than the
+        // charge and its key.
+        if idem.actor.is_none() && idem.callback.is_none() {
             let record = record(&idem.fingerprint, charge, self.now())?;
             let creation = Creation { charge: charge.clone(), key: (idem.scope.clone(), idem.key.clone(), record) };
-            if self.group.submit(self.store(), &|n| self.observer.group_committed(n), creation)? {
-                return Ok(Done::new(charge.clone()));
+            match self.store().create_charge(&creation)? {
+                Some(members) => {
+                    if members > 1 {
+                        self.observer.group_committed(members);
+                    }
+                    return Ok(Done::new(charge.clone()));
+                }
+                None => {
+                    if let Some(done) = self.stored_outcome(idem)? {
+                        return Ok(done);
+                    }
+                }
             }
         }
         self.idempotent(idem, Charging, |tx| {

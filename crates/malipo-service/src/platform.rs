@@ -20,7 +20,6 @@ use crate::commands::{Command, ParseContext};
 use crate::config::{ServiceConfig, WebhookConfig};
 use crate::core::{Core, Observer};
 use crate::error::ServiceError;
-use crate::group::GroupCommit;
 use crate::housekeeping::Housekeeping;
 use crate::payment_requests::PaymentRequests;
 use crate::payouts::bulk::BulkPayouts;
@@ -68,11 +67,7 @@ impl Platform {
     /// another store: the app gives its background work a connection pool of its own.
     #[must_use]
     pub fn with_store(self, store: Arc<dyn Store>) -> Self {
-        self.with(|c| {
-            // A group runs on one store: the new store gets its own queue.
-            c.group = Arc::new(GroupCommit::new(c.config.create_group_max));
-            c.store = store;
-        })
+        self.with(|c| c.store = store)
     }
 
     /// The same platform with a metrics hook.

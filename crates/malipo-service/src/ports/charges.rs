@@ -3,7 +3,19 @@
 use malipo_charges::{Charge, ChargeFilter};
 use malipo_core::{ChargeRef, MinorUnit, Mode, Msisdn, OrgId, Timestamp};
 
+use malipo_idempotency::{IdempotencyKey, IdempotencyRecord, KeyScope};
+
 use crate::error::StoreError;
+
+/// A new charge and its idempotency key with the record to store, written together
+/// ([`super::Store::create_charge`]).
+#[derive(Clone, Debug)]
+pub struct Creation {
+    /// The charge.
+    pub charge: Charge,
+    /// Its key, scoped, and the record a repeat is answered from.
+    pub key: (KeyScope, IdempotencyKey, IdempotencyRecord),
+}
 
 /// How many charges were created on one day of a run of days and their amount, and how many of
 /// them are completed now and their amount ([`ChargeRepo::charge_day_totals`]).

@@ -28,7 +28,7 @@ mod wallets;
 pub use auth::{AuthRepo, TokenRecord};
 pub use callbacks::{Callback, CallbackRepo, CallbackSecret, CallbackState};
 pub use chain::{ChainRepo, UnsealedStats};
-pub use charges::{ChargeDayTotal, ChargeRepo, DAY_MICROS};
+pub use charges::{ChargeDayTotal, ChargeRepo, Creation, DAY_MICROS};
 pub use endpoints::EndpointRepo;
 pub use idempotency::IdempotencyRepo;
 pub use ledger::{AccountKey, LedgerRepo, PostingQuery, StatementLine};
@@ -338,6 +338,28 @@ pub trait Store: Send + Sync {
     /// The replica that [`Store::report`] reads from, when there is one.
     fn replica(&self) -> Option<ReplicaState> {
         None
+    }
+
+    /// Writes a new charge and its idempotency key in one transaction, or (a store that groups,
+    /// [`crate::Grouping`]) in one with other creations arriving at the same moment, kept whole
+    /// or not at all. How many creations the transaction this call ran committed (1 alone, a
+    /// group's size for the call that ran the group's, 0 for a member of a group another call
+    /// ran: summed over calls, the creations), or `None`, having written nothing, when the key is
+    /// stored already.
+    ///
+    /// # Errors
+    /// As [`Store::run`]; a charge the database refuses.
+    fn create_charge(&self, creation: &Creation) -> Result<Option<usize>, ServiceError> {
+        let (scope, key, record) = &creation.key;
+        let mut stored = false;
+        self.run(&mut |tx| {
+            stored = tx.insert_key(scope, key, record)?;
+            if stored {
+                tx.insert_charge(&creation.charge)?;
+            }
+            Ok(())
+        })?;
+        Ok(stored.then_some(1))
     }
 }
 
