@@ -28,7 +28,7 @@ WORK=$(mktemp -d)
 # Each round runs in a command substitution (a subshell), so its server's pid comes back in a
 # file: an unset $PID here made `kill 0`, which stopped this script's whole process group (and a
 # pipe reading its output) at exit.
-trap '[[ -s $WORK/server.pid ]] && kill "$(cat "$WORK/server.pid")" 2>/dev/null; rm -rf "$WORK"' EXIT
+trap '[[ -s $WORK/server.pid ]] && kill "$(cat "$WORK/server.pid")" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
 # shellcheck source=bench/lifecycle-round.sh
 source bench/lifecycle-round.sh

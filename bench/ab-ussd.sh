@@ -22,7 +22,7 @@ SECS=${BENCH_USSD_SECS:-15}
 KEY=$(python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())')
 WORK=$(mktemp -d)
 SERVER=
-trap '[[ -n $SERVER ]] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
+trap '[[ -n $SERVER ]] && kill "$SERVER" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
 json() { python3 -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 # The last JSON object printed by a CLI command, on one line.
