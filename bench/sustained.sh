@@ -9,7 +9,9 @@
 # (MALIPO_SANDBOX_APPROVAL_DELAY_MS=0), its default backlog bound (10 s) and the per-credential
 # rate limit out of the way. `malipo-loadgen charges` creates charges with 32 connections as fast
 # as the server takes them for BENCH_SUSTAINED_SECS (60), the requests spread round-robin over
-# the merchants; then every accepted charge is left to reach a final state. Each is run with two
+# the merchants, each paid by one of BENCH_SUSTAINED_PAYERS (10,000) customers in turn, whose
+# wallets the warm-up opened (0: a new random payer each, its wallet opened with the payment);
+# then every accepted charge is left to reach a final state. Each is run with two
 # clients (BENCH_SUSTAINED_CLIENTS, default "sdk hammer"): `sdk` waits the Retry-After of a 503
 # before its next request, as malipo-client does; `hammer` sends again at once, as wrk does. From the database:
 # the charges by state and the span from the first creation to the last completion; the
@@ -19,7 +21,9 @@
 # The yardstick: `pgbench` TPC-B-like (its built-in script) at scale 32 with 16 clients and 2
 # threads, `-M prepared`, BENCH_SUSTAINED_PGBENCH_SECS (30) a round, on a database of its own, run
 # before, between and after the Malipo runs; its median is the run's TPC-B figure, and each rate
-# is reported as a share of it. Writes $BENCH_OUT/sustained.json (default bench-out/).
+# is reported as a share of it. Where PostgreSQL loads pg_stat_statements
+# (shared_preload_libraries), every statement of a measured run is counted too. Writes
+# $BENCH_OUT/sustained.json (default bench-out/).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=${1:-$ROOT/target/release/malipo}
@@ -27,6 +31,7 @@ LOADGEN=${2:-$ROOT/target/release/malipo-loadgen}
 OUT=${BENCH_OUT:-$ROOT/bench-out}
 SECS=${BENCH_SUSTAINED_SECS:-60}
 PGBENCH_SECS=${BENCH_SUSTAINED_PGBENCH_SECS:-30}
+PAYERS=${BENCH_SUSTAINED_PAYERS:-10000}
 export PGHOST=${PGHOST:-127.0.0.1} PGUSER=${PGUSER:-postgres}
 # Loopback connections without TLS, as bench/run.sh.
 export PGSSLMODE=${PGSSLMODE:-disable} PGOPTIONS="-c client_min_messages=warning"
@@ -70,10 +75,21 @@ run() { # merchants client (hammer: sends again at once after a 503; sdk: waits 
   # planned on populated tables, as a running system's autovacuum would have it (statements
   # prepared on empty tables keep plans that scan them as they grow). Only the charges created
   # after it are counted.
+  # With a population of payers, the warm-up pays once from each, so that every payer of the
+  # measured run has a wallet (returning customers), as in a live system.
+  local warmup=${BENCH_SUSTAINED_WARMUP:-2000}
+  [ "$PAYERS" -gt "$warmup" ] && warmup=$PAYERS
   timeout 150 "$LOADGEN" lifecycle --base-url "http://127.0.0.1:$port/api/v1" --credentials "$WORK/creds.jsonl" \
-    --count "${BENCH_SUSTAINED_WARMUP:-2000}" --concurrency 32 --timeout-secs 120 >/dev/null
+    --count "$warmup" --payers "$PAYERS" --concurrency 32 --timeout-secs 120 >/dev/null
   psql -X -q -d "$DB" -c 'ANALYZE'
   local cutoff; cutoff=$(sql "SELECT coalesce(max(created_at), 0) FROM charges")
+  # Statements are counted where PostgreSQL loads pg_stat_statements (shared_preload_libraries;
+  # see docs/throughput.md): from here to the run's end, this database's only.
+  local statements=false
+  if [ "$(sql "SELECT count(*) FROM pg_settings WHERE name = 'shared_preload_libraries' AND setting ~ 'pg_stat_statements'")" = 1 ]; then
+    statements=true
+    psql -X -q -d "$DB" -c 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements' -c 'SELECT pg_stat_statements_reset()' >/dev/null
+  fi
   log "$merchants merchant(s), $client client: full-speed intake for ${SECS}s"
   local cpu0; cpu0=$(awk '{print $14 + $15}' "/proc/$SERVER/stat")
   local busy0; busy0=$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat)
@@ -81,7 +97,7 @@ run() { # merchants client (hammer: sends again at once after a 503; sdk: waits 
   local db0; db0=$(sql "SELECT xact_commit || ' ' || tup_inserted || ' ' || tup_updated FROM pg_stat_database WHERE datname = current_database()")
   local TIMEFORMAT='%U %S'
   { time "$LOADGEN" charges --base-url "http://127.0.0.1:$port/api/v1" --credentials "$WORK/creds.jsonl" \
-    --concurrency 32 --duration-secs "$SECS" "${honor[@]}" >"$WORK/load-$name.json" 2>"$WORK/load-$name.err"; } 2>"$WORK/load-$name.time"
+    --concurrency 32 --duration-secs "$SECS" --payers "$PAYERS" "${honor[@]}" >"$WORK/load-$name.json" 2>"$WORK/load-$name.err"; } 2>"$WORK/load-$name.time"
   local deadline=$((SECONDS + 600))
   while [ "$(sql "SELECT count(*) FROM charges WHERE state IN ('pending','authorised') AND created_at > $cutoff")" != 0 ]; do
     [ $SECONDS -lt $deadline ] || { log "charges still open after 600 s"; break; }
@@ -98,10 +114,18 @@ run() { # merchants client (hammer: sends again at once after a 503; sdk: waits 
   # Rows read by sequential scans over the whole run (warm-up included): a table read whole by a
   # statement of the payment's path shows here.
   local scans; scans=$(sql "SELECT coalesce(json_object_agg(relname, seq_tup_read), '{}') FROM pg_stat_user_tables WHERE seq_tup_read > 1000")
+  # Every statement of the measured run (the warm-up's were reset), the most called first.
+  local stmts='null'
+  if $statements; then
+    stmts=$(sql "SELECT coalesce(json_agg(s ORDER BY s.calls DESC), '[]') FROM (SELECT calls, rows, round(total_exec_time::numeric, 1) AS exec_ms,
+      left(regexp_replace(query, '\s+', ' ', 'g'), 160) AS query FROM pg_stat_statements
+      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query !~ 'pg_stat_statements') s")
+  fi
   python3 - "$merchants" "$WORK/load-$name.json" "$states" "$span" "$((cpu1 - cpu0))" "$(getconf CLK_TCK)" "$SECS" \
-    "$((busy1 - busy0))" "$wal0" "$wal1" "$db0" "$db1" "$client" "$(cat "$WORK/load-$name.time")" "$scans" >"$WORK/run-$name.json" <<'PY'
+    "$((busy1 - busy0))" "$wal0" "$wal1" "$db0" "$db1" "$client" "$(cat "$WORK/load-$name.time")" "$scans" "$stmts" "$PAYERS" >"$WORK/run-$name.json" <<'PY'
 import json, sys
-merchants, load, states, span, ticks, hz, secs, busy, wal0, wal1, db0, db1, client, loadgen_cpu, scans = sys.argv[1:]
+merchants, load, states, span, ticks, hz, secs, busy, wal0, wal1, db0, db1, client, loadgen_cpu, scans, stmts, payers = sys.argv[1:]
+stmts = json.loads(stmts)
 loadgen_secs = sum(float(x) for x in loadgen_cpu.split())
 delta = lambda a, b: [int(y) - int(x) for x, y in zip(a.split(), b.split())]
 wal_records, wal_bytes = delta(wal0, wal1)
@@ -111,11 +135,14 @@ states = json.loads(states)
 completed = states.get("completed", 0)
 span_secs = int(span or 0) / 1e6
 print(json.dumps({
-    "merchants": int(merchants), "client": client, "secs": int(secs), "states": states, "created": sum(states.values()),
+    "merchants": int(merchants), "client": client, "payers": int(payers), "secs": int(secs), "states": states, "created": sum(states.values()),
     "completed": completed, "expired": states.get("expired", 0), "span_secs": span_secs,
     "whole_payments_per_sec": completed / span_secs if span_secs else None,
     "refused_503": load["status_counts"].get("503", 0), "accepted": load["ok"], "load": load,
     "seq_scan_rows": json.loads(scans),
+    # pg_stat_statements (None where it is not loaded): calls a payment, each statement's and all.
+    "statements_per_payment": sum(s["calls"] for s in stmts) / completed if stmts is not None and completed else None,
+    "statements": [dict(s, per_payment=s["calls"] / completed) for s in stmts] if stmts is not None and completed else None,
     "server_cpu_secs": int(ticks) / int(hz),
     "server_cpu_ms_per_payment": 1000 * int(ticks) / int(hz) / completed if completed else None,
     # The whole machine (server, PostgreSQL, load generator) from the load's start to the last
@@ -137,6 +164,10 @@ print(f"{r['merchants']} merchant(s), {r['client']} client: {r['completed']} com
       f"CPU ms a payment: server {r['server_cpu_ms_per_payment']:.2f}, PostgreSQL {r['postgres_cpu_ms_per_payment']:.2f}, "
       f"load generator {r['loadgen_cpu_ms_per_payment']:.2f}, machine {r['machine_cpu_ms_per_payment']:.2f}; a payment: "
       + ", ".join(f"{k} {v:.1f}" for k, v in r["per_payment"].items()) + f"; rows read by sequential scans {r['seq_scan_rows']}")
+if r["statements"] is not None:
+    print(f"statements a payment: {r['statements_per_payment']:.2f}")
+    for s in r["statements"][:40]:
+        print(f"  {s['per_payment']:6.2f}/payment {s['exec_ms'] / max(s['calls'], 1) * 1000:7.1f} µs  {s['query']}")
 PY
 }
 

@@ -74,10 +74,20 @@ pub(crate) fn random_msisdn() -> String {
     }
 }
 
-/// The body of one `POST /partner/stk`.
-pub(crate) fn charge_body(n: u64) -> serde_json::Value {
+/// The payer of request `n`: with `payers` > 0 one of that many customers in turn (each a
+/// wallet from its first payment on, as returning customers are), else a new random one.
+pub(crate) fn payer_msisdn(n: u64, payers: u64) -> String {
+    match n.checked_rem(payers) {
+        // Ends in 0: never one of the sandbox's outcome numbers (…1001 to …1009).
+        Some(i) => format!("2547{:08}", 20_000_000 + i.min(7_999_999) * 10),
+        None => random_msisdn(),
+    }
+}
+
+/// The body of one `POST /partner/stk`, its payer as [`payer_msisdn`] says.
+pub(crate) fn charge_body(n: u64, payers: u64) -> serde_json::Value {
     json!({
-        "payer_msisdn": random_msisdn(),
+        "payer_msisdn": payer_msisdn(n, payers),
         "amount": "100.00",
         "reference": format!("bench-{n}"),
         "idem": Uuid::new_v4().to_string(),

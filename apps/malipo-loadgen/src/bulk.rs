@@ -333,7 +333,7 @@ impl ChargeLoad {
                     while !stop.load(Ordering::Relaxed) {
                         let n = next.fetch_add(1, Ordering::Relaxed);
                         let sent = Instant::now();
-                        let answer = client.post(url.as_str()).bearer_auth(token.as_str()).json(&api::charge_body(n)).send().await;
+                        let answer = client.post(url.as_str()).bearer_auth(token.as_str()).json(&api::charge_body(n, 0)).send().await;
                         requests += 1;
                         if let Ok(resp) = answer {
                             let code = resp.status().as_u16();

@@ -53,6 +53,10 @@ pub(crate) struct Args {
     /// (as `malipo-client` does); without it, workers send again at once (as wrk does).
     #[arg(long)]
     honor_retry_after: bool,
+    /// Payers: request `n` is paid by customer `n % payers` of a fixed population (0: each by
+    /// a new random number, whose wallet the sandbox opens with the payment).
+    #[arg(long, default_value_t = 0)]
+    payers: u64,
 }
 
 /// The one JSON object printed on stdout.
@@ -91,6 +95,7 @@ struct Plan {
     tokens: Vec<String>,
     rate: Option<f64>,
     honor_retry_after: bool,
+    payers: u64,
     start: Instant,
     measure_start: Instant,
     end: Instant,
@@ -166,6 +171,7 @@ pub(crate) async fn run(args: Args) -> Result<serde_json::Value> {
         tokens,
         rate: args.rate,
         honor_retry_after: args.honor_retry_after,
+        payers: args.payers,
         start,
         measure_start,
         end: measure_start + Duration::from_secs(args.duration_secs),
@@ -257,7 +263,7 @@ async fn worker(plan: Arc<Plan>) -> Result<Tally> {
 /// status, and the wait a 503 or 429 asked for.
 async fn send(plan: &Plan, n: u64) -> Result<(u16, Option<Duration>)> {
     let token = &plan.tokens[usize::try_from(n).unwrap_or(0) % plan.tokens.len()];
-    let resp = plan.client.post(&plan.url).bearer_auth(token).json(&api::charge_body(n)).send().await?;
+    let resp = plan.client.post(&plan.url).bearer_auth(token).json(&api::charge_body(n, plan.payers)).send().await?;
     let status = resp.status().as_u16();
     let retry_after = matches!(status, 429 | 503)
         .then(|| resp.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim().parse::<u64>().ok())

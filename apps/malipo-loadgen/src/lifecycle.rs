@@ -50,6 +50,9 @@ pub(crate) struct Args {
     /// Interval between completion checks.
     #[arg(long, default_value_t = 100)]
     poll_ms: u64,
+    /// Payers, as for `charges --payers` (0: a new random number each).
+    #[arg(long, default_value_t = 0)]
+    payers: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -206,7 +209,7 @@ async fn create_all(merchants: &[Merchant], args: &Args) -> Result<(Vec<HashSet<
     let mut workers = Vec::new();
     for _ in 0..args.concurrency {
         let (next, clients) = (Arc::clone(&next), Arc::clone(&clients));
-        let count = args.count;
+        let (count, payers) = (args.count, args.payers);
         workers.push(tokio::spawn(async move {
             let mut made: Vec<(usize, String)> = Vec::new();
             let mut errors = 0u64;
@@ -216,7 +219,7 @@ async fn create_all(merchants: &[Merchant], args: &Args) -> Result<(Vec<HashSet<
                     break;
                 }
                 let m = (n % clients.len() as u64) as usize;
-                let charge = NewCharge::new(api::random_msisdn(), amount, format!("bench-{n}"));
+                let charge = NewCharge::new(api::payer_msisdn(n, payers), amount, format!("bench-{n}"));
                 match clients[m].charges().create(&charge).await {
                     Ok(c) => made.push((m, c.charge_ref)),
                     Err(e) => {
