@@ -202,4 +202,6 @@ for r in runs:
     print(f"{r['merchants']} merchant(s), {r['client']} client: {r['whole_payments_per_sec']:.0f} whole payments/s, "
           f"{r['ratio_to_tpcb']:.3f} of TPC-B ({median:.0f} tps median of {tps}), refused 503 {r['refused_503']}, expired {r['expired']}")
 PY
-psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "DROP DATABASE IF EXISTS $TPCB_DB"
+# BENCH_SUSTAINED_KEEP_DB=1 keeps the last run's database, to study its statements afterwards.
+[ "${BENCH_SUSTAINED_KEEP_DB:-0}" = 1 ] || psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB"
+psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $TPCB_DB"

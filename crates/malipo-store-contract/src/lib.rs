@@ -95,6 +95,7 @@ macro_rules! __store_contract_cases {
                 charges::list_charges_pages_newest_first,
                 charges::list_charges_filters,
                 charges::claim_due_charges_leases,
+                charges::lock_due_charges_takes_the_oldest_of_a_mode,
                 charges::pending_charges_of_payer,
                 charges::cash_outs_are_not_charges,
                 charges::list_charges_filters_by_payer,

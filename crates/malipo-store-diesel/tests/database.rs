@@ -233,6 +233,50 @@ fn concurrent_claims_never_overlap(db: &TestDatabase) {
     assert_eq!(commit(db, |tx| Ok(tx.claim_due_charges(at(1_000), at(10_000), 10)?)), vec![], "leased until later");
 }
 
+/// Two workers locking due charges in their transactions at once, and moving them on, never
+/// take the same charge: each skips those the other holds (PostgreSQL: both transactions have
+/// begun before either locks), or waits its turn (SQLite's writer) and finds them moved on.
+fn concurrent_due_locks_never_overlap(db: &TestDatabase) {
+    let inside = db.store.backend() == Backend::Postgres;
+    let f = fixture(db);
+    let charges: Vec<Charge> = (0..60).map(|i| pending_charge(&f, "254712000004", at(i))).collect();
+    commit(db, |tx| {
+        for c in &charges {
+            tx.insert_charge(c)?;
+        }
+        Ok(())
+    });
+    let (store, start) = (db.store.clone(), Arc::new(Barrier::new(2)));
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let (store, start) = (store.clone(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                if !inside {
+                    start.wait();
+                }
+                let mut waited = false;
+                let locked = write(&store, |tx| {
+                    if inside && !std::mem::replace(&mut waited, true) {
+                        start.wait();
+                    }
+                    let mine = tx.lock_due_charges(Mode::Test, at(1_000), 20)?;
+                    for id in &mine {
+                        let c = tx.lock_charge(id)?.expect("locked");
+                        tx.update_charge(&Charge { next_action_at: Some(at(5_000)), ..c })?;
+                    }
+                    Ok(mine)
+                });
+                locked.unwrap()
+            })
+        })
+        .collect();
+    let locked: Vec<Vec<ChargeRef>> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    let all: Vec<&ChargeRef> = locked.iter().flatten().collect();
+    let unique: HashSet<&ChargeRef> = all.iter().copied().collect();
+    assert_eq!(all.len(), unique.len(), "a charge was locked by both: {locked:?}");
+    assert_eq!(all.len(), 40, "each took 20");
+}
+
 /// An endpoint of the fixture's organisation and an event with `deliveries` pending deliveries
 /// to it, due one second apart from `at(0)`.
 fn webhook_fixture(db: &TestDatabase, f: &Fixture, deliveries: i64) -> (Endpoint, Event, Vec<Delivery>) {
@@ -605,6 +649,7 @@ malipo_store_diesel::on_both_backends!(
     charges_are_checked_by_the_database,
     store_errors_leave_the_transaction_usable,
     concurrent_claims_never_overlap,
+    concurrent_due_locks_never_overlap,
     events_are_append_only_and_deliveries_checked,
     concurrent_delivery_claims_never_overlap,
     racing_claims_of_one_key_yield_one_winner,

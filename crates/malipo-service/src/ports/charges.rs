@@ -103,6 +103,15 @@ pub trait ChargeRepo {
     /// # Errors
     /// Storage failures.
     fn claim_due_charges(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError>;
+    /// Locks up to `limit` charges of `mode` whose `next_action_at <= now`, oldest due first
+    /// (ties by id), for the rest of this transaction, and returns their ids: a claim for a worker
+    /// that advances them in the same transaction, so nothing is leased (if it fails, the claim
+    /// is rolled back with the work). Charges another transaction has locked are skipped
+    /// (PostgreSQL: `FOR UPDATE SKIP LOCKED`; SQLite's writer holds the database).
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn lock_due_charges(&mut self, mode: Mode, now: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError>;
     /// When the charge that has waited longest for the workers came due: the earliest
     /// `next_action_at` at or before `now` (claimed charges are due at their lease's end).
     ///

@@ -286,8 +286,9 @@ fn hops_that_only_read_take_no_transaction_and_the_approval_one() {
 #[test]
 fn a_live_charge_ends_its_chunk_while_sandbox_charges_share_one() {
     // The worker's chunk (8 here) holds every charge it has locked until it commits; a live
-    // charge's lock is what its customer's PIN hop waits for, so a live charge ends the chunk's
-    // transaction, while sandbox charges share one.
+    // charge's lock is what its customer's PIN hop waits for, so live charges are leased and
+    // each advanced in a transaction of its own, while sandbox charges share one, which also
+    // claims them.
     let mut live = Live::new();
     let sandbox_shop = live.world.org(OrgKind::Merchant, Mode::Test);
     let counting = Counting::install(&mut live);
@@ -298,12 +299,12 @@ fn a_live_charge_ends_its_chunk_while_sandbox_charges_share_one() {
         (claimed, counting.writes.load(std::sync::atomic::Ordering::SeqCst) - before)
     };
     let sandbox: Vec<_> = (0..3).map(|_| live.world.charge(&sandbox_shop, &number("0000"), "100").unwrap()).collect();
-    assert_eq!(worker_writes(&live), (3, 2), "the claim, then one transaction for the three sandbox charges");
+    assert_eq!(worker_writes(&live), (3, 2), "one transaction claiming and advancing the three sandbox charges, then the live claim");
     assert!(sandbox.iter().all(|c| live.world.reload(&sandbox_shop, c).state == ChargeState::Completed));
     // Live prompts to numbers without a wallet: the worker's check fails each, one transaction
     // each (a live prompt whose payer can pay is parked at creation, see below).
     let checked: Vec<_> = (0..3).map(|_| live.world.charge(&live.shop, &number("0000"), "100").unwrap()).collect();
-    assert_eq!(worker_writes(&live), (3, 4), "the claim, then a transaction for each live charge's check");
+    assert_eq!(worker_writes(&live), (3, 5), "no sandbox charge due, the claim, then a transaction for each live charge's check");
     assert!(checked.iter().all(|c| ended(&live.world.reload(&live.shop, c)) == (ChargeState::Failed, Some(FailureReason::PayerNotFound))));
     assert_eq!(live.world.verified_ledger(None), vec![]);
 }

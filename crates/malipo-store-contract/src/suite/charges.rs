@@ -374,6 +374,39 @@ pub fn claim_due_charges_leases(store: &dyn Store) {
     assert_eq!(next_action(&done), None, "charges without next_action_at are never claimed");
 }
 
+/// `lock_due_charges` returns the ids of the charges of one mode whose `next_action_at <= now`
+/// (any organisation), oldest due first (ties by id), at most `limit`, changing nothing: a
+/// claim rolled back with its transaction leaves them due.
+pub fn lock_due_charges_takes_the_oldest_of_a_mode(store: &dyn Store) {
+    let a = insert_merchant(store, "A", Mode::Test);
+    let c = insert_merchant(store, "C", Mode::Test);
+    let b = insert_merchant(store, "B", Mode::Live);
+    let payer = msisdn("254712000036");
+    let due_at = |account: &malipo_ledger::Account, next: Option<i64>| Charge {
+        next_action_at: next.map(at),
+        ..charge(account, &payer, 1_000, at(0))
+    };
+    let d1 = due_at(&a.collection, Some(10));
+    let d2 = due_at(&c.collection, Some(5));
+    let d3 = due_at(&a.collection, Some(20));
+    let live = due_at(&b.collection, Some(1));
+    let later = due_at(&a.collection, Some(100));
+    let done = in_state(due_at(&a.collection, None), ChargeState::Expired);
+    commit(store, |tx| {
+        for c in [&d1, &d2, &d3, &live, &later, &done] {
+            tx.insert_charge(c)?;
+        }
+        Ok(())
+    });
+    let lock = |mode: Mode, now: i64, limit: usize| commit(store, |tx| Ok(tx.lock_due_charges(mode, at(now), limit)?));
+    assert_eq!(lock(Mode::Test, 4, 10), vec![], "nothing due before 5");
+    assert_eq!(lock(Mode::Test, 20, 2), vec![d2.id.clone(), d1.id.clone()], "oldest due first, any organisation, at most limit");
+    assert_eq!(lock(Mode::Test, 20, 10), vec![d2.id.clone(), d1.id.clone(), d3.id.clone()], "still due: nothing was moved");
+    assert_eq!(lock(Mode::Live, 20, 10), vec![live.id.clone()], "of the mode asked for");
+    assert_eq!(lock(Mode::Test, 1_000, 10).len(), 4, "a charge without next_action_at is never due");
+    assert_eq!(get(store, &d2.org_id, d2.mode, &d2.id), Some(d2.clone()), "locking changed nothing");
+}
+
 /// `pending_charges_of_payer` returns the `pending` charges and cash-outs of that number in that
 /// mode, of any organisation, as whole rows, oldest first.
 pub fn pending_charges_of_payer(store: &dyn Store) {

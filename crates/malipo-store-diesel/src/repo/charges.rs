@@ -228,6 +228,21 @@ impl ChargeRepo for DieselTx<'_> {
         Ok(DUE_CHARGES.claim(self.conn, now, lease_until, limit)?.into_iter().map(ChargeRef::from_trusted).collect())
     }
 
+    fn lock_due_charges(&mut self, mode: Mode, now: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError> {
+        let query = charges::table
+            .filter(charges::next_action_at.le(now.as_micros()))
+            .filter(charges::mode.eq(mode.as_str()))
+            .order((charges::next_action_at.asc(), charges::id.asc()))
+            .limit(limit_i64(limit));
+        let ids: Vec<String> = match &mut *self.conn {
+            DbConnection::Pg(c) => query.select(charges::id).for_update().skip_locked().load(c),
+            // The transaction holds SQLite's one writer lock: nobody else can take them.
+            DbConnection::Sqlite(c) => query.select(charges::id).load(c),
+        }
+        .map_err(db_error)?;
+        Ok(ids.into_iter().map(ChargeRef::from_trusted).collect())
+    }
+
     fn oldest_due_charge(&mut self, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
         DUE_CHARGES.oldest(self.conn, now)
     }

@@ -147,6 +147,19 @@ impl ChargeRepo for MemoryTx<'_> {
         Ok(claimed)
     }
 
+    fn lock_due_charges(&mut self, mode: Mode, now: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError> {
+        // The whole store is locked for the transaction already.
+        let mut due: Vec<(Timestamp, ChargeRef)> = self
+            .r()
+            .charges
+            .values()
+            .filter(|c| c.mode == mode)
+            .filter_map(|c| c.next_action_at.filter(|at| *at <= now).map(|at| (at, c.id.clone())))
+            .collect();
+        due.sort();
+        Ok(due.into_iter().take(limit).map(|(_, id)| id).collect())
+    }
+
     fn oldest_due_charge(&mut self, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
         Ok(self.r().charges.values().filter_map(|c| c.next_action_at).filter(|at| *at <= now).min())
     }
