@@ -342,17 +342,19 @@ def sustained_section(out):
     lines += [
         f"Measured {r.get('measured_at', 'n/a')} with the build of `{r.get('git_commit', 'n/a')}`. "
         f"`bash bench/sustained.sh` (part of `just bench`): `malipo-loadgen charges` with 32 connections as fast as the server answers for "
-        f"{runs[0]['secs']} s (requests round-robin over the merchants), the sandbox approving at once, the default "
+        f"{runs[0]['secs']} s (requests round-robin over the merchants, "
+        + (f"paid in turn by {runs[0]['payers']:,} customers whose wallets the warm-up opened" if runs[0].get("payers") else "each by a new payer")
+        + "), the sandbox approving at once, the default "
         "backlog bound (10 s); then every accepted charge reaches a final state. The `sdk` client waits a 503's "
         "`Retry-After` as `malipo-client` does; `hammer` sends again at once, as wrk does. The rate is the completed charges over "
         "the span from the first creation to the last completion, read from the database. The yardstick, in the same "
         f"run: pgbench's TPC-B-like transaction ({r['tpcb']}), rounds before, between and after: {tps} tps, median "
         f"{r['tpcb_median']:,.0f}. Target: ≥ 0.35 of TPC-B, one merchant and twenty, with 0 expired. Per payment: "
-        "commits and rows from `pg_stat_database`, WAL from `pg_stat_wal`, CPU from `/proc` (the machine's includes "
-        "PostgreSQL and the load generator).",
+        "commits and rows from `pg_stat_database`, WAL from `pg_stat_wal`, statements from `pg_stat_statements` where "
+        "PostgreSQL loads it, CPU from `/proc` (the machine's includes PostgreSQL and the load generator).",
         "",
-        "| merchants, client | whole payments/s | of TPC-B | completed | refused 503 | expired | commits | rows inserted / updated | WAL records / bytes | CPU ms: server / PostgreSQL / load generator |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| merchants, client | whole payments/s | of TPC-B | completed | refused 503 | expired | commits | statements | rows inserted / updated | WAL records / bytes | CPU ms: server / PostgreSQL / load generator |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for x in runs:
         p = x["per_payment"]
@@ -360,7 +362,9 @@ def sustained_section(out):
         met = "met" if ratio is not None and ratio >= 0.35 and x["expired"] == 0 else "missed"
         lines.append(
             f"| {x['merchants']}, {x['client']} | {x['whole_payments_per_sec']:,.0f} | {ratio:.3f} {met} | {x['completed']:,} | "
-            f"{x['refused_503']:,} | {x['expired']:,} | {p['commits']:.2f} | {p['rows_inserted']:.1f} / {p['rows_updated']:.1f} | "
+            f"{x['refused_503']:,} | {x['expired']:,} | {p['commits']:.2f} | "
+            + (f"{x['statements_per_payment']:.1f}" if x.get("statements_per_payment") else "n/a")
+            + f" | {p['rows_inserted']:.1f} / {p['rows_updated']:.1f} | "
             f"{p['wal_records']:.0f} / {p['wal_bytes']:,.0f} | {x['server_cpu_ms_per_payment']:.2f} / "
             f"{x['postgres_cpu_ms_per_payment']:.2f} / {x['loadgen_cpu_ms_per_payment']:.2f} |"
         )
