@@ -15,9 +15,9 @@
 //! another request or by another member of the group; a constraint refuses a row; the database
 //! fails) or the commit fails, nothing of the group is kept and every member runs alone, in a
 //! transaction of its own on the decorated store, where a stored key writes nothing (the use
-//! case then answers from its record) and a refusal fails that member only. An answer is given only after the commit, so no member is told of a
-//! write that was not kept. A leader that panics hands the lead on (its members, finding their
-//! answer gone, run alone).
+//! case then answers from its record) and a refusal fails that member only. An answer is given
+//! only after the commit, so no member is told of a write that was not kept. A leader that
+//! panics hands the lead on (its members, finding their answer gone, run alone).
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Sender};
@@ -68,7 +68,8 @@ impl Grouping {
     }
 
     /// Writes `creation` with whatever other creations are waiting; blocks until the group is
-    /// committed (its size) or given up (`None`: the caller runs it alone).
+    /// committed (its size for the member whose thread ran it, 0 for the others: as
+    /// [`Store::create_charge`] counts) or given up (`None`: the caller runs it alone).
     ///
     /// # Errors
     /// [`StoreError::Unavailable`] when the database could not be reached.

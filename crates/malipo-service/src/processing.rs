@@ -31,7 +31,9 @@ impl<'a> Processing<'a> {
     /// when one of them fails, each charge in a savepoint of its own (a charge whose step fails,
     /// its posting refused included, is undone alone and advanced by itself after the chunk):
     /// one commit for the chunk instead of two or three per charge. If a chunk's transaction
-    /// fails as a whole, each of its charges is advanced alone. Returns how many were claimed.
+    /// fails as a whole, each of its charges is advanced alone. Test charges are claimed first
+    /// by the chunks' own transactions (`advance_due_in_place`); the rest, live charges among
+    /// them, are leased. Returns how many were claimed, either way.
     ///
     /// # Errors
     /// Storage failures of the claim itself; a failing charge is logged and left to its lease.
