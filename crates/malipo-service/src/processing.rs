@@ -48,8 +48,7 @@ impl<'a> Processing<'a> {
         let lease = now.plus_seconds(self.core.config.worker_lease_seconds);
         let ids = OnCharges::write(self.core.store(), |tx| Ok(tx.claim_due_charges(now, lease, limit)?))?;
         let claimed = ids.len();
-        // The backlog monitor's measure of this instance's drain.
-        self.core.backlog.claimed.fetch_add(u64::try_from(claimed).unwrap_or(u64::MAX), std::sync::atomic::Ordering::Relaxed);
+        self.count_claimed(claimed);
         let chunk = self.core.config.charge_settle_chunk;
         let alone = if chunk <= 1 {
             ids
@@ -114,14 +113,18 @@ impl<'a> Processing<'a> {
                     return Ok(advanced);
                 }
             }
-            // The backlog monitor's measure of this instance's drain.
-            self.core.backlog.claimed.fetch_add(u64::try_from(taken).unwrap_or(u64::MAX), std::sync::atomic::Ordering::Relaxed);
+            self.count_claimed(taken);
             advanced = advanced.saturating_add(taken);
             if taken < chunk {
                 break;
             }
         }
         Ok(advanced)
+    }
+
+    /// Adds `n` claimed charges to the backlog monitor's measure of this instance's drain.
+    fn count_claimed(&self, n: usize) {
+        self.core.backlog.claimed.fetch_add(u64::try_from(n).unwrap_or(u64::MAX), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Advances the claimed charges in one transaction as far as each can go now. First all of

@@ -320,6 +320,11 @@ pub fn list_charges_filters_by_payer(store: &dyn Store) {
     assert_eq!(list(declined_b, None, 100), vec![]);
 }
 
+/// A pending charge of 10.00 to `account`'s merchant by `payer`, due at `next` (`None`: never).
+fn due_charge(account: &malipo_ledger::Account, payer: &malipo_core::Msisdn, next: Option<i64>) -> Charge {
+    Charge { next_action_at: next.map(at), ..charge(account, payer, 1_000, at(0)) }
+}
+
 /// `claim_due_charges` claims charges whose `next_action_at <= now` (any organisation or
 /// mode), oldest due first, at most `limit`, moving their `next_action_at` to the lease; a
 /// claimed charge is not claimed again until its lease passes.
@@ -327,10 +332,7 @@ pub fn claim_due_charges_leases(store: &dyn Store) {
     let a = insert_merchant(store, "A", Mode::Test);
     let b = insert_merchant(store, "B", Mode::Live);
     let payer = msisdn("254712000035");
-    let due_at = |account: &malipo_ledger::Account, next: Option<i64>| Charge {
-        next_action_at: next.map(at),
-        ..charge(account, &payer, 1_000, at(0))
-    };
+    let due_at = |account: &malipo_ledger::Account, next: Option<i64>| due_charge(account, &payer, next);
     let d1 = due_at(&a.collection, Some(10));
     let d2 = due_at(&a.collection, Some(5));
     let d3 = due_at(&a.collection, Some(20));
@@ -382,10 +384,7 @@ pub fn lock_due_charges_takes_the_oldest_of_a_mode(store: &dyn Store) {
     let c = insert_merchant(store, "C", Mode::Test);
     let b = insert_merchant(store, "B", Mode::Live);
     let payer = msisdn("254712000036");
-    let due_at = |account: &malipo_ledger::Account, next: Option<i64>| Charge {
-        next_action_at: next.map(at),
-        ..charge(account, &payer, 1_000, at(0))
-    };
+    let due_at = |account: &malipo_ledger::Account, next: Option<i64>| due_charge(account, &payer, next);
     let d1 = due_at(&a.collection, Some(10));
     let d2 = due_at(&c.collection, Some(5));
     let d3 = due_at(&a.collection, Some(20));

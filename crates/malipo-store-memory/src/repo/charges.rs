@@ -1,5 +1,7 @@
 //! [`ChargeRepo`] over the in-memory tables.
 
+use std::collections::BTreeMap;
+
 use malipo_charges::{Charge, ChargeFilter, ChargeKind, ChargeState};
 use malipo_core::{ChargeRef, Mode, Msisdn, OrgId, Timestamp};
 use malipo_service::{ChargeDayTotal, ChargeRepo, StoreError, DAY_MICROS};
@@ -133,31 +135,18 @@ impl ChargeRepo for MemoryTx<'_> {
 
     fn claim_due_charges(&mut self, now: Timestamp, lease_until: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError> {
         let s = self.w()?;
-        let mut due: Vec<(Timestamp, ChargeRef)> =
-            s.charges.values().filter_map(|c| c.next_action_at.filter(|at| *at <= now).map(|at| (at, c.id.clone()))).collect();
-        due.sort();
-        due.truncate(limit);
-        let mut claimed = Vec::with_capacity(due.len());
-        for (_, id) in due {
-            if let Some(c) = s.charges.get_mut(&id) {
+        let claimed = due(&s.charges, None, now, limit);
+        for id in &claimed {
+            if let Some(c) = s.charges.get_mut(id) {
                 c.next_action_at = Some(lease_until);
             }
-            claimed.push(id);
         }
         Ok(claimed)
     }
 
     fn lock_due_charges(&mut self, mode: Mode, now: Timestamp, limit: usize) -> Result<Vec<ChargeRef>, StoreError> {
         // The whole store is locked for the transaction already.
-        let mut due: Vec<(Timestamp, ChargeRef)> = self
-            .r()
-            .charges
-            .values()
-            .filter(|c| c.mode == mode)
-            .filter_map(|c| c.next_action_at.filter(|at| *at <= now).map(|at| (at, c.id.clone())))
-            .collect();
-        due.sort();
-        Ok(due.into_iter().take(limit).map(|(_, id)| id).collect())
+        Ok(due(&self.r().charges, Some(mode), now, limit))
     }
 
     fn oldest_due_charge(&mut self, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
@@ -180,4 +169,16 @@ impl ChargeRepo for MemoryTx<'_> {
         pending.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         Ok(pending)
     }
+}
+
+/// The ids of at most `limit` charges (of `mode`, when given) whose `next_action_at <= now`,
+/// oldest due first, ties by id.
+fn due(charges: &BTreeMap<ChargeRef, Charge>, mode: Option<Mode>, now: Timestamp, limit: usize) -> Vec<ChargeRef> {
+    let mut due: Vec<(Timestamp, &ChargeRef)> = charges
+        .values()
+        .filter(|c| mode.is_none_or(|m| c.mode == m))
+        .filter_map(|c| c.next_action_at.filter(|at| *at <= now).map(|at| (at, &c.id)))
+        .collect();
+    due.sort();
+    due.into_iter().take(limit).map(|(_, id)| id.clone()).collect()
 }
