@@ -6,7 +6,7 @@ use malipo_auth::Principal;
 use malipo_core::{AccountId, MinorUnit, Mode, OrgId, Timestamp, TransactionId};
 use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine, Violation};
 
-use crate::core::Core;
+use crate::core::{system_account, Core};
 use crate::error::ServiceError;
 use crate::needs::{self, require};
 use crate::ports::{AccountKey, AuthRepo, LedgerRepo};
@@ -166,7 +166,7 @@ impl<'a> Accounts<'a> {
             let target = tx.find_account(&AccountKey::Org { org_id: org.id.clone(), mode, kind })?.ok_or(ServiceError::NotFound)?;
             let amount =
                 target.currency.parse_amount(amount).map_err(|e| ServiceError::field("amount", "invalid_amount", format!("amount {e}")))?;
-            let issuance = self.core.system_account(tx, mode, target.currency, AccountKind::Issuance)?;
+            let issuance = system_account(tx, mode, target.currency, AccountKind::Issuance)?;
             let journal = Journal::new(
                 mode,
                 target.currency,

@@ -10,7 +10,7 @@ use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 use crate::accounts::{Accounts, Balance};
 use crate::backlog::{Backlog, Intake};
 use crate::commands::AgentCash;
-use crate::core::Core;
+use crate::core::{system_account, Core};
 use crate::customers::Customers;
 use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
@@ -109,7 +109,7 @@ impl<'a> Agents<'a> {
             let float = self.float_of(tx, principal)?;
             let wallet = Customers(self.core).movement_wallet(tx, principal.mode, customer, "customer_msisdn", now)?;
             Limits(self.core).check_credit(tx, &wallet, amount)?.map_err(|b| limit_error(b, country))?;
-            let revenue = self.core.system_account(tx, principal.mode, currency, AccountKind::Revenue)?;
+            let revenue = system_account(tx, principal.mode, currency, AccountKind::Revenue)?;
             let journal = Journal::new_skipping_zero(
                 principal.mode,
                 currency,

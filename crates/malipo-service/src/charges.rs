@@ -13,14 +13,14 @@ use malipo_webhooks::{Attempt, Delivery, Event};
 
 use crate::backlog::{Backlog, Intake};
 use crate::commands::CreateCharge;
-use crate::core::Core;
+use crate::core::{no_org_account, Core};
 use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
 use crate::lifecycle::Lifecycle;
 use crate::needs::{self, require};
 use crate::page::{bad_cursor, Page};
-use crate::ports::DAY_MICROS;
-use crate::views::{Charging, OnCharges, OnLedger, View};
+use crate::ports::{AccountKey, DAY_MICROS};
+use crate::views::{Charging, OnCharges, View};
 
 /// The merchant-facing charge use cases.
 pub struct Charges<'a> {
@@ -93,15 +93,12 @@ impl<'a> Charges<'a> {
             completed_at: None,
             next_action_at: Some(next_action_at),
         };
-        // The account is known (cached) in the usual case; the first charge of a merchant in
-        // this process looks it up (a read, which caches it). So the charge is whole before
-        // its transaction and may share it with other creations' (`Core::create_charge`).
-        let merchant_account = match self.core.cached_org_account_id(&principal.org_id, principal.mode, AccountKind::Collection) {
-            Some(id) => id,
-            None => OnLedger::read(self.core.store(), |tx| {
-                self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)
-            })?,
-        };
+        // The store knows the account without a connection in the usual case (an adapter
+        // remembers ids, which never change), so the charge is whole before its transaction
+        // and may share it with other creations' (`Core::create_charge`).
+        let (org_id, mode, kind) = (&principal.org_id, principal.mode, AccountKind::Collection);
+        let key = AccountKey::Org { org_id: org_id.clone(), mode, kind };
+        let merchant_account = self.core.store().account_id(&key)?.ok_or_else(|| no_org_account(org_id, mode, kind))?;
         let outcome = self.core.create_charge(idem, &charge(merchant_account))?;
         if !outcome.replayed {
             self.core.observer.charge_entered(ChargeState::Pending);

@@ -2,9 +2,8 @@
 //! the tunables and the outbound ports. Feature services borrow it; nothing outside the crate
 //! sees its fields.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use malipo_auth::{Passwords, SecretHasher};
 use malipo_charges::ChargeState;
@@ -58,16 +57,6 @@ pub(crate) struct BacklogGate {
     pub(crate) rate_bits: AtomicU64,
 }
 
-/// Ids of organisations' accounts, which never change once opened: saves a lookup per charge.
-type AccountIds = Mutex<HashMap<AccountKey, AccountId>>;
-
-/// Organisations' names, which never change (no use case renames one): saves a lookup per
-/// payment listed on a USSD screen.
-type OrgNames = Mutex<HashMap<OrgId, String>>;
-
-/// Names kept at most; the cache starts again when full (a lookup each, then).
-const ORG_NAMES_KEPT: usize = 10_000;
-
 /// Everything the use cases share.
 #[derive(Clone)]
 pub(crate) struct Core {
@@ -82,8 +71,6 @@ pub(crate) struct Core {
     pub(crate) backlog: Arc<BacklogGate>,
     /// Argon2id hashing of people's passwords (the console), when configured.
     pub(crate) passwords: Option<Arc<Passwords>>,
-    account_ids: Arc<AccountIds>,
-    org_names: Arc<OrgNames>,
 }
 
 impl Core {
@@ -105,8 +92,6 @@ impl Core {
             webhooks: WebhookConfig::default(),
             backlog: Arc::default(),
             passwords: None,
-            account_ids: Arc::default(),
-            org_names: Arc::default(),
         }
     }
 
@@ -136,77 +121,50 @@ impl Core {
         self.countries.for_msisdn(msisdn).map_err(|e| ServiceError::Internal(format!("{msisdn}: {e}")))
     }
 
-    /// The id of an organisation's account of a kind in a mode (cached after the first lookup).
-    ///
-    /// # Errors
-    /// [`ServiceError::Internal`] when the organisation has no such account; storage failures.
-    pub(crate) fn org_account_id(
-        &self,
-        tx: &mut (impl LedgerRepo + ?Sized),
-        org_id: &OrgId,
-        mode: Mode,
-        kind: AccountKind,
-    ) -> Result<AccountId, ServiceError> {
-        self.account_id(tx, AccountKey::Org { org_id: org_id.clone(), mode, kind })?
-            .ok_or_else(|| ServiceError::Internal(format!("organisation {org_id} has no {mode} {kind} account")))
-    }
-
-    /// The id of an organisation's account, if an earlier lookup cached it.
-    pub(crate) fn cached_org_account_id(&self, org_id: &OrgId, mode: Mode, kind: AccountKind) -> Option<AccountId> {
-        self.cached_account_id(&AccountKey::Org { org_id: org_id.clone(), mode, kind })
-    }
-
-    fn cached_account_id(&self, key: &AccountKey) -> Option<AccountId> {
-        self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).get(key).cloned()
-    }
-
-    /// The id of the account `key` finds, cached once found (an account's id never changes).
-    fn account_id(&self, tx: &mut (impl LedgerRepo + ?Sized), key: AccountKey) -> Result<Option<AccountId>, ServiceError> {
-        if let Some(id) = self.cached_account_id(&key) {
-            return Ok(Some(id));
-        }
-        let Some(account) = tx.find_account(&key)? else { return Ok(None) };
-        self.account_ids.lock().unwrap_or_else(PoisonError::into_inner).insert(key, account.id.clone());
-        Ok(Some(account.id))
-    }
-
-    /// The name of an organisation shown to customers ("Merchant" when it is gone), cached once
-    /// read.
-    ///
-    /// # Errors
-    /// Storage failures.
-    pub(crate) fn payee_name(&self, tx: &mut (impl AuthRepo + ?Sized), org_id: &OrgId) -> Result<String, ServiceError> {
-        if let Some(name) = self.org_names.lock().unwrap_or_else(PoisonError::into_inner).get(org_id) {
-            return Ok(name.clone());
-        }
-        let Some(org) = tx.org(org_id)? else { return Ok("Merchant".to_owned()) };
-        let mut names = self.org_names.lock().unwrap_or_else(PoisonError::into_inner);
-        if names.len() >= ORG_NAMES_KEPT {
-            names.clear();
-        }
-        names.insert(org_id.clone(), org.name.clone());
-        Ok(org.name)
-    }
-
-    /// The platform's account of a kind (revenue, issuance, sandbox funding) in a mode and currency.
-    ///
-    /// # Errors
-    /// [`ServiceError::Internal`] when it is missing (the migrations open one per served currency).
-    pub(crate) fn system_account(
-        &self,
-        tx: &mut (impl LedgerRepo + ?Sized),
-        mode: Mode,
-        currency: Currency,
-        kind: AccountKind,
-    ) -> Result<AccountId, ServiceError> {
-        self.account_id(tx, AccountKey::System { mode, currency, kind })?
-            .ok_or_else(|| ServiceError::Internal(format!("no {kind} account for {mode} {currency}")))
-    }
-
     /// Tells the observer which states charges entered (after the transaction committed).
     pub(crate) fn report(&self, entered: &[ChargeState]) {
         for s in entered {
             self.observer.charge_entered(*s);
         }
     }
+}
+
+/// The id of an organisation's account of a kind in a mode.
+///
+/// # Errors
+/// [`ServiceError::Internal`] when the organisation has no such account; storage failures.
+pub(crate) fn org_account_id(
+    tx: &mut (impl LedgerRepo + ?Sized),
+    org_id: &OrgId,
+    mode: Mode,
+    kind: AccountKind,
+) -> Result<AccountId, ServiceError> {
+    tx.account_id(&AccountKey::Org { org_id: org_id.clone(), mode, kind })?.ok_or_else(|| no_org_account(org_id, mode, kind))
+}
+
+/// What an organisation missing an account of a kind (opened with it, so never missing) is.
+pub(crate) fn no_org_account(org_id: &OrgId, mode: Mode, kind: AccountKind) -> ServiceError {
+    ServiceError::Internal(format!("organisation {org_id} has no {mode} {kind} account"))
+}
+
+/// The platform's account of a kind (revenue, issuance, sandbox funding) in a mode and currency.
+///
+/// # Errors
+/// [`ServiceError::Internal`] when it is missing (the migrations open one per served currency).
+pub(crate) fn system_account(
+    tx: &mut (impl LedgerRepo + ?Sized),
+    mode: Mode,
+    currency: Currency,
+    kind: AccountKind,
+) -> Result<AccountId, ServiceError> {
+    tx.account_id(&AccountKey::System { mode, currency, kind })?
+        .ok_or_else(|| ServiceError::Internal(format!("no {kind} account for {mode} {currency}")))
+}
+
+/// The name of an organisation shown to customers ("Merchant" when it is gone).
+///
+/// # Errors
+/// Storage failures.
+pub(crate) fn payee_name(tx: &mut (impl AuthRepo + ?Sized), org_id: &OrgId) -> Result<String, ServiceError> {
+    Ok(tx.org_name(org_id)?.unwrap_or_else(|| "Merchant".to_owned()))
 }

@@ -10,7 +10,7 @@
 use malipo_core::{MinorUnit, Mode, Msisdn, Timestamp};
 use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine};
 
-use crate::core::Core;
+use crate::core::{system_account, Core};
 use crate::error::{ServiceError, StoreError};
 use crate::ports::{LedgerRepo, Wallet, WalletRepo, WalletState};
 
@@ -99,7 +99,7 @@ impl Customers<'_> {
         };
         tx.insert_account(&account).map_err(dup_is_retry)?;
         tx.insert_wallet(&wallet).map_err(dup_is_retry)?;
-        let funding = self.0.system_account(tx, Mode::Test, country.currency, AccountKind::SandboxFunding)?;
+        let funding = system_account(tx, Mode::Test, country.currency, AccountKind::SandboxFunding)?;
         let amount = MinorUnit::from_major(TEST_WALLET_MAJOR_UNITS, country.currency)?;
         let journal = Journal::new(
             Mode::Test,

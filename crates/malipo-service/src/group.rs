@@ -23,8 +23,10 @@ use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use malipo_core::AccountId;
+
 use crate::error::{ServiceError, StoreError};
-use crate::ports::{Creation, ReplicaState, Store, Tx};
+use crate::ports::{AccountKey, Creation, ReplicaState, Store, Tx};
 
 /// What a member waiting for its group is told.
 enum Signal {
@@ -194,6 +196,10 @@ impl Store for Grouping {
 
     fn replica(&self) -> Option<ReplicaState> {
         self.inner.replica()
+    }
+
+    fn account_id(&self, key: &AccountKey) -> Result<Option<AccountId>, ServiceError> {
+        self.inner.account_id(key)
     }
 
     fn create_charge(&self, creation: &Creation) -> Result<Option<usize>, ServiceError> {

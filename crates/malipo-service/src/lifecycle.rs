@@ -7,7 +7,7 @@ use malipo_core::{AccountId, MinorUnit, Mode, Msisdn, Timestamp};
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine, LedgerError};
 use malipo_webhooks::Event;
 
-use crate::core::Core;
+use crate::core::{system_account, Core};
 use crate::customers::Customers;
 use crate::error::{ServiceError, StoreError};
 use crate::events::Events;
@@ -221,7 +221,7 @@ impl Lifecycle<'_> {
             .payer_account
             .clone()
             .ok_or_else(|| ServiceError::Internal(format!("authorised charge {} has no payer account", charge.id)))?;
-        let revenue = self.0.system_account(tx, charge.mode, charge.currency, AccountKind::Revenue)?;
+        let revenue = system_account(tx, charge.mode, charge.currency, AccountKind::Revenue)?;
         let kind = match charge.kind {
             ChargeKind::Charge => JournalKind::Charge,
             ChargeKind::CashOut => JournalKind::CashOut,

@@ -6,7 +6,7 @@ use malipo_countries::FeeOperation;
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 
 use crate::agents::insufficient;
-use crate::core::Core;
+use crate::core::{system_account, Core};
 use crate::customers::Customers;
 use crate::error::{Earlier, ServiceError};
 use crate::idempotency::Idem;
@@ -91,7 +91,7 @@ impl P2p<'_> {
         let debit = amount.checked_add(fee)?;
         limits.check_debit(tx, &sender, amount, debit, now)?.map_err(|b| limit_error(b, country))?;
         limits.check_credit(tx, &recipient, amount)?.map_err(|b| limit_error(b, limits.country(&recipient).unwrap_or(country)))?;
-        let revenue = self.0.system_account(tx, mode, sender.currency, AccountKind::Revenue)?;
+        let revenue = system_account(tx, mode, sender.currency, AccountKind::Revenue)?;
         let journal = Journal::new_skipping_zero(
             mode,
             sender.currency,

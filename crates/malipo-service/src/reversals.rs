@@ -9,7 +9,7 @@ use malipo_payouts::{fee_share, PayoutState, Reversal, ReversalOriginal};
 
 use crate::agents::insufficient;
 use crate::commands::{CreateReversal, ReversalTarget};
-use crate::core::Core;
+use crate::core::{system_account, Core};
 use crate::error::ServiceError;
 use crate::events::Events;
 use crate::idempotency::{Done, Idem};
@@ -166,7 +166,7 @@ impl<'a> Reversals<'a> {
         let (amount, share) = Self::portion(&original, requested)?;
         charge.amount_reversed = charge.amount_reversed.checked_add(amount)?;
         tx.update_charge(&charge)?;
-        let revenue = self.core.system_account(tx, charge.mode, charge.currency, AccountKind::Revenue)?;
+        let revenue = system_account(tx, charge.mode, charge.currency, AccountKind::Revenue)?;
         let lines = vec![
             line(charge.merchant_account.clone(), amount.checked_sub(share)?.checked_neg()?),
             line(revenue, share.checked_neg()?),
@@ -208,7 +208,7 @@ impl<'a> Reversals<'a> {
             .ok_or_else(|| ServiceError::Internal(format!("paid payout {} without a payee wallet", payout.id)))?;
         payout.amount_reversed = payout.amount_reversed.checked_add(amount)?;
         tx.update_payout(&payout)?;
-        let revenue = self.core.system_account(tx, payout.mode, payout.currency, AccountKind::Revenue)?;
+        let revenue = system_account(tx, payout.mode, payout.currency, AccountKind::Revenue)?;
         let lines = vec![
             line(wallet.account_id, amount.checked_neg()?),
             line(revenue, share.checked_neg()?),

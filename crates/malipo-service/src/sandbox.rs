@@ -6,7 +6,7 @@ use malipo_core::{MinorUnit, Mode, Timestamp};
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 
 use crate::commands::{SandboxWallet, Simulate, SimulateAction};
-use crate::core::Core;
+use crate::core::{system_account, Core};
 use crate::customers::Customers;
 use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
@@ -129,7 +129,7 @@ impl<'a> Sandbox<'a> {
             if let Some(target) = target {
                 let diff = target.checked_sub(account.balance)?;
                 if diff != MinorUnit::ZERO {
-                    let funding = self.core.system_account(tx, Mode::Test, wallet.currency, AccountKind::SandboxFunding)?;
+                    let funding = system_account(tx, Mode::Test, wallet.currency, AccountKind::SandboxFunding)?;
                     let journal = Journal::new(
                         Mode::Test,
                         wallet.currency,

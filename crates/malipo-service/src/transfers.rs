@@ -7,7 +7,7 @@ use malipo_ledger::{Account, AccountKind, Journal, JournalKind, JournalLine};
 
 use crate::agents::insufficient;
 use crate::commands::CreateTransfer;
-use crate::core::Core;
+use crate::core::{org_account_id, Core};
 use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
@@ -56,8 +56,8 @@ impl<'a> Transfers<'a> {
         let now = self.core.now();
         let mode = principal.mode;
         self.core.idempotent(idem, Charging, |tx| {
-            let debit = self.core.org_account_id(tx, &principal.org_id, mode, from)?;
-            let credit = self.core.org_account_id(tx, &principal.org_id, mode, to)?;
+            let debit = org_account_id(tx, &principal.org_id, mode, from)?;
+            let credit = org_account_id(tx, &principal.org_id, mode, to)?;
             let journal = Journal::new(
                 mode,
                 currency,

@@ -56,6 +56,7 @@ macro_rules! __store_contract_cases {
                 auth::replace_secret_hash_only_replaces_the_verified_hash,
                 auth::credentials_record_their_creator_and_last_use,
                 accounts::accounts_insert_and_find,
+                accounts::account_ids_and_names_are_only_what_committed,
                 accounts::duplicate_accounts_are_refused,
                 accounts::org_accounts_only_of_that_org_and_mode,
                 ledger::post_journal_updates_balances_and_chains,

@@ -498,6 +498,7 @@ impl DieselStore {
         let result = f(&mut tx).and_then(|()| Ok(tx.flush_queued()?));
         let poisoned = tx.poisoned;
         let learned = std::mem::take(&mut tx.learned);
+        let learned_ids = std::mem::take(&mut tx.learned_ids);
         match result {
             Ok(()) if poisoned => {
                 // A posting without a savepoint failed and the closure went on: its lines may be
@@ -515,7 +516,7 @@ impl DieselStore {
                 Ok(()) => {
                     // What this transaction saw of accounts is the store's to know only now that
                     // the accounts it opened exist.
-                    self.known.remember_all(learned);
+                    self.known.remember_all(learned, learned_ids);
                     Ok(())
                 }
                 Err(e) => {
@@ -559,6 +560,13 @@ impl Store for DieselStore {
 
     fn replica(&self) -> Option<malipo_service::ReplicaState> {
         self.replica.as_ref().map(|r| r.state())
+    }
+
+    fn account_id(&self, key: &malipo_service::AccountKey) -> Result<Option<malipo_core::AccountId>, ServiceError> {
+        match self.known.id(key) {
+            Some(id) => Ok(Some(id)),
+            None => malipo_service::ports::read(self, |tx| Ok(tx.account_id(key)?)),
+        }
     }
 
     fn ready(&self) -> Result<(), StoreError> {

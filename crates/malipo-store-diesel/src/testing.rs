@@ -158,6 +158,10 @@ impl Store for TestDatabase {
     fn replica(&self) -> Option<malipo_service::ReplicaState> {
         self.store.replica()
     }
+
+    fn account_id(&self, key: &malipo_service::AccountKey) -> Result<Option<malipo_core::AccountId>, ServiceError> {
+        self.store.account_id(key)
+    }
 }
 
 /// Runs each named test function (taking a `&TestDatabase`) once on a fresh SQLite database and

@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 
 use diesel::prelude::*;
-use malipo_core::{Currency, Mode};
+use malipo_core::{AccountId, Currency, Mode, OrgId};
 use malipo_ledger::AccountKind;
-use malipo_service::{QueuedWrites, StoreError};
+use malipo_service::{AccountKey, QueuedWrites, StoreError};
 use malipo_webhooks::Endpoint;
 use parking_lot::RwLock;
 
@@ -45,34 +45,71 @@ pub(crate) const IN_CHUNK: usize = 500;
 /// accounts, a few per organisation, are always kept).
 const KNOWN_WALLETS: usize = 100_000;
 
-/// The ledger (mode and currency) and kind of accounts, which never change once an account is
-/// opened: a posting checks its lines against them without reading the accounts each time.
-/// Shared by a store's transactions, and told only what committed transactions saw (a
-/// transaction keeps what it learns in [`DieselTx::learned`] until its commit), so that an
-/// account whose opening was rolled back is never taken for one that exists.
+/// Most accounts' ids by key, and organisations' names, [`KnownAccounts`] keeps.
+const KNOWN_KEYS: usize = 100_000;
+
+/// What never changes once committed, kept so that a transaction need not read it again: the
+/// ledger (mode and currency) and kind of accounts, so that a posting checks its lines without
+/// reading the accounts each time; accounts' ids by their owner and kind; organisations' names.
+/// Shared by a store's transactions, and told of accounts only what committed transactions saw
+/// (a transaction keeps what it learns in [`DieselTx::learned`] and [`DieselTx::learned_ids`]
+/// until its commit), so that an account whose opening was rolled back is never taken for one
+/// that exists.
 #[derive(Debug, Default)]
-pub(crate) struct KnownAccounts(RwLock<Learned>);
+pub(crate) struct KnownAccounts {
+    kinds: RwLock<Learned>,
+    ids: RwLock<HashMap<AccountKey, AccountId>>,
+    names: RwLock<HashMap<OrgId, String>>,
+}
 
 /// Accounts' ledgers and kinds by id.
 pub(crate) type Learned = HashMap<String, (Mode, Currency, AccountKind)>;
 
+/// Accounts' ids by key, as a transaction found them.
+pub(crate) type LearnedIds = Vec<(AccountKey, AccountId)>;
+
 impl KnownAccounts {
     /// What is known of the account `id`.
     pub(crate) fn get(&self, id: &str) -> Option<(Mode, Currency, AccountKind)> {
-        self.0.read().get(id).copied()
+        self.kinds.read().get(id).copied()
     }
 
     /// Keeps what a committed transaction learned (wallets only while there is room).
-    pub(crate) fn remember_all(&self, learned: Learned) {
-        if learned.is_empty() {
-            return;
-        }
-        let mut known = self.0.write();
-        for (id, (mode, currency, kind)) in learned {
-            if kind != AccountKind::Wallet || known.len() < KNOWN_WALLETS {
-                known.insert(id, (mode, currency, kind));
+    pub(crate) fn remember_all(&self, learned: Learned, ids: LearnedIds) {
+        if !learned.is_empty() {
+            let mut known = self.kinds.write();
+            for (id, (mode, currency, kind)) in learned {
+                if kind != AccountKind::Wallet || known.len() < KNOWN_WALLETS {
+                    known.insert(id, (mode, currency, kind));
+                }
             }
         }
+        if !ids.is_empty() {
+            let mut known = self.ids.write();
+            if known.len() + ids.len() > KNOWN_KEYS {
+                known.clear();
+            }
+            known.extend(ids);
+        }
+    }
+
+    /// The id of the account `key` finds, if a committed transaction found it.
+    pub(crate) fn id(&self, key: &AccountKey) -> Option<AccountId> {
+        self.ids.read().get(key).cloned()
+    }
+
+    /// An organisation's name, if read before.
+    pub(crate) fn name(&self, org: &OrgId) -> Option<String> {
+        self.names.read().get(org).cloned()
+    }
+
+    /// Keeps an organisation's name (starting again when full: a read each, then).
+    pub(crate) fn remember_name(&self, org: &OrgId, name: &str) {
+        let mut names = self.names.write();
+        if names.len() >= KNOWN_KEYS {
+            names.clear();
+        }
+        names.insert(org.clone(), name.to_owned());
     }
 }
 
@@ -86,6 +123,8 @@ pub(crate) struct DieselTx<'c> {
     pub(crate) known: &'c KnownAccounts,
     /// Accounts this transaction opened or read, told to `known` when it commits.
     pub(crate) learned: Learned,
+    /// Accounts' ids this transaction found by key, told to `known` when it commits.
+    pub(crate) learned_ids: LearnedIds,
     /// Endpoints of an organisation and mode read in this transaction (each event of a
     /// transaction, e.g. a charge authorised and completed, reads them once); forgotten when
     /// the transaction writes an endpoint.
@@ -97,7 +136,15 @@ pub(crate) struct DieselTx<'c> {
 
 impl<'c> DieselTx<'c> {
     pub(crate) fn new(conn: &'c mut DbConnection, known: &'c KnownAccounts) -> Self {
-        DieselTx { conn, poisoned: false, known, learned: Learned::new(), endpoints: HashMap::new(), queued: None }
+        DieselTx {
+            conn,
+            poisoned: false,
+            known,
+            learned: Learned::new(),
+            learned_ids: LearnedIds::new(),
+            endpoints: HashMap::new(),
+            queued: None,
+        }
     }
 
     /// What is known of the account `id`, by the store or by this transaction.

@@ -11,7 +11,7 @@ use malipo_ledger::AccountKind;
 use malipo_requests::{PayCode, PaymentRequest, RequestEvent, RequestFilter, RequestState, TransitionError};
 
 use crate::commands::{CancelPaymentRequest, CreatePaymentRequest};
-use crate::core::Core;
+use crate::core::{org_account_id, Core};
 use crate::error::{ServiceError, StoreError};
 use crate::events::Events;
 use crate::idempotency::{Done, Idem};
@@ -57,7 +57,7 @@ impl<'a> PaymentRequests<'a> {
         let fee = country.fee(FeeOperation::PaymentRequest, amount).min(amount);
         let now = self.core.now();
         self.core.idempotent(idem, Requesting, |tx| {
-            let merchant_account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?;
+            let merchant_account = org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Collection)?;
             for _ in 0..PAY_CODE_DRAWS {
                 let request = PaymentRequest {
                     id: PaymentRequestId::new(),

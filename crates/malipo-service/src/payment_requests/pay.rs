@@ -15,7 +15,7 @@ use malipo_requests::{PayCode, PaymentRequest, RequestEvent, RequestState, Trans
 use malipo_ussd::{Prompt, PromptKind};
 
 use crate::agents::insufficient;
-use crate::core::Core;
+use crate::core::{payee_name, system_account, Core};
 use crate::customers::Customers;
 use crate::error::{Earlier, ServiceError};
 use crate::events::Events;
@@ -72,7 +72,7 @@ impl RequestPayments<'_> {
             if let Err(e) = request.payable(now) {
                 return Ok(Err(unpayable(e)));
             }
-            Ok(Ok(prompt(self.0, tx, &request)?))
+            Ok(Ok(prompt(tx, &request)?))
         })
     }
 
@@ -90,7 +90,7 @@ impl RequestPayments<'_> {
         let mut prompts = Vec::new();
         for request in tx.open_payment_requests_for_payer(mode, payer)? {
             if request.payable(now).is_ok() {
-                prompts.push(prompt(self.0, tx, &request)?);
+                prompts.push(prompt(tx, &request)?);
             }
         }
         Ok(prompts)
@@ -144,7 +144,7 @@ impl RequestPayments<'_> {
             limits.check_debit(tx, &wallet, amount, amount, now)?
         };
         within.map_err(|b| limits.country(&wallet).map_or_else(|e| e, |country| limit_error(b, country)))?;
-        let revenue = self.0.system_account(tx, mode, request.currency, AccountKind::Revenue)?;
+        let revenue = system_account(tx, mode, request.currency, AccountKind::Revenue)?;
         let journal = Journal::new_skipping_zero(
             mode,
             request.currency,
@@ -194,8 +194,8 @@ impl RequestPayments<'_> {
 
 /// A request as the caller sees it: the merchant's display name (its organisation's name,
 /// nothing more), the amount, and no fee (the merchant pays it out of the amount).
-fn prompt(core: &Core, tx: &mut (impl AuthRepo + ?Sized), request: &PaymentRequest) -> Result<Prompt, ServiceError> {
-    let payee = core.payee_name(tx, &request.org_id)?;
+fn prompt(tx: &mut (impl AuthRepo + ?Sized), request: &PaymentRequest) -> Result<Prompt, ServiceError> {
+    let payee = payee_name(tx, &request.org_id)?;
     Ok(Prompt { id: request.id.to_string(), kind: PromptKind::PaymentRequest, payee, amount: request.amount.get(), fee: 0 })
 }
 

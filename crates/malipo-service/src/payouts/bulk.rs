@@ -9,7 +9,7 @@ use malipo_payouts::{BatchCounts, BatchEvent, BatchState, BulkPayout, BulkTransi
 use crate::agents::insufficient;
 use crate::backlog::{Backlog, Intake};
 use crate::commands::{ApproveBulkPayout, CreateBulkPayout, PayoutLine, RejectBulkPayout};
-use crate::core::Core;
+use crate::core::{org_account_id, Core};
 use crate::error::ServiceError;
 use crate::events::Events;
 use crate::idempotency::{Done, Idem};
@@ -50,7 +50,7 @@ impl<'a> BulkPayouts<'a> {
         let item_count = u32::try_from(command.items.len()).map_err(|_| ServiceError::Internal("item count".into()))?;
         let now = self.core.now();
         self.core.idempotent(idem, PayingOut, |tx| {
-            let account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Payout)?;
+            let account = org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Payout)?;
             let batch = BulkPayout {
                 id: BulkPayoutId::new(),
                 org_id: principal.org_id.clone(),

@@ -14,7 +14,7 @@ use malipo_payouts::{Payout, PayoutFilter, PayoutState};
 use crate::agents::insufficient;
 use crate::backlog::{Backlog, Intake};
 use crate::commands::CreatePayout;
-use crate::core::Core;
+use crate::core::{org_account_id, Core};
 use crate::error::ServiceError;
 use crate::idempotency::{Done, Idem};
 use crate::needs::{self, require};
@@ -50,7 +50,7 @@ impl<'a> Payouts<'a> {
         }
         let now = self.core.now();
         self.core.idempotent(idem, Reversing, |tx| {
-            let account = self.core.org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Payout)?;
+            let account = org_account_id(tx, &principal.org_id, principal.mode, AccountKind::Payout)?;
             let payout = Payout {
                 id: PayoutRef::new(),
                 org_id: principal.org_id.clone(),

@@ -19,7 +19,7 @@ use malipo_core::{AccountId, MinorUnit, Mode, Msisdn, PayoutRef, Timestamp};
 use malipo_ledger::{AccountKind, Journal, JournalKind, JournalLine};
 use malipo_payouts::{BatchEvent, BatchState, BulkPayout, Payout, PayoutEvent, PayoutFailure, PayoutState};
 
-use crate::core::Core;
+use crate::core::{system_account, Core};
 use crate::customers::Customers;
 use crate::error::{ServiceError, StoreError};
 use crate::events::Events;
@@ -143,7 +143,7 @@ impl<'a> PayoutProcessing<'a> {
             Ok(wallet) => wallet,
             Err(reason) => return moved(tx, payout, PayoutEvent::Fail(reason), None, now),
         };
-        let revenue = self.core.system_account(tx, payout.mode, payout.currency, AccountKind::Revenue)?;
+        let revenue = system_account(tx, payout.mode, payout.currency, AccountKind::Revenue)?;
         let debit = payout.debit()?;
         let journal = Journal::new_skipping_zero(
             payout.mode,

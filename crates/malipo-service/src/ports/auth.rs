@@ -30,6 +30,14 @@ pub trait AuthRepo {
     /// # Errors
     /// Storage failures.
     fn org(&mut self, id: &OrgId) -> Result<Option<Organisation>, StoreError>;
+    /// An organisation's name. No use case renames an organisation, so an adapter may answer
+    /// from what it read before, without a statement.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn org_name(&mut self, id: &OrgId) -> Result<Option<String>, StoreError> {
+        Ok(self.org(id)?.map(|o| o.name))
+    }
     /// The oldest organisation with this name.
     ///
     /// # Errors

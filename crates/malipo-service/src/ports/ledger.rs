@@ -98,6 +98,15 @@ pub trait LedgerRepo {
     /// # Errors
     /// Storage failures.
     fn find_account(&mut self, key: &AccountKey) -> Result<Option<Account>, StoreError>;
+    /// The id of an organisation's or the platform's account. An account's id never changes once
+    /// it is opened, so an adapter may answer from what its committed transactions saw, without
+    /// a statement.
+    ///
+    /// # Errors
+    /// Storage failures.
+    fn account_id(&mut self, key: &AccountKey) -> Result<Option<AccountId>, StoreError> {
+        Ok(self.find_account(key)?.map(|a| a.id))
+    }
     /// An organisation's accounts in a mode, oldest first.
     ///
     /// # Errors

@@ -340,6 +340,20 @@ pub trait Store: Send + Sync {
         None
     }
 
+    /// The id of an account ([`LedgerRepo::account_id`]) for a caller outside any transaction:
+    /// an adapter that remembers ids answers one it has seen without taking a connection.
+    ///
+    /// # Errors
+    /// As [`Store::read`].
+    fn account_id(&self, key: &AccountKey) -> Result<Option<AccountId>, ServiceError> {
+        let mut id = None;
+        self.read(&mut |tx| {
+            id = tx.account_id(key)?;
+            Ok(())
+        })?;
+        Ok(id)
+    }
+
     /// Writes a new charge and its idempotency key in one transaction, or (a store that groups,
     /// [`crate::Grouping`]) in one with other creations arriving at the same moment, kept whole
     /// or not at all. How many creations the transaction this call ran committed (1 alone, a

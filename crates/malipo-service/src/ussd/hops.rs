@@ -8,7 +8,7 @@ use malipo_charges::ChargeKind;
 use malipo_core::{Mode, Msisdn};
 use malipo_ussd::{Caller, Effect, Menu, Outcome, Prompt, PromptKind, Screen, State, Step};
 
-use crate::core::Core;
+use crate::core::{payee_name, Core};
 use crate::error::ServiceError;
 use crate::payment_requests::pay::RequestPayments;
 use crate::ports::{AuthRepo, ChargeRepo, PaymentRequestRepo, UssdFlow, WalletRepo, WalletState};
@@ -163,7 +163,7 @@ pub(crate) fn prompts_in(
         if now >= c.expires_at {
             continue;
         }
-        let payee = core.payee_name(tx, &c.org_id)?;
+        let payee = payee_name(tx, &c.org_id)?;
         let (kind, fee) = match c.kind {
             ChargeKind::Charge => (PromptKind::Charge, 0),
             ChargeKind::CashOut => (PromptKind::CashOut, c.fee.get()),

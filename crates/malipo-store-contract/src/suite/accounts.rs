@@ -2,7 +2,7 @@
 
 use malipo_core::{AccountId, Mode, OrgId};
 use malipo_ledger::{Account, AccountKind};
-use malipo_service::{AccountKey, Store};
+use malipo_service::{AccountKey, ServiceError, Store};
 
 use crate::fixtures::duplicate;
 use crate::fixtures::*;
@@ -51,6 +51,41 @@ pub fn accounts_insert_and_find(store: &dyn Store) {
     assert_eq!(find(store, system_key(Mode::Test, ugx(), AccountKind::Issuance)), Some(ugx_issuance));
     assert_eq!(find(store, system_key(Mode::Live, KES, AccountKind::Revenue)), None);
     assert_eq!(find(store, system_key(Mode::Test, ugx(), AccountKind::Revenue)), None);
+}
+
+/// An account's id by key ([`malipo_service::LedgerRepo::account_id`], [`Store::account_id`]),
+/// which an adapter may remember, is only ever that of an account that exists: an opening
+/// rolled back leaves nothing to remember, even to the transaction's own lookups. An
+/// organisation's name is its name, and an unknown organisation has none.
+pub fn account_ids_and_names_are_only_what_committed(store: &dyn Store) {
+    let m = insert_merchant(store, "Duka", Mode::Test);
+    let key = org_key(&m.org.id, Mode::Live, AccountKind::Payout);
+    let first = org_account(&m.org, Mode::Live, AccountKind::Payout, at(1));
+    let seen = first.id.clone();
+    refused(store, |tx| {
+        tx.insert_account(&first)?;
+        assert_eq!(tx.account_id(&key)?, Some(seen.clone()), "the transaction sees what it opened");
+        Err::<(), _>(ServiceError::InvalidState("rolled back".into()))
+    });
+    assert_eq!(store.account_id(&key).expect("account id"), None, "a rolled-back opening is not remembered");
+    assert_eq!(query(store, |tx| Ok(tx.account_id(&key)?)), None);
+
+    let opened = insert_account(store, org_account(&m.org, Mode::Live, AccountKind::Payout, at(2)));
+    for _ in 0..2 {
+        assert_eq!(store.account_id(&key).expect("account id"), Some(opened.id.clone()));
+        assert_eq!(query(store, |tx| Ok(tx.account_id(&key)?)), Some(opened.id.clone()));
+    }
+    let collection = org_key(&m.org.id, Mode::Test, AccountKind::Collection);
+    assert_eq!(store.account_id(&collection).expect("account id"), Some(m.collection.id.clone()));
+    let kes = insert_platform(store, Mode::Test, KES);
+    let revenue = system_key(Mode::Test, KES, AccountKind::Revenue);
+    assert_eq!(query(store, |tx| Ok(tx.account_id(&revenue)?)), Some(kes.revenue.id.clone()));
+    assert_eq!(store.account_id(&system_key(Mode::Live, KES, AccountKind::Revenue)).expect("account id"), None);
+
+    for _ in 0..2 {
+        assert_eq!(query(store, |tx| Ok(tx.org_name(&m.org.id)?)).as_deref(), Some("Duka"));
+    }
+    assert_eq!(query(store, |tx| Ok(tx.org_name(&OrgId::new())?)), None);
 }
 
 /// Unique keys of accounts: the id; (organisation, mode, kind); (mode, currency, kind) of

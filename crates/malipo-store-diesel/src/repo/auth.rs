@@ -32,6 +32,19 @@ impl AuthRepo for DieselTx<'_> {
             .transpose()
     }
 
+    fn org_name(&mut self, id: &OrgId) -> Result<Option<String>, StoreError> {
+        if let Some(name) = self.known.name(id) {
+            return Ok(Some(name));
+        }
+        let name = self.org(id)?.map(|o| o.name);
+        if let Some(name) = &name {
+            // Kept at once, unlike an account's id: an organisation whose creation is rolled
+            // back leaves a name nothing will ask for (ids are never reused).
+            self.known.remember_name(id, name);
+        }
+        Ok(name)
+    }
+
     fn org_by_name(&mut self, name: &str) -> Result<Option<Organisation>, StoreError> {
         organisations::table
             .filter(organisations::name.eq(name))

@@ -122,8 +122,18 @@ impl LedgerRepo for DieselTx<'_> {
                 .get_result(self.conn)
                 .optional(),
         };
-        let row = found.map_err(db_error)?;
-        one_with_waiting(row)
+        let account = one_with_waiting(found.map_err(db_error)?)?;
+        if let Some(a) = &account {
+            self.learned_ids.push((key.clone(), a.id.clone()));
+        }
+        Ok(account)
+    }
+
+    fn account_id(&mut self, key: &AccountKey) -> Result<Option<AccountId>, StoreError> {
+        if let Some(id) = self.known.id(key) {
+            return Ok(Some(id));
+        }
+        Ok(self.find_account(key)?.map(|a| a.id))
     }
 
     fn org_accounts(&mut self, org_id: &OrgId, mode: Mode) -> Result<Vec<Account>, StoreError> {

@@ -24,6 +24,7 @@ impl Savepoint for DieselTx<'_> {
         self.flush_queued()?;
         let mut poisoned = false;
         let mut learned = None;
+        let mut learned_ids = Vec::new();
         let known = self.known;
         let ended = self.conn.transaction::<_, Ended, _>(|conn| {
             // Its own endpoints read: what the savepoint reads or writes goes with it.
@@ -31,6 +32,7 @@ impl Savepoint for DieselTx<'_> {
             let done = f(&mut inner).map_err(Ended::Closure);
             poisoned = inner.poisoned;
             learned = Some(std::mem::take(&mut inner.learned));
+            learned_ids = std::mem::take(&mut inner.learned_ids);
             done
         });
         // Endpoints the savepoint wrote are not in this transaction's list.
@@ -42,6 +44,7 @@ impl Savepoint for DieselTx<'_> {
                 self.poisoned |= poisoned;
                 // What the savepoint learned of accounts stays with what it kept.
                 self.learned.extend(learned.unwrap_or_default());
+                self.learned_ids.extend(learned_ids);
                 Ok(())
             }
             Err(Ended::Closure(e)) => Err(e),
