@@ -188,14 +188,93 @@ fn plain_decimal(text: &str) -> Option<String> {
 /// # Errors
 /// As above.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<Parsed<T>, ApiError> {
-    let tree: serde_json::Value = serde_json::from_slice(body).map_err(|e| ApiError::InvalidRequest(format!("malformed JSON: {e}")))?;
+    // The body is parsed once, into a tree; the request is read from the tree and the
+    // fingerprint's canonical form made from it.
+    let Tree(tree) = serde_json::from_slice(body).map_err(|e| ApiError::InvalidRequest(format!("malformed JSON: {e}")))?;
     if !tree.is_object() {
         return Err(ApiError::InvalidRequest("the body must be a JSON object".into()));
     }
+    let value = serde_path_to_error::deserialize(&tree).map_err(|e| path_error("", e))?;
     let canonical = serde_json::to_vec(&canonical(tree)).map_err(|e| ApiError::InvalidRequest(e.to_string()))?;
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    let value = serde_path_to_error::deserialize(de).map_err(|e| path_error("", e))?;
     Ok(Parsed { value, canonical })
+}
+
+/// A JSON value read exactly as [`serde_json::Value`] reads it (numbers kept as written), except
+/// that an object naming a key twice is refused, as reading it into a struct would be: a body
+/// means one thing, never "whichever of the two a reader keeps".
+struct Tree(serde_json::Value);
+
+/// How serde_json (with `arbitrary_precision`) hands a number to a visitor: a map of one entry,
+/// this key and the number's text. Pinned by the tests below.
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
+impl<'de> serde::Deserialize<'de> for Tree {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(TreeVisitor).map(Tree)
+    }
+}
+
+struct TreeVisitor;
+
+impl<'de> serde::de::Visitor<'de> for TreeVisitor {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        serde_json::Number::from_f64(v).map(serde_json::Value::Number).ok_or_else(|| E::custom("a number that is not finite"))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Tree(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(serde_json::Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error;
+        let mut members = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == NUMBER_TOKEN && members.is_empty() {
+                let text: String = map.next_value()?;
+                return text.parse().map(serde_json::Value::Number).map_err(A::Error::custom);
+            }
+            if members.contains_key(&key) {
+                return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
+            }
+            let Tree(value) = map.next_value()?;
+            members.insert(key, value);
+        }
+        Ok(serde_json::Value::Object(members))
+    }
 }
 
 /// Reads a JSON object nested in a body (already parsed as JSON) by [`parse_json`]'s rules, with
@@ -283,7 +362,32 @@ pub fn idem(req: &HttpRequest, principal: &Principal, operation: &str, body_key:
 
 #[cfg(test)]
 mod canonical_tests {
-    use super::plain_decimal;
+    use super::{canonical, plain_decimal, Tree};
+
+    fn tree(text: &str) -> Result<serde_json::Value, String> {
+        serde_json::from_str::<Tree>(text).map(|t| t.0).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_tree_is_serde_jsons_value_with_each_key_once() {
+        for text in [
+            r#"{"amount":250.00,"n":-3,"big":123456789012345678901234567890.5,"e":1e400,"s":"x\u0041","t":[true,null,{}],"o":{"a":{"b":[1.10]}}}"#,
+            r#"{"amount":{"value":"1"}}"#,
+            "[]",
+            "0.10",
+        ] {
+            let expected: serde_json::Value = serde_json::from_str(text).unwrap();
+            let got = tree(text).unwrap();
+            assert_eq!(got, expected, "{text}");
+            assert_eq!(got.to_string(), expected.to_string(), "numbers keep their text: {text}");
+        }
+        assert_eq!(tree(r#"{"n":250.00}"#).unwrap()["n"].to_string(), "250.00");
+        assert_eq!(canonical(tree(r#"{"n":250.00}"#).unwrap()).to_string(), r#"{"n":250}"#);
+        let twice = tree(r#"{"amount":1,"amount":2}"#).unwrap_err();
+        assert!(twice.starts_with("duplicate field `amount`"), "{twice}");
+        let nested = tree(r#"{"a":{"b":1,"c":2,"b":3}}"#).unwrap_err();
+        assert!(nested.starts_with("duplicate field `b`"), "{nested}");
+    }
 
     #[test]
     fn plain_decimals_lose_only_redundant_zeros() {

@@ -8,6 +8,7 @@ use crate::harness::{field_problem, problem_strict, stk, Answer, Db, Options, Te
 
 crate::on_both!(
     malformed_json_is_invalid_request,
+    a_key_given_twice_is_invalid_request,
     wrong_json_type_is_invalid_request,
     non_object_body_is_invalid_request,
     unknown_field_is_refused_by_name,
@@ -47,6 +48,19 @@ async fn malformed_json_is_invalid_request(db: Db) {
         let a = problem_strict(stk_raw(app, &token, body).await, 400, "invalid_request").await;
         assert!(a.json.get("errors").is_none(), "{}", a.text);
     }
+}
+
+async fn a_key_given_twice_is_invalid_request(db: Db) {
+    let app = TestApp::shared(db);
+    let (_, token) = app.merchant_token().await;
+    for body in [
+        r#"{"payer_msisdn": "254712345678", "amount": 10, "amount": 10000, "reference": "R", "idem": "twice-1"}"#,
+        r#"{"payer_msisdn": "254712345678", "amount": 10, "reference": "R", "idem": "twice-2", "idem": "twice-3"}"#,
+    ] {
+        let a = problem_strict(stk_raw(app, &token, body).await, 400, "invalid_request").await;
+        assert!(a.json["detail"].as_str().unwrap().contains("duplicate field"), "{}", a.text);
+    }
+    assert_eq!(app.get_json(&token, "/partner/charges").await["data"], json!([]), "nothing was created");
 }
 
 async fn wrong_json_type_is_invalid_request(db: Db) {
