@@ -41,7 +41,7 @@
 # Knobs (environment): BENCH_OUT (bench-out), BENCH_ROUNDS (3), BENCH_ROUND_SECS (5),
 # BENCH_LIFECYCLE_COUNT (3000), BENCH_LIFECYCLE_ROUNDS (3), BENCH_SKIP_BUILD (0),
 # BENCH_MALIPO_BIN (target/release/malipo),
-# BENCH_REPORT (docs/performance.md), BENCH_USSD_SECS (25), BENCH_USSD_CUSTOMERS (50),
+# BENCH_REPORT (docs/performance.md), BENCH_CORE_ONLY (0), BENCH_USSD_SECS (25), BENCH_USSD_CUSTOMERS (50),
 # BENCH_USSD_CONCURRENCY (8), PGHOST/PGPORT/PGUSER (127.0.0.1/5432/postgres), and bench/payouts.sh's
 # own (BENCH_PAYOUTS_*, BENCH_BULK_*).
 set -euo pipefail
@@ -634,6 +634,13 @@ run_backend postgres "postgres://$PGUSER@$PGHOST:$PGPORT/$PG_DB"
 
 SQLITE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/malipo-bench.XXXXXX")
 run_backend sqlite "sqlite://$SQLITE_DIR/malipo.db"
+
+# BENCH_CORE_ONLY=1: the two backends' runs above alone (for a side-by-side of two builds), no
+# report.
+if [[ ${BENCH_CORE_ONLY:-0} == 1 ]]; then
+    log "core runs done (BENCH_CORE_ONLY): $OUT"
+    exit 0
+fi
 
 # Money out: its own servers on its own databases, after the rest, so nothing above is disturbed.
 log "== money out: bench/payouts.sh"
