@@ -362,6 +362,8 @@ pub fn idem(req: &HttpRequest, principal: &Principal, operation: &str, body_key:
 
 #[cfg(test)]
 mod canonical_tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::{canonical, plain_decimal, Tree};
 
     fn tree(text: &str) -> Result<serde_json::Value, String> {
