@@ -123,7 +123,9 @@ impl LedgerRepo for DieselTx<'_> {
                 .optional(),
         };
         let account = one_with_waiting(found.map_err(db_error)?)?;
-        if let Some(a) = &account {
+        // Only an id the store does not know yet is told at the commit: a balance read of a
+        // known account (the usual find) then takes no write lock.
+        if let Some(a) = account.as_ref().filter(|a| self.known.id(key).as_ref() != Some(&a.id)) {
             self.learned_ids.push((key.clone(), a.id.clone()));
         }
         Ok(account)
